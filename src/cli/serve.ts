@@ -1,5 +1,62 @@
-// Placeholder until the serve command lands; replaced by its owner.
-export async function main(_argv: string[]): Promise<number> {
-  process.stderr.write('writ serve: not implemented yet\n');
-  return 2;
+/** `writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]` */
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/config.js';
+import { isWritError } from '../errors.js';
+import { startSidecar } from '../server/serve.js';
+
+const HELP = `usage: writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]
+
+Runs the sidecar. With no config (flag or WRIT_CONFIG) it serves the bundled policies/ on
+127.0.0.1:8700 with data in .writ/, and writes fresh dev tokens to .writ/tokens.json.
+SIGTERM/SIGINT: stop accepting, finish in-flight requests, write a final checkpoint, exit 0.
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' }, listen: { type: 'string' }, 'policy-dir': { type: 'string' }, 'data-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    process.stderr.write(`writ serve: ${(e as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  let running;
+  try {
+    const overrides: Parameters<typeof loadConfig>[0] = {};
+    if (typeof values.config === 'string') overrides.configPath = values.config;
+    if (typeof values.listen === 'string') overrides.listen = values.listen;
+    if (typeof values['policy-dir'] === 'string') overrides.policyDir = values['policy-dir'];
+    if (typeof values['data-dir'] === 'string') overrides.dataDir = values['data-dir'];
+    const { config, devTokens } = loadConfig(overrides);
+    running = await startSidecar(config, { devTokens });
+  } catch (e) {
+    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : (e as Error)?.message ?? String(e);
+    process.stderr.write(`writ serve: cannot start: ${message}\n`);
+    return 1;
+  }
+  const r = running;
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string) => {
+      process.stderr.write(`writ serve: ${signal}: finishing in-flight requests, writing a final checkpoint\n`);
+      r.close().then(
+        () => resolve(0),
+        (e) => {
+          process.stderr.write(`writ serve: shutdown error: ${(e as Error).message}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
 }

@@ -1,0 +1,64 @@
+/**
+ * Approvals bound to the consequence (CONTRACT.md §5). Pure: what an approval binds, and whether it is
+ * still valid evidence at a given moment. An approval binds the actor, execution id, binding, envelope
+ * digest, an expiry, and the digest of the subject entity's record as it was when approved; it stops
+ * counting when revoked, expired, or when that record changed.
+ */
+import { digestOf } from '../util/canonical.js';
+import type { Uid } from '../util/uid.js';
+import type { EntityJson } from '../policy/entities.js';
+
+export interface Approval {
+  approval_id: string;
+  approver: Uid;
+  actor: Uid;
+  execution_id: string;
+  binding: string;
+  envelope_digest: string;
+  approved_at: string;
+  expires_at: string;
+  subject: Uid;
+  subject_digest: string;
+  revoked_at?: string;
+}
+
+export type InvalidReason = 'revoked' | 'expired' | 'subject_changed' | 'binding_changed';
+
+/** Digest of a subject's trusted record; a missing record has its own fixed digest. */
+export function subjectDigest(entity: EntityJson | undefined): string {
+  return digestOf('writ-subject/1\n', entity ? { uid: entity.uid, attrs: entity.attrs, parents: entity.parents } : null);
+}
+
+/** Why an approval does not count now, or undefined when it is valid. */
+export function invalidReason(
+  a: Approval,
+  now: Date,
+  current: { binding: string; envelope_digest: string; subjectDigest: string },
+): InvalidReason | undefined {
+  if (a.revoked_at !== undefined) return 'revoked';
+  if (Date.parse(a.expires_at) <= now.getTime()) return 'expired';
+  if (a.binding !== current.binding || a.envelope_digest !== current.envelope_digest) return 'binding_changed';
+  if (a.subject_digest !== current.subjectDigest) return 'subject_changed';
+  return undefined;
+}
+
+export interface ApprovalView {
+  approval_id: string;
+  approver: Uid;
+  approved_at: string;
+  expires_at: string;
+  valid: boolean;
+  invalid_reason?: InvalidReason;
+}
+
+export function approvalView(a: Approval, reason: InvalidReason | undefined): ApprovalView {
+  const v: ApprovalView = {
+    approval_id: a.approval_id,
+    approver: a.approver,
+    approved_at: a.approved_at,
+    expires_at: a.expires_at,
+    valid: reason === undefined,
+  };
+  if (reason !== undefined) v.invalid_reason = reason;
+  return v;
+}

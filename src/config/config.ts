@@ -1,0 +1,157 @@
+/**
+ * The sidecar's configuration (CONTRACT.md §1): a JSON file (`--config` or WRIT_CONFIG), overridden by
+ * flags; with no file, the bundled example policies, data in `.writ/`, and fresh dev tokens.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { WritError } from '../errors.js';
+import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
+
+export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin';
+export const ROLES: readonly Role[] = ['pep', 'approver', 'auditor', 'reconciler', 'admin'];
+
+export interface TokenSpec {
+  token?: string;
+  token_sha256?: string;
+  role: Role;
+  /** pep: the workload the token authenticates (the Cedar principal). */
+  actor?: Uid;
+  /** approver: the person who approves. */
+  principal?: Uid;
+}
+
+export interface WritConfig {
+  listen: string;
+  policy_dir: string;
+  data_dir: string;
+  tokens: TokenSpec[];
+  checkpoint: { every_records: number; every_ms: number };
+  approval_max_ttl_s: number;
+  witness_dir: string | null;
+  /** How often the policy dir is checked for changes (hot reload). */
+  policy_poll_ms: number;
+  /** 'sync' (fsync every commit, group-committed) or 'flushed' (await lmdb's flushed). */
+  durability: 'sync' | 'flushed';
+  /** Testing aid, never for production: the PDP clock is read from this file (an RFC 3339 time) when set. */
+  clock_file: string | null;
+  /** Largest request body in bytes (413 beyond). */
+  max_body_bytes: number;
+}
+
+export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
+  listen: '127.0.0.1:8700',
+  policy_dir: 'policies',
+  data_dir: '.writ',
+  checkpoint: { every_records: 1000, every_ms: 10000 },
+  approval_max_ttl_s: 86400,
+  witness_dir: null,
+  policy_poll_ms: 1000,
+  durability: 'sync',
+  clock_file: null,
+  max_body_bytes: 1024 * 1024,
+};
+
+export interface ConfigOverrides {
+  configPath?: string;
+  listen?: string;
+  policyDir?: string;
+  dataDir?: string;
+}
+
+function fail(message: string): never {
+  throw new WritError('INVALID_REQUEST', `config: ${message}`);
+}
+
+function checkUid(v: unknown, where: string): Uid {
+  const u = v as Uid;
+  if (!u || typeof u !== 'object' || typeof u.type !== 'string' || typeof u.id !== 'string' || !CEDAR_TYPE_NAME.test(u.type)) {
+    fail(`${where} must be {"type","id"} with a Cedar type name`);
+  }
+  return { type: u.type, id: u.id };
+}
+
+function checkTokens(list: unknown): TokenSpec[] {
+  if (!Array.isArray(list)) fail('tokens must be an array');
+  return list.map((t: any, i: number) => {
+    const where = `tokens[${i}]`;
+    if (!t || typeof t !== 'object') fail(`${where} must be an object`);
+    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    const hasPlain = typeof t.token === 'string' && t.token.length > 0;
+    const hasHash = typeof t.token_sha256 === 'string' && /^[0-9a-f]{64}$/i.test(t.token_sha256);
+    if (hasPlain === hasHash) fail(`${where} needs exactly one of token or token_sha256 (64 hex)`);
+    const spec: TokenSpec = { role: t.role };
+    if (hasPlain) spec.token = t.token;
+    else spec.token_sha256 = String(t.token_sha256).toLowerCase();
+    if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
+    if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
+    return spec;
+  });
+}
+
+/** Reads the config file (if any) and applies flag overrides; relative paths resolve against the cwd. */
+export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTokens: boolean } {
+  const path = o.configPath ?? process.env.WRIT_CONFIG;
+  let file: Record<string, any> = {};
+  if (path) {
+    try {
+      file = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (e) {
+      fail(`cannot read ${path}: ${(e as Error).message}`);
+    }
+    if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
+  }
+  const config: WritConfig = {
+    ...DEFAULTS,
+    ...file,
+    checkpoint: { ...DEFAULTS.checkpoint, ...(file.checkpoint ?? {}) },
+    tokens: [],
+  } as WritConfig;
+  if (o.listen) config.listen = o.listen;
+  if (o.policyDir) config.policy_dir = o.policyDir;
+  if (o.dataDir) config.data_dir = o.dataDir;
+  config.policy_dir = resolve(config.policy_dir);
+  config.data_dir = resolve(config.data_dir);
+  if (config.witness_dir) config.witness_dir = resolve(config.witness_dir);
+  if (config.clock_file) config.clock_file = resolve(config.clock_file);
+  parseListen(config.listen);
+  for (const [k, v] of [
+    ['checkpoint.every_records', config.checkpoint.every_records],
+    ['checkpoint.every_ms', config.checkpoint.every_ms],
+    ['approval_max_ttl_s', config.approval_max_ttl_s],
+  ] as const) {
+    if (!Number.isInteger(v) || v <= 0) fail(`${k} must be a positive integer`);
+  }
+  const devTokens = file.tokens === undefined;
+  config.tokens = devTokens ? [] : checkTokens(file.tokens);
+  return { config, devTokens };
+}
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(listen);
+  if (!m || Number(m[2]) > 65535) fail(`listen must be HOST:PORT, got ${JSON.stringify(listen)}`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** Dev tokens for `writ serve` with no config: one per role, fresh on every start, written to tokens.json. */
+export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: string; byRole: Record<string, string> } {
+  const fresh = (role: string) => `dev-${role}-${randomBytes(12).toString('hex')}`;
+  const byRole: Record<string, string> = {
+    pep: fresh('pep'),
+    approver: fresh('approver'),
+    auditor: fresh('auditor'),
+    reconciler: fresh('reconciler'),
+    admin: fresh('admin'),
+  };
+  const specs: TokenSpec[] = [
+    { token: byRole.pep!, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
+    { token: byRole.approver!, role: 'approver', principal: { type: 'User', id: 'hr-5519' } },
+    { token: byRole.auditor!, role: 'auditor' },
+    { token: byRole.reconciler!, role: 'reconciler' },
+    { token: byRole.admin!, role: 'admin' },
+  ];
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'tokens.json');
+  writeFileSync(file, JSON.stringify({ ...byRole, tokens: specs }, null, 2) + '\n', { mode: 0o600 });
+  return { specs, file, byRole };
+}

@@ -1,0 +1,228 @@
+/**
+ * The HTTP shell (Hono): authentication, roles, body limits and media types, the contract's error
+ * shape, and the mapping of routes onto the Sidecar's handlers. No decision logic lives here.
+ */
+import { Hono, type Context } from 'hono';
+import { WritError, isWritError } from '../errors.js';
+import { requireRole, type Caller, type TokenTable } from './auth.js';
+import type { Role } from '../config/config.js';
+import type { Sidecar } from '../server/sidecar.js';
+import { parseUidKey, type Uid } from '../util/uid.js';
+import { buildOpenApi } from '../schemas/openapi.js';
+import * as metrics from '../metrics/metrics.js';
+
+const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+type Env = { Variables: { caller: Caller } };
+
+export interface AppOptions {
+  sidecar: Sidecar;
+  tokens: TokenTable;
+  maxBodyBytes: number;
+  /** False while shutting down or when the store cannot write. */
+  ready: () => Promise<boolean>;
+}
+
+function errorResponse(c: Context, e: WritError): Response {
+  return c.json(e.toBody(), e.status as 400);
+}
+
+/** Reads a JSON request body as text: size limit (413), media type (415), strict UTF-8 (400). */
+async function readJsonText(c: Context, maxBytes: number, optional = false): Promise<string> {
+  const declared = Number(c.req.header('content-length') ?? NaN);
+  if (declared > maxBytes) throw new WritError('PAYLOAD_TOO_LARGE', `the body exceeds ${maxBytes} bytes`);
+  const type = c.req.header('content-type');
+  const body = c.req.raw.body;
+  if (!body) {
+    if (optional) return '';
+    throw new WritError('INVALID_JSON', 'the request body is empty');
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new WritError('PAYLOAD_TOO_LARGE', `the body exceeds ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  if (size === 0 && optional) return '';
+  if (!type || !/^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i.test(type.trim())) {
+    throw new WritError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
+  }
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new WritError('INVALID_JSON', 'the body is not valid UTF-8');
+  }
+}
+
+function intParam(c: Context, name: string, fallback?: number): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') {
+    if (fallback !== undefined) return fallback;
+    throw new WritError('INVALID_REQUEST', `query parameter ${name} is required`);
+  }
+  if (!/^\d{1,15}$/.test(raw)) throw new WritError('INVALID_REQUEST', `query parameter ${name} must be a non-negative integer`);
+  return Number(raw);
+}
+
+function actorParam(c: Context): Uid {
+  const raw = c.req.query('actor');
+  const uid = raw === undefined ? undefined : parseUidKey(raw);
+  if (!uid) throw new WritError('INVALID_REQUEST', 'query parameter actor must be Type::"id" (URL-encoded)');
+  return uid;
+}
+
+function executionIdParam(c: Context): string {
+  const id = c.req.param('id') ?? '';
+  if (!EXECUTION_ID.test(id)) throw new WritError('INVALID_REQUEST', 'execution ids are 1–128 characters of A-Za-z0-9._:-');
+  return id;
+}
+
+export function buildApp(o: AppOptions): Hono<Env> {
+  const app = new Hono<Env>();
+  const { sidecar, tokens } = o;
+  const store = sidecar.store;
+
+  /** Authenticates and checks the role; the handler then runs with c.get('caller'). */
+  const roles = (...allowed: Role[]) => async (c: Context<Env>, next: () => Promise<void>) => {
+    const caller = tokens.authenticate(c.req.header('authorization'));
+    requireRole(caller, allowed);
+    c.set('caller', caller);
+    await next();
+  };
+
+  app.onError((err, c) => {
+    if (isWritError(err)) {
+      if (err.status >= 400 && err.status < 500) metrics.refusalsTotal.inc({ code: err.code });
+      return errorResponse(c, err);
+    }
+    // Anything unexpected is a refusal, never an allow and never a bare 500 page.
+    process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
+    return errorResponse(c, new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 }));
+  });
+  app.notFound((c) => errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
+
+  // ── operations (no auth) ──
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', async (c) => {
+    const ready = await o.ready();
+    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: store.size() }, ready ? 200 : 503);
+  });
+  app.get('/metrics', async (c) => {
+    metrics.ledgerRecords.set(store.size());
+    return c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType });
+  });
+  const openapi = JSON.stringify(buildOpenApi());
+  app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
+
+  // ── decisions and executions ──
+  app.post('/v1/decisions', roles('pep'), async (c) => {
+    const text = await readJsonText(c, o.maxBodyBytes);
+    return c.json(await sidecar.decide(c.get('caller'), text));
+  });
+  app.get('/v1/executions/:id', roles('pep', 'auditor'), (c) => {
+    const caller = c.get('caller');
+    const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
+    return c.json(sidecar.getExecution(actor, executionIdParam(c)));
+  });
+  app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
+    const id = executionIdParam(c);
+    return c.json(await sidecar.outcome(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
+  });
+  app.post('/v1/executions/:id/reconcile', roles('reconciler'), async (c) => {
+    const id = executionIdParam(c);
+    const actor = actorParam(c);
+    return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+  });
+
+  // ── approvals ──
+  app.post('/v1/approvals', roles('approver'), async (c) => {
+    return c.json(await sidecar.approve(c.get('caller'), await readJsonText(c, o.maxBodyBytes)), 201);
+  });
+  app.post('/v1/approvals/:id/revoke', roles('approver'), async (c) => {
+    await readJsonText(c, o.maxBodyBytes, true);
+    return c.json(await sidecar.revoke(c.get('caller'), c.req.param('id') ?? ''));
+  });
+
+  // ── trusted facts ──
+  app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
+    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
+  });
+  app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), (c) => c.json(sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
+
+  // ── the ledger (auditor only) ──
+  app.get('/v1/ledger/records', roles('auditor'), (c) => {
+    const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string } = {
+      from: intParam(c, 'from', 0),
+      limit: Math.min(Math.max(intParam(c, 'limit', 100), 1), 1000),
+    };
+    const kind = c.req.query('kind');
+    if (kind) q.kind = kind;
+    const actor = c.req.query('actor');
+    if (actor) {
+      const uid = parseUidKey(actor);
+      if (!uid) throw new WritError('INVALID_REQUEST', 'actor must be Type::"id"');
+      q.actor = actor;
+    }
+    const execution = c.req.query('execution_id');
+    if (execution) q.execution_id = execution;
+    return c.json(store.listRecords(q));
+  });
+  app.get('/v1/ledger/records/:seq', roles('auditor'), (c) => {
+    const raw = c.req.param('seq') ?? '';
+    const record = /^\d{1,15}$/.test(raw) ? store.getRecord(Number(raw)) : undefined;
+    if (!record) throw new WritError('NOT_FOUND', `no record ${raw}`);
+    return c.json(record);
+  });
+  app.get('/v1/ledger/checkpoint', roles('auditor'), (c) => {
+    const cp = store.latestCheckpoint();
+    if (!cp) throw new WritError('NOT_FOUND', 'no checkpoint has been written yet');
+    return c.json(cp);
+  });
+  app.get('/v1/ledger/keys', roles('auditor'), (c) => c.json({ keys: store.keys() }));
+  app.get('/v1/ledger/proofs/inclusion', roles('auditor'), (c) => {
+    const seq = intParam(c, 'seq');
+    const size = intParam(c, 'size', store.size());
+    if (size > store.size() || seq >= size) throw new WritError('INVALID_REQUEST', `need seq < size <= ${store.size()}`);
+    return c.json({ seq, size, leaf: store.getRecord(seq)!.hash, root: store.root(size), path: store.inclusionProof(seq, size) });
+  });
+  app.get('/v1/ledger/proofs/consistency', roles('auditor'), (c) => {
+    const from = intParam(c, 'from');
+    const to = intParam(c, 'to', store.size());
+    if (from < 1 || from > to || to > store.size()) throw new WritError('INVALID_REQUEST', `need 1 <= from <= to <= ${store.size()}`);
+    return c.json({ from, to, from_root: store.root(from), to_root: store.root(to), path: store.consistencyProof(from, to) });
+  });
+  app.get('/v1/ledger/export', roles('auditor'), (c) => {
+    const from = intParam(c, 'from', 0);
+    const to = intParam(c, 'to', store.size());
+    const lines = store.exportLines(from, Math.min(to, store.size()))[Symbol.iterator]();
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        // Batches of lines per chunk keep memory flat for exports of millions of records.
+        let chunk = '';
+        for (let i = 0; i < 512; i++) {
+          const next = lines.next();
+          if (next.done) {
+            if (chunk) controller.enqueue(encoder.encode(chunk));
+            controller.close();
+            return;
+          }
+          chunk += next.value + '\n';
+        }
+        controller.enqueue(encoder.encode(chunk));
+      },
+    });
+    return c.body(stream, 200, { 'content-type': 'application/x-ndjson' });
+  });
+
+  return app;
+}

@@ -1,0 +1,134 @@
+/**
+ * `writ serve`: wires config, store, keys, checkpoints, policies and the HTTP app into one running
+ * sidecar, with hot reload and graceful shutdown (SIGTERM: stop accepting, finish in-flight requests,
+ * write a checkpoint covering everything acknowledged, exit 0).
+ */
+import { serve as serveHttp } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
+import { TokenTable } from '../http/auth.js';
+import { buildApp } from '../http/app.js';
+import { Store } from '../store/store.js';
+import { ensureKeyRecord, loadOrCreateSigningKey } from '../ledger/keys.js';
+import { startCheckpointer } from '../ledger/checkpointer.js';
+import { loadPolicyDir } from '../policy/load.js';
+import { Sidecar } from './sidecar.js';
+import * as metrics from '../metrics/metrics.js';
+import type { Execution } from '../executions/machine.js';
+
+export interface RunningSidecar {
+  url: string;
+  sidecar: Sidecar;
+  tokensFile?: string;
+  devTokens?: Record<string, string>;
+  /** Graceful stop: no new requests, in-flight ones finish, final checkpoint, store closed. */
+  close(): Promise<void>;
+}
+
+export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void }): Promise<RunningSidecar> {
+  const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
+  // Policies first: a broken policy dir must not leave a locked, half-started store behind.
+  const bundle = loadPolicyDir(config.policy_dir);
+  const store = await Store.open({ dataDir: config.data_dir, durability: config.durability });
+  let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
+  let server: Server | undefined;
+  try {
+    const key = loadOrCreateSigningKey(config.data_dir);
+    await ensureKeyRecord(store, key);
+    const sidecar = new Sidecar(config, store, bundle);
+    await sidecar.recordStartup();
+    checkpointer = startCheckpointer(store, {
+      key, everyRecords: config.checkpoint.every_records, everyMs: config.checkpoint.every_ms, witnessDir: config.witness_dir,
+    });
+    // A checkpoint at start, so an auditor always has a signed head to hold.
+    await checkpointer.checkpointNow();
+
+    let tokenSpecs = config.tokens;
+    let devTokens: Record<string, string> | undefined;
+    let tokensFile: string | undefined;
+    if (o.devTokens) {
+      const generated = generateDevTokens(config.data_dir);
+      tokenSpecs = generated.specs;
+      devTokens = generated.byRole;
+      tokensFile = generated.file;
+    }
+    let shuttingDown = false;
+    const app = buildApp({
+      sidecar,
+      tokens: new TokenTable(tokenSpecs),
+      maxBodyBytes: config.max_body_bytes,
+      ready: async () => !shuttingDown && (await store.writable()),
+    });
+    const cp = checkpointer;
+    app.use('/v1/*', async (_c, next) => {
+      await next();
+      cp.maybeCheckpoint();
+    });
+
+    const { host, port } = parseListen(config.listen);
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = serveHttp({ fetch: app.fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
+      s.once('error', reject);
+    });
+    // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 30_000;
+    server.keepAliveTimeout = 5_000;
+    const addr = server.address() as AddressInfo;
+    const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+
+    const reloadTimer = setInterval(() => {
+      sidecar.reloadIfChanged().catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`));
+    }, config.policy_poll_ms);
+    reloadTimer.unref();
+    const gaugeTimer = setInterval(() => updateExecutionGauge(store), 5000);
+    gaugeTimer.unref();
+    updateExecutionGauge(store);
+
+    log(`writ serve: listening on ${url}`);
+    log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
+    log(`writ serve: data dir ${config.data_dir} (ledger ${store.size()} records, head ${store.head()})`);
+    if (devTokens && tokensFile) {
+      log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
+      for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
+    }
+
+    const httpServer = server;
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        shuttingDown = true;
+        clearInterval(reloadTimer);
+        clearInterval(gaugeTimer);
+        await new Promise<void>((resolve) => {
+          httpServer.close(() => resolve());
+          httpServer.closeIdleConnections();
+          const idle = setInterval(() => httpServer.closeIdleConnections(), 100);
+          const hard = setTimeout(() => httpServer.closeAllConnections(), 10_000);
+          httpServer.once('close', () => {
+            clearInterval(idle);
+            clearTimeout(hard);
+          });
+        });
+        await cp.stop();
+        await store.close();
+      })());
+    const running: RunningSidecar = { url, sidecar, close };
+    if (tokensFile) running.tokensFile = tokensFile;
+    if (devTokens) running.devTokens = devTokens;
+    return running;
+  } catch (e) {
+    server?.close();
+    await checkpointer?.stop().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+function updateExecutionGauge(store: Store): void {
+  const counts: Record<string, number> = { proposed: 0, invoking: 0, committed: 0, rejected: 0, unknown: 0, reconciled: 0 };
+  for (const [, e] of store.entries<Execution>('executions')) counts[e.state] = (counts[e.state] ?? 0) + 1;
+  for (const [state, n] of Object.entries(counts)) metrics.executionsByState.set({ state }, n);
+  metrics.ledgerRecords.set(store.size());
+}

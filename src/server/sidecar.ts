@@ -1,0 +1,505 @@
+/**
+ * The sidecar's request handlers, independent of HTTP: where a call is admitted, decided and recorded.
+ *
+ *   decide():   admit (binding) → validate envelope → evaluate Cedar → reserve/transition + ledger in one
+ *               durable write → answer. Refusals of §4 are ledgered as `refusal` before they are answered.
+ *   outcome(), reconcile(): the rest of the execution state machine (executions/machine.ts).
+ *   approve(), revoke(): approvals bound to the consequence (approvals/approvals.ts).
+ *   putEntity(): trusted facts, each change ledgered and moving entities_version.
+ *
+ * Every durable effect goes through Store.write, which resolves only after the commit is fsync'd, so an
+ * answer is never sent for something that could still be lost.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { WritError, isWritError } from '../errors.js';
+import { admitValue, bindCall, envelopeDigest, parseLossless, toPlain, type Json, type LosslessValue } from '../binding/index.js';
+import {
+  applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
+  type Execution, type OutcomeStatus, type Resolution,
+} from '../executions/machine.js';
+import { approvalView, invalidReason, subjectDigest, type Approval, type ApprovalView } from '../approvals/approvals.js';
+import { PolicyEngine, type DecisionOutcome, type ValidApproval } from '../policy/engine.js';
+import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
+import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
+import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
+import { join } from 'node:path';
+import type { Store, WriteTx } from '../store/store.js';
+import { EntityStore } from '../entities/entity-store.js';
+import {
+  validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
+} from '../schemas/validate.js';
+import * as metrics from '../metrics/metrics.js';
+import type { Caller } from '../http/auth.js';
+import type { WritConfig } from '../config/config.js';
+import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
+
+/** Codes of §4 that are ledgered as `refusal` records before they are answered. */
+const LEDGERED_REFUSALS = new Set([
+  'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED',
+  'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN',
+]);
+
+/** Thrown inside a write when the execution changed since it was evaluated: evaluate again. */
+class StaleSnapshot extends Error {}
+
+export interface DecisionResponse {
+  decision: DecisionOutcome['decision'];
+  decision_id: string;
+  execution_id: string;
+  state: string;
+  binding: string;
+  envelope_digest: string;
+  arguments: Json;
+  policy_version: string;
+  entities_version: string;
+  reasons: string[];
+  errors: DecisionOutcome['errors'];
+  obligations: DecisionOutcome['obligations'];
+  approval_used?: string;
+  record: { seq: number; hash: string };
+}
+
+export function executionKey(actor: Uid, executionId: string): string {
+  return `${uidKey(actor)}\n${executionId}`;
+}
+
+/** A member of a lossless object, for reaching `action.arguments` without converting it first. */
+function member(v: LosslessValue | undefined, key: string): LosslessValue | undefined {
+  if (v && typeof v === 'object' && !Array.isArray(v) && !(v as object).constructor?.name?.startsWith('Lossless')) {
+    return Object.prototype.hasOwnProperty.call(v, key) ? (v as Record<string, LosslessValue>)[key] : undefined;
+  }
+  return undefined;
+}
+
+/** Parses a JSON body (non-decision routes) with the same lossless, duplicate-refusing parser. */
+function parseBody(text: string): Json {
+  if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
+  return toPlain(parseLossless(text));
+}
+
+export class Sidecar {
+  engine: PolicyEngine;
+  bundle: PolicyBundle;
+  readonly entities: EntityStore;
+  /** The policy files' content as last applied, to tell a real change from a touch. */
+  private lastEntitiesFileText: string | undefined;
+
+  constructor(
+    readonly config: WritConfig,
+    readonly store: Store,
+    bundle: PolicyBundle,
+  ) {
+    this.bundle = bundle;
+    this.engine = new PolicyEngine(bundle);
+    this.entities = new EntityStore(store);
+  }
+
+  /** The PDP clock; `clock_file` (tests only) pins it. */
+  now(): Date {
+    if (this.config.clock_file) {
+      try {
+        const t = Date.parse(readFileSync(this.config.clock_file, 'utf8').trim());
+        if (!Number.isNaN(t)) return new Date(t);
+      } catch {
+        /* fall through to the real clock */
+      }
+    }
+    return new Date();
+  }
+
+  // ── startup and hot reload ────────────────────────────────────────────────────────────────────
+
+  /** Ledgers the policy set in force when it differs from the last one recorded, and seeds entities. */
+  async recordStartup(): Promise<void> {
+    const last = this.store.listRecords({ kind: 'policy', from: 0, limit: 1000 });
+    let lastVersion: string | undefined;
+    let page = last;
+    for (;;) {
+      for (const r of page.records) if (r.result !== 'rejected') lastVersion = r.policy_version as string;
+      if (page.next === null) break;
+      page = this.store.listRecords({ kind: 'policy', from: page.next, limit: 1000 });
+    }
+    if (lastVersion !== this.bundle.policyVersion) await this.recordPolicyLoad(this.bundle, 'loaded');
+    await this.syncEntitiesFile(true);
+  }
+
+  private async recordPolicyLoad(bundle: PolicyBundle | undefined, result: 'loaded' | 'rejected', error?: WritError, version?: string): Promise<void> {
+    const fields: Record<string, unknown> = { kind: 'policy', result };
+    if (bundle) Object.assign(fields, { policy_version: bundle.policyVersion, files: bundle.files.map(([p]) => p), ids: bundle.ids });
+    else fields.policy_version = version;
+    if (error) fields.error = { code: error.code, message: error.message.slice(0, 4000) };
+    await this.store.write((tx) => tx.append(fields as { kind: string }), { label: 'policy' });
+  }
+
+  /**
+   * Hot reload (called on a timer): reload when the policy files' content changed; keep serving the old
+   * set when the new one does not load. Entity file edits are applied as `entity` records.
+   */
+  private lastRejectedVersion: string | undefined;
+  async reloadIfChanged(): Promise<void> {
+    const probe = probePolicyVersion(this.config.policy_dir);
+    if (probe !== this.bundle.policyVersion && probe !== this.lastRejectedVersion) {
+      try {
+        const bundle = loadPolicyDir(this.config.policy_dir);
+        const engine = new PolicyEngine(bundle);
+        await this.recordPolicyLoad(bundle, 'loaded');
+        this.bundle = bundle;
+        this.engine = engine;
+        this.lastRejectedVersion = undefined;
+        metrics.policyReloads.inc({ result: 'ok' });
+        process.stderr.write(`writ: policies reloaded (${bundle.policyVersion})\n`);
+      } catch (e) {
+        const err = isWritError(e) ? e : new WritError('POLICY_INVALID', String((e as Error)?.message ?? e));
+        this.lastRejectedVersion = probe;
+        metrics.policyReloads.inc({ result: 'failed' });
+        process.stderr.write(`writ: policy reload rejected, still serving ${this.bundle.policyVersion}: ${err.message}\n`);
+        await this.recordPolicyLoad(undefined, 'rejected', err, probe).catch(() => undefined);
+      }
+    }
+    await this.syncEntitiesFile(false);
+  }
+
+  /** Applies `<policy_dir>/entities.json` to the store: at first start it seeds; later, edits are changes. */
+  private async syncEntitiesFile(startup: boolean): Promise<void> {
+    let text: string;
+    try {
+      text = readFileSync(`${this.config.policy_dir}/entities.json`, 'utf8');
+    } catch {
+      return;
+    }
+    if (text === this.lastEntitiesFileText) return;
+    let parsed: EntityJson[];
+    try {
+      parsed = parseEntitiesJson(text, 'entities.json');
+    } catch (e) {
+      this.lastEntitiesFileText = text;
+      process.stderr.write(`writ: entities.json not applied: ${(e as Error).message}\n`);
+      return;
+    }
+    const previous = this.lastEntitiesFileText === undefined ? undefined : safeParseEntities(this.lastEntitiesFileText);
+    this.lastEntitiesFileText = text;
+    let changes: Array<{ entity: EntityJson; deleted?: boolean }>;
+    if (startup) {
+      // Seed: only entities the store does not hold yet, so admin updates survive restarts.
+      changes = parsed.filter((e) => this.entities.get(uidKey(e.uid)) === undefined).map((entity) => ({ entity }));
+    } else {
+      changes = parsed.filter((e) => this.entities.differs(e)).map((entity) => ({ entity }));
+      if (previous) {
+        const now = new Set(parsed.map((e) => uidKey(e.uid)));
+        for (const old of previous) {
+          if (!now.has(uidKey(old.uid)) && this.entities.get(uidKey(old.uid))) changes.push({ entity: old, deleted: true });
+        }
+      }
+    }
+    if (changes.length === 0) return;
+    let commit: (() => void) | undefined;
+    await this.store.write((tx) => {
+      commit = this.entities.stage(tx, changes, 'file').commit;
+    }, { label: 'entity' });
+    commit!();
+  }
+
+  // ── decisions ─────────────────────────────────────────────────────────────────────────────────
+
+  async decide(caller: Caller, text: string): Promise<DecisionResponse> {
+    const started = process.hrtime.bigint();
+    // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
+    const raw = parseLossless(text);
+    const body = toPlain(raw) as Record<string, any>;
+    validateDecisionRequest(body);
+    const envelope = body.envelope as Record<string, any>;
+    const actor = caller.actor!;
+    if (!sameUid(envelope.actor, actor)) {
+      throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
+    }
+    const executionId: string = body.execution_id;
+    const phase: 'propose' | 'execute' = body.phase;
+    const server: string = body.action.server;
+    const tool: string = body.action.tool;
+    const admittedArgs = admitValue(member(member(raw, 'action'), 'arguments')!, '/action/arguments');
+    const bound = bindCall(server, tool, admittedArgs);
+    const envDigest = envelopeDigest(envelope as Json);
+    const key = executionKey(actor, executionId);
+    const refusalFields = { actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest };
+
+    for (let attempt = 0; ; attempt++) {
+      // 2. Evaluate against a snapshot of the execution, its approvals, the entities and the clock.
+      const snapshot = this.store.get<Execution>('executions', key);
+      if (snapshot) {
+        try {
+          checkDecisionAllowed(snapshot, { phase, binding: bound.binding, envelope_digest: envDigest });
+        } catch (e) {
+          throw await this.refuse(e, key, refusalFields);
+        }
+      }
+      const now = this.now();
+      let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
+      if (typeof envelope.supersedes === 'string') {
+        const target = this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
+        try {
+          takeSupersedeSlot(target, executionId, envelope.supersedes);
+        } catch (e) {
+          throw await this.refuse(e, key, refusalFields);
+        }
+        supersedes = { execution_id: target!.execution_id, state: target!.state };
+        if (target!.resolution) supersedes.resolution = target!.resolution;
+      }
+      const subject: Uid = envelope.subject;
+      const { valid, views } = this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
+      const engine = this.engine;
+      const entitiesVersion = this.entities.version;
+      const outcome = engine.decide({
+        actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
+        now, approvals: valid, ...(supersedes ? { supersedes } : {}), entities: this.entities,
+      });
+      const decisionId = randomUUID();
+      // 3. Reserve / transition and ledger, atomically and durably.
+      let written: { seq: number; hash: string; state: string };
+      try {
+        written = await this.store.write((tx) => {
+          const current = tx.get<Execution>('executions', key);
+          if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion) throw new StaleSnapshot();
+          if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
+          if (typeof envelope.supersedes === 'string') {
+            const targetKey = executionKey(actor, envelope.supersedes);
+            const target = takeSupersedeSlot(tx.get<Execution>('executions', targetKey), executionId, envelope.supersedes);
+            if (target.superseded_by !== undefined) tx.put('executions', targetKey, { ...target, rev: (target.rev ?? 0) + 1 });
+          }
+          const state = stateAfterDecision(phase, outcome.decision);
+          const fields: Record<string, unknown> = {
+            kind: 'decision', decision_id: decisionId, execution_id: executionId, actor, phase, envelope,
+            envelope_digest: envDigest, server, tool, arguments: bound.arguments, binding: bound.binding,
+            decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
+            approvals: views, policy_version: engine.policyVersion, entities_version: entitiesVersion, now: now.toISOString(), state,
+          };
+          if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used;
+          const rec = tx.append(fields as { kind: string });
+          const next: Execution = current
+            ? { ...current, state, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }
+            : {
+                execution_id: executionId, actor, state, binding: bound.binding, envelope_digest: envDigest, subject, server, tool,
+                ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
+                approvals: [], records: [rec.seq], rev: 0,
+              };
+          tx.put('executions', key, next);
+          return { seq: rec.seq, hash: rec.hash, state };
+        }, { label: snapshot ? 'decision' : 'reserve' });
+      } catch (e) {
+        if (e instanceof StaleSnapshot && attempt < 20) continue;
+        if (e instanceof StaleSnapshot) throw new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later');
+        throw await this.refuse(e, key, refusalFields);
+      }
+      metrics.decisionsTotal.inc({ decision: outcome.decision });
+      metrics.decisionLatency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      const response: DecisionResponse = {
+        decision: outcome.decision, decision_id: decisionId, execution_id: executionId, state: written.state,
+        binding: bound.binding, envelope_digest: envDigest, arguments: bound.arguments, policy_version: engine.policyVersion,
+        entities_version: entitiesVersion, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
+        record: { seq: written.seq, hash: written.hash },
+      };
+      if (outcome.approval_used !== undefined) response.approval_used = outcome.approval_used;
+      return response;
+    }
+  }
+
+  /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */
+  private approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): { valid: ValidApproval[]; views: ApprovalView[] } {
+    const valid: ValidApproval[] = [];
+    const views: ApprovalView[] = [];
+    if (!exec || exec.approvals.length === 0) return { valid, views };
+    const current = { binding, envelope_digest: envDigest, subjectDigest: subjectDigest(this.entities.get(uidKey(subject))) };
+    for (const id of exec.approvals) {
+      const a = this.store.get<Approval>('approvals', id);
+      if (!a) continue;
+      const reason = invalidReason(a, now, current);
+      views.push(approvalView(a, reason));
+      if (reason === undefined) valid.push({ approval_id: a.approval_id, approver: a.approver, approved_at: a.approved_at, expires_at: a.expires_at });
+    }
+    return { valid, views };
+  }
+
+  /**
+   * Ledgers a §4 refusal (kind `refusal`) and returns the error to answer with. Errors that are not
+   * state-machine refusals pass through unchanged; store failures become STORE_UNAVAILABLE.
+   */
+  private async refuse(e: unknown, key: string | undefined, fields: Record<string, unknown>): Promise<unknown> {
+    if (!isWritError(e)) return storeFailure(e);
+    if (!LEDGERED_REFUSALS.has(e.code)) return e;
+    metrics.refusalsTotal.inc({ code: e.code });
+    try {
+      await this.store.write((tx) => {
+        const rec = tx.append({ kind: 'refusal', code: e.code, message: e.message, ...fields });
+        const current = key ? tx.get<Execution>('executions', key) : undefined;
+        if (current && key) tx.put('executions', key, { ...current, records: [...current.records, rec.seq] });
+      }, { label: 'refusal' });
+    } catch (storeError) {
+      return storeFailure(storeError);
+    }
+    return e;
+  }
+
+  // ── outcomes and reconciliation ───────────────────────────────────────────────────────────────
+
+  async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
+    const body = parseBody(text) as Record<string, any>;
+    validateOutcomeRequest(body);
+    const actor = caller.actor!;
+    const key = executionKey(actor, executionId);
+    const status: OutcomeStatus = body.status;
+    const fields: Record<string, unknown> = {
+      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported',
+    };
+    for (const f of ['result_digest', 'downstream_ref', 'detail']) if (body[f] !== undefined) fields[f] = body[f];
+    return this.transition(key, executionId, actor, (e) => applyOutcome(e, status), fields, 'terminal');
+  }
+
+  async reconcile(actorParam: Uid, executionId: string, text: string, caller: Caller): Promise<Record<string, unknown>> {
+    const body = parseBody(text) as Record<string, any>;
+    validateReconcileRequest(body);
+    const resolution: Resolution = body.resolution;
+    const key = executionKey(actorParam, executionId);
+    const fields: Record<string, unknown> = {
+      kind: 'reconcile', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
+    };
+    return this.transition(key, executionId, actorParam, (e) => applyReconcile(e, resolution), fields, 'reconcile');
+  }
+
+  private async transition(key: string, executionId: string, actor: Uid, step: (e: Execution) => Execution, fields: Record<string, unknown>, label: string) {
+    try {
+      return await this.store.write((tx) => {
+        const current = tx.get<Execution>('executions', key);
+        if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+        const next = step(current);
+        const rec = tx.append(fields as { kind: string });
+        tx.put('executions', key, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 });
+        const answer: Record<string, unknown> = { execution_id: executionId, state: next.state, record: { seq: rec.seq, hash: rec.hash } };
+        if (next.resolution) answer.resolution = next.resolution;
+        return answer;
+      }, { label });
+    } catch (e) {
+      if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
+      throw await this.refuse(e, key, { actor, execution_id: executionId, attempted: fields.kind });
+    }
+  }
+
+  /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it. */
+  getExecution(actor: Uid, executionId: string): Record<string, unknown> {
+    const e = this.store.get<Execution>('executions', executionKey(actor, executionId));
+    if (!e) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+    const now = this.now();
+    const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: subjectDigest(this.entities.get(uidKey(e.subject))) };
+    const approvals = e.approvals
+      .map((id) => this.store.get<Approval>('approvals', id))
+      .filter((a): a is Approval => a !== undefined)
+      .map((a) => approvalView(a, invalidReason(a, now, current)));
+    const view: Record<string, unknown> = {
+      execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, envelope_digest: e.envelope_digest,
+    };
+    if (e.resolution) view.resolution = e.resolution;
+    if (e.supersedes !== undefined) view.supersedes = e.supersedes;
+    if (e.superseded_by !== undefined) view.superseded_by = e.superseded_by;
+    view.approvals = approvals;
+    view.records = e.records;
+    return view;
+  }
+
+  // ── approvals ─────────────────────────────────────────────────────────────────────────────────
+
+  async approve(caller: Caller, text: string): Promise<Record<string, unknown>> {
+    const body = parseBody(text) as Record<string, any>;
+    validateApprovalRequest(body);
+    const now = this.now();
+    const expires = Date.parse(body.expires_at);
+    if (!(expires > now.getTime())) throw new WritError('INVALID_REQUEST', 'expires_at is not in the future', { path: '/expires_at' });
+    if (expires > now.getTime() + this.config.approval_max_ttl_s * 1000) {
+      throw new WritError('INVALID_REQUEST', `expires_at is beyond approval_max_ttl_s (${this.config.approval_max_ttl_s} s)`, { path: '/expires_at' });
+    }
+    const actor: Uid = { type: body.actor.type, id: body.actor.id };
+    const key = executionKey(actor, body.execution_id);
+    const approvalId = `apr_${randomUUID()}`;
+    return this.store.write((tx) => {
+      const e = tx.get<Execution>('executions', key);
+      if (!e || e.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
+        throw new WritError('APPROVAL_STALE', e ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests` : `no execution ${body.execution_id} for ${uidKey(actor)}`);
+      }
+      const approval: Approval = {
+        approval_id: approvalId, approver: caller.principal!, actor, execution_id: e.execution_id, binding: e.binding,
+        envelope_digest: e.envelope_digest, approved_at: now.toISOString(), expires_at: body.expires_at, subject: e.subject,
+        subject_digest: subjectDigest(this.entities.get(uidKey(e.subject))),
+      };
+      tx.put('approvals', approvalId, approval);
+      const rec = tx.append({ kind: 'approval', ...approval });
+      tx.put('executions', key, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
+      return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
+    }, { label: 'approval' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+  }
+
+  async revoke(caller: Caller, approvalId: string): Promise<Record<string, unknown>> {
+    const now = this.now();
+    return this.store.write((tx) => {
+      const a = tx.get<Approval>('approvals', approvalId);
+      if (!a) throw new WritError('NOT_FOUND', `no approval ${approvalId}`);
+      if (!sameUid(a.approver, caller.principal!)) throw new WritError('FORBIDDEN_ROLE', 'only the approver who gave an approval can revoke it');
+      if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at };
+      const revoked = { ...a, revoked_at: now.toISOString() };
+      tx.put('approvals', approvalId, revoked);
+      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revoked.revoked_at });
+      const key = executionKey(a.actor, a.execution_id);
+      const e = tx.get<Execution>('executions', key);
+      if (e) tx.put('executions', key, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
+      return { approval_id: approvalId, revoked_at: revoked.revoked_at, record: { seq: rec.seq, hash: rec.hash } };
+    }, { label: 'revocation' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+  }
+
+  // ── trusted facts ─────────────────────────────────────────────────────────────────────────────
+
+  async putEntity(type: string, id: string, text: string): Promise<Record<string, unknown>> {
+    if (!CEDAR_TYPE_NAME.test(type)) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
+    const body = parseBody(text) as Record<string, any>;
+    validateEntityUpsert(body);
+    const checked = entityFromJson({ uid: { type, id }, attrs: body.attrs, parents: body.parents }, 'body');
+    if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
+    validateEntity(this.bundle, checked);
+    let staged: ReturnType<EntityStore['stage']> | undefined;
+    const rec = await this.store.write((tx) => {
+      staged = this.entities.stage(tx, [{ entity: checked }], 'api');
+      return staged.records[0]!;
+    }, { label: 'entity' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    staged!.commit();
+    const record = this.store.getRecord(rec);
+    return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };
+  }
+
+  getEntity(type: string, id: string): EntityJson {
+    const e = this.entities.get(uidKey({ type, id }));
+    if (!e) throw new WritError('NOT_FOUND', `no entity ${uidKey({ type, id })}`);
+    return e;
+  }
+}
+
+function storeFailure(e: unknown): WritError {
+  if (isWritError(e)) return e;
+  return new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+}
+
+function safeParseEntities(text: string): EntityJson[] | undefined {
+  try {
+    return parseEntitiesJson(text, 'entities.json');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The policy version the dir would have now, computed cheaply from file contents (no Cedar parsing). */
+function probePolicyVersion(dir: string): string {
+  try {
+    return loadPolicyFilesVersion(dir);
+  } catch {
+    return 'unreadable';
+  }
+}
+
+function loadPolicyFilesVersion(dir: string): string {
+  return policyVersionOf(listSourceFiles(dir).map((rel) => [rel, readFileSync(join(dir, rel), 'utf8')] as [string, string]));
+}
