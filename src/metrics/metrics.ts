@@ -1,0 +1,81 @@
+/**
+ * Prometheus metrics (CONTRACT.md §8 `GET /metrics`), on writ's own prom-client Registry — never the
+ * global one, so embedding writ (or loading it twice in tests) cannot collide with a host's metrics.
+ * Default process/Node.js metrics are collected on the same registry.
+ */
+import promClient from 'prom-client';
+
+// prom-client is CommonJS; under NodeNext its default import is module.exports.
+const { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } = promClient;
+
+export const registry = new Registry();
+
+/** Decisions answered, by result: allow | deny | approval_required. */
+export const decisionsTotal = new Counter({
+  name: 'writ_decisions_total',
+  help: 'Decisions answered, by decision (allow, deny, approval_required).',
+  labelNames: ['decision'] as const,
+  registers: [registry],
+});
+
+/** Refusals (4xx/5xx answers with an error code), by code. */
+export const refusalsTotal = new Counter({
+  name: 'writ_refusals_total',
+  help: 'Requests refused with an error code, by code (e.g. ENVELOPE_INVALID, EXECUTION_CONFLICT).',
+  labelNames: ['code'] as const,
+  registers: [registry],
+});
+
+/** Time from a decision request's admission to its durable answer, in seconds. */
+export const decisionLatency = new Histogram({
+  name: 'writ_decision_latency_seconds',
+  help: 'Decision latency in seconds, from admission to durable answer.',
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+/** Records in the ledger (the next seq). */
+export const ledgerRecords = new Gauge({
+  name: 'writ_ledger_records',
+  help: 'Number of records in the ledger.',
+  registers: [registry],
+});
+
+/** Policy loads and hot reloads, by result: ok | failed. */
+export const policyReloads = new Counter({
+  name: 'writ_policy_reloads_total',
+  help: 'Policy set loads and reloads, by result (ok, failed).',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
+/** Executions currently in each state. */
+export const executionsByState = new Gauge({
+  name: 'writ_executions',
+  help: 'Executions by state (proposed, invoking, committed, rejected, unknown, reconciled).',
+  labelNames: ['state'] as const,
+  registers: [registry],
+});
+
+/** HTTP requests answered, by route pattern (e.g. /v1/executions/:id) and status. */
+export const httpRequests = new Counter({
+  name: 'writ_http_requests_total',
+  help: 'HTTP requests answered, by route pattern and status code.',
+  labelNames: ['route', 'status'] as const,
+  registers: [registry],
+});
+
+// Known label values start at 0 so dashboards and rate() see every series from the first scrape.
+for (const decision of ['allow', 'deny', 'approval_required']) decisionsTotal.inc({ decision }, 0);
+for (const result of ['ok', 'failed']) policyReloads.inc({ result }, 0);
+for (const state of ['proposed', 'invoking', 'committed', 'rejected', 'unknown', 'reconciled']) executionsByState.set({ state }, 0);
+
+collectDefaultMetrics({ register: registry });
+
+/** The Content-Type of renderMetrics()'s text (Prometheus text exposition format 0.0.4). */
+export const metricsContentType: string = registry.contentType;
+
+/** The Prometheus text exposition of every writ metric. */
+export function renderMetrics(): Promise<string> {
+  return registry.metrics();
+}

@@ -1,0 +1,398 @@
+/**
+ * `GET /openapi.json`: an OpenAPI 3.1 document built from the same JSON Schema files the request
+ * validators enforce (components.schemas hold them, keyed by each schema's `title`). Cross-file
+ * `$ref`s (`defs.json#/$defs/uid`, `envelope.json`) and in-file ones (`#/$defs/x`) are rewritten to
+ * document pointers (`#/components/schemas/Defs/$defs/uid`), and `$id`/`$schema` are dropped, so
+ * tools that do not resolve `$id` still follow every reference.
+ * Each route names the roles it admits in `x-writ-roles` (and in its description); routes without
+ * auth have `security: []`.
+ */
+import { STATUS_BY_CODE } from '../errors.js';
+import { LEDGER_RECORD_KINDS, loadSchemas, type JsonSchema, type SchemaFile } from './load.js';
+
+type Obj = Record<string, unknown>;
+type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin';
+
+const REF_PREFIX = '#/components/schemas/';
+
+function componentName(file: SchemaFile, schema: JsonSchema): string {
+  const title = schema.title;
+  if (typeof title !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(title)) throw new Error(`writ: schemas/${file} needs a component-safe title`);
+  return title;
+}
+
+function rewriteRefs(node: unknown, self: string, names: ReadonlyMap<string, string>): unknown {
+  if (Array.isArray(node)) return node.map((n) => rewriteRefs(n, self, names));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(node as Obj)) {
+    if (k === '$id' || k === '$schema') continue;
+    if (k === '$ref' && typeof v === 'string') {
+      const hash = v.indexOf('#');
+      const file = hash < 0 ? v : v.slice(0, hash);
+      const fragment = hash < 0 ? '' : v.slice(hash + 1);
+      const target = file === '' ? self : names.get(file);
+      if (target === undefined) throw new Error(`writ: unresolvable $ref ${v} in ${self}`);
+      out[k] = REF_PREFIX + target + fragment;
+      continue;
+    }
+    out[k] = rewriteRefs(v, self, names);
+  }
+  return out;
+}
+
+const ref = (name: string): Obj => ({ $ref: REF_PREFIX + name });
+const json = (schema: Obj): Obj => ({ 'application/json': { schema } });
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Missing or unknown bearer token',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict with the execution state',
+  413: 'Body larger than 1 MiB',
+  415: 'Body is not application/json',
+  503: 'Fail closed: store or policy unavailable',
+};
+
+/** Error responses of one operation: status → the codes it can carry there. */
+function errorResponses(codes: readonly (keyof typeof STATUS_BY_CODE)[]): Obj {
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) {
+    const status = STATUS_BY_CODE[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Obj = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    out[String(status)] = {
+      description: `${STATUS_TEXT[status] ?? 'Error'}: ${list.join(', ')}`,
+      content: json(ref('Error')),
+    };
+  }
+  return out;
+}
+
+const BINDING_CODES = [
+  'BINDING_DUPLICATE_KEY',
+  'BINDING_LONE_SURROGATE',
+  'BINDING_UNSAFE_INTEGER',
+  'BINDING_LOSSY_NUMBER',
+  'BINDING_UNREPRESENTABLE',
+  'BINDING_TOO_DEEP',
+] as const;
+/** Every authenticated route can answer these. */
+const AUTH_CODES = ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE'] as const;
+/** Every route with a JSON body can also answer these. */
+const BODY_CODES = ['INVALID_JSON', 'INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
+
+interface OpSpec {
+  operationId: string;
+  summary: string;
+  roles: readonly Role[] | null;
+  description?: string;
+  parameters?: Obj[];
+  body?: string;
+  ok: { status: number; description: string; content?: Obj };
+  codes?: readonly (keyof typeof STATUS_BY_CODE)[];
+  tags: string[];
+}
+
+function operation(spec: OpSpec): Obj {
+  const op: Obj = { operationId: spec.operationId, summary: spec.summary, tags: spec.tags };
+  const roleText = spec.roles === null ? 'No authentication.' : `Roles: ${spec.roles.join(', ')} (bearer token).`;
+  op.description = spec.description ? `${spec.description}\n\n${roleText}` : roleText;
+  if (spec.roles === null) {
+    op.security = [];
+  } else {
+    op.security = [{ bearerAuth: [] }];
+    op['x-writ-roles'] = [...spec.roles];
+  }
+  if (spec.parameters) op.parameters = spec.parameters;
+  if (spec.body) op.requestBody = { required: true, content: json(ref(spec.body)) };
+  const codes = [...(spec.roles === null ? [] : AUTH_CODES), ...(spec.body ? BODY_CODES : []), ...(spec.codes ?? [])];
+  op.responses = {
+    [String(spec.ok.status)]: { description: spec.ok.description, ...(spec.ok.content ? { content: spec.ok.content } : {}) },
+    ...errorResponses([...new Set(codes)]),
+  };
+  return op;
+}
+
+const pathParam = (name: string, schema: Obj, description: string): Obj => ({ name, in: 'path', required: true, schema, description });
+const queryParam = (name: string, schema: Obj, description: string, required = false): Obj => ({ name, in: 'query', required, schema, description });
+
+const EXECUTION_ID = pathParam('id', ref('Defs/$defs/executionId'), 'The execution id.');
+const ACTOR_QUERY = (required: boolean, who: string): Obj =>
+  queryParam('actor', { type: 'string', examples: ['Agent::"offboarding-agent-prod"'] }, `The execution's actor in Cedar syntax Type::"id", URL-encoded. ${who}`, required);
+const SEQ_SCHEMA = ref('Defs/$defs/seq');
+
+/** State change answers (outcome, reconcile, revoke): not fixed by the contract beyond these fields. */
+const TRANSITION: Obj = {
+  type: 'object',
+  description: 'The execution after the transition and the ledger record that made it durable.',
+  properties: {
+    execution_id: ref('Defs/$defs/executionId'),
+    state: ref('Defs/$defs/executionState'),
+    record: ref('Defs/$defs/recordRef'),
+  },
+};
+
+/** The OpenAPI 3.1 document of writ's HTTP API (a fresh object on every call). */
+export function buildOpenApi(): Obj {
+  const schemas = loadSchemas();
+  const names = new Map<string, string>();
+  for (const [file, schema] of schemas) names.set(file, componentName(file, schema));
+  const components: Obj = {};
+  for (const [file, schema] of schemas) {
+    const name = names.get(file)!;
+    components[name] = rewriteRefs(schema, name, names);
+  }
+
+  const paths: Obj = {
+    '/v1/decisions': {
+      post: operation({
+        operationId: 'decide',
+        tags: ['decisions'],
+        summary: 'Ask for a decision on one tool call (propose or execute)',
+        description: 'Evaluates the policies over the typed envelope and the admitted arguments, reserves or advances the execution, and answers only after the ledger record is durable. `envelope.actor` must equal the actor bound to the token.',
+        roles: ['pep'],
+        body: 'DecisionRequest',
+        ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
+        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, 'ACTOR_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
+      }),
+    },
+    '/v1/executions/{id}': {
+      get: operation({
+        operationId: 'getExecution',
+        tags: ['executions'],
+        summary: 'Read an execution, its approvals and its ledger records',
+        description: 'A pep reads its own executions; an auditor names the actor with `?actor=`.',
+        roles: ['pep', 'auditor'],
+        parameters: [EXECUTION_ID, ACTOR_QUERY(false, 'Required for auditor; a pep reads its own actor.')],
+        ok: { status: 200, description: 'The execution.', content: json(ref('Execution')) },
+        codes: ['INVALID_REQUEST', 'EXECUTION_NOT_FOUND'],
+      }),
+    },
+    '/v1/executions/{id}/outcome': {
+      post: operation({
+        operationId: 'reportOutcome',
+        tags: ['executions'],
+        summary: 'Report the outcome of an invoked tool call',
+        description: 'Only from `invoking`; the terminal state and its ledger record are written in one transaction.',
+        roles: ['pep'],
+        parameters: [EXECUTION_ID],
+        body: 'OutcomeRequest',
+        ok: { status: 200, description: 'The execution is terminal.', content: json(TRANSITION) },
+        codes: ['EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_TERMINAL'],
+      }),
+    },
+    '/v1/executions/{id}/reconcile': {
+      post: operation({
+        operationId: 'reconcile',
+        tags: ['executions'],
+        summary: 'Resolve an execution whose outcome is unknown',
+        description: 'Only from `unknown` (else 409); moves it to `reconciled` with resolution committed or absent.',
+        roles: ['reconciler'],
+        parameters: [EXECUTION_ID, ACTOR_QUERY(true, 'Required.')],
+        body: 'ReconcileRequest',
+        ok: { status: 200, description: 'The execution is reconciled.', content: json(TRANSITION) },
+        codes: ['EXECUTION_NOT_FOUND', 'EXECUTION_NOT_UNKNOWN', 'EXECUTION_TERMINAL'],
+      }),
+    },
+    '/v1/approvals': {
+      post: operation({
+        operationId: 'approve',
+        tags: ['approvals'],
+        summary: 'Approve one proposed execution, bound to its binding and envelope digest',
+        description: 'The approver is the token\'s principal. The approval also binds the digest of the subject entity\'s record now; a changed fact invalidates it.',
+        roles: ['approver'],
+        body: 'ApprovalRequest',
+        ok: { status: 201, description: 'The approval was recorded.', content: json(ref('ApprovalResponse')) },
+        codes: ['EXECUTION_NOT_FOUND', 'APPROVAL_STALE'],
+      }),
+    },
+    '/v1/approvals/{id}/revoke': {
+      post: operation({
+        operationId: 'revokeApproval',
+        tags: ['approvals'],
+        summary: 'Revoke an approval (only the approver who gave it)',
+        roles: ['approver'],
+        parameters: [pathParam('id', { type: 'string', minLength: 1 }, 'The approval id.')],
+        ok: {
+          status: 200,
+          description: 'The approval is revoked.',
+          content: json({ type: 'object', properties: { approval_id: { type: 'string' }, record: ref('Defs/$defs/recordRef') } }),
+        },
+        codes: ['NOT_FOUND'],
+      }),
+    },
+    '/v1/entities/{type}/{id}': {
+      parameters: [
+        pathParam('type', ref('Defs/$defs/cedarTypeName'), 'The Cedar entity type, e.g. Employee or Org::Team.'),
+        pathParam('id', { type: 'string', maxLength: 1024 }, 'The entity id (URL-encoded).'),
+      ],
+      put: operation({
+        operationId: 'upsertEntity',
+        tags: ['entities'],
+        summary: 'Create or replace a trusted entity',
+        description: 'Ledgered as kind `entity`; moves `entities_version`; invalidates approvals bound to the old record.',
+        roles: ['admin'],
+        body: 'EntityUpsert',
+        ok: { status: 200, description: 'The stored entity.', content: json(ref('Entity')) },
+      }),
+      get: operation({
+        operationId: 'getEntity',
+        tags: ['entities'],
+        summary: 'Read a trusted entity',
+        roles: ['admin', 'auditor'],
+        ok: { status: 200, description: 'The entity.', content: json(ref('Entity')) },
+        codes: ['INVALID_REQUEST', 'NOT_FOUND'],
+      }),
+    },
+    '/v1/ledger/records': {
+      get: operation({
+        operationId: 'listRecords',
+        tags: ['ledger'],
+        summary: 'List ledger records in seq order',
+        roles: ['auditor'],
+        parameters: [
+          queryParam('from', SEQ_SCHEMA, 'First seq (default 0).'),
+          queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size, at most 1000.'),
+          queryParam('kind', { type: 'string', enum: [...LEDGER_RECORD_KINDS] }, 'Only records of this kind.'),
+          queryParam('actor', { type: 'string' }, 'Only records of this actor, Type::"id" (URL-encoded).'),
+          queryParam('execution_id', ref('Defs/$defs/executionId'), 'Only records naming this execution.'),
+        ],
+        ok: { status: 200, description: 'A page of records.', content: json(ref('RecordsPage')) },
+        codes: ['INVALID_REQUEST'],
+      }),
+    },
+    '/v1/ledger/records/{seq}': {
+      get: operation({
+        operationId: 'getRecord',
+        tags: ['ledger'],
+        summary: 'Read one ledger record',
+        roles: ['auditor'],
+        parameters: [pathParam('seq', SEQ_SCHEMA, 'The record seq.')],
+        ok: { status: 200, description: 'The record.', content: json(ref('LedgerRecord')) },
+        codes: ['INVALID_REQUEST', 'NOT_FOUND'],
+      }),
+    },
+    '/v1/ledger/checkpoint': {
+      get: operation({
+        operationId: 'getCheckpoint',
+        tags: ['ledger'],
+        summary: 'The latest checkpoint record',
+        roles: ['auditor'],
+        ok: { status: 200, description: 'The latest signed checkpoint.', content: json(ref('Checkpoint')) },
+        codes: ['NOT_FOUND'],
+      }),
+    },
+    '/v1/ledger/keys': {
+      get: operation({
+        operationId: 'getKeys',
+        tags: ['ledger'],
+        summary: 'Every ledger signing key',
+        roles: ['auditor'],
+        ok: { status: 200, description: 'The keys.', content: json(ref('Keys')) },
+      }),
+    },
+    '/v1/ledger/proofs/inclusion': {
+      get: operation({
+        operationId: 'getInclusionProof',
+        tags: ['ledger'],
+        summary: 'RFC 9162 inclusion proof of record `seq` in the tree of `size` records',
+        roles: ['auditor'],
+        parameters: [
+          queryParam('seq', SEQ_SCHEMA, 'The record.', true),
+          queryParam('size', { type: 'integer', minimum: 1 }, 'The tree size (seq < size ≤ ledger size).', true),
+        ],
+        ok: { status: 200, description: 'The audit path.', content: json(ref('Proof')) },
+        codes: ['INVALID_REQUEST'],
+      }),
+    },
+    '/v1/ledger/proofs/consistency': {
+      get: operation({
+        operationId: 'getConsistencyProof',
+        tags: ['ledger'],
+        summary: 'RFC 9162 consistency proof between tree sizes `from` and `to`',
+        roles: ['auditor'],
+        parameters: [
+          queryParam('from', { type: 'integer', minimum: 1 }, 'The earlier tree size.', true),
+          queryParam('to', { type: 'integer', minimum: 1 }, 'The later tree size (from ≤ to ≤ ledger size).', true),
+        ],
+        ok: { status: 200, description: 'The consistency path.', content: json(ref('Proof')) },
+        codes: ['INVALID_REQUEST'],
+      }),
+    },
+    '/v1/ledger/export': {
+      get: operation({
+        operationId: 'exportLedger',
+        tags: ['ledger'],
+        summary: 'The whole ledger as JSON Lines',
+        description: 'One line per record, its JCS text, in seq order: an export is byte-stable. `writ verify` checks it offline.',
+        roles: ['auditor'],
+        ok: {
+          status: 200,
+          description: 'JSON Lines, one LedgerRecord per line.',
+          content: { 'application/x-ndjson': { schema: { type: 'string' }, 'x-writ-line-schema': ref('LedgerRecord') } },
+        },
+      }),
+    },
+    '/healthz': {
+      get: operation({
+        operationId: 'healthz',
+        tags: ['operations'],
+        summary: 'Liveness',
+        roles: null,
+        ok: { status: 200, description: 'The process is up.', content: json({ type: 'object' }) },
+      }),
+    },
+    '/readyz': {
+      get: operation({
+        operationId: 'readyz',
+        tags: ['operations'],
+        summary: 'Readiness: policies loaded and store writable',
+        roles: null,
+        ok: { status: 200, description: 'Ready to decide.', content: json({ type: 'object' }) },
+        codes: ['STORE_UNAVAILABLE', 'POLICY_UNAVAILABLE'],
+      }),
+    },
+    '/metrics': {
+      get: operation({
+        operationId: 'metrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics (text exposition format)',
+        roles: null,
+        ok: { status: 200, description: 'Prometheus text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      }),
+    },
+    '/openapi.json': {
+      get: operation({
+        operationId: 'openapi',
+        tags: ['operations'],
+        summary: 'This document',
+        roles: null,
+        ok: { status: 200, description: 'The OpenAPI 3.1 document.', content: json({ type: 'object' }) },
+      }),
+    },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'writ',
+      version: '1',
+      summary: 'Policy-as-code authorization sidecar for MCP servers, on Cedar, with a verifiable ledger.',
+      description: 'Every error is `{"error": {"code", "message", "path"?}}`. Bodies are JSON (application/json), at most 1 MiB. Roles are bound to bearer tokens and are disjoint: each route names the roles it admits in `x-writ-roles`.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    tags: ['decisions', 'executions', 'approvals', 'entities', 'ledger', 'operations'].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from the config file; its role (pep, approver, auditor, reconciler, admin) decides which routes it may call.' },
+      },
+    },
+  };
+}
