@@ -1,0 +1,102 @@
+/**
+ * The three views of one admitted value (CONTRACT.md §3): the canonical text the tool receives, the
+ * binding digest, and the Cedar context value.
+ */
+import { WritError } from '../errors.js';
+import { jcs, sha256Hex, sha256Tagged } from '../util/canonical.js';
+import { admitValue, type Json } from './admit.js';
+import { parseLossless, setMember } from './parse.js';
+
+export type CedarValue =
+  | boolean
+  | number
+  | string
+  | CedarValue[]
+  | { [k: string]: CedarValue }
+  | { __extn: { fn: 'decimal'; arg: string } };
+
+export const BINDING_PROFILE = 'writ-bind/1';
+const BINDING_DOMAIN = 'writ-bind/1\n';
+const ENVELOPE_DOMAIN = 'writ-envelope/1\n';
+
+/**
+ * Cedar view of an admitted value: integers → Long, other numbers → `decimal` extension values (the
+ * admitted double's ECMAScript string, which always has a '.'), objects → records, arrays → sets;
+ * nulls are dropped from records and sets.
+ */
+export function cedarView(admitted: Json): CedarValue {
+  if (typeof admitted === 'number') {
+    return Number.isInteger(admitted) ? admitted : { __extn: { fn: 'decimal', arg: String(admitted) } };
+  }
+  if (admitted === null || typeof admitted !== 'object') {
+    // A bare null has no Cedar form; callers only pass containers or members, where nulls are dropped.
+    if (admitted === null) throw new TypeError('null has no Cedar view');
+    return admitted;
+  }
+  if (Array.isArray(admitted)) {
+    const set: CedarValue[] = [];
+    for (const element of admitted) if (element !== null) set.push(cedarView(element));
+    return set;
+  }
+  const record: { [k: string]: CedarValue } = {};
+  for (const key of Object.keys(admitted)) {
+    const member = admitted[key]!;
+    if (member !== null) setMember(record, key, cedarView(member));
+  }
+  return record;
+}
+
+/** RFC 8785 text of an admitted value: exactly what the tool receives. */
+export function canonicalText(admitted: Json): string {
+  return jcs(admitted);
+}
+
+/** The binding from an already-canonical argument text. JCS of {arguments, server, tool} is spelled
+ *  out (its keys are already in JCS order) so the arguments are not canonicalized twice. */
+function bindingFromCanonical(server: string, tool: string, canonicalArgs: string): string {
+  const payload = `${BINDING_DOMAIN}{"arguments":${canonicalArgs},"server":${jcs(server)},"tool":${jcs(tool)}}`;
+  return `${BINDING_PROFILE}:sha256:${sha256Hex(payload)}`;
+}
+
+/** 'writ-bind/1:sha256:' + hex SHA-256("writ-bind/1\n" + JCS({arguments, server, tool})). */
+export function bindingOf(server: string, tool: string, admittedArgs: Json): string {
+  return bindingFromCanonical(server, tool, jcs(admittedArgs));
+}
+
+/** 'sha256:' + hex SHA-256("writ-envelope/1\n" + JCS(admitted envelope)). */
+export function envelopeDigest(admittedEnvelope: Json): string {
+  return sha256Tagged(ENVELOPE_DOMAIN + jcs(admittedEnvelope));
+}
+
+export interface BoundCall {
+  /** The admitted value: what the PEP forwards to the tool. */
+  arguments: Json;
+  /** Its JCS text. */
+  canonical: string;
+  binding: string;
+  cedar: CedarValue;
+}
+
+export function bindCall(server: string, tool: string, admittedArgs: Json): BoundCall {
+  const canonical = jcs(admittedArgs);
+  return {
+    arguments: admittedArgs,
+    canonical,
+    binding: bindingFromCanonical(server, tool, canonical),
+    cedar: cedarView(admittedArgs),
+  };
+}
+
+/** For `writ bind` and tests: parse + admit raw argument text, which must be a JSON object (else
+ *  INVALID_REQUEST). */
+export function admitArgumentsText(text: string, server: string, tool: string): BoundCall {
+  const parsed = parseLossless(text);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !isPlainObject(parsed)) {
+    throw new WritError('INVALID_REQUEST', 'the arguments must be a JSON object', { path: '' });
+  }
+  return bindCall(server, tool, admitValue(parsed));
+}
+
+function isPlainObject(v: object): boolean {
+  return Object.getPrototypeOf(v) === Object.prototype;
+}
