@@ -1,5 +1,154 @@
-// Placeholder until the verify command lands; replaced by its owner.
-export async function main(_argv: string[]): Promise<number> {
-  process.stderr.write('writ verify: not implemented yet\n');
+/**
+ * `writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]` (CONTRACT.md §6): checks a
+ * ledger export offline, streaming (constant memory in the export's size), and prints one JSON line:
+ *   {"ok":true,"records":N,"head":"<last record's hash>"}            exit 0
+ *   {"ok":false,"seq":S,"code":"…","message":"…"}                    exit 1
+ * Usage errors (bad flags, unreadable or invalid files) print on stderr and exit 2.
+ */
+import { createReadStream, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { isWritError, WritError } from '../errors.js';
+import { ExportVerifier, parseKeysFile, type VerifyOptions, type VerifyResult } from '../ledger/verify.js';
+
+export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]
+
+Verifies a ledger export (GET /v1/ledger/export; '-' reads stdin) offline: every line is its record's
+JCS text, seqs are contiguous from 0, every hash and prev link, every key record and checkpoint
+(root and signature), and every decision binding recomputed from its stored arguments.
+
+options:
+  --keys KEYS.json        trusted public keys, {"keys":[{"key_id","public_key"}]} as served by
+                          GET /v1/ledger/keys: every key record must be one of them
+  --checkpoint CP.json    a checkpoint record held from earlier (GET /v1/ledger/checkpoint): its
+                          signature must verify and the export must extend it
+  -h, --help              show this help
+
+prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
+       {"ok":false,"seq":S,"code":"…","message":"…"} and exits 1, with code one of HASH_MISMATCH,
+       PREV_MISMATCH, SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH,
+       TRUNCATED, MALFORMED; usage errors exit 2.
+`;
+
+const NEWLINE = 0x0a;
+const REPLACEMENT_CHAR = '\uFFFD';
+
+/**
+ * Feeds one line's bytes to the verifier. Invalid UTF-8 would decode to U+FFFD and could then pass as
+ * text, so a line containing U+FFFD is accepted only if it re-encodes to the same bytes.
+ */
+function pushLine(verifier: ExportVerifier, buf: Buffer, start: number, end: number): VerifyResult | undefined {
+  const text = buf.toString('utf8', start, end);
+  if (text.includes(REPLACEMENT_CHAR) && !Buffer.from(text, 'utf8').equals(buf.subarray(start, end))) {
+    return verifier.pushMalformed('the line is not valid UTF-8');
+  }
+  return verifier.push(text);
+}
+
+/**
+ * Streams a file (or stdin) through the verifier, splitting lines on \n at the byte level so a line
+ * split across chunks is carried over. Only the current partial line is buffered.
+ */
+export async function verifyStream(stream: NodeJS.ReadableStream, opts: VerifyOptions): Promise<VerifyResult> {
+  const verifier = new ExportVerifier(opts);
+  let carry: Buffer | undefined;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let buf = chunk;
+    let pos = 0;
+    if (carry) {
+      const nl = chunk.indexOf(NEWLINE);
+      if (nl < 0) {
+        carry = Buffer.concat([carry, chunk]);
+        continue;
+      }
+      const line = Buffer.concat([carry, chunk.subarray(0, nl)]);
+      carry = undefined;
+      const failure = pushLine(verifier, line, 0, line.length);
+      if (failure) return failure;
+      pos = nl + 1;
+    }
+    for (;;) {
+      const nl = buf.indexOf(NEWLINE, pos);
+      if (nl < 0) break;
+      const failure = pushLine(verifier, buf, pos, nl);
+      if (failure) return failure;
+      pos = nl + 1;
+    }
+    if (pos < buf.length) carry = Buffer.from(buf.subarray(pos));
+  }
+  // A final line without a newline still counts.
+  if (carry && carry.length > 0) {
+    const failure = pushLine(verifier, carry, 0, carry.length);
+    if (failure) return failure;
+  }
+  return verifier.finish();
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`writ verify: ${message}\n\n${VERIFY_USAGE}`);
   return 2;
+}
+
+function readJsonFile(flag: string, file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new WritError('INVALID_REQUEST', `${flag}: cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new WritError('INVALID_REQUEST', `${flag}: ${file} is not JSON`);
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        keys: { type: 'string' },
+        checkpoint: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(VERIFY_USAGE);
+    return 0;
+  }
+  if (parsed.positionals.length !== 1) return usageError('expected exactly one EXPORT file');
+  const exportPath = parsed.positionals[0]!;
+
+  const opts: VerifyOptions = {};
+  try {
+    if (parsed.values.keys !== undefined) opts.keys = parseKeysFile(readJsonFile('--keys', parsed.values.keys));
+    if (parsed.values.checkpoint !== undefined) {
+      opts.checkpoint = readJsonFile('--checkpoint', parsed.values.checkpoint) as Record<string, unknown>;
+    }
+    // Validate the options before touching the export.
+    new ExportVerifier(opts);
+  } catch (err) {
+    if (isWritError(err)) return usageError(err.message);
+    throw err;
+  }
+
+  const stream = exportPath === '-' ? process.stdin : createReadStream(exportPath, { highWaterMark: 1 << 20 });
+  let result: VerifyResult;
+  try {
+    result = await verifyStream(stream, opts);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e && typeof e.code === 'string' && e.syscall) return usageError(`cannot read ${exportPath}: ${e.message}`);
+    throw err;
+  } finally {
+    if ('destroy' in stream && stream !== process.stdin) stream.destroy();
+  }
+  process.stdout.write(JSON.stringify(result) + '\n');
+  return result.ok ? 0 : 1;
 }

@@ -1,0 +1,701 @@
+/**
+ * Offline verification of a ledger export (CONTRACT.md §6), one line at a time in constant memory.
+ *
+ * Per line, in this order (the first failing check names the failure, at that line's position):
+ *   1. MALFORMED      — empty, not JSON, not an object, not byte-for-byte its own JCS text (this
+ *                       also catches duplicate keys and re-spelled numbers such as `1.0`), or a header
+ *                       field (`v`, `seq`, `kind`, `prev`, `hash`, `ts`) missing or of the wrong type;
+ *   2. SEQ_GAP        — `seq` is not the line's position (deleted, duplicated or reordered lines);
+ *   3. HASH_MISMATCH  — `hash` is not SHA-256(0x00 ‖ JCS(record without hash));
+ *   4. PREV_MISMATCH  — `prev` is not the previous record's hash;
+ *   5. kind checks    — key: key_id identifies public_key (UNKNOWN_KEY), signature (BAD_SIGNATURE:
+ *                       null for the first key, else by the previous key), listed in --keys
+ *                       (UNKNOWN_KEY); checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
+ *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
+ *                       recomputed from server, tool, arguments (BINDING_MISMATCH).
+ * So an edited field is HASH_MISMATCH at its seq; an edit whose hash was recomputed is PREV_MISMATCH
+ * at the next seq; a recomputed chain is ROOT_MISMATCH at the next checkpoint, or against the held
+ * checkpoint (reported at the held checkpoint's seq), and an export shorter than the held checkpoint
+ * is TRUNCATED at seq = number of records.
+ *
+ * A checkpoint's size may trail its own seq (it never covers itself); the verifier keeps the compact
+ * ranges of the last CHECKPOINT_WINDOW sizes (structure-shared, so a few hundred kB) to check it.
+ */
+import { hash } from 'node:crypto';
+import { WritError } from '../errors.js';
+import { jcs } from '../util/canonical.js';
+import { bindingOf } from '../binding/index.js';
+import type { Json } from '../binding/index.js';
+import { ZERO_HASH } from './record.js';
+import { checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
+import { MerkleAccumulator, bytesToHash, EMPTY_ROOT, type AccumulatorState } from './merkle.js';
+
+export type VerifyCode =
+  | 'HASH_MISMATCH'
+  | 'PREV_MISMATCH'
+  | 'SEQ_GAP'
+  | 'ROOT_MISMATCH'
+  | 'BAD_SIGNATURE'
+  | 'UNKNOWN_KEY'
+  | 'BINDING_MISMATCH'
+  | 'TRUNCATED'
+  | 'MALFORMED';
+
+export type VerifyResult =
+  | { ok: true; records: number; head: string }
+  | { ok: false; seq: number; code: VerifyCode; message: string };
+
+/** A public key as served by `GET /v1/ledger/keys`. */
+export interface PublicKeyEntry {
+  key_id: string;
+  public_key: string;
+}
+
+export interface VerifyOptions {
+  /** Trusted public keys (`{"keys":[…]}` of GET /v1/ledger/keys): every key record must be one of them. */
+  keys?: PublicKeyEntry[];
+  /** A checkpoint record held from earlier (GET /v1/ledger/checkpoint): the export must extend it. */
+  checkpoint?: Record<string, unknown>;
+  /** How far (in records) a checkpoint's size may trail its own seq. */
+  checkpointWindow?: number;
+}
+
+export const CHECKPOINT_WINDOW = 4096;
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+class Failure {
+  constructor(
+    readonly seq: number,
+    readonly code: VerifyCode,
+    readonly message: string,
+  ) {}
+}
+
+/** Raw 32 bytes of a standard-base64 Ed25519 public key, or undefined when it is not one. */
+function decodePublicKey(b64: unknown): Buffer | undefined {
+  if (typeof b64 !== 'string') return undefined;
+  const raw = Buffer.from(b64, 'base64');
+  return raw.length === 32 && raw.toString('base64') === b64 ? raw : undefined;
+}
+
+function isHashString(v: unknown): v is string {
+  return typeof v === 'string' && v.length === 71 && v.startsWith('sha256:') && HEX64.test(v.slice(7));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hot path. A canonical line is checked by one allocation-free scan of its text instead of
+// JSON.parse + re-serialisation: the scan validates the JSON grammar and every RFC 8785 rule (no
+// whitespace, keys strictly increasing by UTF-16 code units, numbers spelled as ECMAScript
+// Number::toString, strings escaped exactly as JSON.stringify does), and notes where each top-level
+// member sits. Only the few values a check needs are then decoded. A line the scan rejects is
+// re-judged by the obvious reference (JSON.parse, then jcs() === line) before it is called MALFORMED,
+// so the scan can only ever be too strict, never decide a failure on its own.
+// ---------------------------------------------------------------------------------------------
+
+/** Spans of the top-level members of the last scanned line: key text (inside quotes) and value token. */
+const memberKeyStart: number[] = [];
+const memberKeyEnd: number[] = [];
+const memberValueStart: number[] = [];
+const memberValueEnd: number[] = [];
+let memberCount = 0;
+/** The line the spans refer to. */
+let text = '';
+
+const enum Ch {
+  Quote = 0x22,
+  Backslash = 0x5c,
+  Comma = 0x2c,
+  Colon = 0x3a,
+  OpenBrace = 0x7b,
+  CloseBrace = 0x7d,
+  OpenBracket = 0x5b,
+  CloseBracket = 0x5d,
+  Minus = 0x2d,
+  Zero = 0x30,
+  Nine = 0x39,
+  Dot = 0x2e,
+}
+
+function isHexLower(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
+}
+
+// The scanners take the text and a position and return the position after the token, or -1 when
+// the token is not canonical; positions live in locals (module-level variables in a hot loop cost a
+// context load and store per character).
+
+/** Set by scanString when the string it just scanned contains an escape. */
+let lastStringEscaped = false;
+
+/**
+ * Scans a canonical string token whose opening quote is at `i`. Canonical strings are
+ * JSON.stringify's spelling of well-formed UTF-16: the short escapes for " \ \b \f \n \r \t, \u00xx
+ * (lower-case hex) for the other controls, every other unit raw. Lone surrogates have no JCS form at
+ * all (canonicalize refuses them), so they fail too.
+ */
+function scanString(s: string, i: number): number {
+  const end = s.length;
+  let escaped = false;
+  i++; // opening quote
+  for (;;) {
+    // Tight loop over the plain units that make up nearly all of a record's text.
+    let c = s.charCodeAt(i);
+    while (c >= 0x20 && c !== Ch.Quote && c !== Ch.Backslash && c < 0xd800) c = s.charCodeAt(++i);
+    if (i >= end) return -1;
+    if (c === Ch.Quote) {
+      lastStringEscaped = escaped;
+      return i + 1;
+    }
+    if (c === Ch.Backslash) {
+      escaped = true;
+      const e = s.charCodeAt(i + 1);
+      if (e === 0x75 /* u */) {
+        if (i + 6 > end) return -1;
+        let v = 0;
+        for (let k = 2; k < 6; k++) {
+          const h = s.charCodeAt(i + k);
+          if (!isHexLower(h)) return -1;
+          v = v * 16 + (h <= 0x39 ? h - 0x30 : h - 0x57);
+        }
+        // Only controls without a short escape are written \u00xx.
+        if (!(v < 0x20 && v !== 0x08 && v !== 0x09 && v !== 0x0a && v !== 0x0c && v !== 0x0d)) return -1;
+        i += 6;
+      } else {
+        // JSON.stringify's short escapes only; \/ is not canonical.
+        if (e !== Ch.Quote && e !== Ch.Backslash && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) return -1;
+        i += 2;
+      }
+      continue;
+    }
+    if (c < 0x20) return -1;
+    if (c > 0xdfff) {
+      i++;
+      continue;
+    }
+    // A surrogate: only a raw high one followed by a raw low one.
+    const low = s.charCodeAt(i + 1);
+    if (c > 0xdbff || !(low >= 0xdc00 && low <= 0xdfff)) return -1;
+    i += 2;
+  }
+}
+
+/** Scans a number token at `i`; canonical iff it is the ECMAScript spelling of its value. */
+function scanNumber(s: string, i: number): number {
+  const start = i;
+  let c = s.charCodeAt(i);
+  if (c === Ch.Minus) c = s.charCodeAt(++i);
+  if (c === Ch.Zero) {
+    c = s.charCodeAt(++i);
+  } else if (c > Ch.Zero && c <= Ch.Nine) {
+    do c = s.charCodeAt(++i);
+    while (c >= Ch.Zero && c <= Ch.Nine);
+  } else {
+    return -1;
+  }
+  let simpleInteger = true;
+  if (c === Ch.Dot) {
+    simpleInteger = false;
+    c = s.charCodeAt(++i);
+    if (!(c >= Ch.Zero && c <= Ch.Nine)) return -1;
+    do c = s.charCodeAt(++i);
+    while (c >= Ch.Zero && c <= Ch.Nine);
+  }
+  if (c === 0x65 || c === 0x45) {
+    simpleInteger = false;
+    c = s.charCodeAt(++i);
+    if (c === 0x2b || c === Ch.Minus) c = s.charCodeAt(++i);
+    if (!(c >= Ch.Zero && c <= Ch.Nine)) return -1;
+    do c = s.charCodeAt(++i);
+    while (c >= Ch.Zero && c <= Ch.Nine);
+  }
+  const length = i - start;
+  // Short integers without leading zeros are their own spelling, except -0.
+  if (simpleInteger && length <= 15) return length === 2 && s.charCodeAt(start) === Ch.Minus && s.charCodeAt(start + 1) === Ch.Zero ? -1 : i;
+  const token = s.slice(start, i);
+  return String(Number(token)) === token ? i : -1;
+}
+
+/** Is key a (text in [aStart, aEnd)) strictly before key b in UTF-16 code-unit order of their values? */
+function keyBefore(s: string, aStart: number, aEnd: number, aEscaped: boolean, bStart: number, bEnd: number, bEscaped: boolean): boolean {
+  if (aEscaped || bEscaped) {
+    return (JSON.parse(s.slice(aStart - 1, aEnd + 1)) as string) < (JSON.parse(s.slice(bStart - 1, bEnd + 1)) as string);
+  }
+  const aLength = aEnd - aStart;
+  const bLength = bEnd - bStart;
+  const n = aLength < bLength ? aLength : bLength;
+  for (let k = 0; k < n; k++) {
+    const x = s.charCodeAt(aStart + k);
+    const y = s.charCodeAt(bStart + k);
+    if (x !== y) return x < y;
+  }
+  return aLength < bLength;
+}
+
+const MAX_SCAN_DEPTH = 512;
+
+function scanObject(s: string, i: number, depth: number): number {
+  if (depth > MAX_SCAN_DEPTH) return -1;
+  i++;
+  if (s.charCodeAt(i) === Ch.CloseBrace) return i + 1;
+  let prevStart = -1;
+  let prevEnd = -1;
+  let prevEscaped = false;
+  for (;;) {
+    if (s.charCodeAt(i) !== Ch.Quote) return -1;
+    const keyStart = i + 1;
+    i = scanString(s, i);
+    if (i < 0) return -1;
+    const keyEscaped = lastStringEscaped;
+    const keyEnd = i - 1;
+    if (prevStart >= 0 && !keyBefore(s, prevStart, prevEnd, prevEscaped, keyStart, keyEnd, keyEscaped)) return -1;
+    prevStart = keyStart;
+    prevEnd = keyEnd;
+    prevEscaped = keyEscaped;
+    if (s.charCodeAt(i) !== Ch.Colon) return -1;
+    const valueStart = ++i;
+    i = scanValue(s, i, depth + 1);
+    if (i < 0) return -1;
+    if (depth === 0) {
+      memberKeyStart[memberCount] = keyStart;
+      memberKeyEnd[memberCount] = keyEnd;
+      memberValueStart[memberCount] = valueStart;
+      memberValueEnd[memberCount] = i;
+      memberCount++;
+    }
+    const next = s.charCodeAt(i++);
+    if (next === Ch.CloseBrace) return i;
+    if (next !== Ch.Comma) return -1;
+  }
+}
+
+function scanValue(s: string, i: number, depth: number): number {
+  switch (s.charCodeAt(i)) {
+    case Ch.OpenBrace:
+      return scanObject(s, i, depth);
+    case Ch.OpenBracket: {
+      if (depth > MAX_SCAN_DEPTH) return -1;
+      i++;
+      if (s.charCodeAt(i) === Ch.CloseBracket) return i + 1;
+      for (;;) {
+        i = scanValue(s, i, depth + 1);
+        if (i < 0) return -1;
+        const next = s.charCodeAt(i++);
+        if (next === Ch.CloseBracket) return i;
+        if (next !== Ch.Comma) return -1;
+      }
+    }
+    case Ch.Quote:
+      return scanString(s, i);
+    case 0x74:
+      return s.startsWith('true', i) ? i + 4 : -1;
+    case 0x66:
+      return s.startsWith('false', i) ? i + 5 : -1;
+    case 0x6e:
+      return s.startsWith('null', i) ? i + 4 : -1;
+    default:
+      return scanNumber(s, i);
+  }
+}
+
+/**
+ * True when `line` is exactly the JCS text of a JSON object; then the member spans above describe
+ * its top-level members. False does not prove the line non-canonical (see isCanonicalLineSlow).
+ */
+export function scanCanonicalObject(line: string): boolean {
+  text = line;
+  memberCount = 0;
+  if (line.charCodeAt(0) !== Ch.OpenBrace) return false;
+  return scanObject(line, 0, 0) === line.length;
+}
+
+/** The reference judgement: `line` parses to an object whose JCS text is the line. */
+export function isCanonicalLineSlow(line: string): boolean {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return false;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
+  try {
+    return jcs(parsed) === line;
+  } catch {
+    return false;
+  }
+}
+
+/** Index of the top-level member named `name` in the last scanned line, or -1. */
+function memberIndex(name: string): number {
+  for (let m = 0; m < memberCount; m++) {
+    const start = memberKeyStart[m]!;
+    if (memberKeyEnd[m]! - start === name.length && text.startsWith(name, start)) return m;
+  }
+  return -1;
+}
+
+/** The raw value token of a member (undefined when absent). */
+function memberToken(name: string): string | undefined {
+  const m = memberIndex(name);
+  return m < 0 ? undefined : text.slice(memberValueStart[m]!, memberValueEnd[m]!);
+}
+
+/** A member's value if it is a JSON string (undefined when absent or not a string). */
+function memberString(name: string): string | undefined {
+  const m = memberIndex(name);
+  if (m < 0) return undefined;
+  const start = memberValueStart[m]!;
+  const end = memberValueEnd[m]!;
+  if (text.charCodeAt(start) !== Ch.Quote) return undefined;
+  const inner = text.slice(start + 1, end - 1);
+  return inner.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : inner;
+}
+
+/** The line without its top-level `hash` member: the JCS text of the record without `hash`. */
+function lineWithoutMember(name: string): string | undefined {
+  const m = memberIndex(name);
+  if (m < 0) return undefined;
+  const memberStart = memberKeyStart[m]! - 1;
+  const memberEnd = memberValueEnd[m]!;
+  if (text.charCodeAt(memberStart - 1) === Ch.Comma) return text.slice(0, memberStart - 1) + text.slice(memberEnd);
+  if (text.charCodeAt(memberEnd) === Ch.Comma) return text.slice(0, memberStart) + text.slice(memberEnd + 1);
+  return text.slice(0, memberStart) + text.slice(memberEnd);
+}
+
+function leafHashOf(bodyText: string): string {
+  return 'sha256:' + hash('sha256', '\u0000' + bodyText, 'hex');
+}
+
+/** Read access to the record of a canonical line, whichever way the line was judged canonical. */
+interface RecordView {
+  /** The JCS text of a top-level member's value (undefined when absent). */
+  token(name: string): string | undefined;
+  /** A top-level member's value when it is a string. */
+  string(name: string): string | undefined;
+  /** JCS text of the record without `hash`. */
+  withoutHash(): string;
+  record(): Record<string, unknown>;
+}
+
+/** The line just scanned (valid until the next scan). */
+const SCANNED_LINE: RecordView = {
+  token: memberToken,
+  string: memberString,
+  withoutHash: () => lineWithoutMember('hash') ?? text,
+  record: () => JSON.parse(text) as Record<string, unknown>,
+};
+
+function parsedRecordView(rec: Record<string, unknown>): RecordView {
+  return {
+    token: (name) => (Object.hasOwn(rec, name) ? jcs(rec[name]) : undefined),
+    string: (name) => (Object.hasOwn(rec, name) && typeof rec[name] === 'string' ? (rec[name] as string) : undefined),
+    withoutHash: () => {
+      const { hash: _omit, ...rest } = rec;
+      return jcs(rest);
+    },
+    record: () => rec,
+  };
+}
+
+interface HeldCheckpoint {
+  size: number;
+  root: string;
+  key_id: string;
+  signature: string;
+  seq?: number;
+  hash?: string;
+  /** Where failures against it are reported: its own seq when it has one, else its size. */
+  reportSeq: number;
+}
+
+function parseHeldCheckpoint(cp: Record<string, unknown>): HeldCheckpoint {
+  const bad = (what: string) => new WritError('INVALID_REQUEST', `--checkpoint: ${what}`);
+  if (cp === null || typeof cp !== 'object' || Array.isArray(cp)) throw bad('not a checkpoint record object');
+  if (cp.kind !== undefined && cp.kind !== 'checkpoint') throw bad(`kind is ${JSON.stringify(cp.kind)}, not "checkpoint"`);
+  if (!Number.isSafeInteger(cp.size) || (cp.size as number) < 0) throw bad('size must be a non-negative integer');
+  if (!isHashString(cp.root)) throw bad('root must be sha256:<64 hex>');
+  if (typeof cp.key_id !== 'string') throw bad('key_id missing');
+  if (typeof cp.signature !== 'string') throw bad('signature missing');
+  if (cp.seq !== undefined && (!Number.isSafeInteger(cp.seq) || (cp.seq as number) < (cp.size as number))) {
+    throw bad('seq must be an integer not below size');
+  }
+  if (cp.hash !== undefined && !isHashString(cp.hash)) throw bad('hash must be sha256:<64 hex>');
+  const held: HeldCheckpoint = {
+    size: cp.size as number,
+    root: cp.root,
+    key_id: cp.key_id,
+    signature: cp.signature,
+    reportSeq: (cp.seq as number | undefined) ?? (cp.size as number),
+  };
+  if (cp.seq !== undefined) held.seq = cp.seq as number;
+  if (cp.hash !== undefined) held.hash = cp.hash as string;
+  return held;
+}
+
+/** Validates a `{"keys":[{key_id, public_key}]}` document; throws INVALID_REQUEST (a usage error). */
+export function parseKeysFile(doc: unknown): PublicKeyEntry[] {
+  const bad = (what: string) => new WritError('INVALID_REQUEST', `--keys: ${what}`);
+  if (doc === null || typeof doc !== 'object' || !Array.isArray((doc as { keys?: unknown }).keys)) {
+    throw bad('expected {"keys":[{"key_id","public_key"}]}');
+  }
+  return (doc as { keys: unknown[] }).keys.map((k, i) => {
+    const entry = k as Partial<PublicKeyEntry> | null;
+    const raw = decodePublicKey(entry?.public_key);
+    if (!raw) throw bad(`keys[${i}].public_key is not a base64 32-byte Ed25519 key`);
+    if (entry!.key_id !== keyIdOf(raw)) throw bad(`keys[${i}].key_id does not identify its public_key`);
+    return { key_id: entry!.key_id as string, public_key: entry!.public_key as string };
+  });
+}
+
+/**
+ * The verifier's state machine: feed it lines in order with `push` (returns a failure or undefined),
+ * then `finish()`. Holds O(log n + window) state whatever the export's length.
+ */
+export class ExportVerifier {
+  #count = 0;
+  #prevHash = ZERO_HASH;
+  readonly #acc = new MerkleAccumulator();
+  /** Compact-range snapshots by tree size, for checkpoints that trail their position. */
+  readonly #recentStates: Array<AccumulatorState | undefined>;
+  readonly #window: number;
+  /** Keys introduced by key records so far (key_id → raw public key), plus the trusted --keys. */
+  readonly #knownKeys = new Map<string, Buffer>();
+  readonly #trustedKeys: Map<string, string> | undefined;
+  #lastKey: Buffer | undefined;
+  readonly #held: HeldCheckpoint | undefined;
+  #heldSignatureChecked = false;
+  #failure: Failure | undefined;
+
+  constructor(opts: VerifyOptions = {}) {
+    this.#window = opts.checkpointWindow ?? CHECKPOINT_WINDOW;
+    this.#recentStates = new Array(this.#window);
+    if (opts.keys) {
+      this.#trustedKeys = new Map();
+      for (const k of opts.keys) {
+        const raw = decodePublicKey(k.public_key);
+        if (!raw || keyIdOf(raw) !== k.key_id) throw new WritError('INVALID_REQUEST', `trusted key ${k.key_id} does not match its public_key`);
+        this.#trustedKeys.set(k.key_id, k.public_key);
+        this.#knownKeys.set(k.key_id, raw);
+      }
+    }
+    if (opts.checkpoint !== undefined) {
+      this.#held = parseHeldCheckpoint(opts.checkpoint);
+      if (this.#held.size === 0) this.#failure = this.#checkHeldRoot(EMPTY_ROOT);
+    }
+  }
+
+  /** Number of lines accepted so far. */
+  get records(): number {
+    return this.#count;
+  }
+
+  /** Checks the next line (without its line terminator). Returns the failure, if this line fails. */
+  push(line: string): VerifyResult | undefined {
+    if (this.#failure) return this.#result(this.#failure);
+    const failure = this.#check(line);
+    if (failure) {
+      this.#failure = failure;
+      return this.#result(failure);
+    }
+    return undefined;
+  }
+
+  /** Reports the next line as MALFORMED without parsing it (e.g. its bytes are not UTF-8). */
+  pushMalformed(reason: string): VerifyResult {
+    this.#failure ??= new Failure(this.#count, 'MALFORMED', reason);
+    return this.#result(this.#failure);
+  }
+
+  /** The verdict once every line has been pushed. */
+  finish(): VerifyResult {
+    if (this.#failure) return this.#result(this.#failure);
+    const held = this.#held;
+    if (held) {
+      if (this.#count < held.size) {
+        this.#failure = new Failure(this.#count, 'TRUNCATED', `the export has ${this.#count} records; the held checkpoint covers ${held.size}`);
+        return this.#result(this.#failure);
+      }
+      if (!this.#heldSignatureChecked) {
+        const failure = this.#checkHeldSignature();
+        if (failure) {
+          this.#failure = failure;
+          return this.#result(failure);
+        }
+      }
+    }
+    return { ok: true, records: this.#count, head: this.#prevHash };
+  }
+
+  #result(f: Failure): VerifyResult {
+    return { ok: false, seq: f.seq, code: f.code, message: f.message };
+  }
+
+  #check(line: string): Failure | undefined {
+    const seq = this.#count;
+    const held = this.#held;
+    // The held checkpoint is checked once the keys that could have signed it are all known: those
+    // introduced before its own seq.
+    if (held && !this.#heldSignatureChecked && held.seq === seq) {
+      const failure = this.#checkHeldSignature();
+      if (failure) return failure;
+    }
+
+    if (line.length === 0) return new Failure(seq, 'MALFORMED', 'empty line');
+    let view: RecordView = SCANNED_LINE;
+    if (!scanCanonicalObject(line)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return new Failure(seq, 'MALFORMED', 'not JSON');
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return new Failure(seq, 'MALFORMED', 'not a JSON object');
+      if (!isCanonicalLineSlow(line)) return new Failure(seq, 'MALFORMED', 'the line is not the JCS text of its record');
+      view = parsedRecordView(parsed as Record<string, unknown>);
+    }
+    const seqToken = view.token('seq');
+    const recordSeq = seqToken === undefined ? Number.NaN : Number(seqToken);
+    const hash = view.string('hash');
+    const prev = view.string('prev');
+    const kind = view.string('kind');
+    if (view.token('v') !== '1' || !Number.isSafeInteger(recordSeq) || kind === undefined || view.string('ts') === undefined || prev === undefined || hash === undefined) {
+      return new Failure(seq, 'MALFORMED', 'missing or mistyped header field (v, seq, ts, kind, prev, hash)');
+    }
+    if (recordSeq !== seq) return new Failure(seq, 'SEQ_GAP', `expected seq ${seq}, found ${recordSeq}`);
+    const recomputed = leafHashOf(view.withoutHash());
+    if (recomputed !== hash) return new Failure(seq, 'HASH_MISMATCH', `hash is ${hash}, the record hashes to ${recomputed}`);
+    if (prev !== this.#prevHash) return new Failure(seq, 'PREV_MISMATCH', `prev is ${prev}, the previous record's hash is ${this.#prevHash}`);
+
+    switch (kind) {
+      case 'key': {
+        const failure = this.#checkKeyRecord(seq, view.record());
+        if (failure) return failure;
+        break;
+      }
+      case 'checkpoint': {
+        const failure = this.#checkCheckpointRecord(seq, view.record());
+        if (failure) return failure;
+        break;
+      }
+      case 'decision': {
+        const bindingToken = view.token('binding');
+        if (bindingToken !== undefined && bindingToken !== 'null') {
+          const failure = this.#checkBinding(seq, view);
+          if (failure) return failure;
+        }
+        break;
+      }
+    }
+
+    if (held?.hash !== undefined && held.seq === seq && hash !== held.hash) {
+      return new Failure(seq, 'HASH_MISMATCH', `the record at seq ${seq} is not the held checkpoint (${held.hash})`);
+    }
+
+    // Accept the record: it becomes leaf `seq`.
+    this.#recentStates[seq % this.#window] = this.#acc.state;
+    this.#acc.append(Buffer.from(hash.slice(7), 'hex'));
+    this.#prevHash = hash;
+    this.#count = seq + 1;
+    if (held && held.size === this.#count) {
+      const failure = this.#checkHeldRoot(this.#acc.root());
+      if (failure) return failure;
+    }
+    return undefined;
+  }
+
+  #checkKeyRecord(seq: number, rec: Record<string, unknown>): Failure | undefined {
+    const raw = decodePublicKey(rec.public_key);
+    if (!raw) return new Failure(seq, 'UNKNOWN_KEY', 'public_key is not a base64 32-byte Ed25519 key');
+    if (rec.key_id !== keyIdOf(raw)) return new Failure(seq, 'UNKNOWN_KEY', `key_id ${String(rec.key_id)} does not identify public_key (${keyIdOf(raw)})`);
+    const keyId = rec.key_id as string;
+    if (this.#lastKey === undefined) {
+      if (rec.signature !== null) return new Failure(seq, 'BAD_SIGNATURE', 'the first key record must have signature null');
+    } else if (typeof rec.signature !== 'string' || !verifyPayload(this.#lastKey, keyPayload({ key_id: keyId, public_key: rec.public_key as string }), rec.signature)) {
+      return new Failure(seq, 'BAD_SIGNATURE', `key ${keyId} is not signed by the previous key`);
+    }
+    if (this.#trustedKeys && this.#trustedKeys.get(keyId) !== rec.public_key) {
+      return new Failure(seq, 'UNKNOWN_KEY', `key ${keyId} is not among the trusted keys`);
+    }
+    this.#knownKeys.set(keyId, raw);
+    this.#lastKey = raw;
+    return undefined;
+  }
+
+  #checkCheckpointRecord(seq: number, rec: Record<string, unknown>): Failure | undefined {
+    const { size, root, key_id, signature } = rec;
+    if (!Number.isSafeInteger(size) || (size as number) < 0 || (size as number) > seq) {
+      return new Failure(seq, 'ROOT_MISMATCH', `checkpoint size ${String(size)} is not between 0 and its seq ${seq}`);
+    }
+    const treeRoot = this.#rootAtSize(size as number);
+    if (treeRoot === undefined) {
+      return new Failure(seq, 'ROOT_MISMATCH', `checkpoint size ${String(size)} trails its seq ${seq} by more than ${this.#window} records; its root cannot be checked in one pass`);
+    }
+    if (root !== bytesToHash(treeRoot)) return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${bytesToHash(treeRoot)})`);
+    const key = typeof key_id === 'string' ? this.#knownKeys.get(key_id) : undefined;
+    if (!key) return new Failure(seq, 'UNKNOWN_KEY', `checkpoint key ${String(key_id)} is not a known key`);
+    if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)) {
+      return new Failure(seq, 'BAD_SIGNATURE', `checkpoint signature does not verify under ${key_id as string}`);
+    }
+    return undefined;
+  }
+
+  #checkBinding(seq: number, view: RecordView): Failure | undefined {
+    const server = view.string('server');
+    const tool = view.string('tool');
+    const argsToken = view.token('arguments');
+    const binding = view.string('binding') ?? view.token('binding');
+    if (server === undefined || tool === undefined || argsToken === undefined) {
+      return new Failure(seq, 'BINDING_MISMATCH', 'the record has a binding but not the server, tool and arguments it binds');
+    }
+    const recomputed = bindingOf(server, tool, JSON.parse(argsToken) as Json);
+    if (recomputed !== binding) return new Failure(seq, 'BINDING_MISMATCH', `binding is ${String(binding)}, the stored call binds to ${recomputed}`);
+    return undefined;
+  }
+
+  /** Root of the first `size` accepted leaves, if it is still within reach. */
+  #rootAtSize(size: number): Buffer | undefined {
+    if (size === this.#count) return this.#acc.root();
+    if (this.#count - size > this.#window) return undefined;
+    const state = this.#recentStates[size % this.#window];
+    return state !== undefined && state.size === size ? MerkleAccumulator.rootOf(state) : undefined;
+  }
+
+  #checkHeldRoot(root: Buffer): Failure | undefined {
+    const held = this.#held!;
+    if (bytesToHash(root) !== held.root) {
+      return new Failure(held.reportSeq, 'ROOT_MISMATCH', `the first ${held.size} records have root ${bytesToHash(root)}, not the held checkpoint's ${held.root}`);
+    }
+    return undefined;
+  }
+
+  #checkHeldSignature(): Failure | undefined {
+    const held = this.#held!;
+    this.#heldSignatureChecked = true;
+    const key = this.#knownKeys.get(held.key_id);
+    if (!key) return new Failure(held.reportSeq, 'UNKNOWN_KEY', `the held checkpoint's key ${held.key_id} is not a known key`);
+    if (!verifyPayload(key, checkpointPayload(held), held.signature)) {
+      return new Failure(held.reportSeq, 'BAD_SIGNATURE', `the held checkpoint's signature does not verify under ${held.key_id}`);
+    }
+    return undefined;
+  }
+}
+
+/** Verifies an export given as its lines (without terminators), stopping at the first failure. */
+export async function verifyExport(lines: AsyncIterable<string> | Iterable<string>, opts: VerifyOptions = {}): Promise<VerifyResult> {
+  const verifier = new ExportVerifier(opts);
+  for await (const line of lines) {
+    const failure = verifier.push(line);
+    if (failure) return failure;
+  }
+  return verifier.finish();
+}
+
+/** The synchronous form, for callers holding the lines in memory (tests, the server). */
+export function verifyExportSync(lines: Iterable<string>, opts: VerifyOptions = {}): VerifyResult {
+  const verifier = new ExportVerifier(opts);
+  for (const line of lines) {
+    const failure = verifier.push(line);
+    if (failure) return failure;
+  }
+  return verifier.finish();
+}

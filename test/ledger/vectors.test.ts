@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { recordHash } from '../../src/ledger/record.js';
+import { checkpointPayload, keyIdOf, verifyPayload } from '../../src/ledger/signing.js';
+import { hashToBytes, verifyConsistency, verifyInclusion } from '../../src/ledger/merkle.js';
+import { verifyExportSync } from '../../src/ledger/verify.js';
+import { allVectors, VECTOR_DIR, vectorLeaf, vectorText } from './ledger-vectors.js';
+
+const readVector = (name: string) => readFileSync(new URL(name, VECTOR_DIR), 'utf8');
+const fromHex = (path: string[]) => path.map((h) => Buffer.from(h, 'hex'));
+
+test('generate = vector: every vectors/ledger file is exactly what the code computes', () => {
+  for (const [name, value] of Object.entries(allVectors())) {
+    assert.equal(readVector(name), vectorText(value), `${name} differs; regenerate with node dist/test/ledger/ledger-vectors.js --write if intended`);
+  }
+});
+
+test('verify(vector): Merkle roots, inclusion and consistency proofs check out', () => {
+  const v = JSON.parse(readVector('merkle.json'));
+  const rootOf = (size: number) => hashToBytes(v.roots.find((r: { size: number }) => r.size === size).root);
+  assert.equal(v.roots.length, 18);
+  assert.deepEqual(v.roots.map((r: { size: number }) => r.size), [...Array.from({ length: 17 }, (_, i) => i + 1), 1000]);
+  assert.equal(v.roots[0].root, v.leaves_first_3[0], 'the root of one leaf is the leaf');
+  for (const c of v.inclusion) {
+    assert.ok(verifyInclusion(c.index, c.size, vectorLeaf(c.index), fromHex(c.path), rootOf(c.size)), `inclusion ${c.index}/${c.size}`);
+    assert.ok(!verifyInclusion(c.index, c.size, vectorLeaf(c.index + 1), fromHex(c.path), rootOf(c.size)));
+  }
+  for (const c of v.consistency) {
+    const [rootM, rootN] = [hashToBytes(c.root_m), hashToBytes(c.root_n)];
+    if (c.m <= 17) assert.deepEqual(rootM, rootOf(c.m));
+    assert.deepEqual(rootN, rootOf(c.n));
+    assert.ok(verifyConsistency(c.m, c.n, rootM, rootN, fromHex(c.path)), `consistency ${c.m}→${c.n}`);
+    const otherRootM = Buffer.from(rootM);
+    otherRootM[31]! ^= 1;
+    assert.ok(!verifyConsistency(c.m, c.n, otherRootM, rootN, fromHex(c.path)));
+  }
+});
+
+test('verify(vector): record hashes and lines, and the records form a valid export', () => {
+  const v = JSON.parse(readVector('records.json'));
+  for (const { record, hash, line } of v.records) {
+    assert.equal(recordHash(record), hash);
+    assert.deepEqual(JSON.parse(line), { ...record, hash });
+  }
+  const lines = v.records.map((r: { line: string }) => r.line);
+  assert.deepEqual(verifyExportSync(lines), { ok: true, records: lines.length, head: v.records.at(-1).hash });
+});
+
+test('verify(vector): the signed checkpoint verifies under the fixed test key', () => {
+  const v = JSON.parse(readVector('checkpoint.json'));
+  const raw = Buffer.from(v.public_key, 'base64');
+  assert.equal(keyIdOf(raw), v.key_id);
+  assert.equal(checkpointPayload(v.checkpoint), v.payload);
+  assert.ok(verifyPayload(raw, v.payload, v.checkpoint.signature));
+  assert.ok(!verifyPayload(raw, checkpointPayload({ ...v.checkpoint, size: 999 }), v.checkpoint.signature));
+  const merkle = JSON.parse(readVector('merkle.json'));
+  assert.equal(v.checkpoint.root, merkle.roots.find((r: { size: number }) => r.size === 1000).root);
+});

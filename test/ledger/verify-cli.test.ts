@@ -1,0 +1,130 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { verifyStream } from '../../src/cli/verify.js';
+import { recordLine, sealRecord } from '../../src/ledger/record.js';
+import { GOLDEN_KEY, ROTATED_KEY, buildRecords, keysDoc, linesOf, parse } from './fixture.js';
+
+const WRIT = fileURLToPath(new URL('../../../bin/writ', import.meta.url));
+const RECORDS = buildRecords();
+const LINES = linesOf(RECORDS);
+const EXPORT = LINES.join('\n') + '\n';
+const HEAD = RECORDS.at(-1)!.hash as string;
+
+function run(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [WRIT, ...args], (err, stdout, stderr) => {
+      const code = err ? ((err as { code?: number }).code ?? 1) : 0;
+      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
+    });
+    if (stdin !== undefined) child.stdin!.end(stdin);
+    else child.stdin!.end();
+  });
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'writ-verify-cli-'));
+const file = (name: string, text: string) => {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+};
+const exportFile = file('export.jsonl', EXPORT);
+const keysFile = file('keys.json', JSON.stringify(keysDoc(GOLDEN_KEY, ROTATED_KEY)));
+const checkpointFile = file('cp.json', JSON.stringify(RECORDS[40]));
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('writ verify: an untouched export → exit 0 and the exact ok line', async () => {
+  const r = await run(['verify', exportFile]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, JSON.stringify({ ok: true, records: 60, head: HEAD }) + '\n');
+  const withHeld = await run(['verify', exportFile, '--keys', keysFile, '--checkpoint', checkpointFile]);
+  assert.equal(withHeld.code, 0, withHeld.stderr);
+  assert.deepEqual(JSON.parse(withHeld.stdout), { ok: true, records: 60, head: HEAD });
+});
+
+test('writ verify: tampered exports → exit 1 with seq and code', async () => {
+  const edited = [...LINES];
+  const r12 = parse(edited[12]!);
+  r12.ts = '2030-01-01T00:00:00.000Z';
+  edited[12] = linesOf([r12])[0]!;
+  const cases: Array<[string[], { seq: number; code: string }]> = [
+    [['verify', file('edited.jsonl', edited.join('\n') + '\n')], { seq: 12, code: 'HASH_MISMATCH' }],
+    [['verify', file('gap.jsonl', LINES.filter((_, i) => i !== 7).join('\n') + '\n')], { seq: 7, code: 'SEQ_GAP' }],
+    [['verify', file('short.jsonl', LINES.slice(0, 25).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 25, code: 'TRUNCATED' }],
+    [['verify', exportFile, '--keys', file('onekey.json', JSON.stringify(keysDoc(GOLDEN_KEY)))], { seq: 30, code: 'UNKNOWN_KEY' }],
+    [['verify', file('blank.jsonl', EXPORT + '\n')], { seq: 60, code: 'MALFORMED' }],
+  ];
+  for (const [args, expect] of cases) {
+    const r = await run(args);
+    assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.ok, false);
+    assert.deepEqual({ seq: out.seq, code: out.code }, expect);
+    assert.equal(typeof out.message, 'string');
+  }
+});
+
+test('writ verify: reads stdin with -, and a last line without a newline counts', async () => {
+  const r = await run(['verify', '-'], LINES.join('\n'));
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { ok: true, records: 60, head: HEAD });
+});
+
+test('writ verify: usage errors exit 2 without a verdict', async () => {
+  for (const args of [
+    ['verify'],
+    ['verify', exportFile, exportFile],
+    ['verify', exportFile, '--nope'],
+    ['verify', path.join(dir, 'missing.jsonl')],
+    ['verify', exportFile, '--keys', path.join(dir, 'missing.json')],
+    ['verify', exportFile, '--keys', file('badkeys.json', '{"keys":[{"key_id":"x","public_key":"y"}]}')],
+    ['verify', exportFile, '--checkpoint', file('notjson.json', '{')],
+    ['verify', exportFile, '--checkpoint', file('notcp.json', '{"size":"3"}')],
+  ]) {
+    const r = await run(args);
+    assert.equal(r.code, 2, `${args.join(' ')} → ${r.code} ${r.stdout}`);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /writ verify: /);
+  }
+  const help = await run(['verify', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /usage: writ verify EXPORT\.jsonl/);
+});
+
+/** A stream that delivers `bytes` in pieces of `size` bytes, so lines straddle chunks. */
+const chunked = (bytes: Buffer, size: number) => Readable.from((function* () {
+  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+})());
+
+test('verifyStream: lines split across chunks of any size give the same verdicts', async () => {
+  const bytes = Buffer.from(EXPORT, 'utf8');
+  for (const size of [1, 7, 64, 1000, bytes.length]) {
+    assert.deepEqual(await verifyStream(chunked(bytes, size), {}), { ok: true, records: 60, head: HEAD }, `chunk ${size}`);
+  }
+  const gap = Buffer.from(LINES.filter((_, i) => i !== 33).join('\n') + '\n');
+  for (const size of [3, 500]) {
+    const r = await verifyStream(chunked(gap, size), {});
+    assert.deepEqual(r.ok ? null : [r.code, r.seq], ['SEQ_GAP', 33]);
+  }
+});
+
+test('verifyStream: bytes that are not UTF-8 are MALFORMED, even where they would decode to text', async () => {
+  const lineWithUnicode = LINES.findIndex((l) => l.includes('é'));
+  assert.ok(lineWithUnicode > 0);
+  const bytes = Buffer.from(EXPORT, 'utf8');
+  const at = bytes.indexOf(Buffer.from('é', 'utf8'));
+  const broken = Buffer.from(bytes);
+  broken[at + 1] = 0xff; // é is C3 A9; C3 FF is invalid
+  const r = await verifyStream(chunked(broken, 4096), {});
+  assert.deepEqual(r.ok ? null : [r.code, r.seq], ['MALFORMED', lineWithUnicode]);
+  // A genuine U+FFFD (encoded EF BF BD) in a record is fine.
+  const extra = sealRecord({ v: 1, seq: 60, ts: '2026-08-24T09:00:00.000Z', kind: 'outcome', prev: HEAD, detail: 'replacement \uFFFD char' });
+  const withFffd = Buffer.from(EXPORT + recordLine(extra) + '\n', 'utf8');
+  assert.deepEqual(await verifyStream(chunked(withFffd, 4096), {}), { ok: true, records: 61, head: extra.hash });
+});
