@@ -14,6 +14,7 @@ import { ensureKeyRecord, loadOrCreateSigningKey } from '../ledger/keys.js';
 import { startCheckpointer } from '../ledger/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
+import { faultHooksFromEnv } from './faults.js';
 import * as metrics from '../metrics/metrics.js';
 import type { Execution } from '../executions/machine.js';
 
@@ -30,7 +31,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
-  const store = await Store.open({ dataDir: config.data_dir, durability: config.durability });
+  const faults = faultHooksFromEnv();
+  const store = await Store.open({ dataDir: config.data_dir, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}) });
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let server: Server | undefined;
   try {

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigest, parseLossless, toPlain, type Json, type LosslessValue } from '../binding/index.js';
+import { admitValue, bindCall, envelopeDigest, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
 import {
   applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
   type Execution, type OutcomeStatus, type Resolution,
@@ -62,14 +62,6 @@ export interface DecisionResponse {
 
 export function executionKey(actor: Uid, executionId: string): string {
   return `${uidKey(actor)}\n${executionId}`;
-}
-
-/** A member of a lossless object, for reaching `action.arguments` without converting it first. */
-function member(v: LosslessValue | undefined, key: string): LosslessValue | undefined {
-  if (v && typeof v === 'object' && !Array.isArray(v) && !(v as object).constructor?.name?.startsWith('Lossless')) {
-    return Object.prototype.hasOwnProperty.call(v, key) ? (v as Record<string, LosslessValue>)[key] : undefined;
-  }
-  return undefined;
 }
 
 /** Parses a JSON body (non-decision routes) with the same lossless, duplicate-refusing parser. */
@@ -217,7 +209,7 @@ export class Sidecar {
     const phase: 'propose' | 'execute' = body.phase;
     const server: string = body.action.server;
     const tool: string = body.action.tool;
-    const admittedArgs = admitValue(member(member(raw, 'action'), 'arguments')!, '/action/arguments');
+    const admittedArgs = admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments');
     const bound = bindCall(server, tool, admittedArgs);
     const envDigest = envelopeDigest(envelope as Json);
     const key = executionKey(actor, executionId);
@@ -360,7 +352,7 @@ export class Sidecar {
     const resolution: Resolution = body.resolution;
     const key = executionKey(actorParam, executionId);
     const fields: Record<string, unknown> = {
-      kind: 'reconcile', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
+      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
     };
     return this.transition(key, executionId, actorParam, (e) => applyReconcile(e, resolution), fields, 'reconcile');
   }

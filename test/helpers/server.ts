@@ -100,7 +100,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     output: () => out,
     async stop(o = {}) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const code = await Promise.race([exited, new Promise<number | null>((r) => setTimeout(() => { child.kill('SIGKILL'); r(-9); }, 15_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([exited, new Promise<number | null>((r) => (timer = setTimeout(() => { child.kill('SIGKILL'); r(-9); }, 15_000)))]);
+      clearTimeout(timer);
       cleanup(o.keepData);
       return code;
     },
@@ -124,7 +126,7 @@ export async function call(
   if (opts.rawBody !== undefined) body = opts.rawBody;
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
   if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(server.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const res = await fetch(server.url + path, { method, headers, ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}) });
   const text = await res.text();
   let parsed: any = text;
   try {

@@ -259,7 +259,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(lossy.body.error.path, '/action/arguments/employee_id');
     await bad({ token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'B-2' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"') }, 400, 'BINDING_DUPLICATE_KEY');
     await bad({ token: t.pep, rawBody: Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]) }, 400, 'INVALID_JSON');
-    await bad({ token: t.pep }, 404, 'EXECUTION_NOT_FOUND', '/v1/executions/never-seen');
+    await bad({ token: t.pep }, 404, 'EXECUTION_NOT_FOUND', '/v1/executions/never-seen', 'GET');
     await bad({ token: t.auditor }, 404, 'NOT_FOUND', '/v1/nothing-here', 'GET');
     await bad({ token: t.pep }, 403, 'FORBIDDEN_ROLE', '/v1/ledger/records', 'GET');
     assert.equal((await call(s, 'GET', '/healthz')).status, 200);
