@@ -47,7 +47,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   approval_max_ttl_s: 86400,
   witness_dir: null,
   policy_poll_ms: 1000,
-  durability: 'sync',
+  durability: 'flushed',
   clock_file: null,
   max_body_bytes: 1024 * 1024,
 };

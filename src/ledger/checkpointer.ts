@@ -1,0 +1,104 @@
+/**
+ * Signed checkpoints (CONTRACT.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
+ * seqs 0..size-1, where size is the seq the checkpoint itself gets; root and signature are computed
+ * inside the same write transaction, so no record can slip between them. Written every `everyRecords`
+ * records (on `maybeCheckpoint`, called after each write), every `everyMs`, and on `stop`; never when
+ * nothing was appended since the last checkpoint. Each one is also appended as its JCS line to
+ * `<witnessDir>/checkpoints.jsonl` when a witness dir is set.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkpointPayload, signPayload } from './signing.js';
+import { recordLine, type LedgerRecord } from './record.js';
+import type { SigningKey } from './keys.js';
+import type { Store } from '../store/store.js';
+
+export interface CheckpointerOptions {
+  key: SigningKey;
+  everyRecords?: number;
+  everyMs?: number;
+  witnessDir?: string | null;
+  /** Where background checkpoint failures are reported (default: a line on stderr). */
+  onError?: (e: unknown) => void;
+}
+
+export interface Checkpointer {
+  /** Writes a checkpoint now unless nothing is new since the last one. */
+  checkpointNow(): Promise<LedgerRecord | undefined>;
+  /** Call after each write: starts a checkpoint once `everyRecords` records are new. */
+  maybeCheckpoint(): void;
+  /** Stops the timer and writes a final checkpoint covering everything. */
+  stop(): Promise<void>;
+}
+
+export const WITNESS_FILE = 'checkpoints.jsonl';
+
+function appendWitness(dir: string, record: LedgerRecord): void {
+  mkdirSync(dir, { recursive: true });
+  const fd = openSync(join(dir, WITNESS_FILE), 'a', 0o644);
+  try {
+    writeSync(fd, recordLine(record) + '\n');
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function startCheckpointer(store: Store, o: CheckpointerOptions): Checkpointer {
+  const everyRecords = o.everyRecords ?? 1000;
+  const onError = o.onError ?? ((e: unknown) => process.stderr.write(`writ: checkpoint failed: ${(e as Error)?.message ?? String(e)}\n`));
+  const last = store.latestCheckpoint();
+  // The ledger size right after the last checkpoint: nothing is new while the size stays there.
+  let coveredEnd = last ? last.seq + 1 : 0;
+  let chain: Promise<unknown> = Promise.resolve();
+  let inFlight = 0;
+  let stopped = false;
+
+  const write = async (): Promise<LedgerRecord | undefined> => {
+    const record = await store.write(
+      (tx) => {
+        const size = tx.size();
+        if (size === coveredEnd || size === 0) return undefined;
+        const root = tx.root();
+        const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
+        return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
+      },
+      { label: 'checkpoint' },
+    );
+    if (record) {
+      coveredEnd = record.seq + 1;
+      if (o.witnessDir) appendWitness(o.witnessDir, record);
+    }
+    return record;
+  };
+
+  // One checkpoint at a time, in order (witness lines stay in seq order).
+  const checkpointNow = (): Promise<LedgerRecord | undefined> => {
+    inFlight++;
+    const p = chain.then(write);
+    chain = p.catch(() => undefined).finally(() => inFlight--);
+    return p;
+  };
+
+  const timer =
+    o.everyMs && o.everyMs > 0
+      ? setInterval(() => {
+          if (inFlight === 0 && store.size() !== coveredEnd) checkpointNow().catch(onError);
+        }, o.everyMs)
+      : undefined;
+  timer?.unref();
+
+  return {
+    checkpointNow,
+    maybeCheckpoint() {
+      if (stopped || inFlight > 0) return;
+      if (store.size() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      await chain;
+      await checkpointNow();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * The ledger signing key of a data dir (CONTRACT.md §6): `<dataDir>/signing-key.json`, mode 0600,
+ * `{"v":1,"key_id","public_key","seed"}` with the base64 32-byte Ed25519 seed. The first key is
+ * announced by a `key` record with signature null; a rotation appends a `key` record signed by the
+ * previous key over `keyPayload` and keeps the old key file as `signing-key.<key_id>.json`.
+ */
+import { randomBytes, type KeyObject } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { WritError } from '../errors.js';
+import { keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from './signing.js';
+import type { LedgerRecord } from './record.js';
+import type { Store } from '../store/store.js';
+
+export const SIGNING_KEY_FILE = 'signing-key.json';
+
+export interface SigningKey {
+  key_id: string;
+  /** Standard base64 of the raw 32-byte public key. */
+  public_key: string;
+  privateKey: KeyObject;
+}
+
+interface KeyFile {
+  v: 1;
+  key_id: string;
+  public_key: string;
+  seed: string;
+}
+
+/** The key a 32-byte seed determines. */
+export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
+  const privateKey = privateKeyFromSeed(seed);
+  const raw = rawPublicKey(privateKey);
+  return { key_id: keyIdOf(raw), public_key: raw.toString('base64'), privateKey };
+}
+
+function keyFileText(seed: Uint8Array): string {
+  const k = signingKeyFromSeed(seed);
+  const file: KeyFile = { v: 1, key_id: k.key_id, public_key: k.public_key, seed: Buffer.from(seed).toString('base64') };
+  return JSON.stringify(file, null, 2) + '\n';
+}
+
+/** Writes a key file (mode 0600, fsync'd); refuses to overwrite an existing file. */
+export function writeKeyFile(path: string, seed: Uint8Array): SigningKey {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new WritError('INVALID_REQUEST', `${path} already exists; refusing to overwrite a signing key`);
+    throw e;
+  }
+  try {
+    writeSync(fd, keyFileText(seed));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return signingKeyFromSeed(seed);
+}
+
+/** Generates a fresh key into a new file. */
+export function generateKeyFile(path: string): SigningKey {
+  return writeKeyFile(path, randomBytes(32));
+}
+
+/** Reads and checks a key file: the seed must give the key_id and public key it claims. */
+export function readKeyFile(path: string): SigningKey {
+  let file: KeyFile;
+  try {
+    file = JSON.parse(readFileSync(path, 'utf8')) as KeyFile;
+  } catch (e) {
+    throw new WritError('INVALID_REQUEST', `cannot read signing key ${path}: ${(e as Error).message}`);
+  }
+  const seed = typeof file?.seed === 'string' ? Buffer.from(file.seed, 'base64') : Buffer.alloc(0);
+  if (seed.length !== 32) throw new WritError('INVALID_REQUEST', `signing key ${path} has no 32-byte base64 seed`);
+  const key = signingKeyFromSeed(seed);
+  if (file.key_id !== key.key_id || file.public_key !== key.public_key) {
+    throw new WritError('INVALID_REQUEST', `signing key ${path}: key_id/public_key do not match its seed`);
+  }
+  return key;
+}
+
+/** The data dir's signing key, created (0600) when the data dir has none. */
+export function loadOrCreateSigningKey(dataDir: string): SigningKey {
+  const path = join(dataDir, SIGNING_KEY_FILE);
+  if (existsSync(path)) return readKeyFile(path);
+  try {
+    return generateKeyFile(path);
+  } catch (e) {
+    // Another process created it between the check and the exclusive create: use that one.
+    if (e instanceof WritError && existsSync(path)) return readKeyFile(path);
+    throw e;
+  }
+}
+
+/** The data dir's signing key, or undefined when it has none. */
+export function loadSigningKey(dataDir: string): SigningKey | undefined {
+  const path = join(dataDir, SIGNING_KEY_FILE);
+  return existsSync(path) ? readKeyFile(path) : undefined;
+}
+
+/**
+ * Appends the first `key` record `{kind:'key', key_id, public_key, signature:null}` when the ledger
+ * has none. When it has keys, the data dir key must be the latest of them (else checkpoints would be
+ * signed by a key no verifier knows): a mismatch is refused.
+ */
+export async function ensureKeyRecord(store: Store, key: SigningKey): Promise<LedgerRecord | undefined> {
+  const keys = store.keys();
+  if (keys.length > 0) {
+    const latest = keys[keys.length - 1]!;
+    if (latest.key_id !== key.key_id || latest.public_key !== key.public_key) {
+      throw new WritError(
+        'STORE_CORRUPT',
+        `the signing key in ${store.dataDir} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate with 'writ keys rotate'`,
+        { details: { seq: null, key_id: key.key_id, ledger_key_id: latest.key_id } },
+      );
+    }
+    return undefined;
+  }
+  return store.write((tx) => tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record, { label: 'key' });
+}
+
+/**
+ * Rotates the data dir's key (the store must be open, i.e. its lock held: the server is stopped).
+ * The new key file is written aside first, then the `key` record signed by the previous key is
+ * committed, then the files are swapped: the old one is kept as `signing-key.<old key_id>.json`.
+ */
+export async function rotateSigningKey(store: Store, dataDir: string): Promise<{ previous: SigningKey; next: SigningKey; record: LedgerRecord }> {
+  const previous = loadSigningKey(dataDir);
+  if (!previous) throw new WritError('INVALID_REQUEST', `no ${SIGNING_KEY_FILE} in ${dataDir} to rotate`);
+  await ensureKeyRecord(store, previous);
+  const pendingPath = join(dataDir, 'signing-key.next.json');
+  const seed = randomBytes(32);
+  let next: SigningKey;
+  if (existsSync(pendingPath)) renameSync(pendingPath, `${pendingPath}.${Date.now()}.abandoned`);
+  next = writeKeyFile(pendingPath, seed);
+  const signature = signPayload(previous.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key }));
+  const record = await store.write((tx) => tx.append({ kind: 'key', key_id: next.key_id, public_key: next.public_key, signature }).record, { label: 'key' });
+  renameSync(join(dataDir, SIGNING_KEY_FILE), join(dataDir, `signing-key.${previous.key_id}.json`));
+  renameSync(pendingPath, join(dataDir, SIGNING_KEY_FILE));
+  return { previous, next, record };
+}

@@ -1,0 +1,109 @@
+/**
+ * The on-disk layout of a data dir's store: one LMDB environment in `<dataDir>/store/` with one
+ * sub-database per concern, each with ONE key shape (lmdb-js orders keys by type, so mixing shapes
+ * in a sub-database would interleave them):
+ *   records   seq (number)              → the record's JCS text (exactly the export line)
+ *   merkle    [level, index] (numbers)  → 32-byte complete-subtree hash (level 0 = the record hash)
+ *   idx_kind  [kind, seq]               → ''   records by kind
+ *   idx_actor [uidKey(actor), seq]      → ''   records whose `actor` field is an entity uid
+ *   idx_exec  [execution_id, seq]       → ''   records whose `execution_id` field is a string
+ *   t_executions | t_approvals | t_entities | t_meta   string key → JSON text
+ *   internal  string key → string (format version, readiness probe)
+ * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { WritError } from '../errors.js';
+
+export type Table = 'executions' | 'approvals' | 'entities' | 'meta';
+export const TABLES: readonly Table[] = ['executions', 'approvals', 'entities', 'meta'];
+export type IndexName = 'idx_kind' | 'idx_actor' | 'idx_exec';
+export const INDEXES: readonly IndexName[] = ['idx_kind', 'idx_actor', 'idx_exec'];
+
+export const STORE_SUBDIR = 'store';
+export const FORMAT_KEY = 'format';
+export const FORMAT_VERSION = '1';
+
+export type IndexKey = [string, number];
+export type NodeKey = [number, number];
+
+export interface StoreDbs {
+  env: RootDatabase;
+  records: Database<string, number>;
+  merkle: Database<Buffer, NodeKey>;
+  indexes: Record<IndexName, Database<string, IndexKey>>;
+  tables: Record<Table, Database<string, string>>;
+  internal: Database<string, string>;
+}
+
+export interface LayoutOptions {
+  durability?: 'sync' | 'flushed';
+  mapSizeBytes?: number;
+}
+
+/** Opens (creating when absent) the store of a data dir. LMDB-level failures become WritErrors. */
+export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
+  const path = join(dataDir, STORE_SUBDIR);
+  let env: RootDatabase;
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    env = open({
+      path,
+      // 'sync': every commit is fsync'd before its promise resolves. 'flushed': commits overlap their
+      // fsync and the Store awaits `env.flushed` before acknowledging.
+      overlappingSync: o.durability === 'flushed',
+      // The Store does its own group commit (one LMDB transaction per batch of writes). lmdb-js's
+      // event-turn batching also leaves an internal commit promise without a handler, which turns a
+      // failed commit (ENOSPC) into an unhandled rejection that would crash the process.
+      eventTurnBatching: false,
+      maxDbs: 16,
+      ...(o.mapSizeBytes !== undefined ? { mapSize: o.mapSizeBytes } : {}),
+    });
+  } catch (e) {
+    throw lmdbOpenError(dataDir, e);
+  }
+  try {
+    const indexes = {} as Record<IndexName, Database<string, IndexKey>>;
+    for (const name of INDEXES) indexes[name] = env.openDB<string, IndexKey>({ name, encoding: 'string' });
+    const tables = {} as Record<Table, Database<string, string>>;
+    for (const t of TABLES) tables[t] = env.openDB<string, string>({ name: `t_${t}`, encoding: 'string' });
+    return {
+      env,
+      records: env.openDB<string, number>({ name: 'records', encoding: 'string' }),
+      merkle: env.openDB<Buffer, NodeKey>({ name: 'merkle', encoding: 'binary' }),
+      indexes,
+      tables,
+      internal: env.openDB<string, string>({ name: 'internal', encoding: 'string' }),
+    };
+  } catch (e) {
+    void env.close();
+    throw lmdbOpenError(dataDir, e);
+  }
+}
+
+function lmdbOpenError(dataDir: string, e: unknown): WritError {
+  const message = (e as Error)?.message ?? String(e);
+  // LMDB's own words for a file that is not (or no longer) a valid environment.
+  if (/MDB_INVALID|MDB_CORRUPTED|MDB_VERSION_MISMATCH|MDB_PAGE_NOTFOUND|not an LMDB/i.test(message)) {
+    return new WritError('STORE_CORRUPT', `store in ${dataDir} is corrupt: ${message}`, { details: { seq: null }, cause: e });
+  }
+  return new WritError('STORE_UNAVAILABLE', `cannot open the store in ${dataDir}: ${message}`, { cause: e });
+}
+
+/** The index entries a record gets: kind always; actor when it is an entity uid; execution_id when a string. */
+export function indexTermsOf(record: Record<string, unknown>, uidKeyOf: (u: { type: string; id: string }) => string): Array<[IndexName, string]> {
+  const out: Array<[IndexName, string]> = [['idx_kind', String(record.kind)]];
+  const actor = record.actor as { type?: unknown; id?: unknown } | null | undefined;
+  if (actor && typeof actor === 'object' && typeof actor.type === 'string' && typeof actor.id === 'string') {
+    out.push(['idx_actor', uidKeyOf({ type: actor.type, id: actor.id })]);
+  }
+  if (typeof record.execution_id === 'string') out.push(['idx_exec', record.execution_id]);
+  return out;
+}
+
+/** Attaches a handler to lmdb-js's `commitError` promise so a failed commit is not also an unhandled rejection. */
+export function settleCommitError(e: unknown): void {
+  const ce = (e as { commitError?: unknown } | null)?.commitError as Promise<unknown> | undefined;
+  if (ce && typeof ce.catch === 'function') ce.catch(() => undefined);
+}

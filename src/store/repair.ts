@@ -1,0 +1,172 @@
+/**
+ * Explicit operator repair of a corrupt store (issue 7): walk the chain from seq 0, keep the good
+ * prefix, move the bad tail out of the live store (its raw text is saved beside it for forensics),
+ * rebuild the Merkle nodes and indexes of what is kept, and append a `chain_break` record chaining
+ * from the last good hash, signed with the data dir key over
+ * `"writ-chain-break/1\n" + JCS({last_good_hash, last_good_seq, reason})`. All in one LMDB transaction:
+ * a repair that fails leaves the store as it was. The state tables are not touched.
+ */
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { WritError } from '../errors.js';
+import { jcs } from '../util/canonical.js';
+import { uidKey } from '../util/uid.js';
+import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
+import { hashToBytes, memoryReader, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
+import { signPayload } from '../ledger/signing.js';
+import { loadSigningKey, SIGNING_KEY_FILE } from '../ledger/keys.js';
+import { lockDataDir } from './lock.js';
+import { INDEXES, indexTermsOf, openStoreDbs, settleCommitError, type StoreDbs } from './layout.js';
+import { scanChain } from './integrity.js';
+import { indexTerm } from './store.js';
+
+export function chainBreakPayload(c: { last_good_hash: string; last_good_seq: number; reason: string }): string {
+  return 'writ-chain-break/1\n' + jcs({ last_good_hash: c.last_good_hash, last_good_seq: c.last_good_seq, reason: c.reason });
+}
+
+export interface RepairReport {
+  /** 'intact': nothing to do; 'rebuilt': records good, derived data (Merkle nodes, indexes) rewritten;
+   *  'cut': a bad tail was dropped and a chain_break appended. */
+  outcome: 'intact' | 'rebuilt' | 'cut';
+  records: number;
+  last_good_seq: number;
+  last_good_hash: string;
+  dropped_from_seq?: number;
+  dropped_records?: number;
+  dropped_file?: string;
+  problem?: string;
+  chain_break?: LedgerRecord;
+}
+
+/** Repairs the store of a stopped data dir (takes its lock). */
+export async function repairStore(dataDir: string, o: { reason?: string; now?: () => Date } = {}): Promise<RepairReport> {
+  const lock = lockDataDir(dataDir);
+  let dbs: StoreDbs | undefined;
+  try {
+    dbs = openStoreDbs(dataDir);
+    const goodHashes: Buffer[] = [];
+    let indexEntries = 0;
+    const scan = scanChain(dbs, {
+      onGood: (r) => {
+        goodHashes.push(hashToBytes(r.hash));
+        indexEntries += indexTermsOf(r, uidKey).length;
+      },
+    });
+    let firstBad = scan.firstBad;
+    let problem = scan.problem;
+    if (firstBad === null && pointsPast(dbs, goodHashes.length)) {
+      // Derived data names records that are gone: the end of the chain was lost.
+      firstBad = goodHashes.length;
+      problem = 'records are missing from the end of the chain (truncated)';
+    }
+    if (firstBad === null && derivedDataMatches(dbs, goodHashes, indexEntries)) {
+      return { outcome: 'intact', records: goodHashes.length, last_good_seq: scan.lastGoodSeq, last_good_hash: scan.lastGoodHash };
+    }
+    const d = dbs;
+    let chainBreak: LedgerRecord | undefined;
+    let droppedFile: string | undefined;
+    let dropped = 0;
+    if (firstBad !== null) {
+      const key = loadSigningKey(dataDir);
+      if (!key) throw new WritError('INVALID_REQUEST', `no ${SIGNING_KEY_FILE} in ${dataDir}: a chain_break record must be signed by the data dir key`);
+      const reason = o.reason ?? `operator repair: ${problem ?? 'bad record'} at seq ${firstBad}`;
+      // Save the raw tail before it leaves the live store.
+      droppedFile = join(dataDir, `repair-${(o.now?.() ?? new Date()).toISOString().replace(/[:.]/g, '-')}-dropped.jsonl`);
+      const fd = openSync(droppedFile, 'wx', 0o600);
+      try {
+        for (const { key: seq, value } of d.records.getRange({ start: firstBad })) {
+          writeSync(fd, JSON.stringify({ seq, text: value }) + '\n');
+          dropped++;
+        }
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      const body = {
+        kind: 'chain_break',
+        last_good_seq: scan.lastGoodSeq,
+        last_good_hash: scan.lastGoodHash,
+        dropped_from_seq: firstBad,
+        reason,
+        key_id: key.key_id,
+        signature: signPayload(key.privateKey, chainBreakPayload({ last_good_hash: scan.lastGoodHash, last_good_seq: scan.lastGoodSeq, reason })),
+        v: 1,
+        seq: firstBad,
+        ts: (o.now?.() ?? new Date()).toISOString(),
+        prev: scan.lastGoodSeq >= 0 ? scan.lastGoodHash : ZERO_HASH,
+      };
+      chainBreak = JSON.parse(jcs({ ...body, hash: recordHash(body) })) as LedgerRecord;
+      goodHashes.push(hashToBytes(chainBreak.hash));
+    }
+    try {
+      await d.env.childTransaction(() => {
+        if (firstBad !== null) {
+          for (const seq of [...d.records.getKeys({ start: firstBad })]) d.records.remove(seq);
+          d.records.put(chainBreak!.seq, jcs(chainBreak));
+        }
+        // Derived data, rebuilt from the kept records: Merkle nodes and the three indexes.
+        d.merkle.clearSync();
+        const reader: SubtreeReader = memoryReader(goodHashes);
+        for (let i = 0; i < goodHashes.length; i++) {
+          d.merkle.put([0, i], goodHashes[i]!);
+          for (const n of subtreesCompletedBy(i, goodHashes[i]!, reader)) d.merkle.put([n.level, n.index], n.hash);
+        }
+        for (const name of INDEXES) d.indexes[name].clearSync();
+        for (const { key: seq, value } of d.records.getRange({ start: 0 })) {
+          const r = JSON.parse(value) as LedgerRecord;
+          for (const [name, term] of indexTermsOf(r, uidKey)) d.indexes[name].put([indexTerm(term), seq], '');
+        }
+      });
+      await d.env.flushed;
+    } catch (e) {
+      settleCommitError(e);
+      throw new WritError('STORE_UNAVAILABLE', `repair of ${dataDir} failed, store unchanged: ${(e as Error).message}`, { cause: e });
+    }
+    const report: RepairReport = {
+      outcome: firstBad === null ? 'rebuilt' : 'cut',
+      records: goodHashes.length,
+      last_good_seq: scan.lastGoodSeq,
+      last_good_hash: scan.lastGoodHash,
+    };
+    if (firstBad !== null) {
+      report.dropped_from_seq = firstBad;
+      report.dropped_records = dropped;
+      report.dropped_file = droppedFile!;
+      report.problem = problem ?? 'bad record';
+      report.chain_break = chainBreak!;
+    }
+    return report;
+  } finally {
+    if (dbs) await dbs.env.close().catch(() => undefined);
+    lock.release();
+  }
+}
+
+/** Whether a Merkle leaf or an index entry names a seq at or past `size`. */
+function pointsPast(dbs: StoreDbs, size: number): boolean {
+  if (dbs.merkle.get([0, size]) !== undefined) return true;
+  for (const name of INDEXES) {
+    for (const key of dbs.indexes[name].getKeys()) if (key[1] >= size) return true;
+  }
+  return false;
+}
+
+/** Whether the stored Merkle nodes and indexes agree with the good records (so no rebuild is needed). */
+function derivedDataMatches(dbs: StoreDbs, leaves: Buffer[], indexEntries: number): boolean {
+  let indexed = 0;
+  for (const name of INDEXES) indexed += (dbs.indexes[name].getStats() as { entryCount: number }).entryCount;
+  if (indexed !== indexEntries) return false;
+  let nodes = 0;
+  const reader = memoryReader(leaves);
+  for (let i = 0; i < leaves.length; i++) {
+    const leaf = dbs.merkle.get([0, i]);
+    if (!leaf || !Buffer.from(leaf).equals(leaves[i]!)) return false;
+    nodes++;
+    for (const n of subtreesCompletedBy(i, leaves[i]!, reader)) {
+      const stored = dbs.merkle.get([n.level, n.index]);
+      if (!stored || !Buffer.from(stored).equals(n.hash)) return false;
+      nodes++;
+    }
+  }
+  return (dbs.merkle.getStats() as { entryCount: number }).entryCount === nodes;
+}

@@ -1,0 +1,651 @@
+/**
+ * The durable store of a data dir (CONTRACT.md §6, issues 3 and 7): the hash-chained ledger, its
+ * Merkle subtree nodes and indexes, and the state tables, in one LMDB environment (see layout.ts).
+ *
+ * Writes: `write(fn)` runs `fn` synchronously against a private transaction buffer layered over the
+ * committed state plus every write that is queued but not yet durable, so concurrent writers see
+ * one serial history (seqs are assigned in the order callbacks run). When `fn` returns, its buffer
+ * joins the open batch; one batch at a time is committed as a single LMDB transaction (group commit:
+ * every write that arrived while the previous commit was being fsync'd shares the next fsync). A write
+ * resolves only once its batch is durable. If `fn` throws, its buffer is dropped: nothing of it is
+ * written and no other write is affected. If a commit fails, that batch and every batch queued
+ * behind it (built on top of it) reject with STORE_UNAVAILABLE, and the head is reloaded from disk —
+ * LMDB commits are atomic, so the disk holds exactly the batches that committed.
+ */
+import { mkdirSync } from 'node:fs';
+import { WritError } from '../errors.js';
+import { jcs, sha256Hex } from '../util/canonical.js';
+import { uidKey } from '../util/uid.js';
+import { recordHash, type LedgerRecord } from '../ledger/record.js';
+import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
+import { lockDataDir, type DirLock } from './lock.js';
+import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
+import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
+
+export type { Table } from './layout.js';
+
+export interface AppendedRecord {
+  seq: number;
+  hash: string;
+  record: LedgerRecord;
+}
+
+export interface WriteTx {
+  /** Appends one record: assigns v=1, seq (next), ts (now, RFC 3339 UTC), prev (head hash), computes
+   *  hash (recordHash), stores record + Merkle subtree nodes + indexes (kind; `actor` field as uidKey
+   *  when it is a {type,id}; `execution_id` field). Visible to later append() calls in the same tx. */
+  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord;
+  /** Reads a table; sees this tx's own writes and every earlier write. */
+  get<T>(table: Table, key: string): T | undefined;
+  put(table: Table, key: string, value: unknown): void;
+  del(table: Table, key: string): void;
+  /** Ledger size as of this point of the tx (the seq the next append gets). */
+  size(): number;
+  /** Hash of the last record as of this point of the tx. */
+  head(): string;
+  /** Merkle root ('sha256:<hex>') of the first `size()` records as of this point of the tx. */
+  root(): string;
+}
+
+export interface FaultHooks {
+  /** Called before a write's callback runs and is committed; a throw (or rejection) fails that write
+   *  with STORE_UNAVAILABLE and nothing of it is written. A slow promise simulates a stalled disk
+   *  (the write times out after writeTimeoutMs). */
+  beforeCommit?(label: string | undefined): void | Promise<void>;
+  /** Called inside the LMDB transaction of a batch, with the labels of its writes; a throw aborts
+   *  that commit as a real I/O failure would: the whole batch and every write queued behind it fail. */
+  insideCommit?(labels: Array<string | undefined>): void;
+}
+
+export interface StoreOptions {
+  dataDir: string;
+  /** 'sync' (default): each commit is fsync'd in the commit. 'flushed': commits overlap their fsync and
+   *  the store waits for the flush before acknowledging. Both acknowledge only durable writes. */
+  durability?: 'sync' | 'flushed';
+  faults?: FaultHooks;
+  mapSizeBytes?: number;
+  /** A write not durable within this time rejects with STORE_UNAVAILABLE (default 5000 ms). */
+  writeTimeoutMs?: number;
+  /** Records re-hashed at the end of the chain on open (default 1000). */
+  tailCheck?: number;
+}
+
+export interface StoreStats {
+  /** LMDB commits so far (each one fsync). */
+  commits: number;
+  /** Write callbacks committed so far (each write() that wrote something). */
+  writes: number;
+  /** Commits that failed. */
+  failedCommits: number;
+}
+
+const DEFAULT_WRITE_TIMEOUT_MS = 5000;
+const MAX_PAGE = 1000;
+const RESERVED_FIELDS = ['v', 'seq', 'ts', 'prev', 'hash'] as const;
+// LMDB keys are at most 1978 bytes; index terms longer than this are indexed by their digest.
+const MAX_INDEX_TERM_BYTES = 480;
+const MAX_TABLE_KEY_BYTES = 1900;
+
+/** The term an index stores for a value (long values by digest; lookups map the same way). */
+export function indexTerm(value: string): string {
+  return Buffer.byteLength(value, 'utf8') > MAX_INDEX_TERM_BYTES ? `sha256:${sha256Hex(value)}#` : value;
+}
+
+/** Writes buffered by one callback or one batch of callbacks, applied to LMDB together. */
+interface Overlay {
+  records: Map<number, string>;
+  nodes: Map<string, { level: number; index: number; hash: Buffer }>;
+  index: Array<[IndexName, IndexKey]>;
+  tables: Map<Table, Map<string, string | null>>; // null: deleted
+  internal: Map<string, string>;
+}
+
+function newOverlay(): Overlay {
+  return { records: new Map(), nodes: new Map(), index: [], tables: new Map(), internal: new Map() };
+}
+
+function isEmpty(o: Overlay): boolean {
+  return o.records.size === 0 && o.nodes.size === 0 && o.index.length === 0 && o.tables.size === 0 && o.internal.size === 0;
+}
+
+function nodeKey(level: number, index: number): string {
+  return `${level}/${index}`;
+}
+
+interface Waiter {
+  result: unknown;
+  resolve(value: unknown): void;
+  reject(e: unknown): void;
+  timer: NodeJS.Timeout | undefined;
+  settled: boolean;
+}
+
+interface Batch extends Overlay {
+  endSize: number;
+  endHead: string;
+  waiters: Waiter[];
+  /** 'open' takes more writes; 'submitted' is being committed; 'done' committed or failed. */
+  state: 'open' | 'submitted' | 'done';
+  writes: number;
+  labels: Array<string | undefined>;
+}
+
+function unavailable(message: string, cause?: unknown): WritError {
+  return new WritError('STORE_UNAVAILABLE', message, cause === undefined ? {} : { cause });
+}
+
+function settleWaiter(w: Waiter, ok: boolean, value: unknown): void {
+  if (w.settled) return;
+  w.settled = true;
+  if (w.timer) clearTimeout(w.timer);
+  if (ok) w.resolve(value);
+  else w.reject(value);
+}
+
+export class Store {
+  readonly dataDir: string;
+  readonly #dbs: StoreDbs;
+  readonly #lock: DirLock;
+  readonly #durability: 'sync' | 'flushed';
+  readonly #faults: FaultHooks | undefined;
+  readonly #writeTimeoutMs: number;
+  readonly #releaseOnExit: () => void;
+  #committedSize: number;
+  #committedHead: string;
+  /** Queued batches, oldest first; only batches[0] can be 'submitted'. */
+  #batches: Batch[] = [];
+  #flushing = false;
+  #flushScheduled = false;
+  #closed = false;
+  #idleWaiters: Array<() => void> = [];
+  readonly #stats: StoreStats = { commits: 0, writes: 0, failedCommits: 0 };
+
+  private constructor(o: StoreOptions, dbs: StoreDbs, lock: DirLock, head: { size: number; head: string }) {
+    this.dataDir = o.dataDir;
+    this.#dbs = dbs;
+    this.#lock = lock;
+    this.#durability = o.durability ?? 'sync';
+    this.#faults = o.faults;
+    this.#writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.#committedSize = head.size;
+    this.#committedHead = head.head;
+    this.#releaseOnExit = () => lock.release();
+    process.on('exit', this.#releaseOnExit);
+  }
+
+  /**
+   * Opens the store of a data dir (created when absent), holding its exclusive lock: a second live
+   * process gets WritError STORE_LOCKED `data dir D is in use by pid N`. Re-hashes the chain tail and
+   * checks the latest checkpoint: a corrupt store gives WritError STORE_CORRUPT with details {seq}.
+   */
+  static async open(o: StoreOptions): Promise<Store> {
+    try {
+      mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      throw unavailable(`cannot create data dir ${o.dataDir}: ${(e as Error).message}`, e);
+    }
+    const lock = lockDataDir(o.dataDir);
+    let dbs: StoreDbs | undefined;
+    try {
+      dbs = openStoreDbs(o.dataDir, { ...(o.durability ? { durability: o.durability } : {}), ...(o.mapSizeBytes !== undefined ? { mapSizeBytes: o.mapSizeBytes } : {}) });
+      const format = dbs.internal.get(FORMAT_KEY);
+      if (format === undefined) {
+        if (readHead(dbs).size > 0) throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has records but no format marker`, { details: { seq: null } });
+        await dbs.internal.put(FORMAT_KEY, FORMAT_VERSION);
+        await dbs.env.flushed;
+      } else if (format !== FORMAT_VERSION) {
+        throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has format ${format}; this writ reads format ${FORMAT_VERSION}`, { details: { seq: null } });
+      }
+      const head = checkIntegrity(dbs, o.dataDir, o.tailCheck ?? DEFAULT_TAIL_CHECK);
+      return new Store(o, dbs, lock, head);
+    } catch (e) {
+      if (dbs) await dbs.env.close().catch(() => undefined);
+      lock.release();
+      throw e;
+    }
+  }
+
+  // ── writing ──
+
+  /**
+   * Atomic and durable: `fn` runs synchronously inside one transaction; the promise resolves with its
+   * result only after the commit is fsync'd. Concurrent writes group-commit. If `fn` throws, the error
+   * propagates and nothing of it is written. A failed or timed-out commit rejects with
+   * STORE_UNAVAILABLE (after a timeout the write's fate is unknown until the next read).
+   */
+  async write<T>(fn: (tx: WriteTx) => T, opts: { label?: string } = {}): Promise<T> {
+    if (this.#closed) throw unavailable('the store is closed');
+    const deadline = Date.now() + this.#writeTimeoutMs;
+    const hook = this.#faults?.beforeCommit;
+    if (hook) {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          Promise.resolve().then(() => hook.call(this.#faults, opts.label)),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
+          }),
+        ]);
+      } catch (e) {
+        if (e instanceof WritError && e.code === 'STORE_UNAVAILABLE') throw e;
+        throw unavailable(`store write failed: ${(e as Error)?.message ?? String(e)}`, e);
+      } finally {
+        clearTimeout(timer);
+      }
+      if (this.#closed) throw unavailable('the store is closed');
+    }
+    const tx = new BufferedTx(this.#pendingSize(), this.#pendingHead(), (t, k) => this.#pendingTable(t, k), (l, i) => this.#pendingNode(l, i));
+    const result = fn(tx);
+    if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+      throw new TypeError('Store.write callbacks must be synchronous');
+    }
+    if (isEmpty(tx.overlay)) {
+      // Nothing to write, but what fn read may include writes not yet durable: answer after them.
+      const last = this.#batches[this.#batches.length - 1];
+      if (last) await this.#enqueue(newOverlay(), this.#pendingSize(), this.#pendingHead(), result, deadline, false);
+      return result;
+    }
+    return (await this.#enqueue(tx.overlay, tx.size(), tx.head(), result, deadline, true, opts.label)) as T;
+  }
+
+  /** Joins the open batch (or opens one) and resolves when that batch is durable. */
+  #enqueue(o: Overlay, endSize: number, endHead: string, result: unknown, deadline: number, counts: boolean, label?: string): Promise<unknown> {
+    let batch = this.#batches[this.#batches.length - 1];
+    if (!batch || batch.state !== 'open') {
+      batch = { ...newOverlay(), endSize, endHead, waiters: [], state: 'open', writes: 0, labels: [] };
+      this.#batches.push(batch);
+    }
+    for (const [seq, text] of o.records) batch.records.set(seq, text);
+    for (const [k, n] of o.nodes) batch.nodes.set(k, n);
+    for (const e of o.index) batch.index.push(e);
+    for (const [t, m] of o.tables) {
+      let bm = batch.tables.get(t);
+      if (!bm) batch.tables.set(t, (bm = new Map()));
+      for (const [k, v] of m) bm.set(k, v);
+    }
+    for (const [k, v] of o.internal) batch.internal.set(k, v);
+    batch.endSize = endSize;
+    batch.endHead = endHead;
+    if (counts) {
+      batch.writes++;
+      batch.labels.push(label);
+    }
+    const owner = batch;
+    const promise = new Promise<unknown>((resolve, reject) => {
+      const w: Waiter = { result, resolve, reject, timer: undefined, settled: false };
+      w.timer = setTimeout(() => this.#timeout(owner, w), Math.max(0, deadline - Date.now()));
+      owner.waiters.push(w);
+    });
+    this.#scheduleFlush();
+    return promise;
+  }
+
+  #timeout(batch: Batch, w: Waiter): void {
+    const err = unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`);
+    const i = this.#batches.indexOf(batch);
+    if (batch.state === 'open' && i >= 0) {
+      // Not handed to LMDB yet: drop it and everything queued behind it, so none of it lands.
+      this.#failFrom(i, err);
+    } else {
+      // Already being committed: it may still land; this caller cannot wait any longer.
+      settleWaiter(w, false, err);
+    }
+  }
+
+  /** Rejects and drops batches[i..]; the pending head falls back to what is before them. */
+  #failFrom(i: number, err: WritError): void {
+    const dropped = this.#batches.splice(i);
+    for (const b of dropped) {
+      b.state = 'done';
+      for (const w of b.waiters) settleWaiter(w, false, err);
+    }
+    this.#notifyIdle();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushing || this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // One turn of the event loop lets writes that arrive together share the commit.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#flushing) return;
+    const batch = this.#batches[0];
+    if (!batch) return;
+    this.#flushing = true;
+    batch.state = 'submitted';
+    try {
+      await this.#dbs.env.childTransaction(() => this.#apply(batch));
+      if (this.#durability === 'flushed') await this.#dbs.env.flushed;
+      this.#stats.commits++;
+      this.#stats.writes += batch.writes;
+      this.#committedSize = batch.endSize;
+      this.#committedHead = batch.endHead;
+      this.#dbs.env.resetReadTxn();
+      this.#batches.shift();
+      batch.state = 'done';
+      for (const w of batch.waiters) settleWaiter(w, true, w.result);
+    } catch (e) {
+      settleCommitError(e);
+      this.#stats.failedCommits++;
+      const i = this.#batches.indexOf(batch);
+      const err = unavailable(`store commit failed: ${(e as Error)?.message ?? String(e)}`, e);
+      if (i >= 0) this.#failFrom(i, err);
+      for (const w of batch.waiters) settleWaiter(w, false, err);
+      // LMDB commits are atomic: the disk holds exactly what committed before.
+      try {
+        this.#dbs.env.resetReadTxn();
+        const head = readHead(this.#dbs);
+        this.#committedSize = head.size;
+        this.#committedHead = head.head;
+      } catch {
+        // keep the last known committed head
+      }
+    } finally {
+      this.#flushing = false;
+      if (this.#batches.length > 0) void this.#flush();
+      else this.#notifyIdle();
+    }
+  }
+
+  /** Runs inside the LMDB transaction: puts every buffered write of a batch. */
+  #apply(b: Batch): void {
+    const d = this.#dbs;
+    for (const [seq, text] of b.records) d.records.put(seq, text);
+    for (const n of b.nodes.values()) d.merkle.put([n.level, n.index], n.hash);
+    for (const [name, key] of b.index) d.indexes[name].put(key, '');
+    for (const [t, m] of b.tables) {
+      for (const [k, v] of m) {
+        if (v === null) d.tables[t].remove(k);
+        else d.tables[t].put(k, v);
+      }
+    }
+    for (const [k, v] of b.internal) d.internal.put(k, v);
+    // After the puts, so an injected failure also proves that a half-applied batch is rolled back.
+    this.#faults?.insideCommit?.(b.labels);
+  }
+
+  #notifyIdle(): void {
+    if (this.#batches.length > 0 || this.#flushing) return;
+    const ws = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of ws) w();
+  }
+
+  #pendingSize(): number {
+    const last = this.#batches[this.#batches.length - 1];
+    return last ? last.endSize : this.#committedSize;
+  }
+
+  #pendingHead(): string {
+    const last = this.#batches[this.#batches.length - 1];
+    return last ? last.endHead : this.#committedHead;
+  }
+
+  #pendingTable(t: Table, key: string): string | null | undefined {
+    for (let i = this.#batches.length - 1; i >= 0; i--) {
+      const v = this.#batches[i]!.tables.get(t)?.get(key);
+      if (v !== undefined) return v;
+    }
+    return this.#dbs.tables[t].get(key);
+  }
+
+  #pendingNode(level: number, index: number): Buffer {
+    const k = nodeKey(level, index);
+    for (let i = this.#batches.length - 1; i >= 0; i--) {
+      const n = this.#batches[i]!.nodes.get(k);
+      if (n) return n.hash;
+    }
+    const v = this.#dbs.merkle.get([level, index]);
+    if (v === undefined) throw new Error(`merkle node (${level}, ${index}) is missing`);
+    return Buffer.from(v);
+  }
+
+  // ── reading committed state ──
+
+  get<T>(table: Table, key: string): T | undefined {
+    const v = this.#dbs.tables[table].get(key);
+    return v === undefined ? undefined : (JSON.parse(v) as T);
+  }
+
+  /** Entries of a table in key order (UTF-8 byte order), those whose key starts with `prefix`. */
+  *entries<T>(table: Table, prefix = ''): Iterable<[string, T]> {
+    for (const { key, value } of this.#dbs.tables[table].getRange({ start: prefix })) {
+      if (!key.startsWith(prefix)) return;
+      yield [key, JSON.parse(value) as T];
+    }
+  }
+
+  /** Committed record count. */
+  size(): number {
+    return this.#committedSize;
+  }
+
+  /** Hash of the last committed record (ZERO_HASH when empty). */
+  head(): string {
+    return this.#committedHead;
+  }
+
+  getRecord(seq: number): LedgerRecord | undefined {
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= this.#committedSize) return undefined;
+    const text = this.#dbs.records.get(seq);
+    return text === undefined ? undefined : (JSON.parse(text) as LedgerRecord);
+  }
+
+  /**
+   * A page of records in seq order from `from`, at most `limit` (1..1000, default 100), filtered by
+   * kind, actor (uidKey) and execution_id — driven by an index, never a full scan. `next` is the
+   * `from` of the next page, null when there is none.
+   */
+  listRecords(q: { from?: number; limit?: number; kind?: string; actor?: string; execution_id?: string }): { records: LedgerRecord[]; next: number | null } {
+    const from = q.from ?? 0;
+    const limit = q.limit ?? 100;
+    if (!Number.isSafeInteger(from) || from < 0) throw new WritError('INVALID_REQUEST', 'from must be a non-negative integer');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new WritError('INVALID_REQUEST', `limit must be 1..${MAX_PAGE}`);
+    const end = this.#committedSize;
+    const matches = (r: LedgerRecord): boolean =>
+      (q.kind === undefined || r.kind === q.kind) &&
+      (q.execution_id === undefined || r.execution_id === q.execution_id) &&
+      (q.actor === undefined || actorKeyOf(r) === q.actor);
+    let seqs: Iterable<number>;
+    if (q.execution_id !== undefined) seqs = this.#indexSeqs('idx_exec', q.execution_id, from, end);
+    else if (q.actor !== undefined) seqs = this.#indexSeqs('idx_actor', q.actor, from, end);
+    else if (q.kind !== undefined) seqs = this.#indexSeqs('idx_kind', q.kind, from, end);
+    else seqs = this.#dbs.records.getKeys({ start: from, end });
+    const records: LedgerRecord[] = [];
+    for (const seq of seqs) {
+      const r = this.getRecord(seq);
+      if (!r || !matches(r)) continue;
+      if (records.length === limit) return { records, next: seq };
+      records.push(r);
+    }
+    return { records, next: null };
+  }
+
+  *#indexSeqs(name: IndexName, value: string, from: number, end: number): Iterable<number> {
+    const term = indexTerm(value);
+    for (const key of this.#dbs.indexes[name].getKeys({ start: [term, from], end: [term, end] })) yield key[1];
+  }
+
+  /** The JCS text of each record with from ≤ seq < to (default: all committed), in seq order. */
+  *exportLines(from = 0, to = this.#committedSize): Iterable<string> {
+    const end = Math.min(to, this.#committedSize);
+    if (from >= end) return;
+    for (const { value } of this.#dbs.records.getRange({ start: from, end })) yield value;
+  }
+
+  /** Merkle root of the first `size` records (default: all committed), 'sha256:<hex>'. */
+  root(size = this.#committedSize): string {
+    this.#checkSize('size', size);
+    return bytesToHash(rootAt(size, this.#reader()));
+  }
+
+  /** RFC 9162 inclusion proof of record `seq` in the tree of `size` records: lowercase hex, no prefix. */
+  inclusionProof(seq: number, size: number): string[] {
+    this.#checkSize('size', size);
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new WritError('INVALID_REQUEST', `need 0 <= seq < size (seq ${seq}, size ${size})`);
+    return inclusionProof(seq, size, this.#reader()).map((b) => b.toString('hex'));
+  }
+
+  /** RFC 9162 consistency proof from the tree of `from` records to the tree of `to` records. */
+  consistencyProof(from: number, to: number): string[] {
+    this.#checkSize('to', to);
+    if (!Number.isSafeInteger(from) || from < 0 || from > to) throw new WritError('INVALID_REQUEST', `need 0 <= from <= to (from ${from}, to ${to})`);
+    return consistencyProof(from, to, this.#reader()).map((b) => b.toString('hex'));
+  }
+
+  #checkSize(name: string, size: number): void {
+    if (!Number.isSafeInteger(size) || size < 0 || size > this.#committedSize) {
+      throw new WritError('INVALID_REQUEST', `${name} must be 0..${this.#committedSize}, got ${size}`);
+    }
+  }
+
+  #reader(): SubtreeReader {
+    return storedReader(this.#dbs);
+  }
+
+  /** The latest committed checkpoint record. */
+  latestCheckpoint(): LedgerRecord | undefined {
+    const cp = latestOfKind(this.#dbs, 'checkpoint');
+    if (cp && cp.seq < this.#committedSize) return cp;
+    if (!cp) return undefined;
+    // Visible but not yet acknowledged ('flushed' durability): the one before it.
+    for (const key of this.#dbs.indexes.idx_kind.getKeys({ start: ['checkpoint', this.#committedSize - 1], end: ['checkpoint', -1], reverse: true, limit: 1 })) {
+      return this.getRecord(key[1]);
+    }
+    return undefined;
+  }
+
+  /** Public keys of the ledger's key records, in seq order. */
+  keys(): Array<{ key_id: string; public_key: string }> {
+    const out: Array<{ key_id: string; public_key: string }> = [];
+    for (const r of recordsOfKind(this.#dbs, 'key')) {
+      if (r.seq < this.#committedSize) out.push({ key_id: String(r.key_id), public_key: String(r.public_key) });
+    }
+    return out;
+  }
+
+  /** Whether a durable write succeeds now (for /readyz): a tiny write through the normal commit path. */
+  async writable(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      await this.write((tx) => (tx as BufferedTx).probe(new Date().toISOString()), { label: 'readyz' });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  stats(): StoreStats {
+    return { ...this.#stats };
+  }
+
+  /** Waits for queued writes, closes LMDB and releases the data dir lock. Later writes reject. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#batches.length > 0 || this.#flushing) {
+      await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    }
+    try {
+      await this.#dbs.env.close();
+    } finally {
+      process.off('exit', this.#releaseOnExit);
+      this.#lock.release();
+    }
+  }
+}
+
+function actorKeyOf(r: LedgerRecord): string | undefined {
+  const a = r.actor as { type?: unknown; id?: unknown } | null | undefined;
+  return a && typeof a === 'object' && typeof a.type === 'string' && typeof a.id === 'string' ? uidKey({ type: a.type, id: a.id }) : undefined;
+}
+
+/** One write callback's view: its own buffer over the pending (queued, not yet durable) and committed state. */
+class BufferedTx implements WriteTx {
+  readonly overlay: Overlay = newOverlay();
+  #size: number;
+  #head: string;
+  readonly #readTable: (t: Table, key: string) => string | null | undefined;
+  readonly #readNode: (level: number, index: number) => Buffer;
+  readonly #reader: SubtreeReader;
+
+  constructor(size: number, head: string, readTable: (t: Table, key: string) => string | null | undefined, readNode: (level: number, index: number) => Buffer) {
+    this.#size = size;
+    this.#head = head;
+    this.#readTable = readTable;
+    this.#readNode = readNode;
+    this.#reader = {
+      subtree: (level, index) => this.overlay.nodes.get(nodeKey(level, index))?.hash ?? this.#readNode(level, index),
+    };
+  }
+
+  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
+    if (fields === null || typeof fields !== 'object') throw new TypeError('append needs a fields object');
+    if (typeof fields.kind !== 'string' || fields.kind === '') throw new TypeError('a record needs a non-empty string kind');
+    for (const f of RESERVED_FIELDS) {
+      if (f in fields) throw new TypeError(`record field '${f}' is assigned by the store`);
+    }
+    const seq = this.#size;
+    const body = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
+    const hash = recordHash(body);
+    const text = jcs({ ...body, hash });
+    // The record as stored (undefined fields dropped exactly as JCS drops them).
+    const record = JSON.parse(text) as LedgerRecord;
+    const leaf = hashToBytes(hash);
+    const completed = subtreesCompletedBy(seq, leaf, this.#reader);
+    this.overlay.records.set(seq, text);
+    this.overlay.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
+    for (const n of completed) this.overlay.nodes.set(nodeKey(n.level, n.index), n);
+    for (const [name, value] of indexTermsOf(record, uidKey)) this.overlay.index.push([name, [indexTerm(value), seq]]);
+    this.#size = seq + 1;
+    this.#head = hash;
+    return { seq, hash, record };
+  }
+
+  get<T>(table: Table, key: string): T | undefined {
+    const own = this.overlay.tables.get(table)?.get(key);
+    const v = own !== undefined ? own : this.#readTable(table, key);
+    return v === undefined || v === null ? undefined : (JSON.parse(v) as T);
+  }
+
+  put(table: Table, key: string, value: unknown): void {
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new TypeError(`value for ${table}/${key} has no JSON form`);
+    this.#table(table, key).set(key, text);
+  }
+
+  del(table: Table, key: string): void {
+    this.#table(table, key).set(key, null);
+  }
+
+  #table(table: Table, key: string): Map<string, string | null> {
+    if (typeof key !== 'string' || key === '' || Buffer.byteLength(key, 'utf8') > MAX_TABLE_KEY_BYTES) {
+      throw new TypeError(`table keys are non-empty strings of at most ${MAX_TABLE_KEY_BYTES} bytes`);
+    }
+    let m = this.overlay.tables.get(table);
+    if (!m) this.overlay.tables.set(table, (m = new Map()));
+    return m;
+  }
+
+  size(): number {
+    return this.#size;
+  }
+
+  head(): string {
+    return this.#head;
+  }
+
+  root(): string {
+    return bytesToHash(rootAt(this.#size, this.#reader));
+  }
+
+  /** Readiness probe: one internal key, so the write goes through a real commit. */
+  probe(at: string): void {
+    this.overlay.internal.set('probe', at);
+  }
+}
