@@ -1,5 +1,99 @@
-// Placeholder until the proxy command lands; replaced by its owner.
-export async function main(_argv: string[]): Promise<number> {
-  process.stderr.write('writ proxy: not implemented yet\n');
+/**
+ * `writ proxy --pdp URL --token-file F --server NAME [--defaults FILE] [--call-timeout MS] -- CMD…`
+ * Wraps any stdio MCP server: see src/pep/proxy.ts for the behaviour, src/pep/context.ts for the
+ * defaults format. Exits with the child's status (2 on bad usage, 127 when CMD cannot start).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { PdpClient } from '../pep/client.js';
+import { parseDefaults, type Defaults } from '../pep/context.js';
+import { runProxy } from '../pep/proxy.js';
+
+const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] -- CMD [ARG…]
+
+Runs CMD as a stdio MCP server and puts writ in front of it: every tools/call is decided by the PDP
+(phase execute), run once with the PDP's admitted arguments, and its outcome reported; every other
+message passes through unchanged.
+
+  --pdp URL           PDP base URL (e.g. http://127.0.0.1:8700)
+  --token-file FILE   file holding the PEP bearer token (surrounding whitespace ignored)
+  --server NAME       server name the policies see (Action::"NAME/<tool>")
+  --defaults FILE     envelope defaults for calls without params._meta["io.writ/envelope"]
+                      (a §2 envelope, or {"envelope", "from_arguments", "tools", "execution_id_prefix"})
+  --call-timeout MS   per-call limit on the server's answer; beyond it the outcome is unknown (default 60000)
+  --pdp-timeout MS    per-request limit on the PDP (default 10000)
+  -h, --help          this text
+`;
+
+function fail(msg: string): number {
+  process.stderr.write(`writ proxy: ${msg}\n\n${USAGE}`);
   return 2;
+}
+
+function positiveInt(v: string | undefined, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!/^[1-9][0-9]*$/.test(v)) throw new Error(`${name} must be a positive integer (milliseconds)`);
+  return Number(v);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const dd = argv.indexOf('--');
+  const own = dd < 0 ? argv : argv.slice(0, dd);
+  const cmd = dd < 0 ? [] : argv.slice(dd + 1);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: own,
+      options: {
+        pdp: { type: 'string' },
+        'token-file': { type: 'string' },
+        server: { type: 'string' },
+        defaults: { type: 'string' },
+        'call-timeout': { type: 'string' },
+        'pdp-timeout': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const pdpUrl = values.pdp as string | undefined;
+  const tokenFile = values['token-file'] as string | undefined;
+  const server = values.server as string | undefined;
+  if (!pdpUrl) return fail('--pdp is required');
+  if (!tokenFile) return fail('--token-file is required');
+  if (!server) return fail('--server is required');
+  if (cmd.length === 0) return fail('the server command goes after --');
+  let token: string;
+  let defaults: Defaults | undefined;
+  let callTimeoutMs: number;
+  let pdp: PdpClient;
+  try {
+    token = readFileSync(tokenFile, 'utf8').trim();
+    if (!token) throw new Error(`${tokenFile} holds no token`);
+    if (values.defaults) defaults = parseDefaults(JSON.parse(readFileSync(values.defaults as string, 'utf8')));
+    callTimeoutMs = positiveInt(values['call-timeout'] as string | undefined, '--call-timeout', 60_000);
+    const pdpTimeout = positiveInt(values['pdp-timeout'] as string | undefined, '--pdp-timeout', 10_000);
+    pdp = new PdpClient({ url: pdpUrl, token, timeoutMs: pdpTimeout });
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  const status = await runProxy({
+    pdp,
+    server,
+    callTimeoutMs,
+    command: cmd[0]!,
+    args: cmd.slice(1),
+    forwardSignals: true,
+    ...(defaults ? { defaults } : {}),
+  });
+  // stdin may still be open (the client holds it) and would keep the process alive.
+  await new Promise<void>((res) => process.stdout.write('', () => res()));
+  process.exit(status);
 }

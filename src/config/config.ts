@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 
@@ -38,6 +39,9 @@ export interface WritConfig {
   /** Largest request body in bytes (413 beyond). */
   max_body_bytes: number;
 }
+
+/** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
+export const BUNDLED_POLICIES = fileURLToPath(new URL('../../../policies', import.meta.url));
 
 export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   listen: '127.0.0.1:8700',
@@ -110,7 +114,8 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (o.listen) config.listen = o.listen;
   if (o.policyDir) config.policy_dir = o.policyDir;
   if (o.dataDir) config.data_dir = o.dataDir;
-  config.policy_dir = resolve(config.policy_dir);
+  // The default is the example bundled with writ itself, wherever writ is run from.
+  config.policy_dir = file.policy_dir === undefined && !o.policyDir ? BUNDLED_POLICIES : resolve(config.policy_dir);
   config.data_dir = resolve(config.data_dir);
   if (config.witness_dir) config.witness_dir = resolve(config.witness_dir);
   if (config.clock_file) config.clock_file = resolve(config.clock_file);

@@ -1,0 +1,189 @@
+/**
+ * The one enforcement pipeline shared by the McpServer guard and `writ proxy`:
+ *
+ *   context (envelope, execution id) → PDP `execute` → refuse, or dispatch the tool ONCE with the
+ *   PDP's admitted arguments → outcome (committed | rejected | unknown) → answer the client.
+ *
+ * The outcome is posted before the client is answered, so a retry that follows the answer always
+ * meets the terminal state (EXECUTION_TERMINAL), never a race with EXECUTION_IN_FLIGHT.
+ * A dispatch that outlives `callTimeoutMs` is reported `unknown` and the client is told
+ * OUTCOME_UNKNOWN; its late answer is never delivered as success: it is posted to the PDP as a second
+ * outcome (which the PDP refuses with 409 EXECUTION_TERMINAL and ledgers as a refusal record — the
+ * evidence a reconciler needs) and logged.
+ */
+import { isWritError } from '../errors.js';
+import { jcs, sha256Tagged } from '../util/canonical.js';
+import { callContext, type Defaults } from './context.js';
+import type { PdpClient } from './client.js';
+import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus } from './types.js';
+import { META_DECISION } from './types.js';
+
+/** What a dispatch of the tool came to. `error` (guard only) is rethrown to the MCP layer. */
+export interface DispatchResult {
+  status: OutcomeStatus;
+  result?: unknown;
+  /** The result's raw JSON text, when the PEP has it (the proxy passes it on byte for byte). */
+  raw?: string;
+  error?: unknown;
+  detail?: string;
+}
+
+export interface CallInput {
+  tool: string;
+  /** Parsed arguments (used for defaults pointers). */
+  arguments: unknown;
+  /** Raw JSON text of the arguments, when the PEP has it (the proxy does). */
+  rawArguments?: string;
+  /** `params._meta` of the call. */
+  meta: unknown;
+}
+
+export interface PipelineOptions {
+  pdp: PdpClient;
+  server: string;
+  defaults?: Defaults;
+  callTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+export type Dispatch = (admitted: Record<string, unknown>, signal: AbortSignal, execution: DecisionResponse) => Promise<DispatchResult>;
+
+export type CallAnswer = { result: Record<string, unknown>; raw?: string } | { error: unknown };
+
+/** A tool result carrying a refusal or an unknown outcome (CONTRACT.md §7). */
+export function refusalResult(meta: DecisionMeta, text: string): Record<string, unknown> {
+  return { content: [{ type: 'text', text }], isError: true, _meta: { [META_DECISION]: meta } };
+}
+
+function decisionMeta(code: string, executionId: unknown, d?: DecisionResponse): DecisionMeta {
+  const m: DecisionMeta = {
+    code,
+    reasons: d?.reasons ?? [],
+    obligations: d?.obligations ?? [],
+    execution_id: typeof executionId === 'string' ? executionId : null,
+  };
+  if (d) {
+    return {
+      decision: d.decision,
+      code,
+      reasons: m.reasons,
+      obligations: m.obligations,
+      execution_id: m.execution_id,
+      binding: d.binding,
+      envelope_digest: d.envelope_digest,
+    };
+  }
+  return m;
+}
+
+function resultDigest(result: unknown): string | undefined {
+  try {
+    return sha256Tagged(jcs(result));
+  } catch {
+    return undefined;
+  }
+}
+
+function outcomeBody(r: DispatchResult): OutcomeRequest {
+  const body: OutcomeRequest = { status: r.status, confirmation: 'tool_reported' };
+  if (r.status !== 'unknown' && r.result !== undefined) {
+    const dg = resultDigest(r.result);
+    if (dg) body.result_digest = dg;
+  }
+  if (r.detail) body.detail = r.detail.slice(0, 1000);
+  return body;
+}
+
+export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dispatch: Dispatch): Promise<CallAnswer> {
+  const { pdp, log } = opts;
+  let ctx: { envelope: unknown; executionId: unknown };
+  try {
+    ctx = callContext(call.meta, opts.defaults, call.tool, call.arguments);
+  } catch (e) {
+    if (!isWritError(e)) throw e;
+    const exec = (call.meta as Record<string, unknown> | undefined)?.['io.writ/execution_id'];
+    return { result: refusalResult(decisionMeta(e.code, exec), `writ: refused (${e.code}): ${e.message}`) };
+  }
+  const { envelope, executionId } = ctx;
+  const decideBody = {
+    execution_id: executionId as string,
+    phase: 'execute' as const,
+    envelope: envelope as Record<string, unknown>,
+    action: { server: opts.server, tool: call.tool, arguments: call.arguments ?? {} },
+  };
+  const r = await pdp.decide(decideBody, call.rawArguments !== undefined ? { rawArguments: call.rawArguments } : {});
+  if (!r.ok) {
+    const text =
+      r.error.code === 'PDP_UNAVAILABLE'
+        ? `writ: the policy decision point is unavailable, so the tool did not run: ${r.error.message}`
+        : `writ: refused by the policy decision point (${r.error.code}${r.error.path !== undefined ? ` at ${r.error.path}` : ''}): ${r.error.message}`;
+    return { result: refusalResult(decisionMeta(r.error.code, executionId), text) };
+  }
+  const d = r.body;
+  const id = d.execution_id ?? (executionId as string);
+  if (d.decision === 'deny') {
+    const why = d.reasons.length ? ` by ${d.reasons.join(', ')}` : '';
+    const errs = d.errors?.length ? ` (${d.errors.length} evaluation error(s))` : '';
+    return { result: refusalResult(decisionMeta('DENIED', id, d), `writ: denied${why}${errs}; execution ${id}`) };
+  }
+  if (d.decision === 'approval_required') {
+    const groups = d.obligations.map((o) => o.approver_group).filter((g): g is string => typeof g === 'string');
+    const who = groups.length ? ` from ${groups.join(' or ')}` : '';
+    return {
+      result: refusalResult(
+        decisionMeta('APPROVAL_REQUIRED', id, d),
+        `writ: approval required${who}; execution ${id}, binding ${d.binding}, envelope ${d.envelope_digest}. ` +
+          'Once approved, retry the same call with the same execution id.',
+      ),
+    };
+  }
+
+  // allow: dispatch once, bounded.
+  const ctl = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = Symbol('timeout');
+  const running = dispatch(d.arguments, ctl.signal, d).catch(
+    (e): DispatchResult => ({ status: 'unknown', detail: `dispatch failed: ${(e as Error)?.message ?? String(e)}` }),
+  );
+  const first = await Promise.race([
+    running,
+    new Promise<typeof timedOut>((res) => {
+      timer = setTimeout(() => res(timedOut), opts.callTimeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  let outcome: DispatchResult;
+  if (first === timedOut) {
+    ctl.abort();
+    outcome = { status: 'unknown', detail: `no answer from the tool within ${opts.callTimeoutMs} ms` };
+    void running.then(async (late) => {
+      const body = outcomeBody(late);
+      body.detail = `late answer after the ${opts.callTimeoutMs} ms timeout (outcome already reported unknown): ${late.status}${late.detail ? `: ${late.detail}` : ''}`;
+      const lr = await pdp.outcome(id, body);
+      log(
+        `writ pep: late answer for execution ${id} after timeout: ${late.status}; not delivered to the client; ` +
+          `recorded with the PDP: ${lr.ok ? 'accepted' : lr.error.code}`,
+      );
+    });
+  } else {
+    outcome = first;
+  }
+
+  const posted = await pdp.outcome(id, outcomeBody(outcome));
+  if (!posted.ok) {
+    log(`writ pep: could not record outcome ${outcome.status} of execution ${id}: ${posted.error.code}: ${posted.error.message}`);
+  }
+  if (outcome.status === 'unknown') {
+    return {
+      result: refusalResult(
+        decisionMeta('OUTCOME_UNKNOWN', id, d),
+        `writ: the outcome of execution ${id} is unknown — the tool may or may not have acted (${outcome.detail ?? 'no detail'}). ` +
+          'Retrying this execution id is refused; a reconciler must resolve it, then a new execution that supersedes it may run.',
+      ),
+    };
+  }
+  if (outcome.error !== undefined) return { error: outcome.error };
+  const answer: CallAnswer = { result: outcome.result as Record<string, unknown> };
+  if (outcome.raw !== undefined) answer.raw = outcome.raw;
+  return answer;
+}

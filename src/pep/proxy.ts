@@ -1,0 +1,301 @@
+/**
+ * `writ proxy`: puts the PEP in front of any stdio MCP server without changing it.
+ *
+ * Transport: newline-delimited JSON-RPC on the child's stdin/stdout (the MCP stdio transport). The
+ * child inherits the proxy's environment, working directory and stderr.
+ *
+ * - Client → server: every line that is not a `tools/call` request goes to the child byte for byte,
+ *   in order (lines that are not JSON too). A `tools/call` request is held: PDP `execute`; on allow it
+ *   is forwarded with `params.arguments` replaced by the PDP's admitted arguments and its id replaced
+ *   by a proxy-private id (so a duplicate or late answer can never be mistaken for another request's);
+ *   anything else is answered by the proxy with a refusal result and never reaches the child.
+ *   A `tools/call` *notification* (no id) would run unguarded and unanswered: it is dropped and logged.
+ *   A JSON-RPC batch holding a `tools/call` is split into single messages.
+ *   `notifications/cancelled` for an intercepted call is re-addressed to the private id.
+ * - Server → client: every line passes through byte for byte, except answers to intercepted calls:
+ *   the first answer per private id counts (duplicates are dropped and logged); a result is passed on
+ *   (raw `result` text, with the client's id) after the outcome is posted — `committed`, or `rejected`
+ *   when `isError`; a JSON-RPC error, the child's exit or `callTimeoutMs` → outcome `unknown` and the
+ *   client gets an `OUTCOME_UNKNOWN` refusal. A late answer is logged and posted to the PDP as a second
+ *   outcome (refused and ledgered there), never delivered.
+ * - When the child exits, calls in flight are answered as unknown, and `runProxy` resolves with the
+ *   child's exit status (128 + signal number when it was killed by a signal).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import type { PdpClient } from './client.js';
+import type { Defaults } from './context.js';
+import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { rawMember } from './rawjson.js';
+
+export interface ProxyOptions {
+  pdp: PdpClient;
+  /** The server name the PDP sees (`Action::"<server>/<tool>"`). */
+  server: string;
+  defaults?: Defaults;
+  /** Per-call limit on the child's answer (default 60 000 ms). */
+  callTimeoutMs?: number;
+  command: string;
+  args: string[];
+  input?: Readable;
+  output?: Writable;
+  log?: (line: string) => void;
+  /** Forward SIGTERM/SIGINT/SIGHUP to the child (the CLI does). */
+  forwardSignals?: boolean;
+}
+
+interface Pending {
+  childId: string;
+  clientId: unknown;
+  resolve: (r: DispatchResult) => void;
+  answered: boolean;
+}
+
+/** Splits a byte stream into lines (without the trailing `\n`); `flush` returns the unterminated rest. */
+class Lines {
+  #buf: Buffer = Buffer.alloc(0);
+  push(chunk: Buffer, emit: (line: Buffer) => void): void {
+    this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
+    let start = 0;
+    for (;;) {
+      const nl = this.#buf.indexOf(0x0a, start);
+      if (nl < 0) break;
+      emit(this.#buf.subarray(start, nl));
+      start = nl + 1;
+    }
+    this.#buf = start === this.#buf.length ? Buffer.alloc(0) : this.#buf.subarray(start);
+  }
+  flush(): Buffer {
+    const rest = this.#buf;
+    this.#buf = Buffer.alloc(0);
+    return rest;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function parseLine(line: Buffer): unknown {
+  try {
+    return JSON.parse(line.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+export async function runProxy(opts: ProxyOptions): Promise<number> {
+  const input = opts.input ?? process.stdin;
+  const output = opts.output ?? process.stdout;
+  const log = opts.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : l + '\n'));
+  const callTimeoutMs = opts.callTimeoutMs ?? 60_000;
+  const prefix = `writ-${randomBytes(6).toString('hex')}:`;
+  let seq = 0;
+  const pending = new Map<string, Pending>();
+  const byClientId = new Map<string, Pending>();
+  const inFlight = new Set<Promise<void>>();
+  /** Client ids of tools/call requests the proxy holds: only the proxy may answer them. */
+  const held = new Map<string, number>();
+  let childGone = false;
+
+  const child = spawn(opts.command, opts.args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin.on('error', (e) => log(`writ proxy: writing to the server failed: ${e.message}`));
+  output.on('error', () => {
+    /* the client went away; the child's exit ends the proxy */
+  });
+
+  const toChild = (data: Buffer | string): void => {
+    if (!childGone && child.stdin.writable) child.stdin.write(data);
+  };
+  const toClient = (data: Buffer | string): void => {
+    output.write(data);
+  };
+
+  const pipeline = { pdp: opts.pdp, server: opts.server, callTimeoutMs, log, ...(opts.defaults ? { defaults: opts.defaults } : {}) };
+
+  function respond(idRaw: string, body: string): void {
+    toClient(`{"jsonrpc":"2.0","id":${idRaw},${body}}\n`);
+  }
+
+  async function handleCall(msg: Record<string, unknown>, text: string): Promise<void> {
+    const idMember = rawMember(text, ['id']);
+    const idRaw = { raw: idMember.found ? idMember.raw : JSON.stringify(msg.id) };
+    const params = msg.params;
+    const dupParams = ['params', 'name', 'arguments', '_meta'].some((k, i) => {
+      const path = i === 0 ? ['params'] : ['params', k];
+      const m = rawMember(text, path);
+      return !m.found && m.duplicate;
+    });
+    if (dupParams || !isObject(params) || typeof params.name !== 'string') {
+      respond(idRaw.raw, `"error":{"code":-32602,"message":"writ proxy: invalid tools/call params${dupParams ? ' (a repeated key)' : ''}"}`);
+      return;
+    }
+    const entry: Pending = { childId: '', clientId: msg.id, resolve: () => undefined, answered: false };
+    const clientKey = JSON.stringify(msg.id);
+    held.set(clientKey, (held.get(clientKey) ?? 0) + 1);
+    try {
+      await guardedCall(entry, clientKey, params, idRaw.raw, msg, text);
+    } finally {
+      const n = (held.get(clientKey) ?? 1) - 1;
+      if (n > 0) held.set(clientKey, n);
+      else held.delete(clientKey);
+    }
+  }
+
+  async function guardedCall(entry: Pending, clientKey: string, params: Record<string, unknown>, idRawText: string, msg: Record<string, unknown>, text: string): Promise<void> {
+    const idRaw = { raw: idRawText };
+    const rawArgs = rawMember(text, ['params', 'arguments']);
+    const tool = params.name as string;
+    const answer = await runGuardedCall(
+      pipeline,
+      {
+        tool,
+        arguments: params.arguments ?? {},
+        rawArguments: rawArgs.found ? rawArgs.raw : '{}',
+        meta: params._meta,
+      },
+      (admitted, signal) =>
+        new Promise<DispatchResult>((resolve) => {
+          if (childGone) {
+            resolve({ status: 'rejected', error: new Error('the server exited before the call was dispatched'), detail: 'server exited before dispatch' });
+            return;
+          }
+          entry.childId = prefix + ++seq;
+          entry.resolve = resolve;
+          pending.set(entry.childId, entry);
+          byClientId.set(clientKey, entry);
+          const forwarded = { ...msg, id: entry.childId, params: { ...params, arguments: admitted } };
+          toChild(JSON.stringify(forwarded) + '\n');
+          signal.addEventListener('abort', () => {
+            if (entry.answered) return;
+            toChild(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: 'writ proxy: call timeout' } }) + '\n');
+          });
+        }),
+    );
+    if (byClientId.get(clientKey) === entry) byClientId.delete(clientKey);
+    if ('error' in answer) {
+      const message = (answer.error as Error)?.message ?? String(answer.error);
+      respond(idRaw.raw, `"error":{"code":-32603,"message":${JSON.stringify('writ proxy: ' + message)}}`);
+      return;
+    }
+    respond(idRaw.raw, `"result":${answer.raw ?? JSON.stringify(answer.result)}`);
+  }
+
+  function track(p: Promise<void>): void {
+    const q = p.catch((e) => log(`writ proxy: internal error: ${(e as Error)?.stack ?? String(e)}`)).finally(() => inFlight.delete(q));
+    inFlight.add(q);
+  }
+
+  function fromClientMessage(msg: unknown, text: string, raw: Buffer | undefined): void {
+    if (isObject(msg) && msg.method === 'tools/call') {
+      if (!('id' in msg) || msg.id === null || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) {
+        log('writ proxy: dropped a tools/call without a usable id (it would run unguarded)');
+        return;
+      }
+      track(handleCall(msg, text));
+      return;
+    }
+    if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params) && 'requestId' in msg.params) {
+      const entry = byClientId.get(JSON.stringify(msg.params.requestId));
+      if (entry) {
+        if (entry.childId && !entry.answered) {
+          toChild(JSON.stringify({ ...msg, params: { ...msg.params, requestId: entry.childId } }) + '\n');
+        }
+        return;
+      }
+    }
+    if (raw) {
+      toChild(raw);
+      toChild('\n');
+    } else {
+      toChild(text + '\n');
+    }
+  }
+
+  function fromClient(line: Buffer): void {
+    const msg = parseLine(line);
+    if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
+      for (const m of msg) fromClientMessage(m, JSON.stringify(m), undefined);
+      return;
+    }
+    fromClientMessage(msg, line.toString('utf8'), line);
+  }
+
+  function fromChild(line: Buffer): void {
+    const msg = parseLine(line);
+    if (isObject(msg) && typeof msg.id === 'string' && msg.id.startsWith(prefix) && !('method' in msg)) {
+      const entry = pending.get(msg.id);
+      if (!entry || entry.answered) {
+        log(`writ proxy: dropped a duplicate or unexpected answer for ${msg.id}`);
+        return;
+      }
+      entry.answered = true;
+      pending.delete(msg.id);
+      if ('error' in msg) {
+        const err = isObject(msg.error) ? msg.error : {};
+        entry.resolve({ status: 'unknown', detail: `JSON-RPC error after dispatch: ${String(err.code)} ${String(err.message)}` });
+        return;
+      }
+      const result = msg.result;
+      const text = line.toString('utf8');
+      const raw = rawMember(text, ['result']);
+      const r: DispatchResult = { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };
+      if (raw.found) r.raw = raw.raw;
+      entry.resolve(r);
+      return;
+    }
+    if (isObject(msg) && 'id' in msg && !('method' in msg) && held.has(JSON.stringify(msg.id))) {
+      log(`writ proxy: dropped an answer from the server for the held tools/call ${JSON.stringify(msg.id)} (only the proxy answers it)`);
+      return;
+    }
+    toClient(line);
+    toClient('\n');
+  }
+
+  const clientLines = new Lines();
+  const childLines = new Lines();
+  const onInput = (chunk: Buffer): void => clientLines.push(chunk, fromClient);
+  input.on('data', onInput);
+  const inputEnded = new Promise<void>((res) => input.once('end', res));
+  void inputEnded.then(async () => {
+    const rest = clientLines.flush();
+    if (rest.length) fromClient(rest);
+    // Let held calls reach the child before its stdin closes.
+    while (inFlight.size) await Promise.allSettled([...inFlight]);
+    if (!childGone) child.stdin.end();
+  });
+  child.stdout.on('data', (chunk: Buffer) => childLines.push(chunk, fromChild));
+
+  const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  const forward = (sig: NodeJS.Signals): void => {
+    child.kill(sig);
+  };
+  if (opts.forwardSignals) for (const s of signals) process.on(s, forward);
+
+  const status = await new Promise<number>((resolve) => {
+    child.once('error', (e) => {
+      log(`writ proxy: cannot start ${opts.command}: ${e.message}`);
+      resolve(127);
+    });
+    child.once('close', (code, signal) => {
+      const rest = childLines.flush();
+      if (rest.length) fromChild(rest);
+      resolve(code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0));
+    });
+  });
+  childGone = true;
+  if (opts.forwardSignals) for (const s of signals) process.off(s, forward);
+  input.off('data', onInput);
+  for (const entry of pending.values()) {
+    if (!entry.answered) {
+      entry.answered = true;
+      entry.resolve({ status: 'unknown', detail: `the server exited (status ${status}) before answering` });
+    }
+  }
+  while (inFlight.size) await Promise.allSettled([...inFlight]);
+  return status;
+}
+
+export { refusalResult };

@@ -1,0 +1,137 @@
+// PdpClient (fail closed on transport trouble), defaults/context, and the raw member scanner.
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { PdpClient, parseDefaults, envelopeFromDefaults, resolvePointer } from '../../src/pep/index.js';
+import { callContext } from '../../src/pep/context.js';
+import { rawMember } from '../../src/pep/rawjson.js';
+import { isWritError } from '../../src/errors.js';
+import { envelope } from './helpers.js';
+
+async function serve(handler: (body: string, url: string, res: import('node:http').ServerResponse) => void): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => handler(body, req.url ?? '', res));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    server,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+const body = { execution_id: 'e1', phase: 'execute' as const, envelope: envelope(), action: { server: 's', tool: 't', arguments: { a: 1 } } };
+
+test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are PDP_UNAVAILABLE; 4xx keep their code', { timeout: 20_000 }, async () => {
+  let mode = '';
+  const s = await serve((_b, _u, res) => {
+    if (mode === 'hang') return; // never answers
+    if (mode === '503') {
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"STORE_UNAVAILABLE","message":"x"}}');
+    } else if (mode === '409') {
+      res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":{"code":"EXECUTION_TERMINAL","message":"done","path":"/execution_id"}}');
+    } else if (mode === 'garbage') {
+      res.writeHead(200).end('<html>');
+    } else if (mode === 'bad-decision') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"decision":"maybe"}');
+    }
+  });
+  try {
+    const c = new PdpClient({ url: s.url + '/', token: 'tok', timeoutMs: 300 });
+    for (const m of ['503', 'hang', 'garbage', 'bad-decision']) {
+      mode = m;
+      const r = await c.decide(body);
+      assert.equal(r.ok, false, m);
+      if (!r.ok) assert.equal(r.error.code, 'PDP_UNAVAILABLE', m);
+    }
+    mode = '409';
+    const r = await c.decide(body);
+    assert.deepEqual(r, { ok: false, status: 409, error: { code: 'EXECUTION_TERMINAL', message: 'done', path: '/execution_id' } });
+  } finally {
+    await s.close();
+  }
+  const gone = new PdpClient({ url: s.url, token: 'tok', timeoutMs: 300 });
+  const r = await gone.decide(body);
+  assert.equal(r.ok || r.error.code, 'PDP_UNAVAILABLE');
+  assert.throws(() => new PdpClient({ url: 'ftp://x', token: 't' }), TypeError);
+});
+
+test('PdpClient: raw arguments are spliced verbatim; outcome retries and treats a landed earlier attempt as done', { timeout: 20_000 }, async () => {
+  const seen: string[] = [];
+  let outcomeCalls = 0;
+  const s = await serve((b, url, res) => {
+    seen.push(b);
+    if (url.endsWith('/outcome')) {
+      outcomeCalls++;
+      if (outcomeCalls === 1) return void res.writeHead(502).end();
+      return void res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":{"code":"EXECUTION_TERMINAL","message":"t"}}');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({ decision: 'allow', execution_id: 'e1', arguments: { a: 1 }, reasons: ['p'], obligations: [], binding: 'b', envelope_digest: 'd' }),
+    );
+  });
+  try {
+    const c = new PdpClient({ url: s.url, token: 'tok', retryDelayMs: 5 });
+    const raw = '{"a":1.0, "a":2,"big":123456789012345678901}';
+    const r = await c.decide(body, { rawArguments: raw });
+    assert.ok(r.ok);
+    assert.ok(seen[0]!.endsWith(`"arguments":${raw}}}`), seen[0]);
+    assert.deepEqual(JSON.parse(seen[0]!.replace(raw, '{}')).envelope, envelope());
+    const o = await c.outcome('e/1', { status: 'committed' });
+    assert.equal(o.ok, true);
+    assert.equal(outcomeCalls, 2);
+    // A 409 on the first attempt is a real refusal.
+    const o2 = await c.outcome('e1', { status: 'committed' });
+    assert.equal(o2.ok, false);
+  } finally {
+    await s.close();
+  }
+});
+
+test('defaults: plain envelope, extended form with pointers and per-tool layers, MISSING_CONTEXT', () => {
+  const plain = parseDefaults(envelope());
+  assert.deepEqual(envelopeFromDefaults(plain, 'x', {}), envelope());
+  const d = parseDefaults({
+    envelope: envelope({ subject: undefined }),
+    from_arguments: { subject: { type: 'Employee', id: '/employee_id' }, requester: '/on_behalf_of' },
+    tools: { 'a/b': { envelope: { purpose: 'special' }, from_arguments: { task_id: '/t~1k' } } },
+    execution_id_prefix: 'px',
+  });
+  const args = { employee_id: 7721, on_behalf_of: { type: 'User', id: 'm-1' }, 't/k': 'T-7' };
+  const e = envelopeFromDefaults(d, 'a/b', args);
+  assert.deepEqual(e.subject, { type: 'Employee', id: '7721' });
+  assert.deepEqual(e.requester, { type: 'User', id: 'm-1' });
+  assert.equal(e.purpose, 'special');
+  assert.equal(e.task_id, 'T-7');
+  assert.equal(envelopeFromDefaults(d, 'other', args).purpose, 'pep_tests');
+  assert.throws(() => envelopeFromDefaults(d, 'x', { employee_id: 1.5, on_behalf_of: { type: 'User', id: 'm' } }), (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && err.path === '/employee_id');
+  assert.throws(() => parseDefaults({ envelope: {}, from_arguments: { subject: 'no-slash' } }), /JSON pointer/);
+  assert.throws(() => parseDefaults({ envelope: {}, extra: 1 }), /unknown key/);
+  assert.equal(resolvePointer({ a: [{ b: 1 }] }, '/a/0/b'), 1);
+  assert.equal(resolvePointer({ a: [] }, '/a/01'), undefined);
+
+  // Context order: _meta first; an id without an envelope takes the defaults' envelope; neither → MISSING_CONTEXT.
+  const c1 = callContext({ 'io.writ/envelope': { x: 1 }, 'io.writ/execution_id': 'id-1' }, plain, 't', {});
+  assert.deepEqual(c1, { envelope: { x: 1 }, executionId: 'id-1' });
+  const c2 = callContext({ 'io.writ/execution_id': 'id-2' }, plain, 't', {});
+  assert.deepEqual(c2, { envelope: envelope(), executionId: 'id-2' });
+  const c3 = callContext(undefined, d, 'a/b', args);
+  assert.match(String(c3.executionId), /^px:[0-9a-f-]{36}$/);
+  assert.throws(() => callContext({}, undefined, 't', {}), (err) => isWritError(err) && err.code === 'MISSING_CONTEXT');
+});
+
+test('rawMember cuts exact member texts and flags repeated keys', () => {
+  const line = '{"id":1,"params":{"name":"t","arguments": {"a":1.0,"b":[1, 2,{"c":"\\"}"}]} ,"x":null},"method":"tools/call"}';
+  assert.deepEqual(rawMember(line, ['params', 'arguments']), { found: true, raw: '{"a":1.0,"b":[1, 2,{"c":"\\"}"}]}' });
+  assert.deepEqual(rawMember(line, ['id']), { found: true, raw: '1' });
+  assert.deepEqual(rawMember(line, ['params', 'missing']), { found: false, duplicate: false });
+  assert.deepEqual(rawMember('{"params":{"arguments":{},"argu\\u006dents":{"a":1}}}', ['params', 'arguments']), { found: false, duplicate: true });
+  assert.deepEqual(rawMember('{"result":  {"content":[]} }', ['result']), { found: true, raw: '{"content":[]}' });
+});

@@ -1,0 +1,201 @@
+// guardMcpServer: an in-process McpServer and SDK client over InMemoryTransport, against the fake PDP.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { guardMcpServer, PdpClient } from '../../src/pep/index.js';
+import { startFakePdp, type FakePdp } from './fake-pdp.js';
+import { decisionOf, envelope, meta, waitFor } from './helpers.js';
+
+let pdp: FakePdp;
+before(async () => {
+  pdp = await startFakePdp({ admit: (a) => (typeof a.text === 'string' ? { ...a, text: a.text.trim() } : a) });
+});
+after(async () => {
+  await pdp.stop();
+});
+
+interface Rig {
+  client: Client;
+  server: McpServer;
+  calls: Array<{ tool: string; args: unknown }>;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+function addTools(server: McpServer, calls: Rig['calls']): void {
+  server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => {
+    calls.push({ tool: 'echo', args: { text } });
+    return { content: [{ type: 'text', text: `echo:${text}` }] };
+  });
+  server.registerTool('fail', { inputSchema: { text: z.string() } }, async ({ text }) => {
+    calls.push({ tool: 'fail', args: { text } });
+    return { content: [{ type: 'text', text: 'no' }], isError: true };
+  });
+  server.registerTool('boom', { inputSchema: { text: z.string() } }, async ({ text }) => {
+    calls.push({ tool: 'boom', args: { text } });
+    throw new Error('exploded after acting');
+  });
+  server.registerTool('hang', { inputSchema: { text: z.string() } }, async ({ text }) => {
+    calls.push({ tool: 'hang', args: { text } });
+    await new Promise((r) => setTimeout(r, 2500));
+    return { content: [{ type: 'text', text: 'late' }] };
+  });
+  server.registerTool('forbidden', {}, async () => {
+    calls.push({ tool: 'forbidden', args: {} });
+    return { content: [{ type: 'text', text: 'should not run' }] };
+  });
+}
+
+async function rig(order: 'before' | 'after', opts: { pdpUrl?: string; defaults?: Record<string, unknown> } = {}): Promise<Rig> {
+  const server = new McpServer({ name: 'guarded', version: '1.0.0' });
+  const calls: Rig['calls'] = [];
+  const logs: string[] = [];
+  const guard = () =>
+    guardMcpServer(server, {
+      pdp: opts.pdpUrl ?? pdp.url,
+      token: pdp.tokens.pep,
+      server: 'inproc',
+      callTimeoutMs: 1000,
+      log: (l) => logs.push(l),
+      ...(opts.defaults ? { defaults: opts.defaults } : {}),
+    });
+  if (order === 'before') guard();
+  addTools(server, calls);
+  if (order === 'after') guard();
+  const [ct, st] = InMemoryTransport.createLinkedPair();
+  await server.connect(st);
+  const client = new Client({ name: 't', version: '1.0.0' });
+  await client.connect(ct);
+  return {
+    client,
+    server,
+    calls,
+    logs,
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
+  };
+}
+
+for (const order of ['before', 'after'] as const) {
+  test(`guard installed ${order} tools are registered: allow → admitted args → committed; deny never runs`, { timeout: 20_000 }, async () => {
+    const r = await rig(order);
+    try {
+      const id = `g-${order}-echo`;
+      const ok = await r.client.callTool({ name: 'echo', arguments: { text: '  hi  ' }, _meta: meta(id) });
+      assert.deepEqual(ok.content, [{ type: 'text', text: 'echo:hi' }], 'the handler got the admitted (trimmed) value');
+      assert.deepEqual(r.calls, [{ tool: 'echo', args: { text: 'hi' } }]);
+      assert.equal(pdp.executions.get(`Agent::"offboarding-agent-prod"/${id}`)?.state, 'committed');
+      const again = await r.client.callTool({ name: 'echo', arguments: { text: '  hi  ' }, _meta: meta(id) });
+      assert.equal(decisionOf(again)?.code, 'EXECUTION_TERMINAL');
+      const denied = await r.client.callTool({ name: 'forbidden', arguments: {}, _meta: meta(`g-${order}-deny`) });
+      assert.equal(denied.isError, true);
+      assert.equal(decisionOf(denied)?.code, 'DENIED');
+      assert.equal(r.calls.length, 1, 'neither the retry nor the denied call ran');
+      // Tools registered after the guard (and after connect) are guarded too.
+      r.server.registerTool('late', {}, async () => {
+        r.calls.push({ tool: 'late', args: {} });
+        throw new Error('late tool threw');
+      });
+      const late = await r.client.callTool({ name: 'late', arguments: {}, _meta: meta(`g-${order}-late`) });
+      assert.equal(decisionOf(late)?.code, 'OUTCOME_UNKNOWN');
+      assert.equal(pdp.executions.get(`Agent::"offboarding-agent-prod"/g-${order}-late`)?.state, 'unknown');
+    } finally {
+      await r.close();
+    }
+  });
+}
+
+test('outcomes: isError → rejected, throw → unknown, timeout → unknown (late answer recorded, not delivered), invalid input → rejected', { timeout: 20_000 }, async () => {
+  const r = await rig('before');
+  try {
+    const state = (id: string) => pdp.executions.get(`Agent::"offboarding-agent-prod"/${id}`)?.state;
+    const fail = await r.client.callTool({ name: 'fail', arguments: { text: 'x' }, _meta: meta('g-fail') });
+    assert.deepEqual(fail, { content: [{ type: 'text', text: 'no' }], isError: true });
+    assert.equal(state('g-fail'), 'rejected');
+
+    const boom = await r.client.callTool({ name: 'boom', arguments: { text: 'x' }, _meta: meta('g-boom') });
+    assert.equal(boom.isError, true);
+    const d = decisionOf(boom)!;
+    assert.equal(d.code, 'OUTCOME_UNKNOWN');
+    assert.equal(d.decision, 'allow');
+    assert.equal(d.execution_id, 'g-boom');
+    assert.equal(state('g-boom'), 'unknown');
+
+    const hang = await r.client.callTool({ name: 'hang', arguments: { text: 'x' }, _meta: meta('g-hang') });
+    assert.equal(decisionOf(hang)?.code, 'OUTCOME_UNKNOWN');
+    assert.equal(state('g-hang'), 'unknown');
+    const ex = pdp.executions.get('Agent::"offboarding-agent-prod"/g-hang')!;
+    assert.ok(await waitFor(() => ex.outcomes.length >= 2, 10_000), 'the late answer was posted');
+    assert.equal(ex.outcomes[1]!.status, 'committed');
+    assert.match(String(ex.outcomes[1]!.detail), /late answer/);
+    assert.equal(state('g-hang'), 'unknown', 'the late answer does not change the state');
+    assert.ok(r.logs.some((l) => l.includes('late answer for execution g-hang')));
+
+    // Input validation fails inside McpServer: the tool never ran → rejected.
+    const bad = await r.client.callTool({ name: 'echo', arguments: { text: 5 }, _meta: meta('g-bad') });
+    assert.equal(bad.isError, true);
+    assert.equal(state('g-bad'), 'rejected');
+    assert.equal(r.calls.filter((c) => c.tool === 'echo').length, 0);
+  } finally {
+    await r.close();
+  }
+});
+
+test('PDP down → PDP_UNAVAILABLE and the tool does not run; missing context → MISSING_CONTEXT; defaults', { timeout: 20_000 }, async () => {
+  const down = await rig('after', { pdpUrl: 'http://127.0.0.1:9' });
+  try {
+    const res = await down.client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: meta('g-down') });
+    assert.equal(res.isError, true);
+    assert.deepEqual(decisionOf(res), { code: 'PDP_UNAVAILABLE', reasons: [], obligations: [], execution_id: 'g-down' });
+    const none = await down.client.callTool({ name: 'echo', arguments: { text: 'x' } });
+    assert.equal(decisionOf(none)?.code, 'MISSING_CONTEXT');
+    assert.equal(down.calls.length, 0);
+  } finally {
+    await down.close();
+  }
+  const withDefaults = await rig('before', { defaults: envelope({ task_id: 'D-1' }) });
+  try {
+    const res = await withDefaults.client.callTool({ name: 'echo', arguments: { text: 'd' } });
+    assert.deepEqual(res.content, [{ type: 'text', text: 'echo:d' }]);
+    const body = JSON.parse(pdp.log.filter((e) => e.path === '/v1/decisions').at(-1)!.body);
+    assert.equal(body.envelope.task_id, 'D-1');
+    assert.match(body.execution_id, /^writ-proxy:/);
+  } finally {
+    await withDefaults.close();
+  }
+});
+
+test('guardMcpServer is callable once; a low-level tools/call handler installed later is guarded too', { timeout: 20_000 }, async () => {
+  const server = new McpServer({ name: 'low', version: '1.0.0' }, { capabilities: { tools: {} } });
+  const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
+  guardMcpServer(server, { pdp: client, server: 'inproc' });
+  assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc' }), /already guarded/);
+  let ran = 0;
+  server.server.removeRequestHandler('tools/call');
+  server.server.setRequestHandler(CallToolRequestSchema, async () => {
+    ran++;
+    return { content: [{ type: 'text', text: 'low' }] };
+  });
+  const [ct, st] = InMemoryTransport.createLinkedPair();
+  await server.connect(st);
+  const c = new Client({ name: 't', version: '1.0.0' });
+  await c.connect(ct);
+  try {
+    const denied = await c.callTool({ name: 'forbidden', arguments: {}, _meta: meta('g-low-deny') });
+    assert.equal(decisionOf(denied)?.code, 'DENIED');
+    assert.equal(ran, 0);
+    const ok = await c.callTool({ name: 'anything', arguments: {}, _meta: meta('g-low-ok') });
+    assert.deepEqual(ok.content, [{ type: 'text', text: 'low' }]);
+    assert.equal(ran, 1);
+    assert.equal(pdp.executions.get('Agent::"offboarding-agent-prod"/g-low-ok')?.state, 'committed');
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
