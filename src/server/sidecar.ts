@@ -371,7 +371,9 @@ export class Sidecar {
       }, { label });
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
-      throw await this.refuse(e, key, { actor, execution_id: executionId, attempted: fields.kind });
+      // The refused request is kept whole (a late "committed" after a timeout is evidence for a reconciler).
+      const { kind: _kind, actor: _actor, execution_id: _id, ...attempted } = fields;
+      throw await this.refuse(e, key, { actor, execution_id: executionId, attempted: { kind: fields.kind, ...attempted } });
     }
   }
 
