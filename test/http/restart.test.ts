@@ -1,0 +1,65 @@
+/**
+ * SIGTERM writes a checkpoint covering everything acknowledged, exits 0; a restart on the same data dir
+ * continues the chain, and a consistency proof from the checkpoint held before the restart to one after
+ * verifies (issue 3 "Done when", CONTRACT.md §1, §6).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { call, offboardingBody, startTestServer } from '../helpers/server.js';
+import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
+
+test('SIGTERM checkpoint, restart continuity, consistency across the restart', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'writ-restart-'));
+  try {
+    const s1 = await startTestServer({ dataDir });
+    const acked: Array<{ seq: number; hash: string }> = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await call(s1, 'POST', '/v1/decisions', {
+        token: s1.tokens.pep,
+        body: offboardingBody({ execution_id: `RS-${i}`, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+      });
+      assert.equal(r.status, 200, r.text);
+      acked.push(r.body.record);
+    }
+    const held = (await call(s1, 'GET', '/v1/ledger/checkpoint', { token: s1.tokens.auditor })).body;
+    assert.equal(await s1.stop({ keepData: true }), 0);
+
+    const s2 = await startTestServer({ dataDir });
+    try {
+      const a = s2.tokens.auditor;
+      const last = acked[acked.length - 1]!;
+      const shutdownCp = (await call(s2, 'GET', `/v1/ledger/records/${last.seq + 1}`, { token: a })).body;
+      assert.equal(shutdownCp.kind, 'checkpoint', 'the record after the last acknowledged one is the SIGTERM checkpoint');
+      assert.equal(shutdownCp.size, last.seq + 1);
+      for (const r of acked) assert.equal((await call(s2, 'GET', `/v1/ledger/records/${r.seq}`, { token: a })).body.hash, r.hash);
+      const more = await call(s2, 'POST', '/v1/decisions', {
+        token: s2.tokens.pep,
+        body: offboardingBody({ execution_id: 'RS-after', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+      });
+      assert.equal(more.status, 200);
+      const prev = (await call(s2, 'GET', `/v1/ledger/records/${more.body.record.seq - 1}`, { token: a })).body;
+      assert.equal((await call(s2, 'GET', `/v1/ledger/records/${more.body.record.seq}`, { token: a })).body.prev, prev.hash);
+      const now = (await call(s2, 'GET', '/v1/ledger/checkpoint', { token: a })).body;
+      const proof = (await call(s2, 'GET', `/v1/ledger/proofs/consistency?from=${held.size}&to=${now.size}`, { token: a })).body;
+      assert.ok(verifyConsistency(held.size, now.size, hashToBytes(held.root), hashToBytes(now.root), proof.path.map((h: string) => Buffer.from(h, 'hex'))));
+      // A restart does not reuse an execution id: the acknowledged invoking ones still refuse execute.
+      const again = await call(s2, 'POST', '/v1/decisions', {
+        token: s2.tokens.pep,
+        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+      });
+      assert.equal(again.status, 200, 'RS-0 was only proposed, so execute is fine');
+      const inflight = await call(s2, 'POST', '/v1/decisions', {
+        token: s2.tokens.pep,
+        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+      });
+      assert.equal(inflight.body.error.code, 'EXECUTION_IN_FLIGHT');
+    } finally {
+      await s2.stop({ keepData: true });
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
