@@ -1,0 +1,25 @@
+import { WritError } from '../errors.js';
+
+/**
+ * RFC 3339 → the string Cedar's `datetime()` accepts. Cedar takes only `YYYY-MM-DDThh:mm:ss`
+ * followed by `Z`, `.SSSZ`, `±hhmm` or `.SSS±hhmm`: exactly three fraction digits and an offset
+ * without a colon. RFC 3339 allows any number of fraction digits, lower-case `t`/`z` and `±hh:mm`.
+ * Fractions are truncated (not rounded) to milliseconds so a value never moves past the next
+ * second; sub-millisecond precision is below what Cedar can compare.
+ */
+const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+export function cedarDatetimeText(rfc3339: string): string {
+  const m = RFC3339.exec(rfc3339);
+  if (!m) throw new WritError('INVALID_REQUEST', `not an RFC 3339 timestamp with an offset: ${JSON.stringify(rfc3339)}`);
+  const [, date, time, fraction, zulu, sign, offHours, offMinutes] = m;
+  const millis = fraction === undefined ? '' : '.' + fraction.padEnd(3, '0').slice(0, 3);
+  const offset = zulu !== undefined ? 'Z' : `${sign}${offHours}${offMinutes}`;
+  return `${date}T${time}${millis}${offset}`;
+}
+
+/** A Cedar `datetime` extension value (JSON form) for an RFC 3339 string or a Date. */
+export function cedarDatetime(value: string | Date): { __extn: { fn: 'datetime'; arg: string } } {
+  const text = typeof value === 'string' ? value : value.toISOString();
+  return { __extn: { fn: 'datetime', arg: cedarDatetimeText(text) } };
+}

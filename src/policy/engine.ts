@@ -1,0 +1,287 @@
+/**
+ * The decision function of CONTRACT.md §2: the admitted envelope and the binding's Cedar view of the
+ * arguments become one Cedar request (principal = actor, action = `Action::"<server>/<tool>"`,
+ * resource = subject), evaluated once per valid approval and once without an approver, with
+ * `approval_required` derived from `@requires_approval` forbids.
+ *
+ * Fail closed: anything that goes wrong while deciding — a context that cannot be built, a request
+ * or entity that fails schema validation, an engine failure, or an evaluation error inside any policy
+ * — yields `deny` with `errors`, never `allow` (CONTRACT.md §4). Note that Cedar by itself would
+ * merely skip a policy whose condition errors, so a forbid that errors (e.g. on a missing attribute)
+ * would silently not apply; writ refuses to allow on such a partial evaluation.
+ */
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { WritError } from '../errors.js';
+import { sha256Hex } from '../util/canonical.js';
+import { type Uid, uidKey } from '../util/uid.js';
+import { cedarDatetime } from './datetime.js';
+import { type EntitySource, entitySlice, uidFromJson } from './entities.js';
+import type { PolicyBundle } from './load.js';
+import type { CedarValue } from '../binding/index.js';
+
+export interface ValidApproval {
+  approval_id: string;
+  approver: Uid;
+  approved_at: string;
+  expires_at: string;
+}
+
+export interface DecisionInput {
+  actor: Uid;
+  server: string;
+  tool: string;
+  subject: Uid;
+  /** The admitted §2 envelope as plain JSON (requester, task_id, purpose, execute_after?, …). */
+  envelope: Record<string, unknown>;
+  phase: 'propose' | 'execute';
+  binding: string;
+  /** The binding module's Cedar view of the arguments. */
+  cedarArguments: CedarValue;
+  now: Date;
+  /** Already filtered to valid ones by the caller; evaluated earliest approved_at first. */
+  approvals: ValidApproval[];
+  supersedes?: { execution_id: string; state: string; resolution?: 'committed' | 'absent' };
+  /** The trusted store. */
+  entities: EntitySource;
+}
+
+export interface DecisionOutcome {
+  decision: 'allow' | 'deny' | 'approval_required';
+  reasons: string[];
+  errors: Array<{ policy?: string; message: string }>;
+  obligations: Array<{ policy: string; approver_group: string }>;
+  /** The approval_id of the approval whose evaluation allowed. */
+  approval_used?: string;
+}
+
+type CedarEntityRef = { __entity: { type: string; id: string } };
+
+function entityRef(uid: Uid): CedarEntityRef {
+  return { __entity: { type: uid.type, id: uid.id } };
+}
+
+function requesterOf(envelope: Record<string, unknown>): Uid {
+  const uid = uidFromJson(envelope['requester']);
+  if (typeof uid === 'string') throw new WritError('INVALID_REQUEST', `envelope.requester: ${uid}`);
+  return uid;
+}
+
+function optionalString(envelope: Record<string, unknown>, field: string): string | undefined {
+  const value = envelope[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new WritError('INVALID_REQUEST', `envelope.${field}: expected a string`);
+  return value;
+}
+
+function requiredString(envelope: Record<string, unknown>, field: string): string {
+  const value = optionalString(envelope, field);
+  if (value === undefined) throw new WritError('INVALID_REQUEST', `envelope.${field}: required`);
+  return value;
+}
+
+/** Earliest approved_at first; approval_id breaks ties so the order never depends on input order. */
+function byApprovalTime(a: ValidApproval, b: ValidApproval): number {
+  const dt = Date.parse(a.approved_at) - Date.parse(b.approved_at);
+  if (dt !== 0 && !Number.isNaN(dt)) return dt;
+  return a.approval_id < b.approval_id ? -1 : a.approval_id > b.approval_id ? 1 : 0;
+}
+
+/**
+ * The hot path below avoids builtins that call back into JS (sort comparators, map, every): under
+ * Node 20's V8 a lazy deopt of such a frame around the cedar-wasm call intermittently aborted the
+ * process (Deoptimizer::DoComputeBuiltinContinuation, "unreachable code"). Plain loops avoid that
+ * frame kind altogether.
+ */
+function sortedByApprovalTime(approvals: ValidApproval[]): ValidApproval[] {
+  const out: ValidApproval[] = [];
+  for (const a of approvals) {
+    let i = out.length;
+    while (i > 0 && byApprovalTime(out[i - 1]!, a) > 0) i--;
+    out.splice(i, 0, a);
+  }
+  return out;
+}
+
+/** The Cedar context of CONTRACT.md §2 (pure; throws WritError on an envelope it cannot map). */
+export function buildCedarContext(input: DecisionInput, approver?: ValidApproval): Record<string, unknown> {
+  const env = input.envelope;
+  const evidence = env['evidence_refs'];
+  if (evidence !== undefined && evidence !== null) {
+    if (!Array.isArray(evidence)) throw new WritError('INVALID_REQUEST', 'envelope.evidence_refs: expected an array of strings');
+    for (const ref of evidence) {
+      if (typeof ref !== 'string') throw new WritError('INVALID_REQUEST', 'envelope.evidence_refs: expected an array of strings');
+    }
+  }
+  const approvals: Array<Record<string, unknown>> = [];
+  for (const a of sortedByApprovalTime(input.approvals)) {
+    approvals.push({ approver: entityRef(a.approver), approved_at: cedarDatetime(a.approved_at), expires_at: cedarDatetime(a.expires_at) });
+  }
+  const context: Record<string, unknown> = {
+    requester: entityRef(requesterOf(env)),
+    task_id: requiredString(env, 'task_id'),
+    purpose: requiredString(env, 'purpose'),
+    phase: input.phase,
+    server: input.server,
+    tool: input.tool,
+    binding: input.binding,
+    arguments: input.cedarArguments,
+    evidence_refs: (evidence as string[] | undefined | null) ?? [],
+    now: cedarDatetime(input.now),
+    approvals,
+  };
+  const executeAfter = optionalString(env, 'execute_after');
+  if (executeAfter !== undefined) context['execute_after'] = cedarDatetime(executeAfter);
+  const event = optionalString(env, 'authoritative_event');
+  if (event !== undefined) context['authoritative_event'] = event;
+  if (approver) context['approver'] = entityRef(approver.approver);
+  if (input.supersedes) {
+    const { execution_id, state, resolution } = input.supersedes;
+    context['supersedes'] = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
+  }
+  return context;
+}
+
+/** One Cedar evaluation, already reduced to what writ needs. */
+interface Evaluation {
+  /** Cedar allowed and nothing errored. */
+  allowed: boolean;
+  cedarDecision: 'allow' | 'deny' | 'failed';
+  /** Cedar's determining policies, in load order. */
+  determining: string[];
+  errors: Array<{ policy?: string; message: string }>;
+}
+
+/** Lives as long as the wasm module: preparsed sets are cached there under these ids. */
+let engineCounter = 0;
+
+export class PolicyEngine {
+  readonly policyVersion: string;
+  private readonly bundle: PolicyBundle;
+  private readonly fullSetId: string;
+  private readonly schemaName: string | undefined;
+  private readonly loadOrder: Map<string, number>;
+  /** Preparsed "full set minus these requires_approval forbids" ids, by excluded-id key. */
+  private readonly reducedSetIds = new Map<string, string>();
+
+  constructor(bundle: PolicyBundle) {
+    this.bundle = bundle;
+    this.policyVersion = bundle.policyVersion;
+    this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
+    // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
+    const prefix = `writ#${++engineCounter}:${bundle.policyVersion}`;
+    this.fullSetId = `${prefix}:full`;
+    this.preparse(this.fullSetId, bundle.policies);
+    if (bundle.schema !== undefined) {
+      this.schemaName = `${prefix}:schema`;
+      const result = cedar.preparseSchema(this.schemaName, bundle.schema);
+      if (result.type === 'failure') {
+        throw new WritError('POLICY_INVALID', `schema: ${result.errors.map((e) => e.message).join('; ')}`);
+      }
+    } else {
+      this.schemaName = undefined;
+    }
+  }
+
+  private preparse(setId: string, policies: Record<string, string>): void {
+    const result = cedar.preparsePolicySet(setId, { staticPolicies: policies });
+    if (result.type === 'failure') {
+      throw new WritError('POLICY_INVALID', result.errors.map((e) => e.message).join('; '), {
+        details: result.errors.map((e) => e.message),
+      });
+    }
+  }
+
+  private inLoadOrder(ids: string[]): string[] {
+    const out: string[] = [];
+    for (const id of ids) {
+      const rank = this.loadOrder.get(id) ?? 0;
+      let i = out.length;
+      while (i > 0 && (this.loadOrder.get(out[i - 1]!) ?? 0) > rank) i--;
+      out.splice(i, 0, id);
+    }
+    return out;
+  }
+
+  private evaluate(setId: string, input: DecisionInput, context: Record<string, unknown>, entities: unknown[]): Evaluation {
+    const call: cedar.StatefulAuthorizationCall = {
+      principal: { type: input.actor.type, id: input.actor.id },
+      action: { type: 'Action', id: `${input.server}/${input.tool}` },
+      resource: { type: input.subject.type, id: input.subject.id },
+      context: context as cedar.Context,
+      entities: entities as cedar.Entities,
+      preparsedPolicySetId: setId,
+    };
+    if (this.schemaName !== undefined) {
+      call.preparsedSchemaName = this.schemaName;
+      call.validateRequest = true;
+    }
+    const answer = cedar.statefulIsAuthorized(call);
+    const errors: Evaluation['errors'] = [];
+    if (answer.type === 'failure') {
+      for (const e of answer.errors) errors.push({ message: e.message });
+      return { allowed: false, cedarDecision: 'failed', determining: [], errors };
+    }
+    const { decision, diagnostics } = answer.response;
+    for (const e of diagnostics.errors) errors.push({ policy: e.policyId, message: e.error.message });
+    return { allowed: decision === 'allow' && errors.length === 0, cedarDecision: decision, determining: this.inLoadOrder(diagnostics.reason), errors };
+  }
+
+  /** The preparsed id of the full set without `excluded`; parsed on first use, then cached. */
+  private reducedSetId(excluded: string[]): string {
+    const key = JSON.stringify([...excluded].sort());
+    let setId = this.reducedSetIds.get(key);
+    if (setId === undefined) {
+      setId = `${this.fullSetId}-without:${sha256Hex(key)}`;
+      const drop = new Set(excluded);
+      const kept = Object.fromEntries(Object.entries(this.bundle.policies).filter(([id]) => !drop.has(id)));
+      this.preparse(setId, kept);
+      this.reducedSetIds.set(key, setId);
+    }
+    return setId;
+  }
+
+  /** Never throws for evaluation problems: every failure is a deny with `errors` (fail closed). */
+  decide(input: DecisionInput): DecisionOutcome {
+    try {
+      return this.decideOrThrow(input);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };
+    }
+  }
+
+  private decideOrThrow(input: DecisionInput): DecisionOutcome {
+    const approvals = sortedByApprovalTime(input.approvals);
+    const roots = [input.actor, input.subject, requesterOf(input.envelope)];
+    for (const a of approvals) roots.push(a.approver);
+    const entities = entitySlice(input.entities, roots);
+    const baseContext = buildCedarContext(input);
+
+    for (const approval of approvals) {
+      const withApprover = { ...baseContext, approver: entityRef(approval.approver) };
+      const result = this.evaluate(this.fullSetId, input, withApprover, entities);
+      if (result.allowed) {
+        return { decision: 'allow', reasons: result.determining, errors: [], obligations: [], approval_used: approval.approval_id };
+      }
+    }
+
+    const base = this.evaluate(this.fullSetId, input, baseContext, entities);
+    if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
+    // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that
+    // errored might have applied.
+    const reasons = base.cedarDecision === 'deny' ? base.determining : [];
+    if (base.errors.length > 0) return { decision: 'deny', reasons, errors: base.errors, obligations: [] };
+
+    const obligations: DecisionOutcome['obligations'] = [];
+    for (const policy of reasons) {
+      const group = this.bundle.info.get(policy)?.requiresApproval;
+      if (group === undefined) break;
+      obligations.push({ policy, approver_group: group });
+    }
+    if (reasons.length > 0 && obligations.length === reasons.length) {
+      const relaxed = this.evaluate(this.reducedSetId(reasons), input, baseContext, entities);
+      if (relaxed.allowed) return { decision: 'approval_required', reasons, errors: [], obligations };
+    }
+    return { decision: 'deny', reasons, errors: [], obligations: [] };
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Trusted entities as writ holds them, and the slice of them a single request needs.
+ * The store (seeded from `entities.json`, changed by admin updates) is the only source of entities:
+ * a request can never add or override one (CONTRACT.md §2).
+ */
+import { WritError } from '../errors.js';
+import { digestOf } from '../util/canonical.js';
+import { CEDAR_TYPE_NAME, type Uid, uidKey } from '../util/uid.js';
+
+/** One Cedar entity: attrs are Cedar JSON values (`__entity` / `__extn` tagged where needed). */
+export interface EntityJson {
+  uid: Uid;
+  attrs: Record<string, unknown>;
+  parents: Uid[];
+}
+
+/** Read access to the trusted entity store; `version` changes whenever any entity changes. */
+export interface EntitySource {
+  get(uidKey: string): EntityJson | undefined;
+  readonly version: string;
+}
+
+function compareUid(a: Uid, b: Uid): number {
+  if (a.type !== b.type) return a.type < b.type ? -1 : 1;
+  if (a.id !== b.id) return a.id < b.id ? -1 : 1;
+  return 0;
+}
+
+/**
+ * CONTRACT.md §2: `sha256:` + hex SHA-256 of JCS of `[{uid, attrs, parents}]` sorted by (type, id),
+ * each entity's parents sorted likewise.
+ */
+export function entitiesVersionOf(entities: EntityJson[]): string {
+  const canonical = [...entities]
+    .sort((a, b) => compareUid(a.uid, b.uid))
+    .map((e) => ({
+      uid: { type: e.uid.type, id: e.uid.id },
+      attrs: e.attrs,
+      parents: [...e.parents].sort(compareUid).map((p) => ({ type: p.type, id: p.id })),
+    }));
+  return digestOf('', canonical);
+}
+
+/** An immutable in-memory EntitySource (the seed file, `writ policy test`, tests). */
+export class StaticEntitySource implements EntitySource {
+  readonly version: string;
+  private readonly byKey: Map<string, EntityJson>;
+
+  constructor(entities: EntityJson[]) {
+    this.byKey = new Map(entities.map((e) => [uidKey(e.uid), e]));
+    this.version = entitiesVersionOf(entities);
+  }
+
+  get(key: string): EntityJson | undefined {
+    return this.byKey.get(key);
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Accepts `{type,id}` or Cedar's `{"__entity":{type,id}}`; returns `{type,id}` or a problem. */
+export function uidFromJson(value: unknown): Uid | string {
+  const inner = isPlainObject(value) && '__entity' in value ? value['__entity'] : value;
+  if (!isPlainObject(inner)) return 'expected {"type","id"}';
+  const keys = Object.keys(inner);
+  if (keys.length !== 2 || typeof inner['type'] !== 'string' || typeof inner['id'] !== 'string') {
+    return 'expected exactly {"type": string, "id": string}';
+  }
+  if (!CEDAR_TYPE_NAME.test(inner['type'])) return `not a Cedar type name: ${JSON.stringify(inner['type'])}`;
+  return { type: inner['type'], id: inner['id'] };
+}
+
+/**
+ * Shape-checks one entity in Cedar entity JSON (`{uid, attrs?, parents?}`) and normalizes uids to
+ * `{type,id}`. Cedar-level checks (attribute values, schema conformance) happen in load.ts.
+ * Returns the entity or a list of problems, each prefixed with `where`.
+ */
+export function entityFromJson(value: unknown, where: string): EntityJson | string[] {
+  if (!isPlainObject(value)) return [`${where}: expected an object {uid, attrs, parents}`];
+  const problems: string[] = [];
+  for (const key of Object.keys(value)) {
+    if (key !== 'uid' && key !== 'attrs' && key !== 'parents') problems.push(`${where}: unknown field "${key}"`);
+  }
+  const uid = uidFromJson(value['uid']);
+  if (typeof uid === 'string') problems.push(`${where}.uid: ${uid}`);
+  const attrs = value['attrs'] ?? {};
+  if (!isPlainObject(attrs)) problems.push(`${where}.attrs: expected an object`);
+  const rawParents = value['parents'] ?? [];
+  const parents: Uid[] = [];
+  if (!Array.isArray(rawParents)) problems.push(`${where}.parents: expected an array`);
+  else {
+    rawParents.forEach((p, i) => {
+      const parent = uidFromJson(p);
+      if (typeof parent === 'string') problems.push(`${where}.parents[${i}]: ${parent}`);
+      else parents.push(parent);
+    });
+  }
+  if (problems.length > 0 || typeof uid === 'string') return problems;
+  return { uid, attrs: attrs as Record<string, unknown>, parents };
+}
+
+/** Parses the text of an `entities.json`; duplicates and malformed entries → POLICY_INVALID. */
+export function parseEntitiesJson(text: string, file: string): EntityJson[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new WritError('POLICY_INVALID', `${file}: not JSON: ${(e as Error).message}`, { details: [`${file}: not JSON`] });
+  }
+  if (!Array.isArray(raw)) {
+    throw new WritError('POLICY_INVALID', `${file}: expected an array of entities`, { details: [`${file}: expected an array`] });
+  }
+  const problems: string[] = [];
+  const entities: EntityJson[] = [];
+  const seen = new Set<string>();
+  raw.forEach((item, i) => {
+    const parsed = entityFromJson(item, `${file}[${i}]`);
+    if (Array.isArray(parsed)) {
+      problems.push(...parsed);
+      return;
+    }
+    const key = uidKey(parsed.uid);
+    if (seen.has(key)) problems.push(`${file}[${i}]: duplicate entity ${key}`);
+    seen.add(key);
+    entities.push(parsed);
+  });
+  if (problems.length > 0) {
+    throw new WritError('POLICY_INVALID', `${file}: ${problems[0]}${problems.length > 1 ? ` (+${problems.length - 1} more)` : ''}`, {
+      details: problems,
+    });
+  }
+  return entities;
+}
+
+/**
+ * The entities one request needs: the given roots (principal, resource, requester, approvers) and
+ * all their transitive ancestors, each once. Roots missing from the store are simply absent (Cedar
+ * then errors on attribute access, which the engine turns into a deny). Converting entities into
+ * Cedar is the expensive part of an evaluation, so only this slice is handed over.
+ */
+export function entitySlice(source: EntitySource, roots: Uid[]): EntityJson[] {
+  const out: EntityJson[] = [];
+  const seen = new Set<string>();
+  const pending: string[] = [];
+  for (const root of roots) pending.push(uidKey(root));
+  while (pending.length > 0) {
+    const key = pending.pop()!;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const entity = source.get(key);
+    if (!entity) continue;
+    out.push(entity);
+    for (const parent of entity.parents) pending.push(uidKey(parent));
+  }
+  return out;
+}

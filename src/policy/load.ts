@@ -1,0 +1,238 @@
+/**
+ * Loading a policy directory into an immutable PolicyBundle: every `*.cedar` file (recursive,
+ * excluding the top-level `tests/`), an optional Cedar schema and `entities.json`. Everything that
+ * can be wrong with a directory is found here, once, so the engine never meets a malformed set.
+ */
+import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { WritError } from '../errors.js';
+import { digestOf } from '../util/canonical.js';
+import { parseUidKey, uidKey } from '../util/uid.js';
+import { type EntityJson, entitiesVersionOf, parseEntitiesJson } from './entities.js';
+
+export { entitiesVersionOf } from './entities.js';
+export type { EntityJson, EntitySource } from './entities.js';
+
+/** What the engine needs to know about one policy beyond its text. */
+export interface PolicyInfo {
+  id: string;
+  file: string;
+  /** 0-based position within its file. */
+  index: number;
+  effect: 'permit' | 'forbid';
+  /** The approver group uid key (`Role::"hr"`) from `@requires_approval`, forbids only. */
+  requiresApproval?: string;
+}
+
+export interface PolicyBundle {
+  dir: string;
+  policyVersion: string;
+  /** Policy ids in load order (file path order, then position in file). */
+  ids: string[];
+  /** `[relative path, text]` of every .cedar and schema file, sorted by path. */
+  files: Array<[string, string]>;
+  /** The schema file's text (Cedar syntax, or JSON for `*.cedarschema.json`). */
+  schemaText?: string;
+  /** `<dir>/entities.json`, [] if absent. */
+  seedEntities: EntityJson[];
+  /** Policy text by id, as handed to Cedar (`staticPolicies`). */
+  policies: Record<string, string>;
+  info: Map<string, PolicyInfo>;
+  /** The schema in the form Cedar takes (text, or parsed JSON). */
+  schema?: cedar.Schema;
+}
+
+/** CONTRACT.md §2: `sha256:` + hex SHA-256 of JCS of `[[relative path, file text], …]` sorted by path. */
+export function policyVersionOf(files: Array<[relPath: string, text: string]>): string {
+  const sorted = [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return digestOf('', sorted.map(([path, text]) => [path, text]));
+}
+
+const SCHEMA_SUFFIXES = ['.cedarschema.json', '.cedarschema'];
+
+function isSchemaFile(name: string): boolean {
+  return SCHEMA_SUFFIXES.some((s) => name.endsWith(s));
+}
+
+/** Relative POSIX paths of policy and schema files under dir, skipping the top-level tests/. */
+export function listSourceFiles(dir: string, rel = ''): string[] {
+  const out: string[] = [];
+  const entries = readdirSync(join(dir, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const entry of entries) {
+    const relPath = rel === '' ? entry.name : `${rel}/${entry.name}`;
+    if (entry.isDirectory()) {
+      if (rel === '' && entry.name === 'tests') continue;
+      out.push(...listSourceFiles(dir, relPath));
+    } else if (entry.isFile() && (entry.name.endsWith('.cedar') || isSchemaFile(entry.name))) {
+      out.push(relPath);
+    }
+  }
+  return out;
+}
+
+/** `file:line:col` for a character offset, so a parse error points at the source. */
+function locate(file: string, text: string, offset: number | undefined): string {
+  if (offset === undefined) return file;
+  const before = text.slice(0, offset).split('\n');
+  return `${file}:${before.length}:${before[before.length - 1]!.length + 1}`;
+}
+
+function describe(errors: cedar.DetailedError[], file: string, text?: string): string[] {
+  return errors.map((e) => {
+    const where = text === undefined ? file : locate(file, text, e.sourceLocations?.[0]?.start);
+    return `${where}: ${e.message}${e.help ? ` (${e.help})` : ''}`;
+  });
+}
+
+function invalid(problems: string[]): never {
+  const more = problems.length > 1 ? ` (+${problems.length - 1} more)` : '';
+  throw new WritError('POLICY_INVALID', `${problems[0]}${more}`, { details: problems });
+}
+
+/**
+ * `policySetTextToParts` returns policies sorted by their auto-assigned ids `policy0`, `policy1`, …
+ * as strings (so `policy10` precedes `policy2`). This maps that order back to source positions.
+ */
+function sourceIndexOrder(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => `policy${i}`)
+    .sort()
+    .map((id) => Number(id.slice('policy'.length)));
+}
+
+interface ParsedPolicy extends PolicyInfo {
+  text: string;
+}
+
+function parsePolicyFile(file: string, text: string, problems: string[]): ParsedPolicy[] {
+  const parts = cedar.policySetTextToParts(text);
+  if (parts.type === 'failure') {
+    problems.push(...describe(parts.errors, file, text));
+    return [];
+  }
+  if (parts.policy_templates.length > 0) {
+    problems.push(`${file}: templates (policies with ?principal/?resource slots) are not supported`);
+    return [];
+  }
+  const order = sourceIndexOrder(parts.policies.length);
+  const parsed: ParsedPolicy[] = [];
+  parts.policies.forEach((policyText, k) => {
+    const index = order[k]!;
+    const json = cedar.policyToJson(policyText);
+    if (json.type === 'failure') {
+      problems.push(...describe(json.errors, `${file}#${index}`));
+      return;
+    }
+    const annotations = json.json.annotations ?? {};
+    const annotatedId = annotations['id'];
+    if (annotatedId === null) problems.push(`${file}#${index}: @id needs a value`);
+    const id = typeof annotatedId === 'string' ? annotatedId : `${file}#${index}`;
+    const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText };
+    if ('requires_approval' in annotations) {
+      const group = annotations['requires_approval'];
+      const uid = typeof group === 'string' ? parseUidKey(group) : undefined;
+      if (json.json.effect !== 'forbid') problems.push(`${id}: @requires_approval is only meaningful on a forbid`);
+      else if (!uid) problems.push(`${id}: @requires_approval needs an entity uid like "Role::\\"hr\\"", got ${JSON.stringify(group)}`);
+      else policy.requiresApproval = uidKey(uid);
+    }
+    parsed.push(policy);
+  });
+  return parsed.sort((a, b) => a.index - b.index);
+}
+
+function readSchema(file: string, text: string, problems: string[]): cedar.Schema | undefined {
+  let schema: cedar.Schema = text;
+  if (file.endsWith('.json')) {
+    try {
+      schema = JSON.parse(text) as cedar.Schema;
+    } catch (e) {
+      problems.push(`${file}: not JSON: ${(e as Error).message}`);
+      return undefined;
+    }
+  }
+  const check = cedar.checkParseSchema(schema);
+  if (check.type === 'failure') {
+    problems.push(...describe(check.errors, file, typeof schema === 'string' ? text : undefined));
+    return undefined;
+  }
+  return schema;
+}
+
+/**
+ * Reads every *.cedar (recursive, excluding tests/), an optional Cedar schema (`*.cedarschema`, or
+ * `*.cedarschema.json`), entities.json. Parse errors, duplicate @id, strict schema validation
+ * failures, bad @requires_approval values, bad entities.json → WritError('POLICY_INVALID', msg,
+ * {details: [...]}).
+ */
+export function loadPolicyDir(dir: string): PolicyBundle {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) invalid([`${dir}: not a directory`]);
+  const relPaths = listSourceFiles(dir);
+  const files: Array<[string, string]> = relPaths.map((rel) => [rel, readFileSync(join(dir, rel), 'utf8')]);
+  const problems: string[] = [];
+
+  const schemaFiles = files.filter(([rel]) => isSchemaFile(rel));
+  if (schemaFiles.length > 1) problems.push(`more than one schema file: ${schemaFiles.map(([rel]) => rel).join(', ')}`);
+  const schemaFile = schemaFiles[0];
+  const schema = schemaFile ? readSchema(schemaFile[0], schemaFile[1], problems) : undefined;
+
+  const parsed = files.filter(([rel]) => rel.endsWith('.cedar')).flatMap(([rel, text]) => parsePolicyFile(rel, text, problems));
+  const info = new Map<string, PolicyInfo>();
+  const policies: Record<string, string> = {};
+  for (const p of parsed) {
+    const previous = info.get(p.id);
+    if (previous) {
+      problems.push(`duplicate policy id "${p.id}" (${previous.file}#${previous.index} and ${p.file}#${p.index})`);
+      continue;
+    }
+    const { text, ...policyInfo } = p;
+    info.set(p.id, policyInfo);
+    policies[p.id] = text;
+  }
+
+  if (schema !== undefined && problems.length === 0) {
+    const result = cedar.validate({ schema, policies: { staticPolicies: policies }, validationSettings: { mode: 'strict' } });
+    if (result.type === 'failure') problems.push(...describe(result.errors, schemaFile![0]));
+    else for (const v of result.validationErrors) problems.push(`${v.policyId}: ${v.error.message}`);
+  }
+
+  let seedEntities: EntityJson[] = [];
+  const entitiesPath = join(dir, 'entities.json');
+  if (existsSync(entitiesPath)) {
+    try {
+      seedEntities = parseEntitiesJson(readFileSync(entitiesPath, 'utf8'), 'entities.json');
+      const check = cedar.checkParseEntities({ entities: seedEntities as cedar.EntityJson[], schema: schema ?? null });
+      if (check.type === 'failure') problems.push(...describe(check.errors, 'entities.json'));
+    } catch (e) {
+      if (!(e instanceof WritError)) throw e;
+      problems.push(...((e.details as string[] | undefined) ?? [e.message]));
+    }
+  }
+
+  if (problems.length > 0) invalid(problems);
+  const bundle: PolicyBundle = {
+    dir,
+    policyVersion: policyVersionOf(files),
+    ids: [...info.keys()],
+    files,
+    seedEntities,
+    policies,
+    info,
+  };
+  if (schemaFile) bundle.schemaText = schemaFile[1];
+  if (schema !== undefined) bundle.schema = schema;
+  return bundle;
+}
+
+/**
+ * Validates one entity (uid, attrs, parents) against the bundle's schema if there is one → WritError
+ * INVALID_REQUEST with a message. Without a schema it still checks that Cedar can represent the
+ * entity (no nulls, no floats), since such an entity would make every request that touches it fail.
+ * Used by the admin PUT /v1/entities route.
+ */
+export function validateEntity(bundle: PolicyBundle, entity: EntityJson): void {
+  const check = cedar.checkParseEntities({ entities: [entity as cedar.EntityJson], schema: bundle.schema ?? null });
+  if (check.type === 'failure') {
+    throw new WritError('INVALID_REQUEST', `entity ${uidKey(entity.uid)}: ${check.errors.map((e) => e.message).join('; ')}`);
+  }
+}
+

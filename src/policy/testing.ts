@@ -1,0 +1,198 @@
+/**
+ * The functional core of `writ policy test` (CONTRACT.md §8): every `<dir>/tests/**\/*.json` holds
+ * `[{name, now, request, approvals?, expect: {decision, reasons?}}]`; each case is decided by the
+ * same PolicyEngine the server uses, over the seed entities of `<dir>/entities.json`, with the
+ * arguments admitted and bound exactly as the server does (writ-bind/1).
+ */
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { admitValue, bindCall, parseLossless, toPlain, type LosslessValue } from '../binding/index.js';
+import { isWritError, WritError } from '../errors.js';
+import type { Uid } from '../util/uid.js';
+import { cedarDatetimeText } from './datetime.js';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidApproval } from './engine.js';
+import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.js';
+import type { PolicyBundle } from './load.js';
+
+export interface CaseResult {
+  file: string;
+  name: string;
+  passed: boolean;
+  expected: { decision: string; reasons?: string[] };
+  /** The engine's outcome, absent when the case could not be run (see `problem`). */
+  got?: DecisionOutcome;
+  problem?: string;
+}
+
+export interface TestRun {
+  results: CaseResult[];
+  passed: number;
+  failed: number;
+  /** Policies that were a reason of at least one outcome. */
+  determining: string[];
+  /** Policy ids (load order) that never were. */
+  neverDetermining: string[];
+}
+
+type Obj = Record<string, LosslessValue>;
+
+function isObj(v: LosslessValue | undefined): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+}
+
+function caseError(message: string): never {
+  throw new WritError('INVALID_REQUEST', message);
+}
+
+/** Test files under `<dir>/tests`, recursively, sorted by relative path. */
+export function listTestFiles(dir: string): string[] {
+  const root = join(dir, 'tests');
+  if (!existsSync(root)) return [];
+  const walk = (rel: string): string[] =>
+    readdirSync(join(root, rel), { withFileTypes: true })
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .flatMap((e) => {
+        const relPath = rel === '' ? e.name : `${rel}/${e.name}`;
+        if (e.isDirectory()) return walk(relPath);
+        return e.isFile() && e.name.endsWith('.json') ? [`tests/${relPath}`] : [];
+      });
+  return walk('');
+}
+
+function uidAt(value: LosslessValue | undefined, where: string): Uid {
+  const uid = uidFromJson(value === undefined ? undefined : toPlain(value));
+  if (typeof uid === 'string') caseError(`${where}: ${uid}`);
+  return uid;
+}
+
+function timestampAt(value: LosslessValue | undefined, where: string): string {
+  if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) caseError(`${where}: expected an RFC 3339 timestamp`);
+  cedarDatetimeText(value);
+  return value;
+}
+
+/** Turns one case into the DecisionInput the server would build, approvals filtered to valid ones. */
+function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
+  const nowText = timestampAt(testCase['now'], 'now');
+  const now = new Date(nowText);
+  const request = testCase['request'];
+  if (!isObj(request)) caseError('request: expected a decision body object');
+  const phase = request['phase'];
+  if (phase !== 'propose' && phase !== 'execute') caseError('request.phase: expected "propose" or "execute"');
+  const envelope = request['envelope'];
+  if (!isObj(envelope)) caseError('request.envelope: expected an object');
+  const action = request['action'];
+  if (!isObj(action)) caseError('request.action: expected an object');
+  const { server, tool, arguments: args } = action;
+  if (typeof server !== 'string' || typeof tool !== 'string') caseError('request.action: server and tool must be strings');
+  if (!isObj(args)) caseError('request.action.arguments: expected an object');
+  const bound = bindCall(server, tool, admitValue(args, '/action/arguments'));
+
+  const rawApprovals = testCase['approvals'] ?? [];
+  if (!Array.isArray(rawApprovals)) caseError('approvals: expected an array');
+  const approvals: ValidApproval[] = [];
+  rawApprovals.forEach((a, i) => {
+    if (!isObj(a)) caseError(`approvals[${i}]: expected an object`);
+    const approval: ValidApproval = {
+      approval_id: `${name}#approval-${i}`,
+      approver: uidAt(a['approver'], `approvals[${i}].approver`),
+      approved_at: a['approved_at'] === undefined ? nowText : timestampAt(a['approved_at'], `approvals[${i}].approved_at`),
+      expires_at: timestampAt(a['expires_at'], `approvals[${i}].expires_at`),
+    };
+    // An approval stops counting at its expiry instant, as in the server.
+    if (Date.parse(approval.expires_at) > now.getTime()) approvals.push(approval);
+  });
+
+  const input: DecisionInput = {
+    actor: uidAt(envelope['actor'], 'request.envelope.actor'),
+    subject: uidAt(envelope['subject'], 'request.envelope.subject'),
+    server,
+    tool,
+    envelope: toPlain(envelope) as Record<string, unknown>,
+    phase,
+    binding: bound.binding,
+    cedarArguments: bound.cedar,
+    now,
+    approvals,
+    entities,
+  };
+  uidAt(envelope['requester'], 'request.envelope.requester');
+  // Extension for policies that read context.supersedes: the state the server would look up.
+  const supersedes = testCase['supersedes'];
+  if (supersedes !== undefined) input.supersedes = toPlain(supersedes) as NonNullable<DecisionInput['supersedes']>;
+  return input;
+}
+
+function expectationOf(testCase: Obj): CaseResult['expected'] {
+  const expect = testCase['expect'];
+  if (!isObj(expect)) caseError('expect: expected {decision, reasons?}');
+  const decision = expect['decision'];
+  if (decision !== 'allow' && decision !== 'deny' && decision !== 'approval_required') {
+    caseError('expect.decision: expected allow, deny or approval_required');
+  }
+  const reasons = expect['reasons'];
+  if (reasons === undefined) return { decision };
+  if (!Array.isArray(reasons) || reasons.some((r) => typeof r !== 'string')) caseError('expect.reasons: expected an array of policy ids');
+  return { decision, reasons: reasons as string[] };
+}
+
+function sameSet(a: string[], b: string[]): boolean {
+  const sa = new Set(a);
+  const sb = new Set(b);
+  return sa.size === sb.size && [...sa].every((x) => sb.has(x));
+}
+
+function messageOf(e: unknown): string {
+  return isWritError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+}
+
+/** Runs every case of every test file of the bundle's directory. Never throws for a bad case. */
+export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new PolicyEngine(bundle)): TestRun {
+  const entities = new StaticEntitySource(bundle.seedEntities);
+  const results: CaseResult[] = [];
+  for (const file of listTestFiles(bundle.dir)) {
+    let cases: LosslessValue;
+    try {
+      cases = parseLossless(readFileSync(join(bundle.dir, file), 'utf8'));
+      if (!Array.isArray(cases)) caseError('expected an array of test cases');
+    } catch (e) {
+      results.push({ file, name: file, passed: false, expected: { decision: '?' }, problem: `unreadable test file: ${messageOf(e)}` });
+      continue;
+    }
+    cases.forEach((testCase, i) => {
+      const name = isObj(testCase) && typeof testCase['name'] === 'string' ? testCase['name'] : `${file}[${i}]`;
+      let expected: CaseResult['expected'] = { decision: '?' };
+      try {
+        if (!isObj(testCase)) caseError('expected a test case object');
+        expected = expectationOf(testCase);
+        const got = engine.decide(decisionInputOf(testCase, name, entities));
+        const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
+        results.push({ file, name, passed, expected, got });
+      } catch (e) {
+        results.push({ file, name, passed: false, expected, problem: messageOf(e) });
+      }
+    });
+  }
+  const determining = new Set(results.flatMap((r) => r.got?.reasons ?? []));
+  const passed = results.filter((r) => r.passed).length;
+  return {
+    results,
+    passed,
+    failed: results.length - passed,
+    determining: bundle.ids.filter((id) => determining.has(id)),
+    neverDetermining: bundle.ids.filter((id) => !determining.has(id)),
+  };
+}
+
+function describeOutcome(decision: string, reasons?: string[]): string {
+  return reasons === undefined ? decision : `${decision} [${reasons.join(', ')}]`;
+}
+
+/** `PASS name` or `FAIL name: expected … got …`. */
+export function caseLine(result: CaseResult): string {
+  if (result.passed) return `PASS ${result.name}`;
+  if (result.problem !== undefined) return `FAIL ${result.name}: ${result.problem}`;
+  const got = result.got!;
+  const errors = got.errors.length > 0 ? ` errors: ${got.errors.map((e) => (e.policy ? `${e.policy}: ` : '') + e.message).join('; ')}` : '';
+  return `FAIL ${result.name}: expected ${describeOutcome(result.expected.decision, result.expected.reasons)} got ${describeOutcome(got.decision, got.reasons)}${errors}`;
+}

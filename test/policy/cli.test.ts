@@ -1,0 +1,168 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BUNDLED_DIR, tempPolicyDir, WRIT_BIN } from './helpers.js';
+
+function writ(...args: string[]): { status: number | null; stdout: string; stderr: string; lines: string[] } {
+  const r = spawnSync(process.execPath, [WRIT_BIN, 'policy', ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, lines: r.stdout.trimEnd().split('\n') };
+}
+
+const STORY_ENTITIES = JSON.stringify([
+  { uid: { type: 'Agent', id: 'a' }, attrs: {}, parents: [] },
+  { uid: { type: 'Doc', id: 'd' }, attrs: {}, parents: [] },
+  { uid: { type: 'User', id: 'u' }, attrs: {}, parents: [] },
+]);
+
+function request(tool: string): unknown {
+  return {
+    execution_id: 'X-1',
+    phase: 'propose',
+    envelope: {
+      task_id: 'T',
+      purpose: 'p',
+      requester: { type: 'User', id: 'u' },
+      actor: { type: 'Agent', id: 'a' },
+      subject: { type: 'Doc', id: 'd' },
+    },
+    action: { server: 's', tool, arguments: { amount: 1.5 } },
+  };
+}
+
+test('writ policy test passes on the bundled policies, one line per case, final summary line', () => {
+  const r = writ('test', '--dir', BUNDLED_DIR);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const summary = r.lines.at(-1)!;
+  assert.match(summary, /^(\d+) passed, 0 failed$/);
+  const passed = Number(summary.split(' ')[0]);
+  assert.ok(passed >= 10);
+  assert.equal(r.lines.length, passed + 1);
+  assert.ok(r.lines.slice(0, -1).every((l) => l.startsWith('PASS ')));
+});
+
+test('a failing case prints FAIL with expected and got, and exits 1', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': '@id("read") permit(principal, action == Action::"s/read", resource) when { context.arguments.amount.greaterThan(decimal("1.0")) };',
+    'entities.json': STORY_ENTITIES,
+    'tests/cases.json': JSON.stringify([
+      { name: 'reads are allowed', now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow', reasons: ['read'] } },
+      { name: 'writes are allowed (wrong)', now: '2026-01-01T00:00:00Z', request: request('write'), expect: { decision: 'allow' } },
+      { name: 'malformed case', now: 'yesterday', request: request('read'), expect: { decision: 'allow' } },
+    ]),
+  });
+  try {
+    const r = writ('test', '--dir', dir, '--coverage');
+    assert.equal(r.status, 1);
+    assert.equal(r.lines[0], 'PASS reads are allowed');
+    assert.equal(r.lines[1], 'FAIL writes are allowed (wrong): expected allow got deny []');
+    assert.match(r.lines[2]!, /^FAIL malformed case: INVALID_REQUEST: now: /);
+    assert.equal(r.lines.at(-1), '1 passed, 2 failed');
+  } finally {
+    cleanup();
+  }
+});
+
+test('--coverage lists the policies that never determined a case', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': '@id("read") permit(principal, action == Action::"s/read", resource);\n@id("never") forbid(principal, action, resource) when { false };',
+    'entities.json': STORY_ENTITIES,
+    'tests/a/b.json': JSON.stringify([{ name: 'read', now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow' } }]),
+  });
+  try {
+    const r = writ('test', '--dir', dir, '--coverage');
+    assert.equal(r.status, 0);
+    assert.ok(r.lines.includes('never determining: never'), r.stdout);
+    assert.ok(!r.lines.includes('never determining: read'));
+    assert.equal(r.lines.at(-1), '1 passed, 0 failed');
+    const json = writ('test', '--dir', dir, '--coverage', '--json');
+    const parsed = JSON.parse(json.stdout);
+    assert.equal(parsed.passed, 1);
+    assert.deepEqual(parsed.never_determining, ['never']);
+    assert.equal(parsed.cases[0].got.decision, 'allow');
+  } finally {
+    cleanup();
+  }
+});
+
+test('approvals in a test case count unless expired; approved_at defaults to now', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': [
+      '@id("ok") permit(principal, action, resource);',
+      '@id("needs-u") @requires_approval("User::\\"u\\"") forbid(principal, action, resource) unless { context has approver && context.approver == User::"u" };',
+    ].join('\n'),
+    'entities.json': STORY_ENTITIES,
+    'tests/t.json': JSON.stringify([
+      { name: 'none', now: '2026-01-01T00:00:00Z', request: request('x'), expect: { decision: 'approval_required', reasons: ['needs-u'] } },
+      {
+        name: 'valid',
+        now: '2026-01-01T00:00:00Z',
+        request: request('x'),
+        approvals: [{ approver: { type: 'User', id: 'u' }, expires_at: '2026-01-01T00:00:01Z' }],
+        expect: { decision: 'allow', reasons: ['ok'] },
+      },
+      {
+        name: 'expired',
+        now: '2026-01-01T00:00:00Z',
+        request: request('x'),
+        approvals: [{ approver: { type: 'User', id: 'u' }, approved_at: '2025-12-31T00:00:00Z', expires_at: '2026-01-01T00:00:00Z' }],
+        expect: { decision: 'approval_required' },
+      },
+    ]),
+  });
+  try {
+    const r = writ('test', '--dir', dir);
+    assert.equal(r.status, 0, r.stdout);
+    assert.equal(r.lines.at(-1), '3 passed, 0 failed');
+  } finally {
+    cleanup();
+  }
+});
+
+test('validate: exit 0 on the bundled policies, exit 1 with the problem on a broken dir', () => {
+  const ok = writ('validate', '--dir', BUNDLED_DIR);
+  assert.equal(ok.status, 0);
+  assert.match(ok.stdout, /policy_version sha256:[0-9a-f]{64}/);
+  const { dir, cleanup } = tempPolicyDir({ 'broken.cedar': 'permit(principal, action, resource' });
+  try {
+    const bad = writ('validate', '--dir', dir);
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /broken\.cedar:1:\d+/);
+    const json = writ('validate', '--dir', dir, '--json');
+    assert.equal(json.status, 1);
+    assert.equal(JSON.parse(json.stdout).error.code, 'POLICY_INVALID');
+    assert.equal(writ('test', '--dir', dir).status, 1);
+  } finally {
+    cleanup();
+  }
+});
+
+test('fmt --check exits 1 without touching files; fmt rewrites; the bundled dir is formatted', () => {
+  const bundled = writ('fmt', '--check', '--dir', BUNDLED_DIR);
+  assert.equal(bundled.status, 0, bundled.stdout + bundled.stderr);
+  const messy = 'permit(principal,action,resource) when {1==1};';
+  const { dir, cleanup } = tempPolicyDir({ 'm.cedar': messy });
+  try {
+    const check = writ('fmt', '--check', '--dir', dir);
+    assert.equal(check.status, 1, check.stdout + check.stderr);
+    assert.match(check.stdout, /would reformat m\.cedar/);
+    assert.equal(readFileSync(join(dir, 'm.cedar'), 'utf8'), messy);
+    const rewrite = writ('fmt', '--dir', dir);
+    assert.equal(rewrite.status, 0, rewrite.stdout + rewrite.stderr);
+    assert.notEqual(readFileSync(join(dir, 'm.cedar'), 'utf8'), messy);
+    const again = writ('fmt', '--check', '--dir', dir);
+    assert.equal(again.status, 0, again.stdout + again.stderr);
+  } finally {
+    cleanup();
+  }
+});
+
+test('usage errors exit 2; --help exits 0', () => {
+  assert.equal(writ('frobnicate').status, 2);
+  assert.equal(writ().status, 2);
+  assert.equal(writ('test', '--nope').status, 2);
+  const help = writ('--help');
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /validate/);
+});

@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cedarDatetime, cedarDatetimeText } from '../../src/policy/datetime.js';
+import { WritError } from '../../src/errors.js';
+
+test('RFC 3339 offsets become Cedar ±hhmm, Z stays Z', () => {
+  assert.equal(cedarDatetimeText('2026-08-24T17:00:00+07:00'), '2026-08-24T17:00:00+0700');
+  assert.equal(cedarDatetimeText('2026-08-24T17:00:00-03:30'), '2026-08-24T17:00:00-0330');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00Z'), '2026-08-24T10:00:00Z');
+  assert.equal(cedarDatetimeText('2026-08-24t10:00:00z'), '2026-08-24T10:00:00Z');
+});
+
+test('fractions of any length become exactly three digits, truncated', () => {
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.5Z'), '2026-08-24T10:00:00.500Z');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.12+07:00'), '2026-08-24T10:00:00.120+0700');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.123Z'), '2026-08-24T10:00:00.123Z');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.999999999-01:00'), '2026-08-24T10:00:00.999-0100');
+});
+
+test('a Date becomes a UTC datetime with milliseconds', () => {
+  assert.deepEqual(cedarDatetime(new Date(Date.UTC(2026, 7, 24, 10, 0, 0, 7))), {
+    __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00.007Z' },
+  });
+});
+
+test('timestamps without an offset or out of shape are refused', () => {
+  for (const bad of ['2026-08-24T10:00:00', '2026-08-24', '2026-08-24T10:00Z', '2026-08-24T10:00:00+0700', '']) {
+    assert.throws(() => cedarDatetimeText(bad), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST', bad);
+  }
+});

@@ -1,0 +1,48 @@
+/** Temp policy directories for the policy tests; each test removes its own. */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DecisionInput } from '../../src/policy/engine.js';
+import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
+
+export const BUNDLED_DIR = fileURLToPath(new URL('../../../policies', import.meta.url));
+export const WRIT_BIN = fileURLToPath(new URL('../../../bin/writ', import.meta.url));
+
+/** Writes `files` (relative path → text) into a fresh temp dir and returns it with its cleanup. */
+export function tempPolicyDir(files: Record<string, string>): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-policy-test-'));
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, rel)), { recursive: true });
+    writeFileSync(join(dir, rel), text);
+  }
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export const ENTITIES: EntityJson[] = [
+  { uid: { type: 'Role', id: 'hr' }, attrs: {}, parents: [] },
+  { uid: { type: 'Role', id: 'legal' }, attrs: {}, parents: [] },
+  { uid: { type: 'User', id: 'alice' }, attrs: {}, parents: [{ type: 'Role', id: 'hr' }] },
+  { uid: { type: 'User', id: 'bob' }, attrs: {}, parents: [{ type: 'Role', id: 'legal' }] },
+  { uid: { type: 'User', id: 'req' }, attrs: {}, parents: [] },
+  { uid: { type: 'Agent', id: 'a1' }, attrs: { trusted: true }, parents: [] },
+  { uid: { type: 'Doc', id: 'd1' }, attrs: { secret: false }, parents: [] },
+];
+
+/** A decision input on Agent::"a1" / tool s/t / Doc::"d1" requested by User::"req". */
+export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
+  return {
+    actor: { type: 'Agent', id: 'a1' },
+    server: 's',
+    tool: 't',
+    subject: { type: 'Doc', id: 'd1' },
+    envelope: { task_id: 'T-1', purpose: 'testing', requester: { type: 'User', id: 'req' } },
+    phase: 'propose',
+    binding: 'writ-bind/1:sha256:' + '0'.repeat(64),
+    cedarArguments: { n: 1 },
+    now: new Date('2026-08-24T10:00:00Z'),
+    approvals: [],
+    entities: new StaticEntitySource(ENTITIES),
+    ...overrides,
+  };
+}

@@ -1,0 +1,206 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { WritError } from '../../src/errors.js';
+import { entitiesVersionOf, loadPolicyDir, policyVersionOf, validateEntity } from '../../src/policy/load.js';
+import { BUNDLED_DIR, tempPolicyDir } from './helpers.js';
+
+const PERMIT = 'permit(principal, action, resource);';
+
+function policyInvalid(fn: () => unknown, detail: RegExp): void {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(e instanceof WritError);
+    assert.equal(e.code, 'POLICY_INVALID');
+    assert.ok(Array.isArray(e.details), 'details is a list');
+    assert.ok((e.details as string[]).some((d) => detail.test(d)), `details ${JSON.stringify(e.details)} match ${detail}`);
+    return true;
+  });
+}
+
+test('policy_version is sha256 over JCS of [[path, text]] sorted by path (hand-computed)', () => {
+  const text = 'permit(principal, action, resource);\n';
+  const expectedJcs = '[["a.cedar","permit(principal, action, resource);\\n"],["b/c.cedar","x\\u0001"]]';
+  const expected = 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex');
+  assert.equal(policyVersionOf([['b/c.cedar', 'x\u0001'], ['a.cedar', text]]), expected);
+});
+
+test('entities_version sorts entities and parents by (type, id) (hand-computed)', () => {
+  const version = entitiesVersionOf([
+    { uid: { type: 'User', id: 'b' }, attrs: { z: 1, a: true }, parents: [{ type: 'Role', id: 'y' }, { type: 'Group', id: 'x' }] },
+    { uid: { type: 'Role', id: 'y' }, attrs: {}, parents: [] },
+  ]);
+  const expectedJcs =
+    '[{"attrs":{},"parents":[],"uid":{"id":"y","type":"Role"}},' +
+    '{"attrs":{"a":true,"z":1},"parents":[{"id":"x","type":"Group"},{"id":"y","type":"Role"}],"uid":{"id":"b","type":"User"}}]';
+  assert.equal(version, 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex'));
+});
+
+test('the loaded bundle covers .cedar and schema files, not tests/ or entities.json', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'z.cedar': PERMIT,
+    'nested/a.cedar': `@id("nested") ${PERMIT}`,
+    'tests/ignored.cedar': 'this is not cedar',
+    'entities.json': '[]',
+    'notes.md': 'ignored',
+  });
+  try {
+    const bundle = loadPolicyDir(dir);
+    assert.deepEqual(bundle.files.map(([p]) => p), ['nested/a.cedar', 'z.cedar']);
+    assert.equal(bundle.policyVersion, policyVersionOf([['z.cedar', PERMIT], ['nested/a.cedar', `@id("nested") ${PERMIT}`]]));
+    assert.deepEqual(bundle.ids, ['nested', 'z.cedar#0']);
+    assert.deepEqual(bundle.seedEntities, []);
+  } finally {
+    cleanup();
+  }
+});
+
+test('ids without @id are file#index in source order, also past index 9', () => {
+  const policies = Array.from({ length: 12 }, (_, i) => `forbid(principal, action, resource) when { context.n == ${i} };`);
+  policies[3] = `@id("three") ${policies[3]}`;
+  const { dir, cleanup } = tempPolicyDir({ 'many.cedar': policies.join('\n') });
+  try {
+    const bundle = loadPolicyDir(dir);
+    const expected = Array.from({ length: 12 }, (_, i) => (i === 3 ? 'three' : `many.cedar#${i}`));
+    assert.deepEqual(bundle.ids, expected);
+    assert.match(bundle.policies['many.cedar#10']!, /context\.n == 10/);
+  } finally {
+    cleanup();
+  }
+});
+
+test('a duplicate @id is refused, across files too', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'a.cedar': `@id("same") ${PERMIT}`, 'b.cedar': `@id("same") ${PERMIT}` });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /duplicate policy id "same"/);
+  } finally {
+    cleanup();
+  }
+});
+
+test('parse errors name file, line and column', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'ok.cedar': PERMIT, 'bad.cedar': `${PERMIT}\npermit(principal, action, resource) when { ;` });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /^bad\.cedar:2:\d+: /);
+  } finally {
+    cleanup();
+  }
+});
+
+test('@requires_approval must be a forbid carrying an entity uid', () => {
+  const cases: Array<[string, RegExp]> = [
+    ['@requires_approval forbid(principal, action, resource);', /needs an entity uid/],
+    ['@requires_approval("hr") forbid(principal, action, resource);', /needs an entity uid/],
+    ['@requires_approval("Role::\\"hr\\"") permit(principal, action, resource);', /only meaningful on a forbid/],
+  ];
+  for (const [text, detail] of cases) {
+    const { dir, cleanup } = tempPolicyDir({ 'p.cedar': text });
+    try {
+      policyInvalid(() => loadPolicyDir(dir), detail);
+    } finally {
+      cleanup();
+    }
+  }
+});
+
+test('templates are refused', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'p.cedar': 'permit(principal == ?principal, action, resource);' });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /templates/);
+  } finally {
+    cleanup();
+  }
+});
+
+test('bad entities.json is refused: malformed, duplicate, null attribute', () => {
+  const cases: Array<[string, RegExp]> = [
+    ['{', /not JSON/],
+    ['[{"uid":{"type":"User","id":"a"}},{"uid":{"type":"User","id":"a"}}]', /duplicate entity User::"a"/],
+    ['[{"uid":{"type":"User","id":"a"},"attrs":{"x":null}}]', /null/],
+    ['[{"uid":{"type":"not a type","id":"a"}}]', /Cedar type name/],
+    ['[{"uid":{"type":"User","id":"a"},"tags":{}}]', /unknown field "tags"/],
+  ];
+  for (const [text, detail] of cases) {
+    const { dir, cleanup } = tempPolicyDir({ 'p.cedar': PERMIT, 'entities.json': text });
+    try {
+      policyInvalid(() => loadPolicyDir(dir), detail);
+    } finally {
+      cleanup();
+    }
+  }
+});
+
+const SCHEMA = `
+entity Agent { trusted: Bool };
+entity Doc { secret: Bool };
+entity User;
+action "s/t" appliesTo { principal: Agent, resource: Doc, context: { n: Long } };
+`;
+
+test('with a schema, policies are validated strictly', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'schema.cedarschema': SCHEMA,
+    'p.cedar': '@id("typo") permit(principal, action == Action::"s/t", resource) when { resource.secrett == false };',
+  });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /^typo: /);
+  } finally {
+    cleanup();
+  }
+});
+
+test('with a schema, entities.json and admin entity updates are checked against it', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'schema.cedarschema': SCHEMA,
+    'p.cedar': PERMIT,
+    'entities.json': '[{"uid":{"type":"Doc","id":"d"},"attrs":{"secret":"no"}}]',
+  });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /entities\.json: .*secret/);
+  } finally {
+    cleanup();
+  }
+  const ok = tempPolicyDir({ 'schema.cedarschema': SCHEMA, 'p.cedar': PERMIT });
+  try {
+    const bundle = loadPolicyDir(ok.dir);
+    assert.equal(bundle.schemaText, SCHEMA);
+    validateEntity(bundle, { uid: { type: 'Doc', id: 'd' }, attrs: { secret: true }, parents: [] });
+    assert.throws(
+      () => validateEntity(bundle, { uid: { type: 'Doc', id: 'd' }, attrs: { secret: 1 }, parents: [] }),
+      (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST' && /Doc::"d"/.test(e.message),
+    );
+    assert.throws(() => validateEntity(bundle, { uid: { type: 'Nope', id: 'x' }, attrs: {}, parents: [] }), WritError);
+  } finally {
+    ok.cleanup();
+  }
+});
+
+test('without a schema, validateEntity still refuses what Cedar cannot hold', () => {
+  const bundle = loadPolicyDir(BUNDLED_DIR);
+  validateEntity(bundle, { uid: { type: 'Employee', id: '1' }, attrs: { legal_hold: true }, parents: [] });
+  assert.throws(
+    () => validateEntity(bundle, { uid: { type: 'Employee', id: '1' }, attrs: { x: null }, parents: [] }),
+    (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+  );
+});
+
+test('two schema files are refused', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'a.cedarschema': SCHEMA, 'b.cedarschema.json': '{}', 'p.cedar': PERMIT });
+  try {
+    policyInvalid(() => loadPolicyDir(dir), /more than one schema/);
+  } finally {
+    cleanup();
+  }
+});
+
+test('the bundled policies load', () => {
+  const bundle = loadPolicyDir(BUNDLED_DIR);
+  assert.deepEqual(bundle.ids, [
+    'read-employee-for-manager-or-hr',
+    'disable-sign-in-by-manager',
+    'hr-approval-required',
+    'not-before-execute-after',
+    'legal-hold',
+  ]);
+  assert.equal(bundle.info.get('hr-approval-required')?.requiresApproval, 'Role::"hr"');
+  assert.ok(bundle.seedEntities.length >= 5);
+});
