@@ -11,7 +11,7 @@
  *   internal  string key → string (format version, readiness probe)
  * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { WritError } from '../errors.js';
@@ -46,6 +46,7 @@ export interface LayoutOptions {
 export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
   const path = join(dataDir, STORE_SUBDIR);
   let env: RootDatabase;
+  checkDataFileSize(dataDir, join(path, 'data.mdb'));
   try {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     env = open({
@@ -106,4 +107,43 @@ export function indexTermsOf(record: Record<string, unknown>, uidKeyOf: (u: { ty
 export function settleCommitError(e: unknown): void {
   const ce = (e as { commitError?: unknown } | null)?.commitError as Promise<unknown> | undefined;
   if (ce && typeof ce.catch === 'function') ce.catch(() => undefined);
+}
+
+/**
+ * LMDB maps data.mdb and reads pages in place: a file shorter than its newest meta page says kills the
+ * process with SIGBUS on first read. Refuse such a file before mapping it. Meta pages are pages 0 and 1;
+ * in each, at byte 24 (after the 24-byte page header): u32 magic 0xBEEFC0DE, u32 version, u64 address,
+ * u64 mapsize, 2 × 48-byte MDB_db (the first's u32 md_pad is the page size), u64 last_pg, u64 txnid.
+ */
+function checkDataFileSize(dataDir: string, file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return; // absent: LMDB creates it
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const head = Buffer.alloc(160);
+    const bad = (why: string) => new WritError('STORE_CORRUPT', `store in ${dataDir} is corrupt: data.mdb ${why}`, { details: { seq: null } });
+    if (size === 0) return;
+    if (readSync(fd, head, 0, 160, 0) < 160 || head.readUInt32LE(24) !== 0xbeefc0de) throw bad('has no LMDB meta page');
+    const psize = head.readUInt32LE(48);
+    if (psize < 512 || psize > 65536 || size < 2 * psize) throw bad(`is truncated (${size} bytes)`);
+    let need = 0;
+    let best = -1n;
+    for (const page of [0, 1]) {
+      const m = Buffer.alloc(160);
+      readSync(fd, m, 0, 160, page * psize);
+      if (m.readUInt32LE(24) !== 0xbeefc0de) continue;
+      const txnid = m.readBigUInt64LE(152);
+      if (txnid > best) {
+        best = txnid;
+        need = (Number(m.readBigUInt64LE(144)) + 1) * psize;
+      }
+    }
+    if (size < need) throw bad(`is truncated: ${size} bytes, its meta page needs ${need}`);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -103,6 +103,14 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
         if (firstBad !== null) {
           for (const seq of [...d.records.getKeys({ start: firstBad })]) d.records.remove(seq);
           d.records.put(chainBreak!.seq, jcs(chainBreak));
+          // Executions keep their state (an acknowledged reservation is never reusable) but must not
+          // list seqs that now hold the chain_break and later, unrelated records.
+          for (const { key, value } of [...d.tables.executions.getRange({})]) {
+            const e = JSON.parse(value) as { records?: unknown };
+            if (Array.isArray(e.records) && e.records.some((q) => typeof q === 'number' && q >= firstBad)) {
+              d.tables.executions.put(key, JSON.stringify({ ...e, records: e.records.filter((q) => typeof q === 'number' && q < firstBad) }));
+            }
+          }
         }
         // Derived data, rebuilt from the kept records: Merkle nodes and the three indexes.
         d.merkle.clearSync();
