@@ -10,6 +10,7 @@
  * merely skip a policy whose condition errors, so a forbid that errors (e.g. on a missing attribute)
  * would silently not apply; writ refuses to allow on such a partial evaluation.
  */
+import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { sha256Hex } from '../util/canonical.js';
@@ -53,6 +54,13 @@ export interface DecisionOutcome {
   /** The approval_id of the approval whose evaluation allowed. */
   approval_used?: string;
 }
+
+// Node 20's V8 inlines JS→Wasm calls into optimized callers; when such a caller is lazily
+// deoptimized while cedar-wasm's glue runs (its string getters change object maps), the process
+// aborts (V8_Fatal "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation). Reproduced by
+// bench/decide.mjs within seconds; never with this flag. It only affects code optimized after this
+// line, i.e. the decision path.
+setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
 type CedarEntityRef = { __entity: { type: string; id: string } };
 

@@ -16,7 +16,6 @@ import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import * as metrics from '../metrics/metrics.js';
-import type { Execution } from '../executions/machine.js';
 
 export interface RunningSidecar {
   url: string;
@@ -63,14 +62,17 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       ready: async () => !shuttingDown && (await store.writable()),
     });
     const cp = checkpointer;
-    app.use('/v1/*', async (_c, next) => {
-      await next();
-      cp.maybeCheckpoint();
-    });
 
     const { host, port } = parseListen(config.listen);
     server = await new Promise<Server>((resolve, reject) => {
-      const s = serveHttp({ fetch: app.fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
+      // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
+      // routes would never run: a route that answers ends the chain.)
+      const fetch = async (request: Request, env?: unknown) => {
+        const res = await app.fetch(request, env);
+        if (request.url.includes('/v1/')) cp.maybeCheckpoint();
+        return res;
+      };
+      const s = serveHttp({ fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
     });
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
@@ -84,9 +86,10 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       sidecar.reloadIfChanged().catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`));
     }, config.policy_poll_ms);
     reloadTimer.unref();
-    const gaugeTimer = setInterval(() => updateExecutionGauge(store), 5000);
+    sidecar.countExecutionStates();
+    const gaugeTimer = setInterval(() => updateExecutionGauge(sidecar), 5000);
     gaugeTimer.unref();
-    updateExecutionGauge(store);
+    updateExecutionGauge(sidecar);
 
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
@@ -128,9 +131,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   }
 }
 
-function updateExecutionGauge(store: Store): void {
-  const counts: Record<string, number> = { proposed: 0, invoking: 0, committed: 0, rejected: 0, unknown: 0, reconciled: 0 };
-  for (const [, e] of store.entries<Execution>('executions')) counts[e.state] = (counts[e.state] ?? 0) + 1;
-  for (const [state, n] of Object.entries(counts)) metrics.executionsByState.set({ state }, n);
-  metrics.ledgerRecords.set(store.size());
+/** Executions by state (kept current by the sidecar, O(1) here) and the ledger size, for /metrics. */
+function updateExecutionGauge(sidecar: Sidecar): void {
+  for (const [state, n] of Object.entries(sidecar.executionStates)) metrics.executionsByState.set({ state }, n);
+  metrics.ledgerRecords.set(sidecar.store.size());
 }

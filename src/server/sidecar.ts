@@ -76,6 +76,13 @@ export class Sidecar {
   readonly entities: EntityStore;
   /** The policy files' content as last applied, to tell a real change from a touch. */
   private lastEntitiesFileText: string | undefined;
+  /**
+   * Executions by state, for the metrics gauge: counted from the store once (countExecutionStates, at
+   * start), then moved by every committed transition. Performance (issue 8): the gauge used to re-read
+   * and JSON.parse the whole executions table every 5 s — O(executions), i.e. the event loop blocked
+   * for seconds once a sidecar has seen a million executions.
+   */
+  readonly executionStates: Record<string, number> = { proposed: 0, invoking: 0, committed: 0, rejected: 0, unknown: 0, reconciled: 0 };
 
   constructor(
     readonly config: WritConfig,
@@ -85,6 +92,18 @@ export class Sidecar {
     this.bundle = bundle;
     this.engine = new PolicyEngine(bundle);
     this.entities = new EntityStore(store);
+  }
+
+  /** Counts the executions by state from the store (once, at start; later transitions keep it current). */
+  countExecutionStates(): void {
+    for (const k of Object.keys(this.executionStates)) this.executionStates[k] = 0;
+    for (const [, e] of this.store.entries<Execution>('executions')) this.executionStates[e.state] = (this.executionStates[e.state] ?? 0) + 1;
+  }
+
+  private moveExecutionState(from: string | undefined, to: string): void {
+    if (from === to) return;
+    if (from !== undefined) this.executionStates[from] = (this.executionStates[from] ?? 0) - 1;
+    this.executionStates[to] = (this.executionStates[to] ?? 0) + 1;
   }
 
   /** The PDP clock; `clock_file` (tests only) pins it. */
@@ -195,7 +214,9 @@ export class Sidecar {
   // ── decisions ─────────────────────────────────────────────────────────────────────────────────
 
   async decide(caller: Caller, text: string): Promise<DecisionResponse> {
-    const started = process.hrtime.bigint();
+    // performance.now(), not hrtime.bigint(): no BigInt per request, and Node 20's V8 was seen to abort
+    // ("Deoptimizer … unreachable code") in hot code timed with BigInt (also noted in bench/decide.mjs).
+    const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
     const raw = parseLossless(text);
     const body = toPlain(raw) as Record<string, any>;
@@ -282,8 +303,10 @@ export class Sidecar {
         if (e instanceof StaleSnapshot) throw new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later');
         throw await this.refuse(e, key, refusalFields);
       }
+      // The write checked that the execution is still the snapshot's (same rev), so it left snapshot.state.
+      this.moveExecutionState(snapshot?.state, written.state);
       metrics.decisionsTotal.inc({ decision: outcome.decision });
-      metrics.decisionLatency.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.decisionLatency.observe((performance.now() - started) / 1e3);
       const response: DecisionResponse = {
         decision: outcome.decision, decision_id: decisionId, execution_id: executionId, state: written.state,
         binding: bound.binding, envelope_digest: envDigest, arguments: bound.arguments, policy_version: engine.policyVersion,
@@ -358,17 +381,23 @@ export class Sidecar {
   }
 
   private async transition(key: string, executionId: string, actor: Uid, step: (e: Execution) => Execution, fields: Record<string, unknown>, label: string) {
+    let from: string | undefined;
+    let to: string | undefined;
     try {
-      return await this.store.write((tx) => {
+      const answer = await this.store.write((tx) => {
         const current = tx.get<Execution>('executions', key);
         if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
         const next = step(current);
+        from = current.state;
+        to = next.state;
         const rec = tx.append(fields as { kind: string });
         tx.put('executions', key, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 });
         const answer: Record<string, unknown> = { execution_id: executionId, state: next.state, record: { seq: rec.seq, hash: rec.hash } };
         if (next.resolution) answer.resolution = next.resolution;
         return answer;
       }, { label });
+      this.moveExecutionState(from, to!);
+      return answer;
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
       // The refused request is kept whole (a late "committed" after a timeout is evidence for a reconciler).

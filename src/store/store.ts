@@ -12,11 +12,13 @@
  * behind it (built on top of it) reject with STORE_UNAVAILABLE, and the head is reloaded from disk —
  * LMDB commits are atomic, so the disk holds exactly the batches that committed.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import canonicalizeImpl from 'canonicalize';
 import { WritError } from '../errors.js';
 import { jcs, sha256Hex } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
-import { recordHash, type LedgerRecord } from '../ledger/record.js';
+import type { LedgerRecord } from '../ledger/record.js';
 import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
 import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
@@ -565,6 +567,35 @@ function actorKeyOf(r: LedgerRecord): string | undefined {
   return a && typeof a === 'object' && typeof a.type === 'string' && typeof a.id === 'string' ? uidKey({ type: a.type, id: a.id }) : undefined;
 }
 
+const LEAF_PREFIX = Buffer.from([0x00]);
+
+/**
+ * The record's hash (CONTRACT.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
+ * JCS(record with hash), from one canonicalisation of each top-level member: JCS writes an object
+ * as its members sorted by key (UTF-16 code units, as Array.prototype.sort), each as
+ * JSON-string(key) ":" JCS(value), members whose value has no JSON form left out.
+ */
+function sealedRecordText(body: Record<string, unknown>): { hash: string; text: string } {
+  const keys = Object.keys(body).sort();
+  const members: string[] = [];
+  let hashAt = keys.length; // index in `members` where the hash member goes
+  for (const k of keys) {
+    if (hashAt === keys.length && k > 'hash') hashAt = members.length;
+    const v = canonicalizeMember(body[k]);
+    if (v !== undefined) members.push(`${JSON.stringify(k)}:${v}`);
+  }
+  if (hashAt === keys.length) hashAt = members.length;
+  const unsealed = `{${members.join(',')}}`;
+  const hash = 'sha256:' + createHash('sha256').update(LEAF_PREFIX).update(unsealed, 'utf8').digest('hex');
+  members.splice(hashAt, 0, `"hash":${JSON.stringify(hash)}`);
+  return { hash, text: `{${members.join(',')}}` };
+}
+
+/** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
+function canonicalizeMember(v: unknown): string | undefined {
+  return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
+}
+
 /** One write callback's view: its own buffer over the pending (queued, not yet durable) and committed state. */
 class BufferedTx implements WriteTx {
   readonly overlay: Overlay = newOverlay();
@@ -591,20 +622,29 @@ class BufferedTx implements WriteTx {
       if (f in fields) throw new TypeError(`record field '${f}' is assigned by the store`);
     }
     const seq = this.#size;
-    const body = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
-    const hash = recordHash(body);
-    const text = jcs({ ...body, hash });
-    // The record as stored (undefined fields dropped exactly as JCS drops them).
-    const record = JSON.parse(text) as LedgerRecord;
+    const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
+    // One canonicalisation per record (issue 8: this was two JCS passes and a JSON.parse, ~8 % of a
+    // decision's CPU): JCS of an object is its members sorted by key, so the record's text with and
+    // without `hash` share every member's canonical text (see sealedRecordText; equal to
+    // recordHash + jcs, checked by the store tests and the ledger vectors).
+    const { hash, text } = sealedRecordText(body);
     const leaf = hashToBytes(hash);
     const completed = subtreesCompletedBy(seq, leaf, this.#reader);
     this.overlay.records.set(seq, text);
     this.overlay.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
     for (const n of completed) this.overlay.nodes.set(nodeKey(n.level, n.index), n);
-    for (const [name, value] of indexTermsOf(record, uidKey)) this.overlay.index.push([name, [indexTerm(value), seq]]);
+    for (const [name, value] of indexTermsOf(body, uidKey)) this.overlay.index.push([name, [indexTerm(value), seq]]);
     this.#size = seq + 1;
     this.#head = hash;
-    return { seq, hash, record };
+    // The record as stored (undefined fields dropped exactly as JCS drops them), parsed only if asked for.
+    let record: LedgerRecord | undefined;
+    return {
+      seq,
+      hash,
+      get record(): LedgerRecord {
+        return (record ??= JSON.parse(text) as LedgerRecord);
+      },
+    };
   }
 
   get<T>(table: Table, key: string): T | undefined {
