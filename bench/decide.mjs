@@ -64,12 +64,9 @@ function storyInput(entities) {
   };
 }
 
-function measure(fn, label = "") {
-  if (process.env.BENCH_TRACE) process.stderr.write(`measure ${label}\n`);
+function measure(fn) {
   for (let i = 0; i < WARMUP; i++) fn();
   const samples = new Array(CALLS_PER_ROUND).fill(0);
-  // performance.now() rather than hrtime.bigint(): Node 20's V8 crashed (Deoptimizer, "unreachable
-  // code") in this loop with BigInt timing, intermittently.
   const t0 = performance.now();
   for (let i = 0; i < CALLS_PER_ROUND; i++) {
     const s = performance.now();
@@ -114,9 +111,9 @@ function benchSize(total) {
 
     const rounds = { bare: [], decide: [], approvalRequired: [] };
     for (let r = 0; r < ROUNDS; r++) {
-      rounds.bare.push(measure(() => cedar.statefulIsAuthorized(call), 'bare'));
-      rounds.decide.push(measure(() => engine.decide(input), 'decide'));
-      rounds.approvalRequired.push(measure(() => engine.decide(proposeInput), 'required'));
+      rounds.bare.push(measure(() => cedar.statefulIsAuthorized(call)));
+      rounds.decide.push(measure(() => engine.decide(input)));
+      rounds.approvalRequired.push(measure(() => engine.decide(proposeInput)));
     }
     const summary = (rs) => ({ mean: median(rs.map((x) => x.meanUs)), p50: median(rs.map((x) => x.p50)), p99: median(rs.map((x) => x.p99)) });
     const s = { bare: summary(rounds.bare), decide: summary(rounds.decide), approvalRequired: summary(rounds.approvalRequired) };
@@ -139,7 +136,9 @@ offboarding story's approved execute after 17:00 (allow, with HR's approval as \
 Bare = \`statefulIsAuthorized\` with the same preparsed policies, the same context and the same entity slice,
 all built once outside the loop. decide() = the whole \`PolicyEngine.decide\` (entity slice from the store,
 context build incl. datetime conversion, evaluation, outcome mapping). Policy counts are the bundled set
-plus unrelated filler policies on other actions.
+plus unrelated filler policies on other actions. Both columns run with V8's
+\`--no-turbo-inline-js-wasm-calls\`, which src/policy/engine.ts sets on import (Node 20 aborted
+intermittently in this very loop without it; see the comment there).
 
 | policies | bare mean µs | bare p50 / p99 | decide mean µs | decide p50 / p99 | ratio decide/bare, means (goal ≤ 1.3) | ratio, p50s | approval_required path (2 evaluations) mean µs, ratio |
 | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
