@@ -1,5 +1,5 @@
 /**
- * Shared helpers of the chaos suite (issue 7): a seeded PRNG, a keep-alive-free HTTP client with a
+ * Shared helpers of the chaos suite (issue 7): a seeded PRNG, the test HTTP client with a
  * deadline, the "read" decision body the bundled policies allow without approval, and the auditor-side
  * checks every test ends with (export → `writ verify` with keys and a held checkpoint, consistency
  * proofs between held checkpoints).
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
-import { TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
+import { call, TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
 
 export const AGENT_Q = encodeURIComponent('Agent::"offboarding-agent-prod"');
 
@@ -45,23 +45,7 @@ export async function req(
   path: string,
   o: { token?: string; body?: unknown; rawBody?: string; timeoutMs?: number; headers?: Record<string, string> } = {},
 ): Promise<Reply> {
-  const headers: Record<string, string> = { ...o.headers };
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  let body: string | undefined;
-  if (o.rawBody !== undefined) body = o.rawBody;
-  else if (o.body !== undefined) body = JSON.stringify(o.body);
-  if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(url + path, {
-    method, headers, signal: AbortSignal.timeout(o.timeoutMs ?? 30_000), ...(body !== undefined ? { body } : {}),
-  });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, body: parsed, text };
+  return call({ url }, method, path, { ...o, timeoutMs: o.timeoutMs ?? 30_000 });
 }
 
 /** A decision the bundled policies allow without approval (hris/read_employee for the manager). */

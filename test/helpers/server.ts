@@ -118,7 +118,7 @@ export async function call(
   server: { url: string },
   method: string,
   path: string,
-  opts: { token?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
+  opts: { token?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<{ status: number; body: any; text: string }> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -126,7 +126,10 @@ export async function call(
   if (opts.rawBody !== undefined) body = opts.rawBody;
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
   if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(server.url + path, { method, headers, ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}) });
+  const res = await fetch(server.url + path, {
+    method, headers, ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
+    ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}),
+  });
   const text = await res.text();
   let parsed: any = text;
   try {
