@@ -27,6 +27,11 @@ export function privateKeyFromSeed(seed: Uint8Array): KeyObject {
   return createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 }
 
+/** What a `chain_break` record (operator repair) signs with the data dir key. */
+export function chainBreakPayload(c: { last_good_hash: string; last_good_seq: number; reason: string }): string {
+  return 'writ-chain-break/1\n' + jcs({ last_good_hash: c.last_good_hash, last_good_seq: c.last_good_seq, reason: c.reason });
+}
+
 export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.length !== 32) throw new TypeError('an Ed25519 public key is 32 bytes');
   return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: 'der', type: 'spki' });

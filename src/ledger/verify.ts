@@ -27,7 +27,7 @@ import { jcs } from '../util/canonical.js';
 import { bindingOf } from '../binding/index.js';
 import type { Json } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
-import { checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
+import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
 import { MerkleAccumulator, bytesToHash, EMPTY_ROOT, type AccumulatorState } from './merkle.js';
 
 export type VerifyCode =
@@ -577,6 +577,11 @@ export class ExportVerifier {
         if (failure) return failure;
         break;
       }
+      case 'chain_break': {
+        const failure = this.#checkChainBreak(seq, view.record(), prev);
+        if (failure) return failure;
+        break;
+      }
       case 'decision': {
         const bindingToken = view.token('binding');
         if (bindingToken !== undefined && bindingToken !== 'null') {
@@ -635,6 +640,20 @@ export class ExportVerifier {
     if (!key) return new Failure(seq, 'UNKNOWN_KEY', `checkpoint key ${String(key_id)} is not a known key`);
     if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)) {
       return new Failure(seq, 'BAD_SIGNATURE', `checkpoint signature does not verify under ${key_id as string}`);
+    }
+    return undefined;
+  }
+
+  /** An operator repair: it must chain from the last good record it names and be signed by a known key. */
+  #checkChainBreak(seq: number, rec: Record<string, unknown>, prev: string): Failure | undefined {
+    const { last_good_hash, last_good_seq, reason, key_id, signature } = rec;
+    if (last_good_hash !== prev || last_good_seq !== seq - 1 || typeof reason !== 'string') {
+      return new Failure(seq, 'PREV_MISMATCH', 'the chain_break does not name the record it chains from');
+    }
+    const key = typeof key_id === 'string' ? this.#knownKeys.get(key_id) : undefined;
+    if (!key) return new Failure(seq, 'UNKNOWN_KEY', `chain_break key ${String(key_id)} is not a known key`);
+    if (typeof signature !== 'string' || !verifyPayload(key, chainBreakPayload({ last_good_hash: prev, last_good_seq: seq - 1, reason }), signature)) {
+      return new Failure(seq, 'BAD_SIGNATURE', `chain_break signature does not verify under ${key_id as string}`);
     }
     return undefined;
   }

@@ -13,16 +13,14 @@ import { jcs } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
 import { hashToBytes, memoryReader, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
-import { signPayload } from '../ledger/signing.js';
+import { chainBreakPayload, signPayload } from '../ledger/signing.js';
 import { loadSigningKey, SIGNING_KEY_FILE } from '../ledger/keys.js';
 import { lockDataDir } from './lock.js';
 import { INDEXES, indexTermsOf, openStoreDbs, settleCommitError, type StoreDbs } from './layout.js';
 import { scanChain } from './integrity.js';
 import { indexTerm } from './store.js';
 
-export function chainBreakPayload(c: { last_good_hash: string; last_good_seq: number; reason: string }): string {
-  return 'writ-chain-break/1\n' + jcs({ last_good_hash: c.last_good_hash, last_good_seq: c.last_good_seq, reason: c.reason });
-}
+export { chainBreakPayload } from '../ledger/signing.js';
 
 export interface RepairReport {
   /** 'intact': nothing to do; 'rebuilt': records good, derived data (Merkle nodes, indexes) rewritten;

@@ -1,0 +1,40 @@
+/**
+ * `chain_break` records (operator repair, CONTRACT.md §6): writ verify accepts one that chains from the
+ * last good record it names and is signed by a known key, and refuses a forged or misplaced one.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { verifyExportSync } from '../../src/ledger/verify.js';
+import { chainBreakPayload, signPayload } from '../../src/ledger/signing.js';
+import { ATTACKER_KEY, buildRecords, fixtureKeyAt, linesOf, rechain, type Rec, type TestKey } from './fixture.js';
+
+/** The fixture cut after `lastGood`, then a chain_break signed by `key`, then the fixture's records again. */
+function withBreak(lastGood: number, key: TestKey, edit: (r: Rec) => void = () => {}): Rec[] {
+  const kept = buildRecords().slice(0, lastGood + 1);
+  const reason = 'operator repair after a torn write';
+  const brk: Rec = {
+    v: 1, seq: lastGood + 1, ts: '2026-08-24T09:00:00.000Z', kind: 'chain_break', prev: kept[lastGood]!.hash,
+    last_good_seq: lastGood, last_good_hash: kept[lastGood]!.hash, dropped_from_seq: lastGood + 1, reason, key_id: key.keyId,
+    signature: signPayload(key.privateKey, chainBreakPayload({ last_good_hash: kept[lastGood]!.hash as string, last_good_seq: lastGood, reason })),
+  };
+  edit(brk);
+  return rechain([...kept, brk], lastGood + 1);
+}
+
+test('a signed chain_break from the last good record verifies', () => {
+  const r = verifyExportSync(linesOf(withBreak(25, fixtureKeyAt(25))));
+  assert.deepEqual(r, { ok: true, records: 27, head: (r as { head: string }).head });
+});
+
+test('a chain_break signed by an unknown key, with a forged reason, or naming another record fails', () => {
+  const bad = (records: Rec[]) => verifyExportSync(linesOf(records)) as { ok: boolean; seq: number; code: string };
+  assert.deepEqual(
+    (({ ok, seq, code }) => ({ ok, seq, code }))(bad(withBreak(25, ATTACKER_KEY))),
+    { ok: false, seq: 26, code: 'UNKNOWN_KEY' },
+  );
+  const forged = bad(withBreak(25, fixtureKeyAt(25), (r) => (r.reason = 'nothing to see here')));
+  assert.equal(forged.code, 'BAD_SIGNATURE');
+  assert.equal(forged.seq, 26);
+  const misplaced = bad(withBreak(25, fixtureKeyAt(25), (r) => (r.last_good_seq = 20)));
+  assert.equal(misplaced.code, 'PREV_MISMATCH');
+});
