@@ -18,6 +18,7 @@ export {
   BINDING_PROFILE,
   admitArgumentsText,
   bindCall,
+  bindingFromCanonical,
   bindingOf,
   canonicalText,
   cedarView,

@@ -53,7 +53,8 @@ export function canonicalText(admitted: Json): string {
 
 /** The binding from an already-canonical argument text. JCS of {arguments, server, tool} is spelled
  *  out (its keys are already in JCS order) so the arguments are not canonicalized twice. */
-function bindingFromCanonical(server: string, tool: string, canonicalArgs: string): string {
+/** The binding of arguments already in canonical (JCS) text, e.g. as stored in a ledger line. */
+export function bindingFromCanonical(server: string, tool: string, canonicalArgs: string): string {
   const payload = `${BINDING_DOMAIN}{"arguments":${canonicalArgs},"server":${jcs(server)},"tool":${jcs(tool)}}`;
   return `${BINDING_PROFILE}:sha256:${sha256Hex(payload)}`;
 }

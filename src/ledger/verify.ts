@@ -24,7 +24,7 @@
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
-import { bindingOf } from '../binding/index.js';
+import { bindingFromCanonical } from '../binding/index.js';
 import type { Json } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
@@ -666,7 +666,8 @@ export class ExportVerifier {
     if (server === undefined || tool === undefined || argsToken === undefined) {
       return new Failure(seq, 'BINDING_MISMATCH', 'the record has a binding but not the server, tool and arguments it binds');
     }
-    const recomputed = bindingOf(server, tool, JSON.parse(argsToken) as Json);
+    // The line is canonical, so the arguments' token is already their JCS text: bind it as it stands.
+    const recomputed = bindingFromCanonical(server, tool, argsToken);
     if (recomputed !== binding) return new Failure(seq, 'BINDING_MISMATCH', `binding is ${String(binding)}, the stored call binds to ${recomputed}`);
     return undefined;
   }
