@@ -14,17 +14,7 @@ import { call, TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
 
 export const AGENT_Q = encodeURIComponent('Agent::"offboarding-agent-prod"');
 
-/** mulberry32: small, fast, good enough to make a chaos run reproducible from its seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from '../helpers/prng.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

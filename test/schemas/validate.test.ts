@@ -9,29 +9,12 @@ import {
 } from '../../src/schemas/validate.js';
 import { WritError } from '../../src/errors.js';
 import fc from 'fast-check';
+import { offboardingBody } from '../helpers/server.js';
 
 type Body = Record<string, any>;
 
-/** The decision body of CONTRACT.md §2, verbatim. */
-function decisionBody(): Body {
-  return {
-    execution_id: 'OFF-2048:disable-sign-in',
-    phase: 'propose',
-    envelope: {
-      task_id: 'OFF-2048',
-      purpose: 'scheduled_employee_offboarding',
-      requester: { type: 'User', id: 'manager-1842' },
-      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
-      subject: { type: 'Employee', id: '7721' },
-      authoritative_event: 'hris:termination:99108',
-      execute_after: '2026-08-24T17:00:00+07:00',
-      evidence_refs: ['hris:employee:7721@version-44'],
-      supersedes: null,
-      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-    },
-    action: { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721' } },
-  };
-}
+/** The decision body of CONTRACT.md §2, verbatim (the shared test fixture). */
+const decisionBody = (): Body => offboardingBody() as Body;
 
 function refused(fn: () => void, code: string, path: string): void {
   assert.throws(fn, (e: unknown) => {
