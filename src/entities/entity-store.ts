@@ -12,7 +12,7 @@ export class EntityStore implements EntitySource {
   private readonly byKey = new Map<string, EntityJson>();
   private currentVersion: string;
 
-  constructor(private readonly store: Store) {
+  constructor(store: Store) {
     for (const [key, entity] of store.entries<EntityJson>('entities')) this.byKey.set(key, entity);
     this.currentVersion = entitiesVersionOf([...this.byKey.values()]);
   }

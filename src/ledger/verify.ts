@@ -25,7 +25,6 @@ import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
 import { bindingFromCanonical } from '../binding/index.js';
-import type { Json } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
 import { MerkleAccumulator, bytesToHash, EMPTY_ROOT, type AccumulatorState } from './merkle.js';

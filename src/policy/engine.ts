@@ -14,7 +14,7 @@ import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { sha256Hex } from '../util/canonical.js';
-import { type Uid, uidKey } from '../util/uid.js';
+import type { Uid } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';

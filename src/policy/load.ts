@@ -9,7 +9,7 @@ import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { digestOf } from '../util/canonical.js';
 import { parseUidKey, uidKey } from '../util/uid.js';
-import { type EntityJson, entitiesVersionOf, parseEntitiesJson } from './entities.js';
+import { type EntityJson, parseEntitiesJson } from './entities.js';
 
 export { entitiesVersionOf } from './entities.js';
 export type { EntityJson, EntitySource } from './entities.js';

@@ -24,7 +24,7 @@ import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
-import type { Store, WriteTx } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { EntityStore } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import canonicalizeImpl from 'canonicalize';
 import { WritError } from '../errors.js';
-import { jcs, sha256Hex } from '../util/canonical.js';
+import { sha256Hex } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
