@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { requireRole, TokenTable } from '../../src/http/auth.js';
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const table = new TokenTable([
+  { token: 'plain-pep', role: 'pep', actor: { type: 'Agent', id: 'a' } },
+  { token_sha256: sha('hashed-approver'), role: 'approver', principal: { type: 'User', id: 'hr' } },
+  { token_sha256: sha('hashed-auditor').toUpperCase(), role: 'auditor' },
+]);
+const code = (fn: () => unknown) => {
+  try { fn(); } catch (e) { return (e as { code: string }).code; }
+  return 'none';
+};
+
+test('plain and SHA-256-configured tokens authenticate to their role and identity', () => {
+  assert.deepEqual(table.authenticate('Bearer plain-pep'), { role: 'pep', actor: { type: 'Agent', id: 'a' } });
+  assert.deepEqual(table.authenticate('bearer hashed-approver'), { role: 'approver', principal: { type: 'User', id: 'hr' } });
+  assert.equal(table.authenticate('Bearer hashed-auditor').role, 'auditor');
+});
+
+test('missing, malformed and unknown tokens are UNAUTHENTICATED; the wrong role is FORBIDDEN_ROLE', () => {
+  for (const h of [undefined, '', 'Bearer', 'Basic plain-pep', 'Bearer plain-pep extra', 'Bearer plain-pe', 'Bearer ' + sha('hashed-approver')]) {
+    assert.equal(code(() => table.authenticate(h)), 'UNAUTHENTICATED', String(h));
+  }
+  assert.equal(code(() => requireRole({ role: 'auditor' }, ['pep'])), 'FORBIDDEN_ROLE');
+  assert.equal(code(() => requireRole({ role: 'pep' }, ['pep', 'auditor'])), 'none');
+});
