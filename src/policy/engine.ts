@@ -18,6 +18,7 @@ import type { Uid } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
+import { contextReadsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
 export interface ValidApproval {
@@ -159,6 +160,25 @@ interface Evaluation {
   errors: Array<{ policy?: string; message: string }>;
 }
 
+/** What one action is evaluated against (see PolicyEngine.planFor). */
+interface ActionPlan {
+  setId: string;
+  /** The policies that may apply, in load order. */
+  policyIds: string[];
+  /** The context attributes to hand Cedar; undefined = all of them. */
+  contextKeys: string[] | undefined;
+  /** Preparsed "this set minus these requires_approval forbids" ids, by excluded-id key. */
+  reducedSetIds: Map<string, string>;
+}
+
+/** The context restricted to `keys` (those present); the context itself when keys is undefined. */
+function narrowed(context: Record<string, unknown>, keys: string[] | undefined): Record<string, unknown> {
+  if (keys === undefined) return context;
+  const out: Record<string, unknown> = {};
+  for (const key of keys) if (Object.hasOwn(context, key)) out[key] = context[key];
+  return out;
+}
+
 /** Lives as long as the wasm module: preparsed sets are cached there under these ids. */
 let engineCounter = 0;
 
@@ -168,16 +188,31 @@ export class PolicyEngine {
   private readonly fullSetId: string;
   private readonly schemaName: string | undefined;
   private readonly loadOrder: Map<string, number>;
-  /** Preparsed "full set minus these requires_approval forbids" ids, by excluded-id key. */
-  private readonly reducedSetIds = new Map<string, string>();
+  private readonly setPrefix: string;
+  private readonly narrowRequests: boolean;
+  /** Actions named by some policy's `action == …` scope: each gets its own plan. */
+  private readonly namedActions: Set<string>;
+  private readonly plansByAction = new Map<string, ActionPlan>();
+  /** One plan per distinct kept-policy set, so actions that keep the same policies share a preparse. */
+  private readonly plansByPolicies = new Map<string, ActionPlan>();
 
-  constructor(bundle: PolicyBundle) {
+  /**
+   * `narrowRequests: false` hands Cedar the whole policy set and context on every call — the
+   * reference behaviour the narrowing is tested against, and a switch for anyone debugging it.
+   */
+  constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean } = {}) {
     this.bundle = bundle;
+    this.narrowRequests = options.narrowRequests ?? true;
     this.policyVersion = bundle.policyVersion;
     this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
     const prefix = `writ#${++engineCounter}:${bundle.policyVersion}`;
+    this.setPrefix = prefix;
     this.fullSetId = `${prefix}:full`;
+    this.namedActions = new Set();
+    for (const info of bundle.info.values()) {
+      if (info.relevance.action.kind === 'equals') this.namedActions.add(info.relevance.action.actionId);
+    }
     this.preparse(this.fullSetId, bundle.policies);
     if (bundle.schema !== undefined) {
       this.schemaName = `${prefix}:schema`;
@@ -234,16 +269,57 @@ export class PolicyEngine {
     return { allowed: decision === 'allow' && errors.length === 0, cedarDecision: decision, determining: this.inLoadOrder(diagnostics.reason), errors };
   }
 
-  /** The preparsed id of the full set without `excluded`; parsed on first use, then cached. */
-  private reducedSetId(excluded: string[]): string {
+  /**
+   * The plan for one action: the policies that may apply to it (preparsed once as their own set) and,
+   * without a schema, the context attributes they read. Actions no `==` scope names all share the plan
+   * of the scope-less policies, so a caller inventing tool names cannot grow the cache.
+   */
+  private planFor(actionId: string): ActionPlan {
+    const cacheKey = !this.narrowRequests ? '*' : this.namedActions.has(actionId) ? actionId : '';
+    const cached = this.plansByAction.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const kept: string[] = [];
+    for (const id of this.bundle.ids) {
+      if (!this.narrowRequests || mayApplyToAction(this.bundle.info.get(id)!.relevance, cacheKey)) kept.push(id);
+    }
+    const policiesKey = JSON.stringify(kept);
+    let plan = this.plansByPolicies.get(policiesKey);
+    if (plan === undefined) {
+      const reads = contextReadsOf(kept.map((id) => this.bundle.info.get(id)!.relevance));
+      let setId = this.fullSetId;
+      if (kept.length !== this.bundle.ids.length) {
+        setId = `${this.setPrefix}:only:${sha256Hex(policiesKey)}`;
+        this.preparse(setId, this.policiesOf(kept));
+      }
+      plan = {
+        setId,
+        policyIds: kept,
+        // With a schema the request is validated against it, which needs every attribute.
+        contextKeys: this.narrowRequests && this.schemaName === undefined && reads !== 'all' ? [...reads] : undefined,
+        reducedSetIds: new Map(),
+      };
+      this.plansByPolicies.set(policiesKey, plan);
+    }
+    this.plansByAction.set(cacheKey, plan);
+    return plan;
+  }
+
+  private policiesOf(ids: string[]): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const id of ids) out[id] = this.bundle.policies[id]!;
+    return out;
+  }
+
+  /** The preparsed id of the plan's set without `excluded`; parsed on first use, then cached. */
+  private reducedSetId(plan: ActionPlan, excluded: string[]): string {
     const key = JSON.stringify([...excluded].sort());
-    let setId = this.reducedSetIds.get(key);
+    let setId = plan.reducedSetIds.get(key);
     if (setId === undefined) {
-      setId = `${this.fullSetId}-without:${sha256Hex(key)}`;
       const drop = new Set(excluded);
-      const kept = Object.fromEntries(Object.entries(this.bundle.policies).filter(([id]) => !drop.has(id)));
-      this.preparse(setId, kept);
-      this.reducedSetIds.set(key, setId);
+      const kept = plan.policyIds.filter((id) => !drop.has(id));
+      setId = `${plan.setId}-without:${sha256Hex(key)}`;
+      this.preparse(setId, this.policiesOf(kept));
+      plan.reducedSetIds.set(key, setId);
     }
     return setId;
   }
@@ -259,21 +335,24 @@ export class PolicyEngine {
   }
 
   private decideOrThrow(input: DecisionInput): DecisionOutcome {
+    const plan = this.planFor(`${input.server}/${input.tool}`);
     const approvals = sortedByApprovalTime(input.approvals);
     const roots = [input.actor, input.subject, requesterOf(input.envelope)];
     for (const a of approvals) roots.push(a.approver);
     const entities = entitySlice(input.entities, roots);
-    const baseContext = buildCedarContext(input);
+    // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
+    const fullContext = buildCedarContext(input);
+    const baseContext = narrowed(fullContext, plan.contextKeys);
 
     for (const approval of approvals) {
-      const withApprover = { ...baseContext, approver: entityRef(approval.approver) };
-      const result = this.evaluate(this.fullSetId, input, withApprover, entities);
+      const withApprover = narrowed({ ...fullContext, approver: entityRef(approval.approver) }, plan.contextKeys);
+      const result = this.evaluate(plan.setId, input, withApprover, entities);
       if (result.allowed) {
         return { decision: 'allow', reasons: result.determining, errors: [], obligations: [], approval_used: approval.approval_id };
       }
     }
 
-    const base = this.evaluate(this.fullSetId, input, baseContext, entities);
+    const base = this.evaluate(plan.setId, input, baseContext, entities);
     if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
     // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that
     // errored might have applied.
@@ -287,7 +366,7 @@ export class PolicyEngine {
       obligations.push({ policy, approver_group: group });
     }
     if (reasons.length > 0 && obligations.length === reasons.length) {
-      const relaxed = this.evaluate(this.reducedSetId(reasons), input, baseContext, entities);
+      const relaxed = this.evaluate(this.reducedSetId(plan, reasons), input, baseContext, entities);
       if (relaxed.allowed) return { decision: 'approval_required', reasons, errors: [], obligations };
     }
     return { decision: 'deny', reasons, errors: [], obligations: [] };

@@ -10,6 +10,7 @@ import { WritError } from '../errors.js';
 import { digestOf } from '../util/canonical.js';
 import { parseUidKey, uidKey } from '../util/uid.js';
 import { type EntityJson, parseEntitiesJson } from './entities.js';
+import { type PolicyRelevance, relevanceOf } from './relevance.js';
 
 export { entitiesVersionOf } from './entities.js';
 export type { EntityJson, EntitySource } from './entities.js';
@@ -23,6 +24,8 @@ export interface PolicyInfo {
   effect: 'permit' | 'forbid';
   /** The approver group uid key (`Role::"hr"`) from `@requires_approval`, forbids only. */
   requiresApproval?: string;
+  /** Which actions it can apply to and which context attributes it reads (see relevance.ts). */
+  relevance: PolicyRelevance;
 }
 
 export interface PolicyBundle {
@@ -127,7 +130,7 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
     const annotatedId = annotations['id'];
     if (annotatedId === null) problems.push(`${file}#${index}: @id needs a value`);
     const id = typeof annotatedId === 'string' ? annotatedId : `${file}#${index}`;
-    const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText };
+    const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText, relevance: relevanceOf(json.json) };
     if ('requires_approval' in annotations) {
       const group = annotations['requires_approval'];
       const uid = typeof group === 'string' ? parseUidKey(group) : undefined;

@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { PolicyEngine, type ValidApproval } from '../../src/policy/engine.js';
+import { loadPolicyDir } from '../../src/policy/load.js';
+import { contextReadsOf, mayApplyToAction, relevanceOf } from '../../src/policy/relevance.js';
+import { StaticEntitySource } from '../../src/policy/entities.js';
+import { BUNDLED_DIR, ENTITIES, input, tempPolicyDir } from './helpers.js';
+import { prng } from '../helpers/prng.js';
+
+function relevance(text: string) {
+  const json = cedar.policyToJson(text);
+  assert.equal(json.type, 'success');
+  return relevanceOf((json as { json: Parameters<typeof relevanceOf>[0] }).json);
+}
+
+test('relevance: action scopes — only == names one action, everything else may apply to any', () => {
+  const eq = relevance('permit(principal, action == Action::"s/t", resource);');
+  assert.deepEqual(eq.action, { kind: 'equals', actionId: 's/t' });
+  assert.equal(mayApplyToAction(eq, 's/t'), true);
+  assert.equal(mayApplyToAction(eq, 's/u'), false);
+  for (const scope of ['action', 'action in Action::"group"', 'action in [Action::"s/u", Action::"s/v"]']) {
+    const r = relevance(`permit(principal, ${scope}, resource);`);
+    assert.deepEqual(r.action, { kind: 'any' }, scope);
+    assert.equal(mayApplyToAction(r, 's/t'), true, scope);
+  }
+});
+
+test('relevance: context reads through ., [""] and has (first step of a has-path only)', () => {
+  const r = relevance(
+    'permit(principal, action, resource) when { context.a == 1 && context["b c"].x == 2 && context has d.e && resource.f == context.g } unless { context has h };',
+  );
+  assert.deepEqual([...(r.contextReads as Set<string>)].sort(), ['a', 'b c', 'd', 'g', 'h']);
+  assert.deepEqual([...(relevance('permit(principal, action, resource);').contextReads as Set<string>)], []);
+});
+
+test('relevance: any other use of context means the whole context', () => {
+  for (const cond of ['context == {}', 'context is Foo', '[context].contains({})', '{r: context}.r has a', 'if context has a then context else {} == {}']) {
+    assert.equal(relevance(`permit(principal, action, resource) when { ${cond} };`).contextReads, 'all', cond);
+  }
+  const some = relevance('permit(principal, action, resource) when { context.a == 1 };');
+  const all = relevance('permit(principal, action, resource) when { context == {} };');
+  assert.equal(contextReadsOf([some, all]), 'all');
+  assert.deepEqual([...(contextReadsOf([some, some]) as Set<string>)], ['a']);
+});
+
+/**
+ * The narrowing must be invisible: over many requests against a policy set that mixes every scope
+ * kind, context reads, errors and approval obligations, the narrowed engine answers exactly what
+ * the engine that hands Cedar the whole set and context answers.
+ */
+const MIXED_POLICIES = `
+@id("t-permit") permit(principal is Agent, action == Action::"s/t", resource is Doc) when { principal.trusted && context.arguments.n < 5 };
+@id("u-permit") permit(principal, action == Action::"s/u", resource) when { context.phase == "propose" || context has approver };
+@id("u-needs-hr") @requires_approval("Role::\\"hr\\"") forbid(principal, action == Action::"s/u", resource) unless { context has approver && context.approver in Role::"hr" };
+@id("v-errors") permit(principal, action == Action::"s/v", resource) when { context.missing_attribute == 1 };
+@id("w-group") permit(principal, action in [Action::"s/w", Action::"s/x"], resource) when { context.phase == "execute" };
+@id("any-forbid") forbid(principal, action, resource) when { context has arguments.n && context.arguments.n == 3 };
+@id("x-whole") permit(principal, action == Action::"s/x", resource) when { context has purpose && context.purpose == "testing" };
+@id("y-time") forbid(principal, action == Action::"s/y", resource) when { context.now < datetime("2026-01-01") };
+@id("y-permit") permit(principal, action == Action::"s/y", resource);
+`;
+
+test('narrowed decisions equal whole-set, whole-context decisions (500 random requests)', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'mixed.cedar': MIXED_POLICIES });
+  try {
+    const bundle = loadPolicyDir(dir);
+    const narrowed = new PolicyEngine(bundle);
+    const reference = new PolicyEngine(bundle, { narrowRequests: false });
+    const entities = new StaticEntitySource(ENTITIES);
+    const random = prng(20261130);
+    const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const approvers: ValidApproval[] = [
+      { approval_id: 'ap-hr', approver: { type: 'User', id: 'alice' }, approved_at: '2026-08-24T07:00:00Z', expires_at: '2026-08-25T00:00:00Z' },
+      { approval_id: 'ap-legal', approver: { type: 'User', id: 'bob' }, approved_at: '2026-08-24T08:00:00Z', expires_at: '2026-08-25T00:00:00Z' },
+    ];
+    const seen = new Set<string>();
+    for (let i = 0; i < 500; i++) {
+      const request = input({
+        server: 's',
+        tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', 'unnamed-' + i]),
+        actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'nobody' }]),
+        phase: pick(['propose', 'execute'] as const),
+        cedarArguments: pick<Record<string, number>>([{ n: 1 }, { n: 3 }, { n: 7 }, {}]),
+        approvals: pick([[], [approvers[0]!], [approvers[1]!], approvers]),
+        now: new Date(pick(['2025-06-01T00:00:00Z', '2026-08-24T10:00:00Z'])),
+        entities,
+      });
+      const got = narrowed.decide(request);
+      assert.deepEqual(got, reference.decide(request), JSON.stringify({ tool: request.tool, phase: request.phase, args: request.cedarArguments }));
+      seen.add(got.decision);
+    }
+    // The sample reached every kind of answer, so the comparison covered each path.
+    assert.deepEqual([...seen].sort(), ['allow', 'approval_required', 'deny']);
+  } finally {
+    cleanup();
+  }
+});
+
+test('narrowed decisions equal reference decisions on the bundled offboarding policies', () => {
+  const bundle = loadPolicyDir(BUNDLED_DIR);
+  const narrowed = new PolicyEngine(bundle);
+  const reference = new PolicyEngine(bundle, { narrowRequests: false });
+  const entities = new StaticEntitySource(bundle.seedEntities);
+  const hr: ValidApproval = { approval_id: 'ap-1', approver: { type: 'User', id: 'hr-5519' }, approved_at: '2026-08-24T15:40:00+07:00', expires_at: '2026-08-25T15:40:00+07:00' };
+  for (const tool of ['idp/disable_sign_in', 'hris/read_employee', 'idp/other']) {
+    for (const phase of ['propose', 'execute'] as const) {
+      for (const approvals of [[], [hr]]) {
+        for (const now of ['2026-08-24T08:30:00Z', '2026-08-24T10:05:00Z']) {
+          const [server, name] = tool.split('/') as [string, string];
+          const request = input({
+            actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+            server,
+            tool: name,
+            subject: { type: 'Employee', id: '7721' },
+            envelope: { task_id: 'OFF-2048', purpose: 'p', requester: { type: 'User', id: 'manager-1842' }, execute_after: '2026-08-24T17:00:00+07:00' },
+            phase,
+            cedarArguments: { employee_id: '7721' },
+            approvals,
+            now: new Date(now),
+            entities,
+          });
+          assert.deepEqual(narrowed.decide(request), reference.decide(request), `${tool} ${phase} ${approvals.length} ${now}`);
+        }
+      }
+    }
+  }
+});
