@@ -30,6 +30,9 @@ const { values: a } = parseArgs({
     connections: { type: 'string', default: '10 50' },
     targets: { type: 'string', default: 'writ,hono,cerbos' },
     'cpu-prof': { type: 'string' },
+    // writ's evaluator_threads settings to run, the first being the headline row (the default config
+    // on this machine: one thread per core beyond the first); 0 = Cedar on the event loop.
+    'evaluator-threads': { type: 'string', default: '1 0' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -37,6 +40,9 @@ const REPS = Number(a.reps);
 const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
+const EVALUATOR_THREADS = a['evaluator-threads'].split(/[ ,]+/).filter(Boolean).map(Number);
+const writConfigLabel = (threads) => `durable ledger (flushed), ${threads} evaluator thread${threads === 1 ? '' : 's'}`;
+const WRIT_HEADLINE = writConfigLabel(EVALUATOR_THREADS[0]);
 const TARGETS = a.targets.split(',');
 const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
@@ -150,11 +156,12 @@ const writBody = (id) => JSON.stringify({
   action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
 });
 
-async function runWrit(rep) {
+async function runWrit(rep, evaluatorThreads) {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-http-'));
   const config = {
     listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: join(root, 'policies'), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
+    evaluator_threads: evaluatorThreads,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   const nodeArgs = a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : [];
@@ -170,7 +177,7 @@ async function runWrit(rep) {
       const prefix = `b${rep}-${c}-${run++}`;
       if (WARMUP > 0) await load({ url: `http://127.0.0.1:${WRIT_PORT}/v1/decisions`, headers, makeBody: (i) => writBody(`${prefix}-w${i}`), connections: c, duration: WARMUP, pid: child.pid });
       const m = await load({ url: `http://127.0.0.1:${WRIT_PORT}/v1/decisions`, headers, makeBody: (i) => writBody(`${prefix}-${i}`), connections: c, duration: DURATION, pid: child.pid });
-      record('writ', 'durable ledger (flushed)', c, rep, m);
+      record('writ', writConfigLabel(evaluatorThreads), c, rep, m);
     }
     const ready = await (await fetch(`http://127.0.0.1:${WRIT_PORT}/readyz`)).json();
     log(`  writ ledger after rep ${rep}: ${ready.ledger_size} records`);
@@ -221,7 +228,7 @@ const startedAt = new Date().toISOString();
 const load0 = loadavg()[0];
 for (let rep = 1; rep <= REPS; rep++) {
   log(`rep ${rep}/${REPS}`);
-  if (TARGETS.includes('writ')) await runWrit(rep);
+  if (TARGETS.includes('writ')) for (const threads of EVALUATOR_THREADS) await runWrit(rep, threads);
   if (TARGETS.includes('hono')) await runFloor(rep);
   if (TARGETS.includes('cerbos')) await runCerbos(rep);
 }
@@ -236,7 +243,7 @@ for (const r of results) {
 const med = (k, f) => (groups.has(k) ? median(groups.get(k).map((r) => r[f])) : NaN);
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '–');
 const rows = [];
-const order = [['writ', 'durable ledger (flushed)'], ['cerbos', 'audit-on'], ['cerbos', 'audit-off'], ['hono floor', 'parse JSON, answer']];
+const order = [...EVALUATOR_THREADS.map((n) => ['writ', writConfigLabel(n)]), ['cerbos', 'audit-on'], ['cerbos', 'audit-off'], ['hono floor', 'parse JSON, answer']];
 for (const c of CONNS) {
   for (const [t, cfg] of order) {
     const k = `${t}|${cfg}|${c}`;
@@ -246,7 +253,7 @@ for (const c of CONNS) {
   }
 }
 const ratios = CONNS.map((c) => {
-  const w = `writ|durable ledger (flushed)|${c}`, ce = `cerbos|audit-on|${c}`, h = `hono floor|parse JSON, answer|${c}`;
+  const w = `writ|${WRIT_HEADLINE}|${c}`, ce = `cerbos|audit-on|${c}`, h = `hono floor|parse JSON, answer|${c}`;
   return `| ${c} | ${fmt(med(w, 'req_per_s') / med(ce, 'req_per_s'), 2)}× | ${fmt(med(w, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(med(w, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`;
 });
 const md = `## HTTP decisions: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
@@ -263,7 +270,8 @@ server got while other work ran).
   default \`durability: flushed\`: each answer only after its group commit is fsync'd; checkpoints every
   1000 records). Every request: \`execute\` of \`hris/read_employee\` for \`Employee::"7721"\`, requester
   \`User::"manager-1842"\`, actor \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow,
-  \`invoking\`, one durable decision record.
+  \`invoking\`, one durable decision record. Rows per \`evaluator_threads\` (Cedar on worker threads beside the
+  event loop; 0 = on the event loop); the ratios below use the first row (${WRIT_HEADLINE}).
 - **Cerbos 0.55.0**: \`../shared/peers/cerbos/run.sh cerbos\` (its own scenario, audit \`local\` backend on
   BadgerDB; its audit-off configuration is shown for reference).
 - **Hono floor**: \`bench/hono-floor.mjs\` (same Hono + @hono/node-server; parses the same body, answers a small JSON).
@@ -276,7 +284,7 @@ ${rows.join('\n')}
 |---:|---:|---|---:|
 ${ratios.join('\n')}
 
-Reproduce: \`npm run build && node bench/http.mjs\` (≈ ${Math.round((REPS * (TARGETS.length * CONNS.length * (DURATION + WARMUP) + 40)) / 60)} min; raw lines in \`bench/tmp/http-raw.jsonl\`).
+Reproduce: \`npm run build && node bench/http.mjs\` (≈ ${Math.round((REPS * ((TARGETS.length + EVALUATOR_THREADS.length - 1) * CONNS.length * (DURATION + WARMUP) + 40)) / 60)} min; raw lines in \`bench/tmp/http-raw.jsonl\`).
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'http.md'), md);
 process.stdout.write(md);

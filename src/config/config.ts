@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
@@ -38,6 +39,11 @@ export interface WritConfig {
   clock_file: string | null;
   /** Largest request body in bytes (413 beyond). */
   max_body_bytes: number;
+  /**
+   * Threads that run Cedar beside the event loop (0 = evaluate on the event loop). Default: one per
+   * core beyond the first, at most 4 — the event loop itself keeps a core busy under load.
+   */
+  evaluator_threads: number;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -54,6 +60,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   durability: 'flushed',
   clock_file: null,
   max_body_bytes: 1024 * 1024,
+  evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
 };
 
 export interface ConfigOverrides {
@@ -126,6 +133,9 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     ['approval_max_ttl_s', config.approval_max_ttl_s],
   ] as const) {
     if (!Number.isInteger(v) || v <= 0) fail(`${k} must be a positive integer`);
+  }
+  if (!Number.isInteger(config.evaluator_threads) || config.evaluator_threads < 0 || config.evaluator_threads > 64) {
+    fail('evaluator_threads must be an integer from 0 to 64');
   }
   const devTokens = file.tokens === undefined;
   config.tokens = devTokens ? [] : checkTokens(file.tokens);

@@ -111,6 +111,17 @@ function sortedByApprovalTime(approvals: ValidApproval[]): ValidApproval[] {
   return out;
 }
 
+/**
+ * The entities a decision starts its slice from: actor, subject, requester and every approver (their
+ * ancestors follow). Exported so a caller evaluating elsewhere (the evaluator threads) ships the same
+ * slice. Throws WritError on a malformed requester.
+ */
+export function entityRootsOf(input: Pick<DecisionInput, 'actor' | 'subject' | 'envelope' | 'approvals'>): Uid[] {
+  const roots = [input.actor, input.subject, requesterOf(input.envelope)];
+  for (const a of sortedByApprovalTime(input.approvals)) roots.push(a.approver);
+  return roots;
+}
+
 /** The Cedar context of CONTRACT.md §2 (pure; throws WritError on an envelope it cannot map). */
 export function buildCedarContext(input: DecisionInput, approver?: ValidApproval): Record<string, unknown> {
   const env = input.envelope;
@@ -184,6 +195,8 @@ let engineCounter = 0;
 
 export class PolicyEngine {
   readonly policyVersion: string;
+  /** Unique per engine in this process (the same policy version may be loaded twice). */
+  readonly engineId: string;
   private readonly bundle: PolicyBundle;
   private readonly fullSetId: string;
   private readonly schemaName: string | undefined;
@@ -208,6 +221,7 @@ export class PolicyEngine {
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
     const prefix = `writ#${++engineCounter}:${bundle.policyVersion}`;
     this.setPrefix = prefix;
+    this.engineId = prefix;
     this.fullSetId = `${prefix}:full`;
     this.namedActions = new Set();
     for (const info of bundle.info.values()) {
@@ -337,9 +351,7 @@ export class PolicyEngine {
   private decideOrThrow(input: DecisionInput): DecisionOutcome {
     const plan = this.planFor(`${input.server}/${input.tool}`);
     const approvals = sortedByApprovalTime(input.approvals);
-    const roots = [input.actor, input.subject, requesterOf(input.envelope)];
-    for (const a of approvals) roots.push(a.approver);
-    const entities = entitySlice(input.entities, roots);
+    const entities = entitySlice(input.entities, entityRootsOf(input));
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const fullContext = buildCedarContext(input);
     const baseContext = narrowed(fullContext, plan.contextKeys);

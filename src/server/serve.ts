@@ -117,6 +117,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
           });
         });
         await cp.stop();
+        await sidecar.close();
         await store.close();
       })());
     const running: RunningSidecar = { url, sidecar, close };

@@ -20,6 +20,7 @@ import {
 } from '../executions/machine.js';
 import { approvalView, invalidReason, subjectDigest, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type DecisionOutcome, type ValidApproval } from '../policy/engine.js';
+import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
@@ -72,6 +73,8 @@ function parseBody(text: string): Json {
 
 export class Sidecar {
   engine: PolicyEngine;
+  /** Where decisions are evaluated: Cedar on worker threads, or in-process (config.evaluator_threads). */
+  private readonly evaluator: EvaluatorPool;
   bundle: PolicyBundle;
   readonly entities: EntityStore;
   /** The policy files' content as last applied, to tell a real change from a touch. */
@@ -91,7 +94,14 @@ export class Sidecar {
   ) {
     this.bundle = bundle;
     this.engine = new PolicyEngine(bundle);
+    this.evaluator = new EvaluatorPool(config.evaluator_threads);
+    this.evaluator.register(this.engine, bundle);
     this.entities = new EntityStore(store);
+  }
+
+  /** Stops the evaluator threads (decisions still in them are finished in-process). */
+  async close(): Promise<void> {
+    await this.evaluator.close();
   }
 
   /** Counts the executions by state from the store (once, at start; later transitions keep it current). */
@@ -155,6 +165,7 @@ export class Sidecar {
         const bundle = loadPolicyDir(this.config.policy_dir);
         const engine = new PolicyEngine(bundle);
         await this.recordPolicyLoad(bundle, 'loaded');
+        this.evaluator.register(engine, bundle);
         this.bundle = bundle;
         this.engine = engine;
         this.lastRejectedVersion = undefined;
@@ -262,7 +273,7 @@ export class Sidecar {
       const { valid, views } = this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
       const engine = this.engine;
       const entitiesVersion = this.entities.version;
-      const outcome = engine.decide({
+      const outcome = await this.evaluator.decide(engine, {
         actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
         now, approvals: valid, ...(supersedes ? { supersedes } : {}), entities: this.entities,
       });

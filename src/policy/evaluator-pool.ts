@@ -1,0 +1,158 @@
+/**
+ * Cedar evaluation on worker threads, so a decision's largest CPU cost (cedar-wasm converting and
+ * evaluating the request) runs beside the event loop that parses HTTP, admits arguments and writes
+ * the ledger, instead of on it.
+ *
+ * Every answer is the answer PolicyEngine.decide gives in-process: the thread runs the same engine on
+ * the same policy bundle, and the caller's entity slice (the same roots the engine slices from) is
+ * shipped with the request. Fail closed and never lost: if a thread dies or stops answering, every
+ * decision it held is decided in-process instead, and the thread is replaced (a bounded number of
+ * times; after that the pool evaluates in-process only).
+ */
+import { Worker } from 'node:worker_threads';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, entityRootsOf } from './engine.js';
+import { type EntityJson, entitySlice } from './entities.js';
+import type { PolicyBundle } from './load.js';
+
+export type EvaluatorRequest =
+  | { type: 'load'; engineId: string; bundle: PolicyBundle }
+  | { type: 'decide'; id: number; engineId: string; input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] };
+
+export interface EvaluatorReply {
+  id: number;
+  outcome: DecisionOutcome;
+}
+
+interface Pending {
+  engine: PolicyEngine;
+  input: DecisionInput;
+  sentAt: number;
+  resolve: (outcome: DecisionOutcome) => void;
+}
+
+interface Thread {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  /** Engine ids this thread has been sent. */
+  loaded: Set<string>;
+}
+
+/** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
+const STALL_MS = 10_000;
+const MAX_RESTARTS = 10;
+const THREAD_SCRIPT = new URL('./evaluator-thread.js', import.meta.url);
+
+export class EvaluatorPool {
+  private readonly threads: Thread[] = [];
+  private nextId = 0;
+  private restarts = 0;
+  private closed = false;
+  /** The engines decisions may name, newest last (sent to threads on first use and to replacements). */
+  private readonly engines = new Map<string, { engine: PolicyEngine; bundle: PolicyBundle }>();
+  private readonly watchdog: NodeJS.Timeout | undefined;
+
+  /** `threads` = 0 evaluates in-process (the pool is then a pass-through). */
+  constructor(threads: number) {
+    for (let i = 0; i < threads; i++) this.threads.push(this.spawn());
+    if (threads > 0) {
+      this.watchdog = setInterval(() => this.replaceStalled(), 1000);
+      this.watchdog.unref();
+    }
+  }
+
+  get size(): number {
+    return this.threads.length;
+  }
+
+  /** Makes `engine` (built from `bundle`) available to the threads; call before deciding with it. */
+  register(engine: PolicyEngine, bundle: PolicyBundle): void {
+    this.engines.set(engine.engineId, { engine, bundle });
+    // Threads keep four versions; so does the pool.
+    while (this.engines.size > 4) this.engines.delete(this.engines.keys().next().value!);
+  }
+
+  decide(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
+    const thread = this.leastBusy();
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
+    let entities: EntityJson[];
+    try {
+      entities = entitySlice(input.entities, entityRootsOf(input));
+    } catch {
+      return engine.decide(input); // the engine turns the malformed request into its deny
+    }
+    if (!thread.loaded.has(engine.engineId)) {
+      thread.worker.postMessage({ type: 'load', engineId: engine.engineId, bundle: this.engines.get(engine.engineId)!.bundle } satisfies EvaluatorRequest);
+      thread.loaded.add(engine.engineId);
+    }
+    const id = this.nextId++;
+    const { entities: _source, ...portable } = input;
+    return new Promise<DecisionOutcome>((resolve) => {
+      thread.pending.set(id, { engine, input, sentAt: Date.now(), resolve });
+      thread.worker.postMessage({ type: 'decide', id, engineId: engine.engineId, input: portable, entities } satisfies EvaluatorRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    const threads = this.threads.splice(0);
+    for (const t of threads) this.failOver(t);
+    await Promise.all(threads.map((t) => t.worker.terminate()));
+  }
+
+  private leastBusy(): Thread | undefined {
+    let best: Thread | undefined;
+    for (const t of this.threads) if (best === undefined || t.pending.size < best.pending.size) best = t;
+    return best;
+  }
+
+  private spawn(): Thread {
+    const worker = new Worker(THREAD_SCRIPT);
+    worker.unref();
+    const thread: Thread = { worker, pending: new Map(), loaded: new Set() };
+    worker.on('message', (reply: EvaluatorReply) => {
+      const p = thread.pending.get(reply.id);
+      if (p === undefined) return;
+      thread.pending.delete(reply.id);
+      p.resolve(reply.outcome);
+    });
+    worker.on('error', (e) => {
+      process.stderr.write(`writ: evaluator thread failed (${e.message}); its decisions are evaluated in-process\n`);
+      this.retire(thread);
+    });
+    worker.on('exit', () => this.retire(thread));
+    return thread;
+  }
+
+  /** Decides everything the thread held in-process, drops it, and starts a replacement. */
+  private retire(thread: Thread): void {
+    this.failOver(thread);
+    const index = this.threads.indexOf(thread);
+    if (index < 0) return;
+    this.threads.splice(index, 1);
+    void thread.worker.terminate();
+    if (!this.closed && this.restarts < MAX_RESTARTS) {
+      this.restarts++;
+      this.threads.push(this.spawn());
+    }
+  }
+
+  private failOver(thread: Thread): void {
+    const pending = [...thread.pending.values()];
+    thread.pending.clear();
+    for (const p of pending) p.resolve(p.engine.decide(p.input));
+  }
+
+  private replaceStalled(): void {
+    const now = Date.now();
+    for (const t of [...this.threads]) {
+      for (const p of t.pending.values()) {
+        if (now - p.sentAt > STALL_MS) {
+          process.stderr.write('writ: evaluator thread stopped answering; replacing it\n');
+          this.retire(t);
+          break;
+        }
+      }
+    }
+  }
+}

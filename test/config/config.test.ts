@@ -1,0 +1,31 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/config.js';
+
+function withConfigFile(content: unknown, fn: (path: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify(content));
+    fn(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('evaluator_threads defaults to one per core beyond the first, at most 4', () => {
+  withConfigFile({}, (path) => {
+    const { config } = loadConfig({ configPath: path });
+    assert.equal(config.evaluator_threads, Math.min(Math.max(availableParallelism() - 1, 0), 4));
+  });
+});
+
+test('evaluator_threads accepts 0..64 and refuses anything else', () => {
+  for (const ok of [0, 1, 8, 64]) withConfigFile({ evaluator_threads: ok }, (path) => assert.equal(loadConfig({ configPath: path }).config.evaluator_threads, ok));
+  for (const bad of [-1, 1.5, 65, '2', null]) {
+    withConfigFile({ evaluator_threads: bad }, (path) => assert.throws(() => loadConfig({ configPath: path }), /evaluator_threads/));
+  }
+});
