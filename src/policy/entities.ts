@@ -43,12 +43,18 @@ export function entitiesVersionOf(entities: EntityJson[]): string {
 
 /** An immutable in-memory EntitySource (the seed file, `writ policy test`, tests). */
 export class StaticEntitySource implements EntitySource {
-  readonly version: string;
   private readonly byKey: Map<string, EntityJson>;
+  private readonly entities: EntityJson[];
+  private cachedVersion: string | undefined;
 
   constructor(entities: EntityJson[]) {
+    this.entities = entities;
     this.byKey = new Map(entities.map((e) => [uidKey(e.uid), e]));
-    this.version = entitiesVersionOf(entities);
+  }
+
+  /** Computed on first use: the evaluator threads build one source per decision and never ask. */
+  get version(): string {
+    return (this.cachedVersion ??= entitiesVersionOf(this.entities));
   }
 
   get(key: string): EntityJson | undefined {
