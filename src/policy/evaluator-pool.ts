@@ -14,14 +14,21 @@ import { type DecisionInput, type DecisionOutcome, PolicyEngine, entityRootsOf }
 import { type EntityJson, entitySlice } from './entities.js';
 import type { PolicyBundle } from './load.js';
 
-export type EvaluatorRequest =
-  | { type: 'load'; engineId: string; bundle: PolicyBundle }
-  | { type: 'decide'; id: number; engineId: string; input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] };
-
-export interface EvaluatorReply {
+export interface DecideRequest {
   id: number;
-  outcome: DecisionOutcome;
+  engineId: string;
+  input: Omit<DecisionInput, 'entities'>;
+  entities: EntityJson[];
 }
+
+/**
+ * Decisions travel in batches: everything asked in one turn of the event loop is one message, and its
+ * answers come back as one message, so a busy sidecar pays one cross-thread wake-up per turn rather
+ * than two per decision.
+ */
+export type EvaluatorRequest = { type: 'load'; engineId: string; bundle: PolicyBundle } | { type: 'decide'; batch: DecideRequest[] };
+
+export type EvaluatorReply = Array<{ id: number; outcome: DecisionOutcome }>;
 
 interface Pending {
   engine: PolicyEngine;
@@ -35,6 +42,8 @@ interface Thread {
   pending: Map<number, Pending>;
   /** Engine ids this thread has been sent. */
   loaded: Set<string>;
+  /** Decisions asked this turn, sent together at the end of it. */
+  outbox: DecideRequest[];
 }
 
 /** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
@@ -88,8 +97,18 @@ export class EvaluatorPool {
     const { entities: _source, ...portable } = input;
     return new Promise<DecisionOutcome>((resolve) => {
       thread.pending.set(id, { engine, input, sentAt: Date.now(), resolve });
-      thread.worker.postMessage({ type: 'decide', id, engineId: engine.engineId, input: portable, entities } satisfies EvaluatorRequest);
+      if (thread.outbox.push({ id, engineId: engine.engineId, input: portable, entities }) === 1) {
+        setImmediate(() => this.send(thread));
+      }
     });
+  }
+
+  private send(thread: Thread): void {
+    const batch = thread.outbox;
+    thread.outbox = [];
+    // A thread retired since (its pending work was already redone in-process) gets nothing.
+    if (batch.length === 0 || !this.threads.includes(thread)) return;
+    thread.worker.postMessage({ type: 'decide', batch } satisfies EvaluatorRequest);
   }
 
   async close(): Promise<void> {
@@ -109,12 +128,14 @@ export class EvaluatorPool {
   private spawn(): Thread {
     const worker = new Worker(THREAD_SCRIPT);
     worker.unref();
-    const thread: Thread = { worker, pending: new Map(), loaded: new Set() };
+    const thread: Thread = { worker, pending: new Map(), loaded: new Set(), outbox: [] };
     worker.on('message', (reply: EvaluatorReply) => {
-      const p = thread.pending.get(reply.id);
-      if (p === undefined) return;
-      thread.pending.delete(reply.id);
-      p.resolve(reply.outcome);
+      for (const { id, outcome } of reply) {
+        const p = thread.pending.get(id);
+        if (p === undefined) continue;
+        thread.pending.delete(id);
+        p.resolve(outcome);
+      }
     });
     worker.on('error', (e) => {
       process.stderr.write(`writ: evaluator thread failed (${e.message}); its decisions are evaluated in-process\n`);
@@ -140,6 +161,7 @@ export class EvaluatorPool {
   private failOver(thread: Thread): void {
     const pending = [...thread.pending.values()];
     thread.pending.clear();
+    thread.outbox = [];
     for (const p of pending) p.resolve(p.engine.decide(p.input));
   }
 

@@ -6,13 +6,13 @@
 import { parentPort } from 'node:worker_threads';
 import { PolicyEngine, type DecisionOutcome } from './engine.js';
 import { StaticEntitySource } from './entities.js';
-import type { EvaluatorRequest, EvaluatorReply } from './evaluator-pool.js';
+import type { DecideRequest, EvaluatorRequest, EvaluatorReply } from './evaluator-pool.js';
 
 /** Recent versions only: decisions in flight during a reload may still name the previous one. */
 const KEEP_VERSIONS = 4;
 const engines = new Map<string, PolicyEngine>();
 
-function answer(request: Extract<EvaluatorRequest, { type: 'decide' }>): DecisionOutcome {
+function answer(request: DecideRequest): DecisionOutcome {
   const engine = engines.get(request.engineId);
   if (engine === undefined) {
     // Cannot happen while the pool sends `load` first; if it does, refuse rather than guess.
@@ -27,6 +27,7 @@ parentPort!.on('message', (message: EvaluatorRequest) => {
     while (engines.size > KEEP_VERSIONS) engines.delete(engines.keys().next().value!);
     return;
   }
-  const reply: EvaluatorReply = { id: message.id, outcome: answer(message) };
+  const reply: EvaluatorReply = [];
+  for (const request of message.batch) reply.push({ id: request.id, outcome: answer(request) });
   parentPort!.postMessage(reply);
 });
