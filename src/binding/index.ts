@@ -19,6 +19,7 @@ export {
   admitArgumentsText,
   bindCall,
   bindingFromCanonical,
+  bindingFromCanonicalMembers,
   bindingOf,
   canonicalText,
   cedarView,

@@ -2,8 +2,9 @@
  * The three views of one admitted value (CONTRACT.md §3): the canonical text the tool receives, the
  * binding digest, and the Cedar context value.
  */
+import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
-import { jcs, sha256Hex, sha256Tagged } from '../util/canonical.js';
+import { jcs, sha256Tagged } from '../util/canonical.js';
 import { admitValue, type Json } from './admit.js';
 import { parseLossless, setMember } from './parse.js';
 
@@ -51,12 +52,19 @@ export function canonicalText(admitted: Json): string {
   return jcs(admitted);
 }
 
-/** The binding from an already-canonical argument text. JCS of {arguments, server, tool} is spelled
- *  out (its keys are already in JCS order) so the arguments are not canonicalized twice. */
 /** The binding of arguments already in canonical (JCS) text, e.g. as stored in a ledger line. */
 export function bindingFromCanonical(server: string, tool: string, canonicalArgs: string): string {
-  const payload = `${BINDING_DOMAIN}{"arguments":${canonicalArgs},"server":${jcs(server)},"tool":${jcs(tool)}}`;
-  return `${BINDING_PROFILE}:sha256:${sha256Hex(payload)}`;
+  return bindingFromCanonicalMembers(jcs(server), jcs(tool), canonicalArgs);
+}
+
+/**
+ * The binding from the JCS texts of all three members, e.g. as they stand in a canonical ledger line
+ * (`writ verify`, per decision). JCS of {arguments, server, tool} is spelled out (its keys are already
+ * in JCS order) so nothing is canonicalized again; one-shot hashing, as this runs once per record.
+ */
+export function bindingFromCanonicalMembers(serverJcs: string, toolJcs: string, argumentsJcs: string): string {
+  const payload = `${BINDING_DOMAIN}{"arguments":${argumentsJcs},"server":${serverJcs},"tool":${toolJcs}}`;
+  return `${BINDING_PROFILE}:sha256:${hash('sha256', payload, 'hex')}`;
 }
 
 /** 'writ-bind/1:sha256:' + hex SHA-256("writ-bind/1\n" + JCS({arguments, server, tool})). */

@@ -24,10 +24,10 @@
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
-import { bindingFromCanonical } from '../binding/index.js';
+import { bindingFromCanonicalMembers } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
-import { MerkleAccumulator, bytesToHash, EMPTY_ROOT, type AccumulatorState } from './merkle.js';
+import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './verify-merkle.js';
 
 export type VerifyCode =
   | 'HASH_MISMATCH'
@@ -62,6 +62,8 @@ export interface VerifyOptions {
 export const CHECKPOINT_WINDOW = 4096;
 
 const HEX64 = /^[0-9a-f]{64}$/;
+/** The tag of every hash and root: `sha256:` + 64 lower-case hex. */
+const TAG = 'sha256:';
 
 class Failure {
   constructor(
@@ -373,7 +375,6 @@ interface RecordView {
   string(name: string): string | undefined;
   /** JCS text of the record without `hash`. */
   withoutHash(): string;
-  record(): Record<string, unknown>;
 }
 
 /** The line just scanned (valid until the next scan). */
@@ -381,7 +382,6 @@ const SCANNED_LINE: RecordView = {
   token: memberToken,
   string: memberString,
   withoutHash: () => lineWithoutMember('hash') ?? text,
-  record: () => JSON.parse(text) as Record<string, unknown>,
 };
 
 function parsedRecordView(rec: Record<string, unknown>): RecordView {
@@ -392,8 +392,82 @@ function parsedRecordView(rec: Record<string, unknown>): RecordView {
       const { hash: _omit, ...rest } = rec;
       return jcs(rest);
     },
-    record: () => rec,
   };
+}
+
+/**
+ * What one line says about itself, judged without any other line: either why it is MALFORMED, or
+ * its header fields plus the outcome of the checks that need nothing but the line (its leaf hash,
+ * and for a decision its binding). The verifier reports these in its fixed order, interleaved with
+ * the checks that need the lines before (seq, prev, keys, checkpoints).
+ */
+export type LineFacts =
+  | { malformed: string }
+  | {
+      malformed?: undefined;
+      recordSeq: number;
+      hash: string;
+      prev: string;
+      kind: string;
+      /** Set when `hash` is not the record's leaf hash. */
+      hashMismatch?: string;
+      /** Set when a decision's binding is not the one its stored server, tool and arguments bind to. */
+      bindingMismatch?: string;
+    };
+
+/** Kinds whose records are checked against the ledger's state (keys seen, the Merkle tree, the last hash). */
+export const KINDS_CHECKED_AGAINST_STATE: ReadonlySet<string> = new Set(['key', 'checkpoint', 'chain_break']);
+
+/** Examines one line (without its terminator) on its own; see LineFacts. Pure apart from scratch state. */
+export function examineLine(line: string): LineFacts {
+  if (line.length === 0) return { malformed: 'empty line' };
+  let view: RecordView = SCANNED_LINE;
+  if (!scanCanonicalObject(line)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      return { malformed: 'not JSON' };
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { malformed: 'not a JSON object' };
+    if (!isCanonicalLineSlow(line)) return { malformed: 'the line is not the JCS text of its record' };
+    view = parsedRecordView(parsed as Record<string, unknown>);
+  }
+  const seqToken = view.token('seq');
+  const recordSeq = seqToken === undefined ? Number.NaN : Number(seqToken);
+  const hash = view.string('hash');
+  const prev = view.string('prev');
+  const kind = view.string('kind');
+  if (view.token('v') !== '1' || !Number.isSafeInteger(recordSeq) || kind === undefined || view.string('ts') === undefined || prev === undefined || hash === undefined) {
+    return { malformed: 'missing or mistyped header field (v, seq, ts, kind, prev, hash)' };
+  }
+  const facts: LineFacts = { recordSeq, hash, prev, kind };
+  const recomputed = leafHashOf(view.withoutHash());
+  if (recomputed !== hash) facts.hashMismatch = `hash is ${hash}, the record hashes to ${recomputed}`;
+  if (kind === 'decision') {
+    const bindingToken = view.token('binding');
+    if (bindingToken !== undefined && bindingToken !== 'null') facts.bindingMismatch = bindingMismatchOf(view);
+  }
+  return facts;
+}
+
+/** Why a decision's binding does not match its stored call, or undefined when it does. */
+function bindingMismatchOf(view: RecordView): string | undefined {
+  // The line is canonical, so each member's token is already its JCS text: bind them as they stand.
+  const serverToken = view.token('server');
+  const toolToken = view.token('tool');
+  const argsToken = view.token('arguments');
+  const binding = view.string('binding') ?? view.token('binding');
+  if (!isStringToken(serverToken) || !isStringToken(toolToken) || argsToken === undefined) {
+    return 'the record has a binding but not the server, tool and arguments it binds';
+  }
+  const recomputed = bindingFromCanonicalMembers(serverToken, toolToken, argsToken);
+  return recomputed === binding ? undefined : `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
+}
+
+/** Whether a JCS token is a string's (the JCS text of a string, and only of a string, starts with a quote). */
+function isStringToken(token: string | undefined): token is string {
+  return token !== undefined && token.charCodeAt(0) === Ch.Quote;
 }
 
 interface HeldCheckpoint {
@@ -453,9 +527,9 @@ export function parseKeysFile(doc: unknown): PublicKeyEntry[] {
 export class ExportVerifier {
   #count = 0;
   #prevHash = ZERO_HASH;
-  readonly #acc = new MerkleAccumulator();
+  readonly #acc = new HexMerkleAccumulator();
   /** Compact-range snapshots by tree size, for checkpoints that trail their position. */
-  readonly #recentStates: Array<AccumulatorState | undefined>;
+  readonly #recentStates: Array<HexAccumulatorState | undefined>;
   readonly #window: number;
   /** Keys introduced by key records so far (key_id → raw public key), plus the trusted --keys. */
   readonly #knownKeys = new Map<string, Buffer>();
@@ -479,7 +553,7 @@ export class ExportVerifier {
     }
     if (opts.checkpoint !== undefined) {
       this.#held = parseHeldCheckpoint(opts.checkpoint);
-      if (this.#held.size === 0) this.#failure = this.#checkHeldRoot(EMPTY_ROOT);
+      if (this.#held.size === 0) this.#failure = this.#checkHeldRoot(TAG + EMPTY_ROOT_HEX);
     }
   }
 
@@ -492,6 +566,24 @@ export class ExportVerifier {
   push(line: string): VerifyResult | undefined {
     if (this.#failure) return this.#result(this.#failure);
     const failure = this.#check(line);
+    if (failure) {
+      this.#failure = failure;
+      return this.#result(failure);
+    }
+    return undefined;
+  }
+
+  /**
+   * Accepts the next record from a line examined elsewhere (a worker thread) that needs nothing but
+   * the lines before it: its LineFacts were all good (canonical, its own hash and, for a decision, its
+   * binding), it is not a key, checkpoint or chain_break record, and it links to the line before it
+   * (seq one more, prev that line's hash). With that line accepted, `push` would conclude exactly
+   * this; what is left are the checks against the held checkpoint.
+   */
+  pushLinked(hash: string): VerifyResult | undefined {
+    if (this.#failure) return this.#result(this.#failure);
+    const seq = this.#count;
+    const failure = this.#checkHeldBefore(seq) ?? this.#accept(seq, hash);
     if (failure) {
       this.#failure = failure;
       return this.#result(failure);
@@ -531,77 +623,60 @@ export class ExportVerifier {
 
   #check(line: string): Failure | undefined {
     const seq = this.#count;
-    const held = this.#held;
-    // The held checkpoint is checked once the keys that could have signed it are all known: those
-    // introduced before its own seq.
-    if (held && !this.#heldSignatureChecked && held.seq === seq) {
-      const failure = this.#checkHeldSignature();
-      if (failure) return failure;
-    }
+    const heldFailure = this.#checkHeldBefore(seq);
+    if (heldFailure) return heldFailure;
 
-    if (line.length === 0) return new Failure(seq, 'MALFORMED', 'empty line');
-    let view: RecordView = SCANNED_LINE;
-    if (!scanCanonicalObject(line)) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        return new Failure(seq, 'MALFORMED', 'not JSON');
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return new Failure(seq, 'MALFORMED', 'not a JSON object');
-      if (!isCanonicalLineSlow(line)) return new Failure(seq, 'MALFORMED', 'the line is not the JCS text of its record');
-      view = parsedRecordView(parsed as Record<string, unknown>);
-    }
-    const seqToken = view.token('seq');
-    const recordSeq = seqToken === undefined ? Number.NaN : Number(seqToken);
-    const hash = view.string('hash');
-    const prev = view.string('prev');
-    const kind = view.string('kind');
-    if (view.token('v') !== '1' || !Number.isSafeInteger(recordSeq) || kind === undefined || view.string('ts') === undefined || prev === undefined || hash === undefined) {
-      return new Failure(seq, 'MALFORMED', 'missing or mistyped header field (v, seq, ts, kind, prev, hash)');
-    }
+    const facts = examineLine(line);
+    if (facts.malformed !== undefined) return new Failure(seq, 'MALFORMED', facts.malformed);
+    const { recordSeq, hash, prev, kind } = facts;
     if (recordSeq !== seq) return new Failure(seq, 'SEQ_GAP', `expected seq ${seq}, found ${recordSeq}`);
-    const recomputed = leafHashOf(view.withoutHash());
-    if (recomputed !== hash) return new Failure(seq, 'HASH_MISMATCH', `hash is ${hash}, the record hashes to ${recomputed}`);
+    if (facts.hashMismatch !== undefined) return new Failure(seq, 'HASH_MISMATCH', facts.hashMismatch);
     if (prev !== this.#prevHash) return new Failure(seq, 'PREV_MISMATCH', `prev is ${prev}, the previous record's hash is ${this.#prevHash}`);
 
+    // The kinds checked against ledger state here are KINDS_CHECKED_AGAINST_STATE.
     switch (kind) {
       case 'key': {
-        const failure = this.#checkKeyRecord(seq, view.record());
+        const failure = this.#checkKeyRecord(seq, JSON.parse(line) as Record<string, unknown>);
         if (failure) return failure;
         break;
       }
       case 'checkpoint': {
-        const failure = this.#checkCheckpointRecord(seq, view.record());
+        const failure = this.#checkCheckpointRecord(seq, JSON.parse(line) as Record<string, unknown>);
         if (failure) return failure;
         break;
       }
       case 'chain_break': {
-        const failure = this.#checkChainBreak(seq, view.record(), prev);
+        const failure = this.#checkChainBreak(seq, JSON.parse(line) as Record<string, unknown>, prev);
         if (failure) return failure;
         break;
       }
-      case 'decision': {
-        const bindingToken = view.token('binding');
-        if (bindingToken !== undefined && bindingToken !== 'null') {
-          const failure = this.#checkBinding(seq, view);
-          if (failure) return failure;
-        }
+      case 'decision':
+        if (facts.bindingMismatch !== undefined) return new Failure(seq, 'BINDING_MISMATCH', facts.bindingMismatch);
         break;
-      }
     }
+    return this.#accept(seq, hash);
+  }
 
+  /** The held checkpoint is checked once the keys that could have signed it are all known: those
+   *  introduced before its own seq. */
+  #checkHeldBefore(seq: number): Failure | undefined {
+    const held = this.#held;
+    if (held && !this.#heldSignatureChecked && held.seq === seq) return this.#checkHeldSignature();
+    return undefined;
+  }
+
+  /** Accepts the record at `seq` (every check on the line itself has passed): it becomes leaf `seq`. */
+  #accept(seq: number, hash: string): Failure | undefined {
+    const held = this.#held;
     if (held?.hash !== undefined && held.seq === seq && hash !== held.hash) {
       return new Failure(seq, 'HASH_MISMATCH', `the record at seq ${seq} is not the held checkpoint (${held.hash})`);
     }
-
-    // Accept the record: it becomes leaf `seq`.
     this.#recentStates[seq % this.#window] = this.#acc.state;
-    this.#acc.append(Buffer.from(hash.slice(7), 'hex'));
+    this.#acc.append(hash.slice(TAG.length));
     this.#prevHash = hash;
     this.#count = seq + 1;
     if (held && held.size === this.#count) {
-      const failure = this.#checkHeldRoot(this.#acc.root());
+      const failure = this.#checkHeldRoot(this.#rootAtSize(this.#count)!);
       if (failure) return failure;
     }
     return undefined;
@@ -634,7 +709,7 @@ export class ExportVerifier {
     if (treeRoot === undefined) {
       return new Failure(seq, 'ROOT_MISMATCH', `checkpoint size ${String(size)} trails its seq ${seq} by more than ${this.#window} records; its root cannot be checked in one pass`);
     }
-    if (root !== bytesToHash(treeRoot)) return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${bytesToHash(treeRoot)})`);
+    if (root !== treeRoot) return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${treeRoot})`);
     const key = typeof key_id === 'string' ? this.#knownKeys.get(key_id) : undefined;
     if (!key) return new Failure(seq, 'UNKNOWN_KEY', `checkpoint key ${String(key_id)} is not a known key`);
     if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)) {
@@ -657,32 +732,18 @@ export class ExportVerifier {
     return undefined;
   }
 
-  #checkBinding(seq: number, view: RecordView): Failure | undefined {
-    const server = view.string('server');
-    const tool = view.string('tool');
-    const argsToken = view.token('arguments');
-    const binding = view.string('binding') ?? view.token('binding');
-    if (server === undefined || tool === undefined || argsToken === undefined) {
-      return new Failure(seq, 'BINDING_MISMATCH', 'the record has a binding but not the server, tool and arguments it binds');
-    }
-    // The line is canonical, so the arguments' token is already their JCS text: bind it as it stands.
-    const recomputed = bindingFromCanonical(server, tool, argsToken);
-    if (recomputed !== binding) return new Failure(seq, 'BINDING_MISMATCH', `binding is ${String(binding)}, the stored call binds to ${recomputed}`);
-    return undefined;
-  }
-
   /** Root of the first `size` accepted leaves, if it is still within reach. */
-  #rootAtSize(size: number): Buffer | undefined {
-    if (size === this.#count) return this.#acc.root();
+  #rootAtSize(size: number): string | undefined {
+    if (size === this.#count) return TAG + HexMerkleAccumulator.rootOf(this.#acc.state);
     if (this.#count - size > this.#window) return undefined;
     const state = this.#recentStates[size % this.#window];
-    return state !== undefined && state.size === size ? MerkleAccumulator.rootOf(state) : undefined;
+    return state !== undefined && state.size === size ? TAG + HexMerkleAccumulator.rootOf(state) : undefined;
   }
 
-  #checkHeldRoot(root: Buffer): Failure | undefined {
+  #checkHeldRoot(root: string): Failure | undefined {
     const held = this.#held!;
-    if (bytesToHash(root) !== held.root) {
-      return new Failure(held.reportSeq, 'ROOT_MISMATCH', `the first ${held.size} records have root ${bytesToHash(root)}, not the held checkpoint's ${held.root}`);
+    if (root !== held.root) {
+      return new Failure(held.reportSeq, 'ROOT_MISMATCH', `the first ${held.size} records have root ${root}, not the held checkpoint's ${held.root}`);
     }
     return undefined;
   }

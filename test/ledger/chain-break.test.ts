@@ -5,21 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { verifyExportSync } from '../../src/ledger/verify.js';
-import { chainBreakPayload, signPayload } from '../../src/ledger/signing.js';
-import { ATTACKER_KEY, buildRecords, fixtureKeyAt, linesOf, rechain, type Rec, type TestKey } from './fixture.js';
-
-/** The fixture cut after `lastGood`, then a chain_break signed by `key`, then the fixture's records again. */
-function withBreak(lastGood: number, key: TestKey, edit: (r: Rec) => void = () => {}): Rec[] {
-  const kept = buildRecords().slice(0, lastGood + 1);
-  const reason = 'operator repair after a torn write';
-  const brk: Rec = {
-    v: 1, seq: lastGood + 1, ts: '2026-08-24T09:00:00.000Z', kind: 'chain_break', prev: kept[lastGood]!.hash,
-    last_good_seq: lastGood, last_good_hash: kept[lastGood]!.hash, dropped_from_seq: lastGood + 1, reason, key_id: key.keyId,
-    signature: signPayload(key.privateKey, chainBreakPayload({ last_good_hash: kept[lastGood]!.hash as string, last_good_seq: lastGood, reason })),
-  };
-  edit(brk);
-  return rechain([...kept, brk], lastGood + 1);
-}
+import { ATTACKER_KEY, fixtureKeyAt, linesOf, withBreak, type Rec } from './fixture.js';
 
 test('a signed chain_break from the last good record verifies', () => {
   const r = verifyExportSync(linesOf(withBreak(25, fixtureKeyAt(25))));

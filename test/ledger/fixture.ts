@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { bindingOf } from '../../src/binding/index.js';
 import { digestOf } from '../../src/util/canonical.js';
 import { recordLine, sealRecord, ZERO_HASH, type LedgerRecord, type UnsealedRecord } from '../../src/ledger/record.js';
-import { checkpointPayload, keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../../src/ledger/signing.js';
+import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../../src/ledger/signing.js';
 import { MerkleAccumulator, bytesToHash, hashToBytes } from '../../src/ledger/merkle.js';
 import type { KeyObject } from 'node:crypto';
 
@@ -176,3 +176,16 @@ export function rechain(records: Rec[], from = 0, resignWith?: (seq: number) => 
 export const fixtureKeyAt = (seq: number): TestKey => (seq > 30 ? ROTATED_KEY : GOLDEN_KEY);
 
 export const keysDoc = (...keys: TestKey[]) => ({ keys: keys.map((k) => ({ key_id: k.keyId, public_key: k.publicKey })) });
+
+/** The fixture cut after `lastGood`, then a chain_break signed by `key`, then the fixture's records again. */
+export function withBreak(lastGood: number, key: TestKey, edit: (r: Rec) => void = () => {}): Rec[] {
+  const kept = buildRecords().slice(0, lastGood + 1);
+  const reason = 'operator repair after a torn write';
+  const brk: Rec = {
+    v: 1, seq: lastGood + 1, ts: '2026-08-24T09:00:00.000Z', kind: 'chain_break', prev: kept[lastGood]!.hash,
+    last_good_seq: lastGood, last_good_hash: kept[lastGood]!.hash, dropped_from_seq: lastGood + 1, reason, key_id: key.keyId,
+    signature: signPayload(key.privateKey, chainBreakPayload({ last_good_hash: kept[lastGood]!.hash as string, last_good_seq: lastGood, reason })),
+  };
+  edit(brk);
+  return rechain([...kept, brk], lastGood + 1);
+}
