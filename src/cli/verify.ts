@@ -5,12 +5,16 @@
  *   {"ok":false,"seq":S,"code":"…","message":"…"}                    exit 1
  * Usage errors (bad flags, unreadable or invalid files) print on stderr and exit 2.
  */
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isWritError, WritError } from '../errors.js';
 import { ExportVerifier, parseKeysFile, type VerifyOptions, type VerifyResult } from '../ledger/verify.js';
+import { NEWLINE, pushLineBytes } from '../ledger/verify-block.js';
+import { streamReader, verifyInParallel, type ReadBytes } from '../ledger/verify-parallel.js';
 
-export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]
+export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
 
 Verifies a ledger export (GET /v1/ledger/export; '-' reads stdin) offline: every line is its record's
 JCS text, seqs are contiguous from 0, every hash and prev link, every key record and checkpoint
@@ -21,6 +25,9 @@ options:
                           GET /v1/ledger/keys: every key record must be one of them
   --checkpoint CP.json    a checkpoint record held from earlier (GET /v1/ledger/checkpoint): its
                           signature must verify and the export must extend it
+  --workers N             worker threads for the per-record checks (default: the number of CPUs,
+                          or $WRIT_VERIFY_WORKERS); 0 checks everything on the main thread. Files
+                          under 8 MB are checked on the main thread unless N is given.
   -h, --help              show this help
 
 prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
@@ -28,21 +35,6 @@ prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
        PREV_MISMATCH, SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH,
        TRUNCATED, MALFORMED; usage errors exit 2.
 `;
-
-const NEWLINE = 0x0a;
-const REPLACEMENT_CHAR = '\uFFFD';
-
-/**
- * Feeds one line's bytes to the verifier. Invalid UTF-8 would decode to U+FFFD and could then pass as
- * text, so a line containing U+FFFD is accepted only if it re-encodes to the same bytes.
- */
-function pushLine(verifier: ExportVerifier, buf: Buffer, start: number, end: number): VerifyResult | undefined {
-  const text = buf.toString('utf8', start, end);
-  if (text.includes(REPLACEMENT_CHAR) && !Buffer.from(text, 'utf8').equals(buf.subarray(start, end))) {
-    return verifier.pushMalformed('the line is not valid UTF-8');
-  }
-  return verifier.push(text);
-}
 
 /**
  * Streams a file (or stdin) through the verifier, splitting lines on \n at the byte level so a line
@@ -62,14 +54,14 @@ export async function verifyStream(stream: NodeJS.ReadableStream, opts: VerifyOp
       }
       const line = Buffer.concat([carry, chunk.subarray(0, nl)]);
       carry = undefined;
-      const failure = pushLine(verifier, line, 0, line.length);
+      const failure = pushLineBytes(verifier, line, 0, line.length);
       if (failure) return failure;
       pos = nl + 1;
     }
     for (;;) {
       const nl = buf.indexOf(NEWLINE, pos);
       if (nl < 0) break;
-      const failure = pushLine(verifier, buf, pos, nl);
+      const failure = pushLineBytes(verifier, buf, pos, nl);
       if (failure) return failure;
       pos = nl + 1;
     }
@@ -77,7 +69,7 @@ export async function verifyStream(stream: NodeJS.ReadableStream, opts: VerifyOp
   }
   // A final line without a newline still counts.
   if (carry && carry.length > 0) {
-    const failure = pushLine(verifier, carry, 0, carry.length);
+    const failure = pushLineBytes(verifier, carry, 0, carry.length);
     if (failure) return failure;
   }
   return verifier.finish();
@@ -102,6 +94,46 @@ function readJsonFile(flag: string, file: string): unknown {
   }
 }
 
+/** Below this size a file is verified on the main thread: starting workers would cost more than they save. */
+const PARALLEL_MIN_BYTES = 8 << 20;
+
+/** --workers, else $WRIT_VERIFY_WORKERS, else one worker per CPU; `given` when either was set. */
+function workerCount(flag: string | undefined, env: string | undefined): { workers: number; given: boolean } {
+  const text = flag ?? (env === '' ? undefined : env);
+  if (text === undefined) return { workers: availableParallelism(), given: false };
+  const what = flag !== undefined ? '--workers' : 'WRIT_VERIFY_WORKERS';
+  if (!/^\d{1,4}$/.test(text)) throw new WritError('INVALID_REQUEST', `${what} must be a whole number of worker threads, got ${JSON.stringify(text)}`);
+  return { workers: Number(text), given: true };
+}
+
+/** Verifies the export at `exportPath` ('-': stdin), with workers unless the input is small or `workers` is 0. */
+async function verifyInput(exportPath: string, opts: VerifyOptions, workers: number, workersGiven: boolean): Promise<VerifyResult> {
+  if (exportPath === '-') {
+    if (workers === 0) return verifyStream(process.stdin, opts);
+    const stdin = streamReader(process.stdin);
+    try {
+      return await verifyInParallel(stdin.read, opts, { workers });
+    } finally {
+      await stdin.close();
+    }
+  }
+  if (workers === 0 || (!workersGiven && statSync(exportPath).size < PARALLEL_MIN_BYTES)) {
+    const stream = createReadStream(exportPath, { highWaterMark: 1 << 20 });
+    try {
+      return await verifyStream(stream, opts);
+    } finally {
+      stream.destroy();
+    }
+  }
+  const file = await open(exportPath, 'r');
+  try {
+    const read: ReadBytes = async (into, offset, length) => (await file.read(into, offset, length, null)).bytesRead;
+    return await verifyInParallel(read, opts, { workers });
+  } finally {
+    await file.close();
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -112,6 +144,7 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         keys: { type: 'string' },
         checkpoint: { type: 'string' },
+        workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -126,6 +159,8 @@ export async function main(argv: string[]): Promise<number> {
   const exportPath = parsed.positionals[0]!;
 
   const opts: VerifyOptions = {};
+  let workers: number;
+  let workersGiven: boolean;
   try {
     if (parsed.values.keys !== undefined) opts.keys = parseKeysFile(readJsonFile('--keys', parsed.values.keys));
     if (parsed.values.checkpoint !== undefined) {
@@ -133,21 +168,19 @@ export async function main(argv: string[]): Promise<number> {
     }
     // Validate the options before touching the export.
     new ExportVerifier(opts);
+    ({ workers, given: workersGiven } = workerCount(parsed.values.workers, process.env.WRIT_VERIFY_WORKERS));
   } catch (err) {
     if (isWritError(err)) return usageError(err.message);
     throw err;
   }
 
-  const stream = exportPath === '-' ? process.stdin : createReadStream(exportPath, { highWaterMark: 1 << 20 });
   let result: VerifyResult;
   try {
-    result = await verifyStream(stream, opts);
+    result = await verifyInput(exportPath, opts, workers, workersGiven);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e && typeof e.code === 'string' && e.syscall) return usageError(`cannot read ${exportPath}: ${e.message}`);
     throw err;
-  } finally {
-    if ('destroy' in stream && stream !== process.stdin) stream.destroy();
   }
   process.stdout.write(JSON.stringify(result) + '\n');
   return result.ok ? 0 : 1;

@@ -16,9 +16,9 @@ const LINES = linesOf(RECORDS);
 const EXPORT = LINES.join('\n') + '\n';
 const HEAD = RECORDS.at(-1)!.hash as string;
 
-function run(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(args: string[], stdin?: string, env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [WRIT, ...args], (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [WRIT, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
       const code = err ? ((err as { code?: number }).code ?? 1) : 0;
       resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
     });
@@ -95,6 +95,49 @@ test('writ verify: usage errors exit 2 without a verdict', async () => {
   const help = await run(['verify', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /usage: writ verify EXPORT\.jsonl/);
+});
+
+test('writ verify with worker threads forced on small inputs prints exactly what the main-thread path prints', async () => {
+  const edited = [...LINES];
+  const r12 = parse(edited[12]!);
+  r12.ts = '2030-01-01T00:00:00.000Z';
+  edited[12] = linesOf([r12])[0]!;
+  const inputs: string[][] = [
+    ['verify', exportFile],
+    ['verify', exportFile, '--keys', keysFile, '--checkpoint', checkpointFile],
+    ['verify', file('edited-w.jsonl', edited.join('\n') + '\n')],
+    ['verify', file('gap-w.jsonl', LINES.filter((_, i) => i !== 7).join('\n') + '\n')],
+    ['verify', file('short-w.jsonl', LINES.slice(0, 25).join('\n') + '\n'), '--checkpoint', checkpointFile],
+    ['verify', exportFile, '--keys', file('onekey-w.json', JSON.stringify(keysDoc(GOLDEN_KEY)))],
+    ['verify', file('blank-w.jsonl', EXPORT + '\n')],
+    ['verify', file('nonewline-w.jsonl', LINES.join('\n'))],
+  ];
+  for (const args of inputs) {
+    const mainThread = await run([...args, '--workers', '0']);
+    assert.ok(mainThread.code === 0 || mainThread.code === 1, mainThread.stderr);
+    for (const [extra, env] of [[['--workers', '3'], {}], [[], { WRIT_VERIFY_WORKERS: '2' }]] as const) {
+      const withWorkers = await run([...args, ...extra], undefined, env);
+      assert.deepEqual(withWorkers, mainThread, `${args.join(' ')} ${extra.join(' ')} ${JSON.stringify(env)}`);
+    }
+  }
+  const gapText = LINES.filter((_, i) => i !== 7).join('\n');
+  for (const stdin of [LINES.join('\n'), gapText]) {
+    assert.deepEqual(await run(['verify', '-', '--workers', '2'], stdin), await run(['verify', '-', '--workers', '0'], stdin));
+  }
+});
+
+test('writ verify: a worker count that is not a whole number is a usage error', async () => {
+  for (const [args, env] of [
+    [['verify', exportFile, '--workers', 'two'], {}],
+    [['verify', exportFile, '--workers', '-1'], {}],
+    [['verify', exportFile, '--workers', '1.5'], {}],
+    [['verify', exportFile], { WRIT_VERIFY_WORKERS: 'many' }],
+  ] as const) {
+    const r = await run([...args], undefined, env);
+    assert.equal(r.code, 2, `${args.join(' ')} ${JSON.stringify(env)} → ${r.code} ${r.stdout}`);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /writ verify: .*(--workers|WRIT_VERIFY_WORKERS)/);
+  }
 });
 
 /** A stream that delivers `bytes` in pieces of `size` bytes, so lines straddle chunks. */
