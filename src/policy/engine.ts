@@ -16,9 +16,9 @@ import { WritError } from '../errors.js';
 import { sha256Hex } from '../util/canonical.js';
 import type { Uid } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
-import { type EntitySource, entitySlice, uidFromJson } from './entities.js';
+import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
-import { contextReadsOf, mayApplyToAction } from './relevance.js';
+import { attributeReadsOf, contextReadsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
 export interface ValidApproval {
@@ -178,8 +178,22 @@ interface ActionPlan {
   policyIds: string[];
   /** The context attributes to hand Cedar; undefined = all of them. */
   contextKeys: string[] | undefined;
+  /** The entity attributes to hand Cedar; undefined = all of them. */
+  entityAttributes: ReadonlySet<string> | undefined;
   /** Preparsed "this set minus these requires_approval forbids" ids, by excluded-id key. */
   reducedSetIds: Map<string, string>;
+}
+
+/** Each entity with only the attributes in `keep`; the slice itself when keep is undefined. */
+function withAttributes(entities: EntityJson[], keep: ReadonlySet<string> | undefined): EntityJson[] {
+  if (keep === undefined) return entities;
+  const out: EntityJson[] = [];
+  for (const e of entities) {
+    const attrs: Record<string, unknown> = {};
+    for (const name in e.attrs) if (keep.has(name) && Object.hasOwn(e.attrs, name)) attrs[name] = e.attrs[name];
+    out.push({ uid: e.uid, attrs, parents: e.parents });
+  }
+  return out;
 }
 
 /** The context restricted to `keys` (those present); the context itself when keys is undefined. */
@@ -299,7 +313,10 @@ export class PolicyEngine {
     const policiesKey = JSON.stringify(kept);
     let plan = this.plansByPolicies.get(policiesKey);
     if (plan === undefined) {
-      const reads = contextReadsOf(kept.map((id) => this.bundle.info.get(id)!.relevance));
+      const relevances = kept.map((id) => this.bundle.info.get(id)!.relevance);
+      const reads = contextReadsOf(relevances);
+      // With a schema, the request and the entities are validated against it: hand Cedar everything.
+      const narrow = this.narrowRequests && this.schemaName === undefined;
       let setId = this.fullSetId;
       if (kept.length !== this.bundle.ids.length) {
         setId = `${this.setPrefix}:only:${sha256Hex(policiesKey)}`;
@@ -308,14 +325,24 @@ export class PolicyEngine {
       plan = {
         setId,
         policyIds: kept,
-        // With a schema the request is validated against it, which needs every attribute.
-        contextKeys: this.narrowRequests && this.schemaName === undefined && reads !== 'all' ? [...reads] : undefined,
+        contextKeys: narrow && reads !== 'all' ? [...reads] : undefined,
+        entityAttributes: narrow ? attributeReadsOf(relevances) : undefined,
         reducedSetIds: new Map(),
       };
       this.plansByPolicies.set(policiesKey, plan);
     }
     this.plansByAction.set(cacheKey, plan);
     return plan;
+  }
+
+  /** What Cedar is handed for an action: the policies kept and the context keys (undefined = all). */
+  describePlan(actionId: string): { policyIds: string[]; contextKeys: string[] | undefined; entityAttributes: string[] | undefined } {
+    const plan = this.planFor(actionId);
+    return {
+      policyIds: [...plan.policyIds],
+      contextKeys: plan.contextKeys ? [...plan.contextKeys] : undefined,
+      entityAttributes: plan.entityAttributes ? [...plan.entityAttributes] : undefined,
+    };
   }
 
   private policiesOf(ids: string[]): Record<string, string> {
@@ -351,7 +378,7 @@ export class PolicyEngine {
   private decideOrThrow(input: DecisionInput): DecisionOutcome {
     const plan = this.planFor(`${input.server}/${input.tool}`);
     const approvals = sortedByApprovalTime(input.approvals);
-    const entities = entitySlice(input.entities, entityRootsOf(input));
+    const entities = withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const fullContext = buildCedarContext(input);
     const baseContext = narrowed(fullContext, plan.contextKeys);

@@ -16,6 +16,11 @@
  *    (`context == {…}`, `context is …`, passing it whole), nothing is dropped. With a schema the
  *    request is validated against it, which needs the whole context, so the engine never drops
  *    attributes then.
+ *  - an entity attribute whose name no kept policy reads (`e.a`, `e["a"]`, `e has a`, any step of a
+ *    `has` path, on any expression but `context` itself) cannot influence evaluation either: Cedar
+ *    has no way to observe an entity's attributes other than by name (equality and `in` look at the
+ *    uid and the parents only). Dropping them saves converting them; with a schema (entities are
+ *    validated against it) nothing is dropped.
  */
 
 /** A policy's action scope, reduced to what relevance needs. */
@@ -25,6 +30,8 @@ export interface PolicyRelevance {
   action: ActionScope;
   /** Attribute names of `context` the policy reads, or 'all' when it uses `context` as a whole. */
   contextReads: ReadonlySet<string> | 'all';
+  /** Every attribute name the policy reads from anything but `context` itself (entities, records). */
+  attributeReads: ReadonlySet<string>;
 }
 
 type Est = { action?: unknown; conditions?: Array<{ body?: unknown }> };
@@ -33,26 +40,47 @@ function isContextVar(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as { Var?: unknown }).Var === 'context';
 }
 
-/** Walks an EST expression; a `context` that is not the direct left side of `.`/`has` means 'all'. */
-function collectContextReads(node: unknown, reads: Set<string>): boolean {
+interface Reads {
+  context: Set<string>;
+  /** Set when `context` is used other than as the left side of `.`/`has`. */
+  wholeContext: boolean;
+  attributes: Set<string>;
+}
+
+/** The attribute steps of a `.`/`has` operand: `e has a.b` arrives as attr ["a", "b"]. */
+function attrSteps(attr: unknown): string[] {
+  if (typeof attr === 'string') return [attr];
+  return Array.isArray(attr) ? attr.filter((a): a is string => typeof a === 'string') : [];
+}
+
+/** Walks an EST expression, collecting context attributes and all other attribute names read. */
+function collectReads(node: unknown, reads: Reads): void {
   if (Array.isArray(node)) {
-    for (const child of node) if (!collectContextReads(child, reads)) return false;
-    return true;
+    for (const child of node) collectReads(child, reads);
+    return;
   }
-  if (typeof node !== 'object' || node === null) return true;
-  if (isContextVar(node)) return false;
+  if (typeof node !== 'object' || node === null) return;
+  if (isContextVar(node)) {
+    reads.wholeContext = true;
+    return;
+  }
   for (const [op, operand] of Object.entries(node)) {
-    if ((op === '.' || op === 'has') && typeof operand === 'object' && operand !== null && isContextVar((operand as { left?: unknown }).left)) {
-      // `context has a.b` arrives as attr ["a", "b"]: only the first step is a context attribute.
-      const attr = (operand as { attr?: unknown }).attr;
-      const first = Array.isArray(attr) ? attr[0] : attr;
-      if (typeof first !== 'string') return false;
-      reads.add(first);
+    if ((op === '.' || op === 'has') && typeof operand === 'object' && operand !== null) {
+      const { left, attr } = operand as { left?: unknown; attr?: unknown };
+      const steps = attrSteps(attr);
+      if (isContextVar(left)) {
+        // Only the first step names a context attribute; later steps read inside its value.
+        if (steps.length === 0) reads.wholeContext = true;
+        else reads.context.add(steps[0]!);
+        for (const step of steps.slice(1)) reads.attributes.add(step);
+      } else {
+        for (const step of steps) reads.attributes.add(step);
+        collectReads(left, reads);
+      }
       continue;
     }
-    if (!collectContextReads(operand, reads)) return false;
+    collectReads(operand, reads);
   }
-  return true;
 }
 
 function actionScopeOf(action: unknown): ActionScope {
@@ -68,10 +96,9 @@ function actionScopeOf(action: unknown): ActionScope {
 
 /** Relevance of one policy from its EST (`policyToJson(...).json`). */
 export function relevanceOf(est: Est): PolicyRelevance {
-  const reads = new Set<string>();
-  const bodies = (est.conditions ?? []).map((c) => c.body);
-  const whole = !collectContextReads(bodies, reads);
-  return { action: actionScopeOf(est.action), contextReads: whole ? 'all' : reads };
+  const reads: Reads = { context: new Set(), wholeContext: false, attributes: new Set() };
+  collectReads((est.conditions ?? []).map((c) => c.body), reads);
+  return { action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes };
 }
 
 export function mayApplyToAction(relevance: PolicyRelevance, actionId: string): boolean {
@@ -85,5 +112,12 @@ export function contextReadsOf(relevances: Iterable<PolicyRelevance>): ReadonlyS
     if (r.contextReads === 'all') return 'all';
     for (const name of r.contextReads) union.add(name);
   }
+  return union;
+}
+
+/** The non-context attribute names that the given policies read together. */
+export function attributeReadsOf(relevances: Iterable<PolicyRelevance>): Set<string> {
+  const union = new Set<string>();
+  for (const r of relevances) for (const name of r.attributeReads) union.add(name);
   return union;
 }

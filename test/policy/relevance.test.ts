@@ -34,6 +34,15 @@ test('relevance: context reads through ., [""] and has (first step of a has-path
   assert.deepEqual([...(relevance('permit(principal, action, resource);').contextReads as Set<string>)], []);
 });
 
+test('relevance: attribute reads off anything but context itself, including has-path steps', () => {
+  const r = relevance(
+    'permit(principal, action, resource) when { principal.trusted && resource["x y"].z == 1 && resource has p.q && context.requester.level > 2 && context has c.d };',
+  );
+  assert.deepEqual([...r.attributeReads].sort(), ['d', 'level', 'p', 'q', 'trusted', 'x y', 'z']);
+  assert.deepEqual([...(r.contextReads as Set<string>)].sort(), ['c', 'requester']);
+  assert.deepEqual([...relevance('permit(principal, action, resource) when { principal == resource.owner };').attributeReads], ['owner']);
+});
+
 test('relevance: any other use of context means the whole context', () => {
   for (const cond of ['context == {}', 'context is Foo', '[context].contains({})', '{r: context}.r has a', 'if context has a then context else {} == {}']) {
     assert.equal(relevance(`permit(principal, action, resource) when { ${cond} };`).contextReads, 'all', cond);
@@ -59,7 +68,16 @@ const MIXED_POLICIES = `
 @id("x-whole") permit(principal, action == Action::"s/x", resource) when { context has purpose && context.purpose == "testing" };
 @id("y-time") forbid(principal, action == Action::"s/y", resource) when { context.now < datetime("2026-01-01") };
 @id("y-permit") permit(principal, action == Action::"s/y", resource);
+@id("t-secret") forbid(principal, action == Action::"s/t", resource) when { resource has secret && resource.secret };
+@id("z-owner") permit(principal, action == Action::"s/z", resource) when { resource has owner && resource.owner == context.requester && context.requester.level > 1 };
 `;
+
+/** The helpers' entities plus a secret document owned by a requester with a level. */
+const MIXED_ENTITIES = [
+  ...ENTITIES.filter((e) => !(e.uid.type === 'User' && e.uid.id === 'req')),
+  { uid: { type: 'User', id: 'req' }, attrs: { level: 2, name: 'Req' }, parents: [] },
+  { uid: { type: 'Doc', id: 'd2' }, attrs: { secret: true, owner: { __entity: { type: 'User', id: 'req' } }, title: 't' }, parents: [] },
+];
 
 test('narrowed decisions equal whole-set, whole-context decisions (500 random requests)', () => {
   const { dir, cleanup } = tempPolicyDir({ 'mixed.cedar': MIXED_POLICIES });
@@ -67,7 +85,7 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
     const bundle = loadPolicyDir(dir);
     const narrowed = new PolicyEngine(bundle);
     const reference = new PolicyEngine(bundle, { narrowRequests: false });
-    const entities = new StaticEntitySource(ENTITIES);
+    const entities = new StaticEntitySource(MIXED_ENTITIES);
     const random = prng(20261130);
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
     const approvers: ValidApproval[] = [
@@ -80,6 +98,7 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
         server: 's',
         tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', 'unnamed-' + i]),
         actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'nobody' }]),
+        subject: pick([{ type: 'Doc', id: 'd1' }, { type: 'Doc', id: 'd2' }]),
         phase: pick(['propose', 'execute'] as const),
         cedarArguments: pick<Record<string, number>>([{ n: 1 }, { n: 3 }, { n: 7 }, {}]),
         approvals: pick([[], [approvers[0]!], [approvers[1]!], approvers]),
