@@ -130,12 +130,26 @@ function isHexLower(c: number): boolean {
 let lastStringEscaped = false;
 
 /**
+ * Units that need a closer look inside a string: controls, the backslash, surrogates. Most lines have
+ * none at all; one native regex pass over the line says so, and then every string of the line ends at
+ * the next quote (found by indexOf), which is several times faster than a per-unit loop in JS.
+ */
+const SPECIAL_STRING_UNIT = /[\u0000-\u001f\\\ud800-\udfff]/;
+/** Set per line by scanCanonicalObject: the line has no SPECIAL_STRING_UNIT. */
+let plainStrings = false;
+
+/**
  * Scans a canonical string token whose opening quote is at `i`. Canonical strings are
  * JSON.stringify's spelling of well-formed UTF-16: the short escapes for " \ \b \f \n \r \t, \u00xx
  * (lower-case hex) for the other controls, every other unit raw. Lone surrogates have no JCS form at
  * all (canonicalize refuses them), so they fail too.
  */
 function scanString(s: string, i: number): number {
+  if (plainStrings) {
+    const close = s.indexOf('"', i + 1);
+    lastStringEscaped = false;
+    return close < 0 ? -1 : close + 1;
+  }
   const end = s.length;
   let escaped = false;
   i++; // opening quote
@@ -307,6 +321,7 @@ export function scanCanonicalObject(line: string): boolean {
   text = line;
   memberCount = 0;
   if (line.charCodeAt(0) !== Ch.OpenBrace) return false;
+  plainStrings = !SPECIAL_STRING_UNIT.test(line);
   return scanObject(line, 0, 0) === line.length;
 }
 
