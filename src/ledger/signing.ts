@@ -48,12 +48,31 @@ export function signPayload(privateKey: KeyObject, payload: string): string {
   return sign(null, Buffer.from(payload, 'utf8'), privateKey).toString('base64');
 }
 
+/**
+ * Imported public keys by their raw bytes (hex). A ledger holds a handful of keys and `writ verify`
+ * checks a signature every thousand records: importing the key again each time (DER wrap + parse)
+ * cost about as much as the signature check itself. Bounded, so hostile input cannot grow it.
+ */
+const importedKeys = new Map<string, KeyObject>();
+const MAX_IMPORTED_KEYS = 64;
+
+function importedPublicKey(raw: Uint8Array): KeyObject {
+  const id = Buffer.from(raw).toString('hex');
+  let key = importedKeys.get(id);
+  if (key === undefined) {
+    key = publicKeyFromRaw(raw);
+    if (importedKeys.size >= MAX_IMPORTED_KEYS) importedKeys.clear();
+    importedKeys.set(id, key);
+  }
+  return key;
+}
+
 /** True when `signatureB64` is a valid Ed25519 signature of `payload` by the raw public key. */
 export function verifyPayload(publicKeyRaw: Uint8Array, payload: string, signatureB64: string): boolean {
   try {
     const sig = Buffer.from(signatureB64, 'base64');
     if (sig.length !== 64 || sig.toString('base64') !== signatureB64) return false;
-    return verify(null, Buffer.from(payload, 'utf8'), publicKeyFromRaw(publicKeyRaw), sig);
+    return verify(null, Buffer.from(payload, 'utf8'), importedPublicKey(publicKeyRaw), sig);
   } catch {
     return false;
   }
