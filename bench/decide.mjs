@@ -112,7 +112,11 @@ function benchSize(total) {
     const keptPolicies = Object.fromEntries(plan.policyIds.map((id) => [id, bundle.policies[id]]));
     if (cedar.preparsePolicySet(narrowSet, { staticPolicies: keptPolicies }).type !== 'success') throw new Error('narrow preparse failed');
     const narrowContext = plan.contextKeys ? Object.fromEntries(plan.contextKeys.filter((k) => k in call.context).map((k) => [k, call.context[k]])) : call.context;
-    const narrowCall = { ...call, context: narrowContext, preparsedPolicySetId: narrowSet };
+    const keep = plan.entityAttributes ? new Set(plan.entityAttributes) : undefined;
+    const narrowEntities = keep
+      ? call.entities.map((e) => ({ uid: e.uid, parents: e.parents, attrs: Object.fromEntries(Object.entries(e.attrs).filter(([k]) => keep.has(k))) }))
+      : call.entities;
+    const narrowCall = { ...call, context: narrowContext, entities: narrowEntities, preparsedPolicySetId: narrowSet };
     const bareNarrow = cedar.statefulIsAuthorized(narrowCall);
     if (bareNarrow.type !== 'success' || bareNarrow.response.decision !== 'allow') throw new Error('narrow baseline should allow');
 
@@ -151,8 +155,8 @@ figures are the medians over rounds of the per-round mean, p50 and p99 (µs per 
 offboarding story's approved execute after 17:00 (allow, with HR's approval as \`approver\`: one evaluation).
 Two baselines, both \`statefulIsAuthorized\` with everything built once outside the loop, on the same entity slice:
 **bare, whole set** = the whole preparsed policy set and the whole §2 context (what a plain Cedar integration sends);
-**bare, same call** = exactly the call writ makes — only the policies whose action scope can match this action and only
-the context attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.decide\` (entity
+**bare, same call** = exactly the call writ makes — only the policies whose action scope can match this action, only
+the context attributes they read and only the entity attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.decide\` (entity
 slice from the store, context build incl. datetime conversion, narrowing, evaluation, outcome mapping). Policy counts are
 the bundled set plus unrelated filler policies on other actions. All columns run with V8's
 \`--no-turbo-inline-js-wasm-calls\`, which src/policy/engine.ts sets on import (Node 20 aborted
