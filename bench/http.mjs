@@ -34,6 +34,8 @@ const { values: a } = parseArgs({
     // on this machine: one thread per core beyond the first); 0 = Cedar on the event loop.
     'evaluator-threads': { type: 'string', default: '1 0' },
     'no-write': { type: 'boolean', default: false },
+    // Re-render bench/results/http.md from bench/tmp/http-raw.jsonl (the last run) without measuring.
+    'render-only': { type: 'boolean', default: false },
   },
 });
 const REPS = Number(a.reps);
@@ -52,8 +54,9 @@ const clkTck = 100; // getconf CLK_TCK on Linux x86-64
 
 mkdirSync(join(here, 'tmp'), { recursive: true });
 const rawFile = join(here, 'tmp', 'http-raw.jsonl');
-writeFileSync(rawFile, '');
-const results = [];
+const RENDER_ONLY = a['render-only'];
+const results = RENDER_ONLY ? readFileSync(rawFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+if (!RENDER_ONLY) writeFileSync(rawFile, '');
 const log = (s) => process.stderr.write(s + '\n');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -137,7 +140,7 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
 }
 
 function record(target, config, connections, rep, m) {
-  const line = { target, config, connections, rep, ...m };
+  const line = { target, config, connections, rep, started_at: startedAt, load_at_start: load0, ...m };
   results.push(line);
   appendFileSync(rawFile, JSON.stringify(line) + '\n');
   log(`  => ${target} ${config} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores` +
@@ -224,9 +227,9 @@ async function runCerbos(rep) {
   }
 }
 
-const startedAt = new Date().toISOString();
-const load0 = loadavg()[0];
-for (let rep = 1; rep <= REPS; rep++) {
+const startedAt = RENDER_ONLY ? results[0]?.started_at ?? 'unknown' : new Date().toISOString();
+const load0 = RENDER_ONLY ? results[0]?.load_at_start ?? NaN : loadavg()[0];
+for (let rep = 1; rep <= (RENDER_ONLY ? 0 : REPS); rep++) {
   log(`rep ${rep}/${REPS}`);
   if (TARGETS.includes('writ')) for (const threads of EVALUATOR_THREADS) await runWrit(rep, threads);
   if (TARGETS.includes('hono')) await runFloor(rep);
@@ -256,6 +259,15 @@ const ratios = CONNS.map((c) => {
   const w = `writ|${WRIT_HEADLINE}|${c}`, ce = `cerbos|audit-on|${c}`, h = `hono floor|parse JSON, answer|${c}`;
   return `| ${c} | ${fmt(med(w, 'req_per_s') / med(ce, 'req_per_s'), 2)}× | ${fmt(med(w, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(med(w, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`;
 });
+// CPU per answer and cores kept busy, headline writ row vs Cerbos audit-on, at the largest connection count.
+const cpuNote = (() => {
+  const c = Math.max(...CONNS);
+  const w = `writ|${WRIT_HEADLINE}|${c}`, ce = `cerbos|audit-on|${c}`;
+  const perAnswer = (k) => (1000 * med(k, 'server_cpu_cores')) / med(k, 'req_per_s');
+  return `At ${c} connections writ's server spent ${fmt(perAnswer(w), 3)} ms of CPU per answer and Cerbos ${fmt(perAnswer(ce), 3)} ms ` +
+    `(${fmt(perAnswer(w) / perAnswer(ce), 2)}×); Cerbos kept ${fmt(med(ce, 'server_cpu_cores'), 2)} cores busy, writ ${fmt(med(w, 'server_cpu_cores'), 2)}: ` +
+    `writ's answers wait on its group commit (one LMDB transaction + fsync per batch) rather than on CPU.`;
+})();
 const md = `## HTTP decisions: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
 
 Run ${startedAt}; machine: ${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}, load average at start ${load0.toFixed(1)}.
@@ -283,6 +295,8 @@ ${rows.join('\n')}
 | connections | writ / Cerbos audit-on req/s (goal ≥ 2× at 50) | p99 ms writ vs Cerbos (goal: lower) | writ / Hono floor |
 |---:|---:|---|---:|
 ${ratios.join('\n')}
+
+${cpuNote}
 
 Reproduce: \`npm run build && node bench/http.mjs\` (≈ ${Math.round((REPS * ((TARGETS.length + EVALUATOR_THREADS.length - 1) * CONNS.length * (DURATION + WARMUP) + 40)) / 60)} min; raw lines in \`bench/tmp/http-raw.jsonl\`).
 `;
