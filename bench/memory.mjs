@@ -100,7 +100,8 @@ decision record). ${done.toLocaleString('en-US')} decisions in ${f(end.seconds, 
 ${TOTAL.toLocaleString('en-US')} decisions or ${a.minutes} min); ledger at the end: ${ledger.toLocaleString('en-US')} records. Memory sampled after a
 forced GC every ${SAMPLE.toLocaleString('en-US')} decisions. RSS = anonymous (JS heap, wasm memory, buffers: where a leak
 would show) + file-backed (LMDB's read-only memory map of the data file: grows with the ledger by design,
-reclaimable by the kernel, bounded by the map).
+reclaimable by the kernel, bounded by the map). Anonymous memory includes the sidecar's ${config.evaluator_threads} evaluator
+thread(s) (\`evaluator_threads\`, the default on this machine): their JS heaps and cedar-wasm memory.
 
 | decisions | s | RSS MB | anon MB | file-backed MB | JS heap used MB | external MB |
 |---:|---:|---:|---:|---:|---:|---:|
@@ -109,7 +110,7 @@ ${rows.join('\n')}
 Slope over the samples (least squares, MB per 100k decisions): RSS ${f(slope('rss'), 2)}, anonymous ${f(slope('anon'), 2)},
 file-backed ${f(slope('file'), 2)}, JS heap ${f(slope('heap'), 2)}.
 
-Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\` (add \`--minutes 60\` to reach 1M decisions on this machine).
+Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\`${done < TOTAL ? ' (the run stopped at its time budget: raise \`--minutes\` to reach the full count)' : ''}.
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'memory.md'), md);
 process.stdout.write(md);
