@@ -83,7 +83,7 @@ without LMDB's lookup. ${PROOFS} proofs per size over spread-out seqs, median of
 ${rows.map((r) => `| ${r.size.toLocaleString('en-US')} | ${r.us.toFixed(2)} | ${r.readsPerProof.toFixed(1)} | ${r.pathLen} | ${(r.us / base.us).toFixed(2)}× |`).join('\n')}
 
 O(log n): reads and path length grow with log2(n) (≈ ${Math.log2(base.size).toFixed(0)} → ${Math.log2(rows[rows.length - 1].size).toFixed(0)}), not with n. With the store's
-LMDB reads (bench/store.mjs, 1k → 1M: 2.03×) each read adds one B-tree lookup, itself O(log n).
+LMDB reads (bench/store.mjs measures 1k → 1M through the store) each read adds one B-tree lookup, itself O(log n).
 
 Reproduce: \`npm run build && node bench/proof.mjs\` (builds the 10M-leaf tree in memory, ~640 MB).
 `;
