@@ -1,11 +1,11 @@
 /**
- * The verifier's streaming RFC 9162 root: the same compact range as merkle.ts's MerkleAccumulator,
- * over hex text instead of Buffers. Record hashes arrive as hex text, and crypto.hash answers in hex
+ * The verifier's streaming RFC 9162 root: merkle.ts's compact range over hex text instead of
+ * Buffers. Record hashes arrive as hex text, and crypto.hash answers in hex
  * about three times faster than it allocates a Buffer; with one interior node per record on average,
  * that node hash was most of the main thread's work per record in `writ verify`.
  */
 import { hash } from 'node:crypto';
-import { EMPTY_ROOT } from './merkle.js';
+import { type AccumulatorState, CompactRange, EMPTY_ROOT, rootOfRange } from './merkle.js';
 
 export const EMPTY_ROOT_HEX = EMPTY_ROOT.toString('hex');
 
@@ -20,47 +20,17 @@ export function nodeHashHex(leftHex: string, rightHex: string): string {
   return hash('sha256', nodeInput, 'hex');
 }
 
-/** One complete subtree of the compact range and the (older, larger) ones below it. */
-interface HexRangeNode {
-  readonly level: number;
-  readonly hash: string;
-  readonly below: HexRangeNode | null;
-}
+/** An immutable snapshot of the hex accumulator (structure-shared, so keeping a few thousand is cheap). */
+export type HexAccumulatorState = AccumulatorState<string>;
 
-/** An immutable snapshot (structure-shared, so keeping a few thousand is cheap). */
-export interface HexAccumulatorState {
-  readonly size: number;
-  readonly top: HexRangeNode | null;
-}
-
-export class HexMerkleAccumulator {
-  #top: HexRangeNode | null = null;
-  #size = 0;
-
-  /** Appends a leaf given as 64 lower-case hex digits. */
-  append(leafHex: string): void {
-    let hash = leafHex;
-    let level = 0;
-    let top = this.#top;
-    while (top !== null && top.level === level) {
-      hash = nodeHashHex(top.hash, hash);
-      level += 1;
-      top = top.below;
-    }
-    this.#top = { level, hash, below: top };
-    this.#size += 1;
+/** merkle.ts's compact range over hex text. */
+export class HexMerkleAccumulator extends CompactRange<string> {
+  constructor() {
+    super(nodeHashHex, EMPTY_ROOT_HEX);
   }
 
-  get state(): HexAccumulatorState {
-    return { size: this.#size, top: this.#top };
-  }
-
-  /** Hex root of the tree a snapshot describes: fold the stack from the smallest subtree up. */
+  /** Hex root of the tree a snapshot describes. */
   static rootOf(state: HexAccumulatorState): string {
-    let node = state.top;
-    if (node === null) return EMPTY_ROOT_HEX;
-    let acc = node.hash;
-    for (node = node.below; node !== null; node = node.below) acc = nodeHashHex(node.hash, acc);
-    return acc;
+    return rootOfRange(state, nodeHashHex, EMPTY_ROOT_HEX);
   }
 }
