@@ -26,7 +26,10 @@ export interface DecideRequest {
  * answers come back as one message, so a busy sidecar pays one cross-thread wake-up per turn rather
  * than two per decision.
  */
-export type EvaluatorRequest = { type: 'load'; engineId: string; bundle: PolicyBundle } | { type: 'decide'; batch: DecideRequest[] };
+export type EvaluatorRequest =
+  | { type: 'load'; engineId: string; bundle: PolicyBundle }
+  | { type: 'unload'; engineId: string }
+  | { type: 'decide'; batch: DecideRequest[] };
 
 export type EvaluatorReply = Array<{ id: number; outcome: DecisionOutcome }>;
 
@@ -49,6 +52,7 @@ interface Thread {
 /** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
 const STALL_MS = 10_000;
 const MAX_RESTARTS = 10;
+const KEEP_ENGINES = 4;
 const THREAD_SCRIPT = new URL('./evaluator-thread.js', import.meta.url);
 
 export class EvaluatorPool {
@@ -76,8 +80,17 @@ export class EvaluatorPool {
   /** Makes `engine` (built from `bundle`) available to the threads; call before deciding with it. */
   register(engine: PolicyEngine, bundle: PolicyBundle): void {
     this.engines.set(engine.engineId, { engine, bundle });
-    // Threads keep four versions; so does the pool.
-    while (this.engines.size > 4) this.engines.delete(this.engines.keys().next().value!);
+    // The newest few only (decisions still in flight during a reload may name the previous ones);
+    // threads drop exactly what the pool drops, so a thread holds every engine the pool sends to it.
+    while (this.engines.size > KEEP_ENGINES) {
+      const oldest = this.engines.keys().next().value!;
+      this.engines.delete(oldest);
+      for (const t of this.threads) {
+        if (!t.loaded.delete(oldest)) continue;
+        this.send(t); // decisions already queued for it go first
+        t.worker.postMessage({ type: 'unload', engineId: oldest } satisfies EvaluatorRequest);
+      }
+    }
   }
 
   decide(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {

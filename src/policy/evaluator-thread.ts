@@ -8,14 +8,14 @@ import { PolicyEngine, type DecisionOutcome } from './engine.js';
 import { StaticEntitySource } from './entities.js';
 import type { DecideRequest, EvaluatorRequest, EvaluatorReply } from './evaluator-pool.js';
 
-/** Recent versions only: decisions in flight during a reload may still name the previous one. */
-const KEEP_VERSIONS = 4;
+/** The engines the pool has sent and not yet dropped (it drops old ones after reloads). */
 const engines = new Map<string, PolicyEngine>();
 
 function answer(request: DecideRequest): DecisionOutcome {
   const engine = engines.get(request.engineId);
   if (engine === undefined) {
-    // Cannot happen while the pool sends `load` first; if it does, refuse rather than guess.
+    // Cannot happen: the pool sends `load` before, and `unload` only after, every decision naming it.
+    // Were it to, refuse rather than guess.
     return { decision: 'deny', reasons: [], errors: [{ message: `evaluator thread has no policy set ${request.engineId}` }], obligations: [] };
   }
   return engine.decide({ ...request.input, entities: new StaticEntitySource(request.entities) });
@@ -24,7 +24,10 @@ function answer(request: DecideRequest): DecisionOutcome {
 parentPort!.on('message', (message: EvaluatorRequest) => {
   if (message.type === 'load') {
     engines.set(message.engineId, new PolicyEngine(message.bundle));
-    while (engines.size > KEEP_VERSIONS) engines.delete(engines.keys().next().value!);
+    return;
+  }
+  if (message.type === 'unload') {
+    engines.delete(message.engineId);
     return;
   }
   const reply: EvaluatorReply = [];

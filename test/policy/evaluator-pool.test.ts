@@ -117,3 +117,19 @@ test('close() answers what is still in flight', async () => {
   // A closed pool evaluates in-process.
   assert.deepEqual(pool.decide(engine, requests[0]!), engine.decide(requests[0]!));
 });
+
+test('threads hold every engine the pool may still send them, whatever order they first saw them in', async () => {
+  const pool = new EvaluatorPool(1);
+  try {
+    const request = storyRequests()[7]!; // allow
+    const [a, b, c, d, e] = Array.from({ length: 5 }, () => new PolicyEngine(bundle));
+    for (const engine of [a, b, c, d]) pool.register(engine!, bundle);
+    // The thread first sees them in the order b, c, d, a …
+    for (const engine of [b, c, d, a]) assert.equal((await pool.decide(engine!, request)).decision, 'allow');
+    // … then a fifth engine pushes the oldest registered (a) out: b must still be there.
+    pool.register(e!, bundle);
+    for (const engine of [e, b, c, d, a]) assert.deepEqual(await pool.decide(engine!, request), engine!.decide(request));
+  } finally {
+    await pool.close();
+  }
+});
