@@ -118,7 +118,7 @@ function sortedByApprovalTime(approvals: ValidApproval[]): ValidApproval[] {
  */
 export function entityRootsOf(input: Pick<DecisionInput, 'actor' | 'subject' | 'envelope' | 'approvals'>): Uid[] {
   const roots = [input.actor, input.subject, requesterOf(input.envelope)];
-  for (const a of sortedByApprovalTime(input.approvals)) roots.push(a.approver);
+  for (const a of input.approvals) roots.push(a.approver);
   return roots;
 }
 
@@ -215,7 +215,6 @@ export class PolicyEngine {
   private readonly fullSetId: string;
   private readonly schemaName: string | undefined;
   private readonly loadOrder: Map<string, number>;
-  private readonly setPrefix: string;
   private readonly narrowRequests: boolean;
   /** Actions named by some policy's `action == …` scope: each gets its own plan. */
   private readonly namedActions: Set<string>;
@@ -234,7 +233,6 @@ export class PolicyEngine {
     this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
     const prefix = `writ#${++engineCounter}:${bundle.policyVersion}`;
-    this.setPrefix = prefix;
     this.engineId = prefix;
     this.fullSetId = `${prefix}:full`;
     this.namedActions = new Set();
@@ -299,8 +297,8 @@ export class PolicyEngine {
 
   /**
    * The plan for one action: the policies that may apply to it (preparsed once as their own set) and,
-   * without a schema, the context attributes they read. Actions no `==` scope names all share the plan
-   * of the scope-less policies, so a caller inventing tool names cannot grow the cache.
+   * without a schema, the context and entity attributes they read. Actions no `==` scope names all
+   * share the plan of the scope-less policies, so a caller inventing tool names cannot grow the cache.
    */
   private planFor(actionId: string): ActionPlan {
     const cacheKey = !this.narrowRequests ? '*' : this.namedActions.has(actionId) ? actionId : '';
@@ -319,7 +317,7 @@ export class PolicyEngine {
       const narrow = this.narrowRequests && this.schemaName === undefined;
       let setId = this.fullSetId;
       if (kept.length !== this.bundle.ids.length) {
-        setId = `${this.setPrefix}:only:${sha256Hex(policiesKey)}`;
+        setId = `${this.engineId}:only:${sha256Hex(policiesKey)}`;
         this.preparse(setId, this.policiesOf(kept));
       }
       plan = {
@@ -335,7 +333,7 @@ export class PolicyEngine {
     return plan;
   }
 
-  /** What Cedar is handed for an action: the policies kept and the context keys (undefined = all). */
+  /** What Cedar is handed for an action: the policies kept, the context keys and entity attributes (undefined = all). */
   describePlan(actionId: string): { policyIds: string[]; contextKeys: string[] | undefined; entityAttributes: string[] | undefined } {
     const plan = this.planFor(actionId);
     return {
