@@ -34,10 +34,12 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   const store = await Store.open({ dataDir: config.data_dir, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}) });
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let server: Server | undefined;
+  let created: Sidecar | undefined;
   try {
     const key = loadOrCreateSigningKey(config.data_dir);
     await ensureKeyRecord(store, key);
     const sidecar = new Sidecar(config, store, bundle);
+    created = sidecar;
     await sidecar.recordStartup();
     checkpointer = startCheckpointer(store, {
       key, everyRecords: config.checkpoint.every_records, everyMs: config.checkpoint.every_ms, witnessDir: config.witness_dir,
@@ -127,6 +129,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   } catch (e) {
     server?.close();
     await checkpointer?.stop().catch(() => undefined);
+    await created?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;
   }
