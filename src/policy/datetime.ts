@@ -1,4 +1,5 @@
 import { WritError } from '../errors.js';
+import { isRfc3339 } from '../util/rfc3339.js';
 
 /**
  * RFC 3339 → the string Cedar's `datetime()` accepts. Cedar takes only `YYYY-MM-DDThh:mm:ss`
@@ -11,7 +12,11 @@ const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:([Zz]
 
 export function cedarDatetimeText(rfc3339: string): string {
   const m = RFC3339.exec(rfc3339);
-  if (!m) throw new WritError('INVALID_REQUEST', `not an RFC 3339 timestamp with an offset: ${JSON.stringify(rfc3339)}`);
+  // The calendar check too (no 02-30, 24:00, :60 or +24:00): Cedar refuses those, and a value only
+  // some policies read must not decide whether a request parses (the engine may leave it out).
+  if (!m || !isRfc3339(rfc3339.toUpperCase())) {
+    throw new WritError('INVALID_REQUEST', `not an RFC 3339 timestamp with an offset: ${JSON.stringify(rfc3339)}`);
+  }
   const [, date, time, fraction, zulu, sign, offHours, offMinutes] = m;
   const millis = fraction === undefined ? '' : '.' + fraction.padEnd(3, '0').slice(0, 3);
   const offset = zulu !== undefined ? 'Z' : `${sign}${offHours}${offMinutes}`;

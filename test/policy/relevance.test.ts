@@ -145,3 +145,21 @@ test('narrowed decisions equal reference decisions on the bundled offboarding po
     }
   }
 });
+
+test('a context value Cedar would refuse denies whether or not any kept policy reads it', () => {
+  const bundle = loadPolicyDir(BUNDLED_DIR);
+  const narrowed = new PolicyEngine(bundle);
+  const reference = new PolicyEngine(bundle, { narrowRequests: false });
+  const entities = new StaticEntitySource(bundle.seedEntities);
+  // hris/read_employee's policy never reads execute_after, so the narrowed call leaves it out.
+  for (const executeAfter of ['2026-02-29T00:00:00Z', '2026-08-24T24:00:00Z', '2026-08-24T17:00:60Z', '2026-08-24T17:00:00+24:00', '2026-08-24T17:00:00+07:00']) {
+    const request = input({
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server: 'hris', tool: 'read_employee', subject: { type: 'Employee', id: '7721' },
+      envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'manager-1842' }, execute_after: executeAfter },
+      phase: 'execute', cedarArguments: { employee_id: '7721' }, entities,
+    });
+    const got = narrowed.decide(request);
+    assert.deepEqual(got, reference.decide(request), executeAfter);
+    assert.equal(got.decision, executeAfter.endsWith('+07:00') ? 'allow' : 'deny', executeAfter);
+  }
+});
