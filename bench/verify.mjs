@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Benchmark: `writ verify` records/s on a 1M-record export (CONTRACT.md §6, issue 3; goal ≥ 200k/s).
+// Benchmark: `writ verify` records/s on a 1M-record export (docs/protocol.md §6, issue 3; goal ≥ 200k/s).
 // Generates bench/tmp/verify-1m.jsonl once (a realistic mix: decision records with bindings and full
 // envelopes, outcomes, approvals, a checkpoint every 1000 records), then times, median of RUNS runs:
 //   - baseline: the same file read and split into lines, each line JSON.parse'd (the floor any

@@ -2,7 +2,7 @@
  * The one error type of writ. Every refusal anywhere (admission, auth, state machine, store) is a
  * WritError with a stable code; the HTTP layer turns it into `{"error":{code,message,path?}}` with the
  * status from STATUS_BY_CODE, and the CLI prints the same shape. Codes are part of the contract
- * (CONTRACT.md §3, §4, §5, §8): never rename one.
+ * (docs/protocol.md §3, §4, §5, §8): never rename one.
  */
 export const STATUS_BY_CODE = {
   INVALID_JSON: 400,
@@ -18,6 +18,7 @@ export const STATUS_BY_CODE = {
   FORBIDDEN_ROLE: 403,
   ACTOR_MISMATCH: 403,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   EXECUTION_NOT_FOUND: 404,
   EXECUTION_CONFLICT: 409,
   EXECUTION_IN_FLIGHT: 409,

@@ -1,5 +1,5 @@
 /**
- * Approvals bound to the consequence (CONTRACT.md §5). Pure: what an approval binds, and whether it is
+ * Approvals bound to the consequence (docs/protocol.md §5). Pure: what an approval binds, and whether it is
  * still valid evidence at a given moment. An approval binds the actor, execution id, binding, envelope
  * digest, an expiry, and the digest of the subject entity's record as it was when approved; it stops
  * counting when revoked, expired, or when that record changed.

@@ -1,5 +1,5 @@
 /**
- * Admission of lossless values into the admitted domain of writ-bind/1 (CONTRACT.md §3): the one
+ * Admission of lossless values into the admitted domain of writ-bind/1 (docs/protocol.md §3): the one
  * value from which the binding, the Cedar view and the forwarded arguments are all derived.
  */
 import { WritError } from '../errors.js';

@@ -1,5 +1,5 @@
 /**
- * writ-bind/1, the admission core (CONTRACT.md §3): lossless parsing, admission or refusal, and the
+ * writ-bind/1, the admission core (docs/protocol.md §3): lossless parsing, admission or refusal, and the
  * three views of one admitted value — canonical text (what the tool receives), binding digest, and
  * Cedar context value. Equal binding ⇒ equal policy input ⇒ equal tool input.
  */

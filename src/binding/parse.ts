@@ -1,5 +1,5 @@
 /**
- * Lossless, strict JSON parsing for writ-bind/1 (CONTRACT.md §3).
+ * Lossless, strict JSON parsing for writ-bind/1 (docs/protocol.md §3).
  *
  * Why a parser of our own and not `lossless-json` (which is installed and was evaluated): its parser is
  * recursive with no depth limit (1,000,000 '[' overflows the stack with a RangeError), it silently

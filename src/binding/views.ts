@@ -1,5 +1,5 @@
 /**
- * The three views of one admitted value (CONTRACT.md §3): the canonical text the tool receives, the
+ * The three views of one admitted value (docs/protocol.md §3): the canonical text the tool receives, the
  * binding digest, and the Cedar context value.
  */
 import { hash } from 'node:crypto';

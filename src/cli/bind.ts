@@ -1,5 +1,5 @@
 /**
- * `writ bind --server S --tool T [FILE|-]` (CONTRACT.md §3): reads raw argument JSON (a file, or stdin
+ * `writ bind --server S --tool T [FILE|-]` (docs/protocol.md §3): reads raw argument JSON (a file, or stdin
  * when no file or `-`) and prints one JSON line: `{"binding","canonical","cedar"}` (exit 0) or
  * `{"error":{"code","message","path"}}` (exit 2). Bad flags print usage on stderr (exit 2). Bad input
  * never produces a stack trace: every refusal is a WritError turned into the error line.

@@ -1,5 +1,5 @@
 /**
- * `writ policy validate|test|fmt [--dir DIR]` (CONTRACT.md §8). Exit codes: 0 ok, 1 invalid policies /
+ * `writ policy validate|test|fmt [--dir DIR]` (docs/protocol.md §8). Exit codes: 0 ok, 1 invalid policies /
  * failing tests / files that need formatting, 2 usage errors.
  */
 import { readFileSync, writeFileSync } from 'node:fs';

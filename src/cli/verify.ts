@@ -1,5 +1,5 @@
 /**
- * `writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]` (CONTRACT.md §6): checks a
+ * `writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]` (docs/protocol.md §6): checks a
  * ledger export offline, streaming (constant memory in the export's size), and prints one JSON line:
  *   {"ok":true,"records":N,"head":"<last record's hash>"}            exit 0
  *   {"ok":false,"seq":S,"code":"…","message":"…"}                    exit 1

@@ -1,5 +1,5 @@
 /**
- * The sidecar's configuration (CONTRACT.md §1): a JSON file (`--config` or WRIT_CONFIG), overridden by
+ * The sidecar's configuration (docs/protocol.md §1): a JSON file (`--config` or WRIT_CONFIG), overridden by
  * flags; with no file, the bundled example policies, data in `.writ/`, and fresh dev tokens.
  */
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The trusted entity store: the only source of Cedar entities (CONTRACT.md §2, §5). Persisted in the
+ * The trusted entity store: the only source of Cedar entities (docs/protocol.md §2, §5). Persisted in the
  * store's `entities` table; held in memory for evaluation. Every change goes through `stage()` inside a
  * store write (with its `entity` ledger record) and becomes visible here only after that write commits.
  */

@@ -1,5 +1,5 @@
 /**
- * The execution state machine of CONTRACT.md §4, as pure functions over an Execution value.
+ * The execution state machine of docs/protocol.md §4, as pure functions over an Execution value.
  *
  *   proposed ──execute+allow──▶ invoking ──outcome──▶ committed | rejected | unknown
  *                                                     unknown ──reconcile──▶ reconciled

@@ -10,6 +10,7 @@ import type { Sidecar } from '../server/sidecar.js';
 import { parseUidKey, type Uid } from '../util/uid.js';
 import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
+import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 
 const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -128,7 +129,21 @@ export function buildApp(o: AppOptions): Hono<Env> {
     process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
     return errorResponse(c, new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 }));
   });
-  app.notFound((c) => errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
+  app.notFound((c) => {
+    // A known path asked with a method it does not answer is 405 with `Allow`, not 404.
+    const allow = allowedMethods(app.routes, c.req.path);
+    if (allow.length) {
+      const e = new WritError('METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`);
+      return c.json(e.toBody(), 405, { allow: allow.join(', ') });
+    }
+    return errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+  });
+  // Every path segment must percent-decode to UTF-8, on every route (else Hono keeps the raw text).
+  app.use('*', async (c, next) => {
+    const bad = c.req.url.indexOf('%') < 0 ? undefined : undecodableSegment(rawPathOf(c.req.url));
+    if (bad !== undefined) throw new WritError('INVALID_REQUEST', `path segment ${JSON.stringify(bad)} is not valid percent-encoded UTF-8`);
+    await next();
+  });
 
   // ── operations (no auth) ──
   app.get('/healthz', (c) => c.json({ ok: true }));

@@ -1,5 +1,5 @@
 /**
- * Signed checkpoints (CONTRACT.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
+ * Signed checkpoints (docs/protocol.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
  * seqs 0..size-1, where size is the seq the checkpoint itself gets; root and signature are computed
  * inside the same write transaction, so no record can slip between them. Written every `everyRecords`
  * records (on `maybeCheckpoint`, called after each write), every `everyMs`, and on `stop`; never when

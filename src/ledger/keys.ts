@@ -1,5 +1,5 @@
 /**
- * The ledger signing key of a data dir (CONTRACT.md §6): `<dataDir>/signing-key.json`, mode 0600,
+ * The ledger signing key of a data dir (docs/protocol.md §6): `<dataDir>/signing-key.json`, mode 0600,
  * `{"v":1,"key_id","public_key","seed"}` with the base64 32-byte Ed25519 seed. The first key is
  * announced by a `key` record with signature null; a rotation appends a `key` record signed by the
  * previous key over `keyPayload` and keeps the old key file as `signing-key.<key_id>.json`.

@@ -1,5 +1,5 @@
 /**
- * RFC 9162 §2.1 Merkle tree over ledger records (CONTRACT.md §6). Pure.
+ * RFC 9162 §2.1 Merkle tree over ledger records (docs/protocol.md §6). Pure.
  *
  * Leaves are the record hashes exactly as stored (a record hash is already the RFC 9162 leaf hash
  * SHA-256(0x00 ‖ JCS(record))), so the tree hash of a single leaf is the leaf itself. Interior nodes
@@ -167,6 +167,9 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** RFC 9162 §2.1.3.2: does `proof` show `leaf` at `index` in the tree of `size` leaves with `root`? */
 export function verifyInclusion(index: number, size: number, leaf: Uint8Array, proof: Uint8Array[], root: Uint8Array): boolean {
   if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return false;
+  // Malformed input is refused before any hashing: with an empty proof the leaf IS the root, so two
+  // equal byte strings of any length (even empty) would otherwise "prove" a size-1 tree.
+  if (leaf.length !== 32 || root.length !== 32) return false;
   let fn = index;
   let sn = size - 1;
   let r: Uint8Array = leaf;
@@ -193,6 +196,9 @@ export function verifyInclusion(index: number, size: number, leaf: Uint8Array, p
 /** RFC 9162 §2.1.4.2: does `proof` show the tree of size m with rootM is a prefix of the tree of size n with rootN? */
 export function verifyConsistency(m: number, n: number, rootM: Uint8Array, rootN: Uint8Array, proof: Uint8Array[]): boolean {
   if (!Number.isSafeInteger(m) || !Number.isSafeInteger(n) || m < 0 || m > n) return false;
+  // Both roots must be SHA-256 values whatever the sizes: the m = 0 and m = n shortcuts below never
+  // hash them, and would otherwise accept any byte string as the new root.
+  if (rootM.length !== 32 || rootN.length !== 32) return false;
   if (m === n) return proof.length === 0 && equalBytes(rootM, rootN);
   if (m === 0) return proof.length === 0 && equalBytes(rootM, EMPTY_ROOT);
   if (proof.length === 0) return false;

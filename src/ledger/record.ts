@@ -1,5 +1,5 @@
 /**
- * Ledger record canonical form (CONTRACT.md §6). Pure.
+ * Ledger record canonical form (docs/protocol.md §6). Pure.
  * hash = "sha256:" + hex SHA-256(0x00 ‖ JCS(record without `hash`)) — the RFC 9162 leaf hash, so a
  * record's hash is directly its Merkle leaf.
  */

@@ -1,5 +1,5 @@
 /**
- * Ed25519 signing payloads and helpers for checkpoints and key records (CONTRACT.md §6). Pure apart
+ * Ed25519 signing payloads and helpers for checkpoints and key records (docs/protocol.md §6). Pure apart
  * from node:crypto. Raw public keys are 32 bytes, written as standard base64.
  */
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Offline verification of a ledger export (CONTRACT.md §6), one line at a time in constant memory.
+ * Offline verification of a ledger export (docs/protocol.md §6), one line at a time in constant memory.
  *
  * Per line, in this order (the first failing check names the failure, at that line's position):
  *   1. MALFORMED      — empty, not JSON, not an object, not byte-for-byte its own JCS text (this

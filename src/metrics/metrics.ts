@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (CONTRACT.md §8 `GET /metrics`), on writ's own prom-client Registry — never the
+ * Prometheus metrics (docs/protocol.md §8 `GET /metrics`), on writ's own prom-client Registry — never the
  * global one, so embedding writ (or loading it twice in tests) cannot collide with a host's metrics.
  * Default process/Node.js metrics are collected on the same registry.
  */

@@ -1,5 +1,5 @@
 /**
- * Typed client of the PDP's HTTP API (CONTRACT.md §4) for a PEP. It never throws for transport
+ * Typed client of the PDP's HTTP API (docs/protocol.md §4) for a PEP. It never throws for transport
  * trouble: a network error, a timeout, a 5xx or an unreadable answer is a `PDP_UNAVAILABLE` result,
  * so every caller fails closed by construction. 4xx answers carry the PDP's own error code.
  *

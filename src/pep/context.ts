@@ -1,5 +1,5 @@
 /**
- * Where a guarded call's envelope and execution id come from (CONTRACT.md §7):
+ * Where a guarded call's envelope and execution id come from (docs/protocol.md §7):
  *   1. `params._meta["io.writ/envelope"]` and `params._meta["io.writ/execution_id"]`, as sent by the
  *      MCP client (an envelope without an id gets a fresh id; an id without an envelope takes the
  *      envelope from the defaults);

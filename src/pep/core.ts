@@ -50,7 +50,7 @@ export type Dispatch = (admitted: Record<string, unknown>, signal: AbortSignal, 
 
 export type CallAnswer = { result: Record<string, unknown>; raw?: string } | { error: unknown };
 
-/** A tool result carrying a refusal or an unknown outcome (CONTRACT.md §7). */
+/** A tool result carrying a refusal or an unknown outcome (docs/protocol.md §7). */
 export function refusalResult(meta: DecisionMeta, text: string): Record<string, unknown> {
   return { content: [{ type: 'text', text }], isError: true, _meta: { [META_DECISION]: meta } };
 }

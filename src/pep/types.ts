@@ -1,5 +1,5 @@
 /**
- * The PDP's HTTP API as the PEP sees it (CONTRACT.md §2, §4). Only the fields the PEP relies on are
+ * The PDP's HTTP API as the PEP sees it (docs/protocol.md §2, §4). Only the fields the PEP relies on are
  * typed strictly; everything else rides along untouched.
  */
 import type { Uid } from '../util/uid.js';
@@ -78,7 +78,7 @@ export type PdpResult<T> =
 
 /**
  * What the MCP client sees in `_meta["io.writ/decision"]` of every refusal and every unknown outcome
- * (CONTRACT.md §7). Exactly these keys.
+ * (docs/protocol.md §7). Exactly these keys.
  */
 export interface DecisionMeta {
   decision?: Decision;

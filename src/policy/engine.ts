@@ -1,12 +1,12 @@
 /**
- * The decision function of CONTRACT.md §2: the admitted envelope and the binding's Cedar view of the
+ * The decision function of docs/protocol.md §2: the admitted envelope and the binding's Cedar view of the
  * arguments become one Cedar request (principal = actor, action = `Action::"<server>/<tool>"`,
  * resource = subject), evaluated once per valid approval and once without an approver, with
  * `approval_required` derived from `@requires_approval` forbids.
  *
  * Fail closed: anything that goes wrong while deciding — a context that cannot be built, a request
  * or entity that fails schema validation, an engine failure, or an evaluation error inside any policy
- * — yields `deny` with `errors`, never `allow` (CONTRACT.md §4). Note that Cedar by itself would
+ * — yields `deny` with `errors`, never `allow` (docs/protocol.md §4). Note that Cedar by itself would
  * merely skip a policy whose condition errors, so a forbid that errors (e.g. on a missing attribute)
  * would silently not apply; writ refuses to allow on such a partial evaluation.
  */
@@ -122,7 +122,7 @@ export function entityRootsOf(input: Pick<DecisionInput, 'actor' | 'subject' | '
   return roots;
 }
 
-/** The Cedar context of CONTRACT.md §2 (pure; throws WritError on an envelope it cannot map). */
+/** The Cedar context of docs/protocol.md §2 (pure; throws WritError on an envelope it cannot map). */
 export function buildCedarContext(input: DecisionInput, approver?: ValidApproval): Record<string, unknown> {
   const env = input.envelope;
   const evidence = env['evidence_refs'];

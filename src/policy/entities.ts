@@ -1,7 +1,7 @@
 /**
  * Trusted entities as writ holds them, and the slice of them a single request needs.
  * The store (seeded from `entities.json`, changed by admin updates) is the only source of entities:
- * a request can never add or override one (CONTRACT.md §2).
+ * a request can never add or override one (docs/protocol.md §2).
  */
 import { WritError } from '../errors.js';
 import { digestOf } from '../util/canonical.js';
@@ -27,7 +27,7 @@ function compareUid(a: Uid, b: Uid): number {
 }
 
 /**
- * CONTRACT.md §2: `sha256:` + hex SHA-256 of JCS of `[{uid, attrs, parents}]` sorted by (type, id),
+ * docs/protocol.md §2: `sha256:` + hex SHA-256 of JCS of `[{uid, attrs, parents}]` sorted by (type, id),
  * each entity's parents sorted likewise.
  */
 export function entitiesVersionOf(entities: EntityJson[]): string {

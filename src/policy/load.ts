@@ -46,7 +46,7 @@ export interface PolicyBundle {
   schema?: cedar.Schema;
 }
 
-/** CONTRACT.md §2: `sha256:` + hex SHA-256 of JCS of `[[relative path, file text], …]` sorted by path. */
+/** docs/protocol.md §2: `sha256:` + hex SHA-256 of JCS of `[[relative path, file text], …]` sorted by path. */
 export function policyVersionOf(files: Array<[relPath: string, text: string]>): string {
   const sorted = [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return digestOf('', sorted.map(([path, text]) => [path, text]));

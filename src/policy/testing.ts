@@ -1,5 +1,5 @@
 /**
- * The functional core of `writ policy test` (CONTRACT.md §8): every `<dir>/tests/**\/*.json` holds
+ * The functional core of `writ policy test` (docs/protocol.md §8): every `<dir>/tests/**\/*.json` holds
  * `[{name, now, request, approvals?, expect: {decision, reasons?}}]`; each case is decided by the
  * same PolicyEngine the server uses, over the seed entities of `<dir>/entities.json`, with the
  * arguments admitted and bound exactly as the server does (writ-bind/1).

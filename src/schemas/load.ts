@@ -60,7 +60,7 @@ export function loadSchemas(): ReadonlyMap<SchemaFile, JsonSchema> {
   return map;
 }
 
-/** The record kinds of the ledger (CONTRACT.md §6), as `ledger-record.json` enumerates them. */
+/** The record kinds of the ledger (docs/protocol.md §6), as `ledger-record.json` enumerates them. */
 export const LEDGER_RECORD_KINDS = [
   'decision',
   'refusal',

@@ -75,9 +75,21 @@ export interface SchemaIssue {
   message: string;
 }
 
+/** The rule a timestamp field follows, said once for every way a timestamp can fail (format, length, type). */
+const TIMESTAMP_RULE = 'must be a strict RFC 3339 date-time with an offset (e.g. 2026-08-24T17:00:00+07:00 or 2026-08-24T10:00:00Z)';
+
 function describe(e: ErrorObject): SchemaIssue {
   const params = e.params as Record<string, unknown>;
+  // A timestamp that is too short (e.g. one without its offset) fails `minLength` before `format`:
+  // name the rule, not the length.
+  if (e.schemaPath.includes('/$defs/timestamp/') && e.keyword !== 'pattern') {
+    return { path: e.instancePath, message: `${e.instancePath}: ${TIMESTAMP_RULE}` };
+  }
   switch (e.keyword) {
+    case 'enum': {
+      const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ');
+      return { path: e.instancePath, message: `${e.instancePath || '(body)'}: must be one of ${allowed}` };
+    }
     case 'required': {
       const path = `${e.instancePath}/${escapePointer(String(params.missingProperty))}`;
       return { path, message: `${path}: required field is missing` };
@@ -88,7 +100,7 @@ function describe(e: ErrorObject): SchemaIssue {
     }
     case 'format':
       if (params.format === 'date-time') {
-        return { path: e.instancePath, message: `${e.instancePath}: must be a strict RFC 3339 date-time with an offset (e.g. 2026-08-24T17:00:00+07:00)` };
+        return { path: e.instancePath, message: `${e.instancePath}: ${TIMESTAMP_RULE}` };
       }
       break;
     case 'pattern':

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { TokenTable } from '../http/auth.js';
+import { closeAfterAnswer } from '../http/linger.js';
 import { buildApp } from '../http/app.js';
 import { Store } from '../store/store.js';
 import { ensureKeyRecord, loadOrCreateSigningKey } from '../ledger/keys.js';
@@ -71,6 +72,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       // routes would never run: a route that answers ends the chain.)
       const fetch = async (request: Request, env?: unknown) => {
         const res = await app.fetch(request, env);
+        if (res.status === 413) closeAfterAnswer(env); // answered before the body was read: linger, then close
         if (request.url.includes('/v1/')) cp.maybeCheckpoint();
         return res;
       };

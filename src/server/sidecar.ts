@@ -352,7 +352,7 @@ export class Sidecar {
   private async refuse(e: unknown, key: string | undefined, fields: Record<string, unknown>): Promise<unknown> {
     if (!isWritError(e)) return storeFailure(e);
     if (!LEDGERED_REFUSALS.has(e.code)) return e;
-    metrics.refusalsTotal.inc({ code: e.code });
+    // Counted once, by the HTTP layer that answers it (src/http/app.ts onError), like every refusal.
     try {
       await this.store.write((tx) => {
         const rec = tx.append({ kind: 'refusal', code: e.code, message: e.message, ...fields });

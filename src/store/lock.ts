@@ -1,5 +1,5 @@
 /**
- * The exclusive lock on a data dir: one process owns a data dir (CONTRACT.md §1).
+ * The exclusive lock on a data dir: one process owns a data dir (docs/protocol.md §1).
  *
  * A lock file `<dataDir>/writ.lock` holds `{pid, started, host}`; it is created atomically (written
  * to a private temp file, then hard-linked into place, so a reader never sees a half-written lock).

@@ -1,5 +1,5 @@
 /**
- * The durable store of a data dir (CONTRACT.md §6, issues 3 and 7): the hash-chained ledger, its
+ * The durable store of a data dir (docs/protocol.md §6, issues 3 and 7): the hash-chained ledger, its
  * Merkle subtree nodes and indexes, and the state tables, in one LMDB environment (see layout.ts).
  *
  * Writes: `write(fn)` runs `fn` synchronously against a private transaction buffer layered over the
@@ -570,7 +570,7 @@ function actorKeyOf(r: LedgerRecord): string | undefined {
 const LEAF_PREFIX = Buffer.from([0x00]);
 
 /**
- * The record's hash (CONTRACT.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
+ * The record's hash (docs/protocol.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
  * JCS(record with hash), from one canonicalisation of each top-level member: JCS writes an object
  * as its members sorted by key (UTF-16 code units, as Array.prototype.sort), each as
  * JSON-string(key) ":" JCS(value), members whose value has no JSON form left out.

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 export const REPO = new URL('../../../', import.meta.url);
 export const WRIT_BIN = fileURLToPath(new URL('bin/writ', REPO));
 export const VECTOR_DIR = new URL('vectors/binding/', REPO);
-export const GOLDEN_URL = new URL('../../../../shared/golden/binding.json', import.meta.url);
+export const GOLDEN_URL = new URL('vectors/golden/binding.json', REPO);
 
 export type VectorExpect = { binding: string; canonical: string } | { error: string };
 export interface Vector { name: string; server: string; tool: string; input: string; expect: VectorExpect; file?: string }
@@ -50,7 +50,7 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, in
   return results;
 }
 
-/** The codes a refusal of argument text may carry (CONTRACT.md §3, §8). */
+/** The codes a refusal of argument text may carry (docs/protocol.md §3, §8). */
 export const ADMISSION_CODES = new Set([
   'INVALID_JSON', 'INVALID_REQUEST', 'BINDING_DUPLICATE_KEY', 'BINDING_LONE_SURROGATE', 'BINDING_UNSAFE_INTEGER',
   'BINDING_LOSSY_NUMBER', 'BINDING_UNREPRESENTABLE', 'BINDING_TOO_DEEP',

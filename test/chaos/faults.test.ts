@@ -1,5 +1,5 @@
 /**
- * Fault injection at every durable boundary (issue 7, CONTRACT.md §4, §8 "fail closed"): through
+ * Fault injection at every durable boundary (issue 7, docs/protocol.md §4, §8 "fail closed"): through
  * WRIT_FAULT_FILE the next durable write with a given label fails (error, ENOSPC, or a stall past the
  * store's write timeout) before it commits. Each test proves, for its boundary:
  *   - the request is answered 503 STORE_UNAVAILABLE (never 200, never 500);

@@ -1,5 +1,5 @@
 /**
- * Chaos (issue 7, CONTRACT.md §4 "crash anywhere", §6): 16+ concurrent clients drive
+ * Chaos (issue 7, docs/protocol.md §4 "crash anywhere", §6): 16+ concurrent clients drive
  * propose → execute → outcome against the real `writ serve`, which is SIGKILLed at seeded random
  * moments (≥ 5 times) and restarted on the same data dir. Clients keep every ACKNOWLEDGED answer;
  * after a request that got no answer they ask the server (GET /v1/executions/{id}) what happened and

@@ -1,5 +1,5 @@
 /**
- * Limits (issue 7, CONTRACT.md §3, §6, §8): connection floods and slow clients do not stall other
+ * Limits (issue 7, docs/protocol.md §3, §6, §8): connection floods and slow clients do not stall other
  * clients; oversized, over-deep and over-long input is refused with the contract's codes (never a 500,
  * never a crash); ledger pages are capped at 1000 records.
  */

@@ -1,5 +1,5 @@
 /**
- * Black-box walk of CONTRACT.md §4, §5, §6 (auditor routes) and §8 over HTTP against the real server,
+ * Black-box walk of docs/protocol.md §4, §5, §6 (auditor routes) and §8 over HTTP against the real server,
  * with the PDP clock pinned through `clock_file` to replay the offboarding story.
  */
 import { after, before, describe, test } from 'node:test';

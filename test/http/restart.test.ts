@@ -1,7 +1,7 @@
 /**
  * SIGTERM writes a checkpoint covering everything acknowledged, exits 0; a restart on the same data dir
  * continues the chain, and a consistency proof from the checkpoint held before the restart to one after
- * verifies (issue 3 "Done when", CONTRACT.md §1, §6).
+ * verifies (issue 3 "Done when", docs/protocol.md §1, §6).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * `chain_break` records (operator repair, CONTRACT.md §6): writ verify accepts one that chains from the
+ * `chain_break` records (operator repair, docs/protocol.md §6): writ verify accepts one that chains from the
  * last good record it names and is signed by a known key, and refuses a forged or misplaced one.
  */
 import { test } from 'node:test';

@@ -20,7 +20,7 @@ import {
 } from '../../src/ledger/merkle.js';
 import { vectorLeaf } from './ledger-vectors.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../../../shared/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 
 // ---- A naive RFC 9162 §2.1 reference, straight from the text, over the whole leaf list. ----
 const sha = (...parts: Uint8Array[]) => {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { checkpointPayload, keyIdOf, privateKeyFromSeed, rawPublicKey, signPayload, verifyPayload } from '../../src/ledger/signing.js';
 import { recordHash } from '../../src/ledger/record.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../../../shared/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 
 test('golden test key: key id, checkpoint payload and signature', () => {
   const seed = createHash('sha256').update('writ golden test key').digest();

@@ -37,6 +37,18 @@ test('verify(vector): Merkle roots, inclusion and consistency proofs check out',
   }
 });
 
+test('verify(vector): malformed Merkle input is refused, never accepted', () => {
+  const v = JSON.parse(readVector('merkle.json'));
+  assert.ok(v.malformed.length >= 7);
+  for (const c of v.malformed) {
+    const ok =
+      c.check === 'inclusion'
+        ? verifyInclusion(c.index, c.size, Buffer.from(c.leaf, 'hex'), fromHex(c.path), Buffer.from(c.root, 'hex'))
+        : verifyConsistency(c.m, c.n, Buffer.from(c.root_m, 'hex'), Buffer.from(c.root_n, 'hex'), fromHex(c.path));
+    assert.equal(ok, false, c.why);
+  }
+});
+
 test('verify(vector): record hashes and lines, and the records form a valid export', () => {
   const v = JSON.parse(readVector('records.json'));
   for (const { record, hash, line } of v.records) {

@@ -21,7 +21,7 @@ import {
   editLine,
 } from './tampers.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../../../shared/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 
 test('the fixture is a real, valid export of about 60 records', async () => {
   assert.equal(N, 60);

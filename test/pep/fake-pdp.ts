@@ -1,5 +1,5 @@
 /**
- * A small stand-in for the PDP (CONTRACT.md §4) for the PEP's own tests: bearer tokens, the execution
+ * A small stand-in for the PDP (docs/protocol.md §4) for the PEP's own tests: bearer tokens, the execution
  * state machine (proposed → invoking → committed | rejected | unknown → reconciled), 409s on reuse,
  * supersedes, approvals, outcomes and reconciliation. Decisions come from a JS policy function instead
  * of Cedar. It records every raw request body so tests can check what the PEP sent.

@@ -23,7 +23,7 @@ function approval(id: string, approver: string, approvedAt: string): ValidApprov
   return { approval_id: id, approver: { type: 'User', id: approver }, approved_at: approvedAt, expires_at: '2026-08-25T00:00:00Z' };
 }
 
-test('buildCedarContext maps the envelope as CONTRACT.md §2', () => {
+test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
   const ctx = buildCedarContext(
     input({
       envelope: {

@@ -7,7 +7,7 @@ import { LEDGER_RECORD_KINDS, SCHEMA_FILES, SCHEMA_ID_BASE, loadSchemas } from '
 import { CEDAR_TYPE_NAME } from '../../src/util/uid.js';
 
 const schemaDir = new URL('../../../schemas/', import.meta.url);
-const golden = JSON.parse(readFileSync(new URL('../../../../shared/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 const goldenRecords: Record<string, unknown>[] = golden.export_jsonl.trim().split('\n').map((l: string) => JSON.parse(l));
 
 test('every file in schemas/ is loaded, draft 2020-12, with its $id and a title', () => {

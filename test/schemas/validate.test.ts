@@ -13,7 +13,7 @@ import { offboardingBody } from '../helpers/server.js';
 
 type Body = Record<string, any>;
 
-/** The decision body of CONTRACT.md §2, verbatim (the shared test fixture). */
+/** The decision body of docs/protocol.md §2, verbatim (the shared test fixture). */
 const decisionBody = (): Body => offboardingBody() as Body;
 
 function refused(fn: () => void, code: string, path: string): void {

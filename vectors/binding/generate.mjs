@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// Writes the writ-bind/1 vector files of this directory (CONTRACT.md §3 format:
+// Writes the writ-bind/1 vector files of this directory (docs/protocol.md §3 format:
 // [{name, server, tool, input, expect: {binding, canonical} | {error}}]).
 //
 // The expected `canonical` of every admitted case is written here BY HAND, and its `binding` is computed
 // from that hand-written text with the contract's recipe and node:crypto only — nothing here imports
 // writ's parser or admission code, so the vectors check the implementation instead of echoing it.
-// golden.json is a verbatim copy of the cases in /work/shared/golden/binding.json (computed by an
+// golden.json is a verbatim copy of the cases in ../golden/binding.json (computed by an
 // independent implementation).
 //
 // Inputs never contain a literal lone surrogate (they are fed to `writ bind` as UTF-8 bytes, which cannot
@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const here = new URL('./', import.meta.url);
-const GOLDEN = new URL('../../../shared/golden/binding.json', import.meta.url);
+const GOLDEN = new URL('../golden/binding.json', import.meta.url);
 
 function binding(server, tool, canonical) {
   const payload = `writ-bind/1\n{"arguments":${canonical},"server":${JSON.stringify(server)},"tool":${JSON.stringify(tool)}}`;
