@@ -96,6 +96,7 @@ function fmt(dir: string, check: boolean): number {
     return 1;
   }
   let status = 0;
+  let changed = 0;
   for (const rel of files) {
     const path = join(dir, rel);
     const text = readFileSync(path, 'utf8');
@@ -106,6 +107,7 @@ function fmt(dir: string, check: boolean): number {
       continue;
     }
     if (result.formatted_policy === text) continue;
+    changed++;
     if (check) {
       out(`would reformat ${rel}`);
       status = 1;
@@ -114,6 +116,8 @@ function fmt(dir: string, check: boolean): number {
       out(`formatted ${rel}`);
     }
   }
+  // One line either way, so a check that passes is visibly a check that ran.
+  if (status === 0 && changed === 0) out(`${files.length} file(s) already formatted`);
   return status;
 }
 

@@ -1,5 +1,6 @@
 /**
  * `writ proxy --pdp URL --token-file F --server NAME [--defaults FILE] [--call-timeout MS] -- CMD…`
+ * (every option also from a WRIT_* environment variable, see PROXY_ENV).
  * Wraps any stdio MCP server: see src/pep/proxy.ts for the behaviour, src/pep/context.ts for the
  * defaults format. Exits with the child's status (2 on bad usage, 127 when CMD cannot start).
  */
@@ -9,7 +10,7 @@ import { PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
 
-const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] -- CMD [ARG…]
+const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--] CMD [ARG…]
 
 Runs CMD as a stdio MCP server and puts writ in front of it: every tools/call is decided by the PDP
 (phase execute), run once with the PDP's admitted arguments, and its outcome reported; every other
@@ -23,7 +24,38 @@ message passes through unchanged.
   --call-timeout MS   per-call limit on the server's answer; beyond it the outcome is unknown (default 60000)
   --pdp-timeout MS    per-request limit on the PDP (default 10000)
   -h, --help          this text
+
+Every option can also come from the environment, so that an MCP client that parses its own command
+line (and may swallow "--server" or "--") can start the proxy with only the command after "writ proxy":
+  WRIT_PDP, WRIT_TOKEN_FILE, WRIT_SERVER, WRIT_DEFAULTS, WRIT_CALL_TIMEOUT, WRIT_PDP_TIMEOUT
+A flag wins over its variable. The server command starts at "--" or at the first word that is not an
+option (so "writ proxy node server.js" works too).
 `;
+
+/** Each option's environment variable (docs/protocol.md §7; README "Wrapping a server in an MCP client"). */
+export const PROXY_ENV: Record<string, string> = {
+  pdp: 'WRIT_PDP',
+  'token-file': 'WRIT_TOKEN_FILE',
+  server: 'WRIT_SERVER',
+  defaults: 'WRIT_DEFAULTS',
+  'call-timeout': 'WRIT_CALL_TIMEOUT',
+  'pdp-timeout': 'WRIT_PDP_TIMEOUT',
+};
+
+/**
+ * Splits argv into the proxy's own options and the server command: the command starts after `--`, or
+ * at the first word that is neither an option nor an option's value.
+ */
+function splitCommand(argv: string[]): { own: string[]; cmd: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return { own: argv.slice(0, i), cmd: argv.slice(i + 1) };
+    if (!a.startsWith('-')) return { own: argv.slice(0, i), cmd: argv.slice(i) };
+    const name = a.replace(/^--?/, '');
+    if (!a.includes('=') && name in PROXY_ENV) i++; // skip the option's value
+  }
+  return { own: argv, cmd: [] };
+}
 
 function fail(msg: string): number {
   process.stderr.write(`writ proxy: ${msg}\n\n${USAGE}`);
@@ -37,9 +69,7 @@ function positiveInt(v: string | undefined, name: string, dflt: number): number 
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const dd = argv.indexOf('--');
-  const own = dd < 0 ? argv : argv.slice(0, dd);
-  const cmd = dd < 0 ? [] : argv.slice(dd + 1);
+  const { own, cmd } = splitCommand(argv);
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
@@ -63,13 +93,17 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  for (const [option, variable] of Object.entries(PROXY_ENV)) {
+    const fromEnv = process.env[variable];
+    if (values[option] === undefined && fromEnv !== undefined && fromEnv !== '') values[option] = fromEnv;
+  }
   const pdpUrl = values.pdp as string | undefined;
   const tokenFile = values['token-file'] as string | undefined;
   const server = values.server as string | undefined;
-  if (!pdpUrl) return fail('--pdp is required');
-  if (!tokenFile) return fail('--token-file is required');
-  if (!server) return fail('--server is required');
-  if (cmd.length === 0) return fail('the server command goes after --');
+  if (!pdpUrl) return fail('--pdp (or WRIT_PDP) is required');
+  if (!tokenFile) return fail('--token-file (or WRIT_TOKEN_FILE) is required');
+  if (!server) return fail('--server (or WRIT_SERVER) is required');
+  if (cmd.length === 0) return fail('the server command goes after -- (or after the options)');
   let token: string;
   let defaults: Defaults | undefined;
   let callTimeoutMs: number;

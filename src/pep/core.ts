@@ -122,8 +122,10 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
   const d = r.body;
   const id = d.execution_id ?? (executionId as string);
   if (d.decision === 'deny') {
-    const why = d.reasons.length ? ` by ${d.reasons.join(', ')}` : '';
     const errs = d.errors?.length ? ` (${d.errors.length} evaluation error(s))` : '';
+    // No determining policy and no error is Cedar's default deny: say so, rather than an empty list.
+    // `reasons` in _meta stay exactly as the PDP gave them.
+    const why = d.reasons.length ? ` by ${d.reasons.join(', ')}` : errs ? '' : ': no policy permits this call';
     return { result: refusalResult(decisionMeta('DENIED', id, d), `writ: denied${why}${errs}; execution ${id}`) };
   }
   if (d.decision === 'approval_required') {

@@ -141,6 +141,8 @@ test('validate: exit 0 on the bundled policies, exit 1 with the problem on a bro
 test('fmt --check exits 1 without touching files; fmt rewrites; the bundled dir is formatted', () => {
   const bundled = writ('fmt', '--check', '--dir', BUNDLED_DIR);
   assert.equal(bundled.status, 0, bundled.stdout + bundled.stderr);
+  // A check that passes prints one line (issue 12: silence looked like nothing ran).
+  assert.match(bundled.stdout, /^2 file\(s\) already formatted\n$/);
   const messy = 'permit(principal,action,resource) when {1==1};';
   const { dir, cleanup } = tempPolicyDir({ 'm.cedar': messy });
   try {
@@ -153,6 +155,7 @@ test('fmt --check exits 1 without touching files; fmt rewrites; the bundled dir 
     assert.notEqual(readFileSync(join(dir, 'm.cedar'), 'utf8'), messy);
     const again = writ('fmt', '--check', '--dir', dir);
     assert.equal(again.status, 0, again.stdout + again.stderr);
+    assert.equal(again.stdout, '1 file(s) already formatted\n');
   } finally {
     cleanup();
   }
