@@ -22,6 +22,7 @@ ${Object.entries(COMMANDS)
   .join('\n')}
 
 Run 'writ <command> --help' for the options of one command.
+Every route, code and format ("§N" in the help texts) is in docs/protocol.md (also in the package).
 `;
 
 export async function main(argv: string[]): Promise<number> {

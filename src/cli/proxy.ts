@@ -20,7 +20,7 @@ message passes through unchanged.
   --token-file FILE   file holding the PEP bearer token (surrounding whitespace ignored)
   --server NAME       server name the policies see (Action::"NAME/<tool>")
   --defaults FILE     envelope defaults for calls without params._meta["io.writ/envelope"]
-                      (a §2 envelope, or {"envelope", "from_arguments", "tools", "execution_id_prefix"})
+                      (a docs/protocol.md §2 envelope, or {"envelope", "from_arguments", "tools", "execution_id_prefix"})
   --call-timeout MS   per-call limit on the server's answer; beyond it the outcome is unknown (default 60000)
   --pdp-timeout MS    per-request limit on the PDP (default 10000)
   -h, --help          this text
