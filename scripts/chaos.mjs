@@ -17,7 +17,7 @@ if (!Number.isSafeInteger(runs) || runs < 1) {
 }
 
 if (process.env.CHAOS_NO_BUILD !== '1') {
-  const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
+  const build = spawnSync(process.execPath, ['scripts/build.mjs', '--tests'], { stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], { stdio: 'inherit' });
+const build = spawnSync(process.execPath, ['scripts/build.mjs', '--tests'], { stdio: 'inherit' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 
 function collect(dir) {
