@@ -180,5 +180,6 @@ The approval_required path is expected near 2×: by design it re-evaluates once 
 \`@requires_approval\` forbids (its preparsed set is cached after the first use).
 `;
 mkdirSync(join(HERE, 'results'), { recursive: true });
-writeFileSync(join(HERE, 'results', 'decide.md'), md);
+// WRIT_BENCH_DECIDE_OUT: where to write the report (scripts/wasm-inline-check.mjs runs this file as its check).
+writeFileSync(process.env.WRIT_BENCH_DECIDE_OUT || join(HERE, 'results', 'decide.md'), md);
 process.stdout.write(md);

@@ -10,7 +10,7 @@
  * merely skip a policy whose condition errors, so a forbid that errors (e.g. on a missing attribute)
  * would silently not apply; writ refuses to allow on such a partial evaluation.
  */
-import { setFlagsFromString } from 'node:v8';
+import { applyWasmInlineGuard } from './wasm-inline-guard.js';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { sha256Hex } from '../util/canonical.js';
@@ -56,12 +56,10 @@ export interface DecisionOutcome {
   approval_used?: string;
 }
 
-// Node 20's V8 inlines JS→Wasm calls into optimized callers; when such a caller is lazily
-// deoptimized while cedar-wasm's glue runs (its string getters change object maps), the process
-// aborts (V8_Fatal "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation). Reproduced by
-// bench/decide.mjs within seconds; never with this flag. It only affects code optimized after this
-// line, i.e. the decision path.
-setFlagsFromString('--no-turbo-inline-js-wasm-calls');
+// Node 20's V8 aborts when a caller that inlined a JS→Wasm call is deoptimized inside cedar-wasm's
+// glue; the guard flag is set here, on import, before any Cedar call — only on a Node that needs it
+// (found by scripts/wasm-inline-check.mjs; see wasm-inline-guard.ts).
+applyWasmInlineGuard();
 
 type CedarEntityRef = { __entity: { type: string; id: string } };
 
