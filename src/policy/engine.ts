@@ -56,7 +56,7 @@ export interface DecisionOutcome {
   approval_used?: string;
 }
 
-// Node 20's V8 aborts when a caller that inlined a JS→Wasm call is deoptimized inside cedar-wasm's
+// Node 20's and 22's V8 abort when a caller that inlined a JS→Wasm call is deoptimized inside cedar-wasm's
 // glue; the guard flag is set here, on import, before any Cedar call — only on a Node that needs it
 // (found by scripts/wasm-inline-check.mjs; see wasm-inline-guard.ts).
 applyWasmInlineGuard();

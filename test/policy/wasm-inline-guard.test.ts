@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { FIRST_CLEAN_MAJOR, wasmInlineGuardNeeded } from '../../src/policy/wasm-inline-guard.js';
 
 test('the V8 guard flag is needed below the first Node major where the check ran clean, and only there', () => {
-  assert.equal(wasmInlineGuardNeeded('20.20.2', {}), true);
+  assert.equal(wasmInlineGuardNeeded("20.20.2", {}), true);
+  assert.equal(wasmInlineGuardNeeded("22.23.5", {}), true);
   assert.equal(wasmInlineGuardNeeded('24.22.3', {}), false);
   assert.equal(wasmInlineGuardNeeded(`${FIRST_CLEAN_MAJOR}.0.0`, {}), false);
   assert.equal(wasmInlineGuardNeeded(`${FIRST_CLEAN_MAJOR - 1}.99.0`, {}), true);
