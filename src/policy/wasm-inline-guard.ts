@@ -4,13 +4,14 @@
  * Node 20's V8 (11.3) inlines JS→Wasm calls into optimized callers; when such a caller is lazily
  * deoptimized while cedar-wasm's glue runs (its string getters change object maps), the process
  * aborts (V8_Fatal "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation). The flag prevents
- * it, but makes every bare cedar-wasm call about 2.3× slower (97 µs against 41 µs for a trivial
- * statefulIsAuthorized on Node 20; 22 µs on Node 24 without it), so it is applied only where the abort
- * exists.
+ * it, but makes every bare cedar-wasm call about 2.3× slower (measured in issue 12: a trivial
+ * statefulIsAuthorized takes 97 µs with it, 41 µs without, on Node 20; 22 µs on Node 24 without it),
+ * so it is applied only where the abort exists.
  *
- * Where that is was established by trying, not guessed: `node scripts/wasm-inline-check.mjs` runs the
- * decision path of bench/decide.mjs in a loop with the flag forced off (WRIT_WASM_INLINE_GUARD=off)
- * and reports whether the process survived. Results (Linux x64, 2 shared cores, cedar-wasm 4.13.0):
+ * Where that is was established by trying, not guessed: `node scripts/wasm-inline-check.mjs` runs
+ * bench/decide.mjs (the call pattern that aborted) with the flag forced off
+ * (WRIT_WASM_INLINE_GUARD=off) and reports whether the process survived. Results (Linux x64, 2 shared
+ * cores, cedar-wasm 4.13.0):
  *   Node 20.20.2 (V8 11.3.244)  aborted ("unreachable code" in Deoptimizer::DoComputeBuiltinContinuation)
  *   Node 22.23.5 (V8 12.4.254)  aborted the same way, 2 runs of 2 (after 84 s and 86 s)
  *   Node 24.22.3 (V8 13.6.233)  ran clean, 2 runs of 2 (396 s and 662 s, the whole benchmark)
