@@ -43,15 +43,24 @@ async function decisionsComplete(url: string, n: number, lanes: number, tag: str
 function postChunked(url: string, path: string, token: string, chunks: Buffer[]): Promise<{ status: number; text: string }> {
   const { host, port } = hostPort(url);
   return new Promise((resolve, reject) => {
-    const r = request({ host, port, path, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+    // A fresh connection (agent: false): a pooled keep-alive socket the server is just closing would
+    // reset before this request is read.
+    let answered = false;
+    const r = request({ host, port, path, method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+      answered = true;
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
     });
     r.on('error', (e) => {
-      // The server may close the connection right after answering 413 while we are still writing.
-      if ((e as NodeJS.ErrnoException).code === 'EPIPE' || (e as NodeJS.ErrnoException).code === 'ECONNRESET') return;
+      // The server closes the connection after answering 413 while we may still be writing: that
+      // is fine once the answer arrived; a connection lost without an answer fails the test (never hangs).
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code === 'EPIPE' || code === 'ECONNRESET') && answered) return;
       reject(e);
+    });
+    r.on('close', () => {
+      if (!answered) reject(new Error('the connection closed without an answer'));
     });
     (async () => {
       for (const c of chunks) {
