@@ -1,0 +1,48 @@
+/** The console's HTTP surface: the page, its assets, content types, CSP, caching and the redirect. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Hono } from 'hono';
+import { CONSOLE_CSP, registerConsoleRoutes } from '../../src/console/routes.js';
+
+const app = new Hono();
+registerConsoleRoutes(app);
+
+test('GET /console redirects to /console/', async () => {
+  const res = await app.request('/console');
+  assert.equal(res.status, 308);
+  assert.equal(res.headers.get('location'), '/console/');
+});
+
+test('the page and its assets, with their types, the CSP and revalidation', async () => {
+  const cases: Array<[string, RegExp]> = [
+    ['/console/', /^text\/html/],
+    ['/console/app.js', /^text\/javascript/],
+    ['/console/verify.js', /^text\/javascript/],
+    ['/console/jcs.js', /^text\/javascript/],
+    ['/console/console.css', /^text\/css/],
+    ['/console/favicon.svg', /^image\/svg\+xml/],
+  ];
+  for (const [path, type] of cases) {
+    const res = await app.request(path);
+    assert.equal(res.status, 200, path);
+    assert.match(res.headers.get('content-type') ?? '', type, path);
+    assert.equal(res.headers.get('content-security-policy'), CONSOLE_CSP);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    const etag = res.headers.get('etag')!;
+    assert.ok(etag, path);
+    const again = await app.request(path, { headers: { 'if-none-match': etag } });
+    assert.equal(again.status, 304, path);
+  }
+  assert.match(CONSOLE_CSP, /default-src 'self'/);
+  const html = await (await app.request('/console/')).text();
+  // Every reference is relative to the page: nothing from another origin.
+  assert.doesNotMatch(html, /(src|href)="(https?:)?\/\//);
+  assert.match(html, /<script type="module" src="app.js"><\/script>/);
+  assert.match(html, /rel="icon" href="favicon.svg"/);
+});
+
+test('nothing else under /console/ is served', async () => {
+  for (const path of ['/console/app.ts', '/console/app.js.map', '/console/..%2Froutes.js', '/console/index.html', '/console/nope.js']) {
+    assert.equal((await app.request(path)).status, 404, path);
+  }
+});
