@@ -30,6 +30,13 @@ export function bucketsOf(records: LedgerRecord[]): Bucket[] {
   return buckets;
 }
 
+/** 1, 2 or 5 times a power of ten, at least `raw` (whole numbers: these are counts). */
+function niceStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
+  for (const m of [1, 2, 5, 10]) if (m * power >= raw) return m * power;
+  return 10 * power;
+}
+
 function clock(minute: number): string {
   return new Date(minute * MINUTE).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
 }
@@ -41,7 +48,9 @@ export function decisionsChart(records: LedgerRecord[]): HTMLElement {
   const pad = { left: 40, right: 12, top: 12, bottom: 30 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
-  const max = Math.max(1, ...buckets.map((b) => OUTCOMES.reduce((n, o) => n + b.counts[o], 0)));
+  const tallest = Math.max(1, ...buckets.map((b) => OUTCOMES.reduce((n, o) => n + b.counts[o], 0)));
+  const step = niceStep(tallest / 4);
+  const max = Math.ceil(tallest / step) * step;
   const total = (o: Outcome) => buckets.reduce((n, b) => n + b.counts[o], 0);
   const summary = buckets.length
     ? `Decisions per minute from ${clock(buckets[0]!.minute)} to ${clock(buckets[buckets.length - 1]!.minute)}: ` +
@@ -61,7 +70,8 @@ export function decisionsChart(records: LedgerRecord[]): HTMLElement {
       return rect;
     });
   });
-  const ticks = [0, Math.ceil(max / 2), max].filter((v, i, all) => all.indexOf(v) === i);
+  const ticks: number[] = [];
+  for (let v = 0; v <= max; v += step) ticks.push(v);
   const labelEvery = Math.max(1, Math.ceil(buckets.length / 8));
   const chart = svg('svg', { class: 'chart', role: 'img', 'aria-label': 'Decisions per minute', viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet' },
     svg('title', {}, 'Decisions per minute'),
