@@ -10,6 +10,13 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Hono } from 'hono';
+import { isWritError } from '../errors.js';
+import type { Caller } from '../http/auth.js';
+
+/** What the console needs of the sidecar's token table. */
+export interface TokenChecker {
+  authenticate(header: string | undefined): Caller;
+}
 
 const WEB_DIR = new URL('./web/', import.meta.url);
 const STATIC_DIR = new URL('../../../src/console/static/', import.meta.url);
@@ -52,8 +59,13 @@ function loadAssets(): Map<string, Asset> {
   return assets;
 }
 
-/** Registers GET /console (redirect), /console/ and /console/<asset>. */
-export function registerConsoleRoutes(app: Hono<any>): void {
+/**
+ * Registers GET /console (redirect), /console/, /console/<asset>, and GET /console/session, which
+ * tells the sign-in form whether the bearer token is an auditor's: `{auditor: true|false}`, always
+ * 200, so a mistyped token is shown as `unauthorized` without a failed request in the browser's
+ * console. It reveals no more than any auditor route's 401/403 would (same constant-time check).
+ */
+export function registerConsoleRoutes(app: Hono<any>, o: { tokens: TokenChecker }): void {
   let assets: Map<string, Asset> | undefined;
   const serve = (name: string, ifNoneMatch: string | undefined): Response | undefined => {
     assets ??= loadAssets();
@@ -73,6 +85,15 @@ export function registerConsoleRoutes(app: Hono<any>): void {
   };
 
   app.get('/console', (c) => c.redirect('/console/', 308));
+  app.get('/console/session', (c) => {
+    let auditor = false;
+    try {
+      auditor = o.tokens.authenticate(c.req.header('authorization')).role === 'auditor';
+    } catch (e) {
+      if (!isWritError(e)) throw e;
+    }
+    return c.json({ auditor }, 200, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  });
   app.get('/console/', (c) => serve('', c.req.header('if-none-match')) ?? c.notFound());
   app.get('/console/:file', (c) => serve(c.req.param('file') ?? '', c.req.header('if-none-match')) ?? c.notFound());
 }

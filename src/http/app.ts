@@ -144,7 +144,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   const openapi = JSON.stringify(buildOpenApi());
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
   // The auditor console (§11): a static page; its data calls carry the auditor token.
-  registerConsoleRoutes(app);
+  registerConsoleRoutes(app, { tokens });
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {

@@ -3,9 +3,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Hono } from 'hono';
 import { CONSOLE_CSP, registerConsoleRoutes } from '../../src/console/routes.js';
+import { TokenTable } from '../../src/http/auth.js';
 
 const app = new Hono();
-registerConsoleRoutes(app);
+registerConsoleRoutes(app, {
+  tokens: new TokenTable([
+    { token: 'the-auditor', role: 'auditor' },
+    { token: 'a-pep', role: 'pep', actor: { type: 'Agent', id: 'a' } },
+  ]),
+});
 
 test('GET /console redirects to /console/', async () => {
   const res = await app.request('/console');
@@ -45,4 +51,18 @@ test('nothing else under /console/ is served', async () => {
   for (const path of ['/console/app.ts', '/console/app.js.map', '/console/..%2Froutes.js', '/console/index.html', '/console/nope.js']) {
     assert.equal((await app.request(path)).status, 404, path);
   }
+});
+
+test('GET /console/session says whether the token is an auditor\'s, always with 200', async () => {
+  const ask = async (authorization?: string) => {
+    const res = await app.request('/console/session', authorization ? { headers: { authorization } } : {});
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    return (await res.json()).auditor;
+  };
+  assert.equal(await ask('Bearer the-auditor'), true);
+  assert.equal(await ask('Bearer a-pep'), false);
+  assert.equal(await ask('Bearer nope'), false);
+  assert.equal(await ask('Basic dGhlLWF1ZGl0b3I='), false);
+  assert.equal(await ask(), false);
 });

@@ -88,6 +88,11 @@ export class Api {
     return body as T;
   }
 
+  /** Whether the token is an auditor's (the console's own check: always 200, never a failed load). */
+  async isAuditor(): Promise<boolean> {
+    return (await this.get<{ auditor: boolean }>('/console/session')).auditor === true;
+  }
+
   execution(id: string, actor: string): Promise<ExecutionView> {
     return this.get(`/v1/executions/${encodeURIComponent(id)}?actor=${encodeURIComponent(actor)}`);
   }

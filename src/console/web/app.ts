@@ -50,7 +50,10 @@ function signInView(message = ''): HTMLElement {
     fill(status, 'checking…');
     const candidate = new Api(token.value.trim());
     try {
-      await candidate.keys();
+      if (!(await candidate.isAuditor())) {
+        fill(status, 'unauthorized');
+        return;
+      }
     } catch (e) {
       fill(status, describeError(e));
       return;
@@ -198,10 +201,22 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
       field('binding', digest(view.binding)),
       field('envelope digest', digest(view.envelope_digest)),
     );
+    // One click for the whole story: presses each record's Verify in turn (named apart from
+    // `Verify` so the per-record buttons stay unambiguous).
+    const proveAll = h('button', { type: 'button', class: 'quiet' }, 'Prove every record');
+    proveAll.addEventListener('click', async () => {
+      proveAll.disabled = true;
+      for (const button of target.querySelectorAll<HTMLButtonElement>('button.verify')) {
+        button.click();
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        while (button.disabled) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      proveAll.disabled = false;
+    });
     fill(target,
       h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, approvalsTable(view)),
       h('section', { class: 'card', 'aria-label': 'Timeline' },
-        h('h2', {}, `Timeline (${records.length} records)`),
+        h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} records)`), proveAll),
         h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, records.map(timelineItem)),
       ),
     );
