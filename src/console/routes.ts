@@ -56,6 +56,9 @@ function loadAssets(): Map<string, Asset> {
   for (const file of readdirSync(STATIC_DIR)) if (file !== 'index.html') add(file, STATIC_DIR, file);
   add('', STATIC_DIR, 'index.html');
   for (const file of readdirSync(WEB_DIR)) if (/^[a-z][a-z0-9-]*\.js$/.test(file)) add(file, WEB_DIR, file);
+  // For clients that ask for the conventional name: the same icon (SVG, typed as such).
+  const icon = assets.get('favicon.svg');
+  if (icon) assets.set('favicon.ico', icon);
   return assets;
 }
 
@@ -77,7 +80,7 @@ export function registerConsoleRoutes(app: Hono<any>, o: { tokens: TokenChecker 
       'x-content-type-options': 'nosniff',
       'referrer-policy': 'no-referrer',
       // Always revalidate (cheap, by ETag): a sidecar upgrade must never leave an old page half-cached.
-      'cache-control': name === 'favicon.svg' ? 'public, max-age=86400' : 'no-cache',
+      'cache-control': name.startsWith('favicon.') ? 'public, max-age=86400' : 'no-cache',
       etag: asset.etag,
     };
     if (ifNoneMatch === asset.etag) return new Response(null, { status: 304, headers });

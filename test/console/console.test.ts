@@ -180,6 +180,16 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     });
     assert.equal(await verdictOf(first), 'NOT verified: the inclusion proof does not lead to the checkpoint root');
     await page.unrouteAll();
+    for (const field of ['leaf', 'root']) {
+      await page.route('**/v1/ledger/proofs/inclusion?*', async (route) => {
+        const res = await route.fetch();
+        const proof = await res.json();
+        proof[field] = 'sha256:' + 'ab'.repeat(32);
+        await route.fulfill({ response: res, json: proof });
+      });
+      assert.equal(await verdictOf(first), `NOT verified: the inclusion proof names another ${field}`);
+      await page.unrouteAll();
+    }
 
     await page.route(`**/v1/ledger/records/${view.records[0]}`, async (route) => {
       const res = await route.fetch();

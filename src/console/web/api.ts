@@ -121,7 +121,7 @@ export class Api {
     return this.get('/v1/ledger/keys');
   }
 
-  inclusionProof(seq: number, size: number): Promise<{ seq: number; size: number; path: string[] }> {
+  inclusionProof(seq: number, size: number): Promise<{ seq: number; size: number; leaf?: string; root?: string; path: string[] }> {
     return this.get(`/v1/ledger/proofs/inclusion?seq=${seq}&size=${size}`);
   }
 

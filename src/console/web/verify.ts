@@ -147,6 +147,10 @@ export async function verifyRecord(api: Api, seq: number): Promise<Verdict> {
   if (!root) return fail('the checkpoint root is malformed');
   const proof = await api.inclusionProof(seq, size);
   if (proof.seq !== seq || proof.size !== size || !Array.isArray(proof.path)) return fail('the inclusion proof answers another question');
+  // The answer also names its leaf and root: the walk below does not need them, but an answer that
+  // disagrees with what was recomputed is itself a reason for doubt.
+  if (proof.leaf !== undefined && proof.leaf !== computed) return fail('the inclusion proof names another leaf');
+  if (proof.root !== undefined && proof.root !== cp.root) return fail('the inclusion proof names another root');
   const path: Uint8Array<ArrayBuffer>[] = [];
   for (const step of proof.path) {
     const node = typeof step === 'string' ? hash32(step) : undefined;
