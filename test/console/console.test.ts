@@ -127,6 +127,13 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
   const items = timeline.getByRole('listitem');
 
   await t.test('the execution timeline matches the API', async () => {
+    await page.getByLabel('Execution id').fill('OFF-0000:nothing');
+    await page.getByLabel('Actor').fill(STORY_ACTOR);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('EXECUTION_NOT_FOUND: no execution OFF-0000:nothing').waitFor();
+    await page.getByLabel('Actor').fill('offboarding-agent-prod');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('Actor must be Type::"id"').waitFor();
     await page.getByLabel('Execution id').fill(STORY_EXECUTION);
     await page.getByLabel('Actor').fill(STORY_ACTOR);
     await page.getByRole('button', { name: 'Show' }).click();
@@ -249,6 +256,8 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await page.getByLabel('Kind').fill('approval');
     await waitForRows(newestFirst(await allRecords('&kind=approval')));
     await page.getByLabel('Kind').fill('');
+    await page.getByLabel('Actor').pressSequentially('Agent::"off');
+    await page.getByText('Actor must be Type::"id"').waitFor();
     await page.getByLabel('Actor').fill(STORY_ACTOR);
     await waitForRows(newestFirst(await allRecords(`&actor=${encodeURIComponent(STORY_ACTOR)}`)));
     await page.getByLabel('Actor').fill('');

@@ -24,6 +24,11 @@ function describeError(e: unknown): string {
   return (e as Error)?.message ?? String(e);
 }
 
+/** `Type::"id"` as the API takes it; checked here so a half-typed value never becomes a failed request. */
+const ACTOR = /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"$/;
+const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ACTOR_HINT = 'Actor must be Type::"id", e.g. Agent::"offboarding-agent-prod"';
+
 function kindBadge(kind: string): HTMLElement {
   return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), kind);
 }
@@ -187,8 +192,15 @@ async function loadRecords(seqs: number[]): Promise<LedgerRecord[]> {
 }
 
 async function showExecution(target: HTMLElement, id: string, actor: string): Promise<void> {
+  const problem = (text: string) => fill(target, h('p', { class: 'error', role: 'alert' }, text));
+  if (!EXECUTION_ID.test(id)) return problem('Execution id must be 1–128 characters of A-Za-z0-9._:-');
+  if (!ACTOR.test(actor)) return problem(ACTOR_HINT);
   fill(target, h('p', { class: 'hint' }, 'loading…'));
   try {
+    // Every execution has at least its first decision on record: none means no such execution,
+    // said without a 404 (which the browser would log as a failed load).
+    const first = await api!.records(0, 1, { execution_id: id, actor });
+    if (first.records.length === 0) return problem(`EXECUTION_NOT_FOUND: no execution ${id} for ${actor}`);
     const view = await api!.execution(id, actor);
     const records = await loadRecords([...view.records].sort((a, b) => a - b));
     const facts = h('dl', { class: 'facts' },
@@ -326,6 +338,10 @@ function ledgerView(): HTMLElement {
 
   const latest = () => guard(async (g) => {
     const f = filters();
+    if (f.actor && !ACTOR.test(f.actor)) {
+      fill(status, ACTOR_HINT);
+      return;
+    }
     const end = await api!.ledgerEnd();
     const [page, decisions] = await Promise.all([
       api!.recordsBefore(end, PAGE_SIZE, f),
