@@ -67,3 +67,17 @@ test('GET /console/session says whether the token is an auditor\'s, always with 
   assert.equal(await ask('Basic dGhlLWF1ZGl0b3I='), false);
   assert.equal(await ask(), false);
 });
+
+test('the browser modules import only each other (no Node built-ins, no packages to resolve)', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const dir = new URL('../../src/console/web/', import.meta.url);
+  const modules = readdirSync(dir).filter((f) => f.endsWith('.js'));
+  assert.ok(modules.includes('app.js') && modules.includes('verify.js'));
+  for (const file of modules) {
+    const text = readFileSync(new URL(file, dir), 'utf8');
+    for (const m of text.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)) {
+      assert.match(m[1]!, /^\.\/[a-z][a-z0-9-]*\.js$/, `${file} imports ${m[1]}`);
+      assert.ok(modules.includes(m[1]!.slice(2)), `${file} imports ${m[1]}, which is served`);
+    }
+  }
+});
