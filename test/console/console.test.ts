@@ -240,6 +240,11 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     const top = all[all.length - 1]!;
     assert.ok((await firstRow.textContent())!.includes(String(top.seq)) && (await firstRow.textContent())!.includes(top.kind));
 
+    // Rows can be proved too: the newest (past the checkpoint) and one before it.
+    const rows = page.locator('table.ledger tbody tr');
+    assert.equal(await verdictOf(rows.first()), 'not yet checkpointed');
+    assert.equal(await verdictOf(rows.nth(2)), 'verified');
+
     // Paging back and forth.
     await page.getByRole('button', { name: 'Older' }).click();
     await waitForRows(newestFirst(all.slice(0, -50)));

@@ -293,6 +293,7 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
     h('td', { class: 'nowrap' }, actor),
     h('td', { class: 'nowrap' }, link),
     h('td', {}, recordSummary(r)),
+    h('td', { class: 'proof' }, verifyControl(r.seq)),
   );
 }
 
@@ -397,7 +398,7 @@ function ledgerView(): HTMLElement {
       h('div', { class: 'pager' }, status, h('span', { class: 'spacer' }), older, newer),
       h('table', { class: 'ledger' },
         h('caption', {}, 'Ledger records, newest first'),
-        h('thead', {}, h('tr', {}, ['seq', 'time', 'kind', 'actor', 'execution', 'summary'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('thead', {}, h('tr', {}, ['seq', 'time', 'kind', 'actor', 'execution', 'summary', 'proof'].map((c) => h('th', { scope: 'col' }, c)))),
         body,
       ),
     ),
