@@ -344,12 +344,14 @@ function ledgerView(): HTMLElement {
       return;
     }
     const end = await api!.ledgerEnd();
+    // The chart counts decisions under the same actor / execution filters (none when Kind excludes them).
+    const chartable = !f.kind || f.kind === 'decision';
     const [page, decisions] = await Promise.all([
       api!.recordsBefore(end, PAGE_SIZE, f),
-      api!.recordsBefore(end, 1000, { ...f, kind: 'decision' }),
+      chartable ? api!.recordsBefore(end, 1000, { ...f, kind: 'decision' }) : Promise.resolve([]),
     ]);
     if (g !== generation) return;
-    fill(chartBox, decisionsChart(f.kind && f.kind !== 'decision' ? [] : decisions));
+    fill(chartBox, decisionsChart(decisions));
     show(page, { older: page.length > 0 && page[0]!.seq > 0 && page.length === PAGE_SIZE, newer: false });
   });
 
