@@ -11,6 +11,7 @@ import { parseUidKey, type Uid } from '../util/uid.js';
 import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
+import { registerConsoleRoutes } from '../console/routes.js';
 
 const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -157,6 +158,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   const openapi = JSON.stringify(buildOpenApi());
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
+  // The auditor console (§11): a static page; its data calls carry the auditor token.
+  registerConsoleRoutes(app, { tokens });
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {

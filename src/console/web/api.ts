@@ -1,0 +1,161 @@
+/**
+ * The auditor API as the page sees it: same-origin fetches with the bearer token the user typed.
+ * The token lives in this object only (never in storage or cookies).
+ */
+
+/** A ledger record as the API returns it: the header fields plus kind-specific ones. */
+export interface LedgerRecord {
+  v: number;
+  seq: number;
+  ts: string;
+  kind: string;
+  prev: string;
+  hash: string;
+  [field: string]: unknown;
+}
+
+export interface RecordPage {
+  records: LedgerRecord[];
+  next: number | null;
+}
+
+export interface ApprovalView {
+  approval_id: string;
+  approver: { type: string; id: string };
+  approved_at: string;
+  expires_at: string;
+  valid: boolean;
+  invalid_reason?: string;
+}
+
+export interface ExecutionView {
+  execution_id: string;
+  actor: { type: string; id: string };
+  state: string;
+  resolution?: string;
+  binding: string;
+  envelope_digest: string;
+  supersedes?: string | null;
+  superseded_by?: string;
+  approvals: ApprovalView[];
+  records: number[];
+}
+
+export interface Filters {
+  kind?: string;
+  actor?: string;
+  execution_id?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+  get unauthorized(): boolean {
+    return this.status === 401 || this.status === 403;
+  }
+}
+
+export class Api {
+  readonly #token: string;
+
+  constructor(token: string) {
+    this.#token = token;
+  }
+
+  async get<T>(path: string): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(path, { headers: { authorization: `Bearer ${this.#token}`, accept: 'application/json' }, cache: 'no-store' });
+    } catch (e) {
+      throw new ApiError(0, 'NETWORK', `the sidecar could not be reached (${(e as Error).message})`);
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new ApiError(res.status, 'MALFORMED', `${path} did not answer JSON (HTTP ${res.status})`);
+    }
+    if (!res.ok) {
+      const error = (body as { error?: { code?: string; message?: string } }).error;
+      throw new ApiError(res.status, error?.code ?? 'HTTP_' + res.status, error?.message ?? `HTTP ${res.status}`);
+    }
+    return body as T;
+  }
+
+  /** Whether the token is an auditor's (the console's own check: always 200, never a failed load). */
+  async isAuditor(): Promise<boolean> {
+    return (await this.get<{ auditor: boolean }>('/console/session')).auditor === true;
+  }
+
+  execution(id: string, actor: string): Promise<ExecutionView> {
+    return this.get(`/v1/executions/${encodeURIComponent(id)}?actor=${encodeURIComponent(actor)}`);
+  }
+
+  record(seq: number): Promise<LedgerRecord> {
+    return this.get(`/v1/ledger/records/${seq}`);
+  }
+
+  records(from: number, limit: number, filters: Filters = {}): Promise<RecordPage> {
+    const q = new URLSearchParams({ from: String(from), limit: String(limit) });
+    for (const [name, value] of Object.entries(filters)) if (value) q.set(name, value);
+    return this.get(`/v1/ledger/records?${q}`);
+  }
+
+  /** The latest checkpoint record, or null when none has been written yet. */
+  async checkpoint(): Promise<LedgerRecord | null> {
+    try {
+      return await this.get<LedgerRecord>('/v1/ledger/checkpoint');
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
+  }
+
+  keys(): Promise<{ keys: Array<{ key_id: string; public_key: string }> }> {
+    return this.get('/v1/ledger/keys');
+  }
+
+  inclusionProof(seq: number, size: number): Promise<{ seq: number; size: number; leaf?: string; root?: string; path: string[] }> {
+    return this.get(`/v1/ledger/proofs/inclusion?seq=${seq}&size=${size}`);
+  }
+
+  /** The ledger's size: past the latest checkpoint, follow the listing to its end. */
+  async ledgerEnd(): Promise<number> {
+    const cp = await this.checkpoint();
+    let from = cp ? Number(cp.size) : 0;
+    let end = from;
+    for (;;) {
+      const page = await this.records(from, 1000);
+      const last = page.records[page.records.length - 1];
+      if (last) end = last.seq + 1;
+      if (page.next === null) return end;
+      from = page.next;
+    }
+  }
+
+  /**
+   * The last `n` records before `end` that match the filters. The listing only walks forward, so
+   * the window before `end` widens until it holds `n` matches or reaches seq 0.
+   */
+  async recordsBefore(end: number, n: number, filters: Filters): Promise<LedgerRecord[]> {
+    let width = n;
+    for (;;) {
+      const from = Math.max(0, end - width);
+      const found: LedgerRecord[] = [];
+      let cursor: number | null = from;
+      while (cursor !== null && cursor < end) {
+        const page: RecordPage = await this.records(cursor, 1000, filters);
+        for (const r of page.records) if (r.seq < end) found.push(r);
+        cursor = page.next;
+      }
+      if (found.length >= n || from === 0) return found.slice(-n);
+      width *= 4;
+    }
+  }
+}

@@ -1,0 +1,459 @@
+/**
+ * The auditor console (CONTRACT.md §11): sign in with the auditor token (kept in this module's
+ * memory only), read one execution's story with a proof per record, or browse the ledger.
+ * Only the active view is in the document, so each view's `Execution id` field is unambiguous.
+ */
+import { Api, ApiError, type ExecutionView, type Filters, type LedgerRecord } from './api.js';
+import { decisionsChart } from './chart.js';
+import { digest, fill, h, timeEl, uidText } from './dom.js';
+import { verdictText, verifyRecord } from './verify.js';
+
+const PAGE_SIZE = 50;
+const KINDS = ['decision', 'approval', 'revocation', 'outcome', 'reconciliation', 'refusal', 'entity', 'policy', 'key', 'checkpoint', 'chain_break'];
+// Glyphs from the common symbol blocks every system font covers (no icon font to fetch).
+const ICONS: Record<string, string> = {
+  decision: '⚖', approval: '✔', revocation: '✕', outcome: '◆', reconciliation: '↻', refusal: '⊘',
+  entity: '✎', policy: '§', key: '✦', checkpoint: '⚑', chain_break: '⚠',
+};
+
+let api: Api | null = null;
+const root = document.getElementById('app')!;
+
+function describeError(e: unknown): string {
+  if (e instanceof ApiError) return e.unauthorized ? 'unauthorized' : `${e.code}: ${e.message}`;
+  return (e as Error)?.message ?? String(e);
+}
+
+/** `Type::"id"` as the API takes it; checked here so a half-typed value never becomes a failed request. */
+const ACTOR = /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"$/;
+const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ACTOR_HINT = 'Actor must be Type::"id", e.g. Agent::"offboarding-agent-prod"';
+
+function kindBadge(kind: string): HTMLElement {
+  return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), kind);
+}
+
+function decisionBadge(decision: unknown): HTMLElement {
+  return h('span', { class: `decision decision-${String(decision)}` }, String(decision));
+}
+
+// ── sign in ───────────────────────────────────────────────────────────────────────────────────────
+
+function signInView(message = ''): HTMLElement {
+  const token = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const status = h('p', { class: 'error', role: 'alert' }, message);
+  const form = h('form', { class: 'card signin' },
+    h('h2', {}, 'Sign in'),
+    h('p', { class: 'hint' }, 'Paste the auditor token (for the dev setup, the auditor entry of .writ/tokens.json). It stays in this page’s memory only.'),
+    h('label', { for: 'token' }, 'Auditor token'),
+    token,
+    h('button', { type: 'submit' }, 'Sign in'),
+    status,
+  );
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    fill(status, 'checking…');
+    const candidate = new Api(token.value.trim());
+    try {
+      if (!(await candidate.isAuditor())) {
+        fill(status, 'unauthorized');
+        return;
+      }
+    } catch (e) {
+      fill(status, describeError(e));
+      return;
+    }
+    api = candidate;
+    token.value = '';
+    renderShell();
+  });
+  return form;
+}
+
+// ── execution view ────────────────────────────────────────────────────────────────────────────────
+
+function field(label: string, value: Node | string): HTMLElement[] {
+  return [h('dt', {}, label), h('dd', {}, value)];
+}
+
+/** The kind-specific lines of one timeline entry. */
+function recordDetails(r: LedgerRecord): Node[] {
+  const rows: HTMLElement[] = [];
+  const add = (label: string, value: Node | string | undefined) => {
+    if (value !== undefined && value !== '') rows.push(...field(label, value));
+  };
+  switch (r.kind) {
+    case 'decision': {
+      const reasons = Array.isArray(r.reasons) ? (r.reasons as unknown[]).map(String) : [];
+      const errors = Array.isArray(r.errors) ? (r.errors as unknown[]) : [];
+      add('phase', String(r.phase ?? ''));
+      // Plain spans, not a nested list: the timeline's list items are its records, one each.
+      add('reasons', reasons.length ? h('span', { class: 'reasons' }, reasons.map((x) => h('code', { class: 'reason' }, x))) : 'none');
+      if (errors.length) add('errors', h('span', { class: 'reasons' }, errors.map((x) => h('code', { class: 'reason' }, typeof x === 'string' ? x : JSON.stringify(x)))));
+      add('approval used', r.approval_used ? h('code', {}, String(r.approval_used)) : 'none');
+      add('policy version', digest(r.policy_version));
+      add('entities version', digest(r.entities_version));
+      break;
+    }
+    case 'approval':
+      add('approval', h('code', {}, String(r.approval_id)));
+      add('approver', uidText(r.approver));
+      add('approved at', timeEl(r.approved_at));
+      add('expires at', timeEl(r.expires_at));
+      break;
+    case 'revocation':
+      add('approval', h('code', {}, String(r.approval_id)));
+      add('approver', uidText(r.approver));
+      add('revoked at', timeEl(r.revoked_at));
+      break;
+    case 'outcome':
+      add('status', String(r.status));
+      add('confirmation', String(r.confirmation ?? ''));
+      if (r.downstream_ref !== undefined) add('downstream ref', String(r.downstream_ref));
+      if (r.result_digest !== undefined) add('result digest', digest(r.result_digest));
+      if (r.detail !== undefined) add('detail', String(r.detail));
+      break;
+    case 'reconciliation':
+      add('resolution', String(r.resolution));
+      add('evidence', String(r.evidence_ref ?? ''));
+      break;
+    case 'refusal':
+      add('code', h('code', {}, String(r.code)));
+      add('message', String(r.message ?? ''));
+      break;
+  }
+  add('hash', digest(r.hash));
+  return [h('dl', { class: 'details' }, rows)];
+}
+
+function verifyControl(seq: number): HTMLElement {
+  const result = h('span', { class: 'verdict', role: 'status', 'aria-live': 'polite' });
+  const button = h('button', { type: 'button', class: 'verify', 'aria-describedby': `verdict-${seq}` }, 'Verify');
+  result.id = `verdict-${seq}`;
+  button.addEventListener('click', async () => {
+    if (!api) return;
+    button.disabled = true;
+    result.className = 'verdict pending';
+    fill(result, 'checking…');
+    let text: string;
+    let status: string;
+    try {
+      const verdict = await verifyRecord(api, seq);
+      text = verdictText(verdict);
+      status = verdict.status;
+    } catch (e) {
+      text = `NOT verified: ${describeError(e)}`;
+      status = 'failed';
+    }
+    result.className = `verdict verdict-${status}`;
+    fill(result, text);
+    button.disabled = false;
+  });
+  return h('div', { class: 'verify-box' }, button, result);
+}
+
+function timelineItem(r: LedgerRecord): HTMLElement {
+  const summary = h('div', { class: 'entry-head' },
+    h('span', { class: 'seq' }, `#${r.seq}`),
+    kindBadge(r.kind),
+    r.kind === 'decision' ? decisionBadge(r.decision) : null,
+    r.kind === 'outcome' ? h('span', { class: `decision outcome-${String(r.status)}` }, String(r.status)) : null,
+    r.kind === 'reconciliation' ? h('span', { class: 'decision' }, String(r.resolution)) : null,
+    r.kind === 'refusal' ? h('span', { class: 'decision decision-deny' }, String(r.code)) : null,
+    timeEl(r.ts),
+  );
+  return h('li', { class: `entry entry-${r.kind}`, 'data-seq': r.seq, 'data-kind': r.kind },
+    h('span', { class: 'dot', 'aria-hidden': 'true' }, ICONS[r.kind] ?? '•'),
+    h('div', { class: 'entry-body' }, summary, recordDetails(r), verifyControl(r.seq)),
+  );
+}
+
+function approvalsTable(view: ExecutionView): HTMLElement {
+  if (view.approvals.length === 0) return h('p', { class: 'hint' }, 'No approvals.');
+  return h('table', { class: 'approvals' },
+    h('caption', {}, 'Approvals'),
+    h('thead', {}, h('tr', {}, ['approval', 'approver', 'approved', 'expires', 'status'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, view.approvals.map((a) =>
+      h('tr', {},
+        h('td', {}, h('code', {}, a.approval_id)),
+        h('td', {}, uidText(a.approver)),
+        h('td', {}, timeEl(a.approved_at)),
+        h('td', {}, timeEl(a.expires_at)),
+        h('td', {}, a.valid ? h('span', { class: 'valid' }, 'valid') : h('span', { class: 'invalid' }, `invalid: ${a.invalid_reason ?? 'unknown'}`)),
+      ))),
+  );
+}
+
+async function loadRecords(seqs: number[]): Promise<LedgerRecord[]> {
+  const out: LedgerRecord[] = [];
+  // A few at a time: an execution has a handful of records, and the sidecar serves many callers.
+  for (let i = 0; i < seqs.length; i += 8) out.push(...(await Promise.all(seqs.slice(i, i + 8).map((s) => api!.record(s)))));
+  return out.sort((a, b) => a.seq - b.seq);
+}
+
+async function showExecution(target: HTMLElement, id: string, actor: string): Promise<void> {
+  const problem = (text: string) => fill(target, h('p', { class: 'error', role: 'alert' }, text));
+  if (!EXECUTION_ID.test(id)) return problem('Execution id must be 1–128 characters of A-Za-z0-9._:-');
+  if (!ACTOR.test(actor)) return problem(ACTOR_HINT);
+  fill(target, h('p', { class: 'hint' }, 'loading…'));
+  try {
+    // Every execution has at least its first decision on record: none means no such execution,
+    // said without a 404 (which the browser would log as a failed load).
+    const first = await api!.records(0, 1, { execution_id: id, actor });
+    if (first.records.length === 0) return problem(`EXECUTION_NOT_FOUND: no execution ${id} for ${actor}`);
+    const view = await api!.execution(id, actor);
+    const records = await loadRecords([...view.records].sort((a, b) => a - b));
+    const facts = h('dl', { class: 'facts' },
+      field('state', h('span', { class: `state state-${view.state}` }, view.state)),
+      field('actor', uidText(view.actor)),
+      field('execution', h('code', {}, view.execution_id)),
+      view.resolution ? field('resolution', view.resolution) : [],
+      view.supersedes ? field('supersedes', h('code', {}, view.supersedes)) : [],
+      view.superseded_by ? field('superseded by', h('code', {}, view.superseded_by)) : [],
+      field('binding', digest(view.binding)),
+      field('envelope digest', digest(view.envelope_digest)),
+    );
+    // One click for the whole story: presses each record's Verify in turn (named apart from
+    // `Verify` so the per-record buttons stay unambiguous).
+    const proveAll = h('button', { type: 'button', class: 'quiet' }, 'Prove every record');
+    proveAll.addEventListener('click', async () => {
+      proveAll.disabled = true;
+      for (const button of target.querySelectorAll<HTMLButtonElement>('button.verify')) {
+        button.click();
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        while (button.disabled) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      proveAll.disabled = false;
+    });
+    fill(target,
+      h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, approvalsTable(view)),
+      h('section', { class: 'card', 'aria-label': 'Timeline' },
+        h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} records)`), proveAll),
+        h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, records.map(timelineItem)),
+      ),
+    );
+  } catch (e) {
+    if (e instanceof ApiError && e.unauthorized) return signOut('unauthorized');
+    fill(target, h('p', { class: 'error', role: 'alert' }, describeError(e)));
+  }
+}
+
+function executionView(initial: { id?: string; actor?: string } = {}): HTMLElement {
+  const id = h('input', { id: 'exec-id', type: 'search', required: true, spellcheck: 'false', placeholder: 'OFF-2048:disable-sign-in', value: initial.id ?? '' });
+  const actor = h('input', { id: 'exec-actor', type: 'text', required: true, spellcheck: 'false', placeholder: 'Agent::"offboarding-agent-prod"', value: initial.actor ?? '' });
+  const result = h('div', { class: 'result' });
+  const form = h('form', { class: 'card search', role: 'search' },
+    h('div', { class: 'field' }, h('label', { for: 'exec-id' }, 'Execution id'), id),
+    h('div', { class: 'field' }, h('label', { for: 'exec-actor' }, 'Actor'), actor),
+    h('button', { type: 'submit' }, 'Show'),
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void showExecution(result, id.value.trim(), actor.value.trim());
+  });
+  if (initial.id && initial.actor) void showExecution(result, initial.id, initial.actor);
+  return h('div', { class: 'view' }, form, result);
+}
+
+// ── ledger view ───────────────────────────────────────────────────────────────────────────────────
+
+function recordSummary(r: LedgerRecord): Array<Node | string> {
+  switch (r.kind) {
+    case 'decision':
+      return [decisionBadge(r.decision), ' ', String(r.server ?? ''), '/', String(r.tool ?? ''), r.api === 'authzen' ? ' (AuthZEN)' : ''];
+    case 'approval':
+      return [`by ${uidText(r.approver)}`];
+    case 'revocation':
+      return [`${String(r.approval_id)} by ${uidText(r.approver)}`];
+    case 'outcome':
+      return [String(r.status)];
+    case 'reconciliation':
+      return [String(r.resolution)];
+    case 'refusal':
+      return [h('code', {}, String(r.code))];
+    case 'entity':
+      return [uidText(r.uid)];
+    case 'checkpoint':
+      return [`size ${String(r.size)}`];
+    case 'key':
+      return [h('code', {}, String(r.key_id))];
+    default:
+      return [];
+  }
+}
+
+function ledgerRow(r: LedgerRecord): HTMLElement {
+  const exec = typeof r.execution_id === 'string' ? r.execution_id : '';
+  const actor = uidText(r.actor);
+  const link = exec && actor ? h('a', { href: `#/execution?id=${encodeURIComponent(exec)}&actor=${encodeURIComponent(actor)}` }, exec) : exec;
+  return h('tr', { 'data-seq': r.seq, 'data-kind': r.kind },
+    h('td', { class: 'num' }, r.seq),
+    h('td', { class: 'nowrap' }, timeEl(r.ts)),
+    h('td', { class: 'nowrap' }, kindBadge(r.kind)),
+    h('td', { class: 'nowrap' }, actor),
+    h('td', { class: 'nowrap' }, link),
+    h('td', {}, recordSummary(r)),
+    h('td', { class: 'proof' }, verifyControl(r.seq)),
+  );
+}
+
+function ledgerView(): HTMLElement {
+  const kind = h('input', { id: 'f-kind', type: 'text', list: 'kinds', spellcheck: 'false', placeholder: 'any' });
+  const actor = h('input', { id: 'f-actor', type: 'text', spellcheck: 'false', placeholder: 'Agent::"…"' });
+  const exec = h('input', { id: 'f-exec', type: 'text', spellcheck: 'false', placeholder: 'any' });
+  const status = h('p', { class: 'hint', role: 'status' });
+  const body = h('tbody', {});
+  const chartBox = h('div', { class: 'chart-slot' });
+  const older = h('button', { type: 'button' }, 'Older');
+  const newer = h('button', { type: 'button' }, 'Newer');
+  let shown: LedgerRecord[] = [];
+  let generation = 0;
+
+  const filters = (): Filters => {
+    const f: Filters = {};
+    if (kind.value.trim()) f.kind = kind.value.trim();
+    if (actor.value.trim()) f.actor = actor.value.trim();
+    if (exec.value.trim()) f.execution_id = exec.value.trim();
+    return f;
+  };
+
+  const show = (records: LedgerRecord[], more: { older: boolean; newer: boolean }) => {
+    shown = records;
+    // Newest first: the top of the table is the most recent activity.
+    fill(body, [...records].reverse().map(ledgerRow));
+    older.disabled = !more.older;
+    newer.disabled = !more.newer;
+    fill(status, records.length ? `records ${records[0]!.seq}–${records[records.length - 1]!.seq}` : 'no records match');
+  };
+
+  const guard = async (work: (g: number) => Promise<void>) => {
+    const g = ++generation;
+    fill(status, 'loading…');
+    try {
+      await work(g);
+    } catch (e) {
+      if (e instanceof ApiError && e.unauthorized) return signOut('unauthorized');
+      if (g === generation) fill(status, describeError(e));
+    }
+  };
+
+  const latest = () => guard(async (g) => {
+    const f = filters();
+    if (f.actor && !ACTOR.test(f.actor)) {
+      fill(status, ACTOR_HINT);
+      return;
+    }
+    const end = await api!.ledgerEnd();
+    // The chart counts decisions under the same actor / execution filters (none when Kind excludes them).
+    const chartable = !f.kind || f.kind === 'decision';
+    const [page, decisions] = await Promise.all([
+      api!.recordsBefore(end, PAGE_SIZE, f),
+      chartable ? api!.recordsBefore(end, 1000, { ...f, kind: 'decision' }) : Promise.resolve([]),
+    ]);
+    if (g !== generation) return;
+    fill(chartBox, decisionsChart(decisions));
+    show(page, { older: page.length > 0 && page[0]!.seq > 0 && page.length === PAGE_SIZE, newer: false });
+  });
+
+  older.addEventListener('click', () => guard(async (g) => {
+    const first = shown[0];
+    if (!first) return;
+    const page = await api!.recordsBefore(first.seq, PAGE_SIZE, filters());
+    if (g !== generation) return;
+    if (page.length) show(page, { older: page.length === PAGE_SIZE && page[0]!.seq > 0, newer: true });
+    else older.disabled = true;
+  }));
+  newer.addEventListener('click', () => guard(async (g) => {
+    const last = shown[shown.length - 1];
+    if (!last) return;
+    const page = await api!.records(last.seq + 1, PAGE_SIZE, filters());
+    if (g !== generation) return;
+    if (page.records.length) show(page.records, { older: true, newer: page.next !== null });
+    else newer.disabled = true;
+  }));
+
+  // Filters apply on change, and while typing after a short pause.
+  let pause: number | undefined;
+  for (const input of [kind, actor, exec]) {
+    input.addEventListener('change', () => {
+      clearTimeout(pause);
+      void latest();
+    });
+    input.addEventListener('input', () => {
+      clearTimeout(pause);
+      pause = window.setTimeout(() => void latest(), 400);
+    });
+  }
+  const refresh = h('button', { type: 'button' }, 'Refresh');
+  refresh.addEventListener('click', () => void latest());
+  void latest();
+
+  return h('div', { class: 'view' },
+    h('form', { class: 'card filters', role: 'search', 'aria-label': 'Ledger filters' },
+      h('div', { class: 'field' }, h('label', { for: 'f-kind' }, 'Kind'), kind, h('datalist', { id: 'kinds' }, KINDS.map((k) => h('option', { value: k })))),
+      h('div', { class: 'field' }, h('label', { for: 'f-actor' }, 'Actor'), actor),
+      h('div', { class: 'field' }, h('label', { for: 'f-exec' }, 'Execution id'), exec),
+      refresh,
+    ),
+    h('section', { class: 'card', 'aria-label': 'Decisions chart' }, chartBox),
+    h('section', { class: 'card', 'aria-label': 'Records' },
+      h('div', { class: 'pager' }, status, h('span', { class: 'spacer' }), older, newer),
+      h('table', { class: 'ledger' },
+        h('caption', {}, 'Ledger records, newest first'),
+        h('thead', {}, h('tr', {}, ['seq', 'time', 'kind', 'actor', 'execution', 'summary', 'proof'].map((c) => h('th', { scope: 'col' }, c)))),
+        body,
+      ),
+    ),
+  );
+}
+
+// ── shell and navigation ──────────────────────────────────────────────────────────────────────────
+
+interface Route {
+  view: 'execution' | 'ledger';
+  id?: string;
+  actor?: string;
+}
+
+function currentRoute(): Route {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path, query] = hash.split('?', 2);
+  if (path === 'ledger') return { view: 'ledger' };
+  const q = new URLSearchParams(query ?? '');
+  const route: Route = { view: 'execution' };
+  const id = q.get('id');
+  const actor = q.get('actor');
+  if (id) route.id = id;
+  if (actor) route.actor = actor;
+  return route;
+}
+
+// Views are kept while signed in, so switching tabs keeps what each shows.
+let views: { execution?: HTMLElement; ledger?: HTMLElement } = {};
+
+function signOut(message = ''): void {
+  api = null;
+  views = {};
+  fill(root, signInView(message));
+  document.getElementById('token')?.focus();
+}
+
+function renderShell(): void {
+  if (!api) return signOut();
+  const route = currentRoute();
+  if (route.view === 'execution' && route.id && route.actor) views.execution = executionView(route);
+  const view = route.view === 'ledger' ? (views.ledger ??= ledgerView()) : (views.execution ??= executionView());
+  const tab = (name: 'execution' | 'ledger', label: string) =>
+    h('a', { href: `#/${name}`, class: 'tab', 'aria-current': route.view === name ? 'page' : null }, label);
+  const out = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
+  out.addEventListener('click', () => signOut());
+  fill(root,
+    h('nav', { class: 'tabs', 'aria-label': 'Views' }, tab('execution', 'Execution'), tab('ledger', 'Ledger'), h('span', { class: 'spacer' }), out),
+    h('main', { 'aria-label': route.view === 'ledger' ? 'Ledger' : 'Execution' }, view),
+  );
+}
+
+window.addEventListener('hashchange', () => {
+  if (api) renderShell();
+});
+signOut();

@@ -1,0 +1,63 @@
+/** A tiny typed element builder: enough for this page without a framework. */
+
+type Child = Node | string | number | null | undefined | false | Child[];
+type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+function append(parent: Node, children: Child[]): void {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(parent, c);
+    else parent.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+  }
+}
+
+function setAttrs(el: Element, attrs: Attrs): void {
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (typeof value === 'function') el.addEventListener(name.replace(/^on/, ''), value);
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+}
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): SVGElementTagNameMap[K] {
+  const el = document.createElementNS(SVG_NS, tag);
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+
+/** Replaces every child of `el`. */
+export function fill(el: Element, ...children: Child[]): void {
+  el.replaceChildren();
+  append(el, children);
+}
+
+/** A time shown in local time, with the exact UTC value on hover. */
+export function timeEl(ts: unknown): HTMLElement {
+  const text = String(ts);
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) return h('span', { class: 'time' }, text);
+  const local = date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return h('time', { class: 'time', datetime: text, title: `${date.toISOString().replace('.000Z', 'Z')} UTC` }, local);
+}
+
+/** A long digest shortened for reading, the whole value on hover. */
+export function digest(value: unknown): HTMLElement {
+  const text = String(value ?? '');
+  const short = text.length > 24 ? text.slice(0, 19) + '…' + text.slice(-6) : text;
+  return h('code', { class: 'digest', title: text }, short);
+}
+
+export function uidText(value: unknown): string {
+  const u = value as { type?: unknown; id?: unknown } | null | undefined;
+  return u && typeof u === 'object' && typeof u.type === 'string' && typeof u.id === 'string' ? `${u.type}::${JSON.stringify(u.id)}` : '';
+}

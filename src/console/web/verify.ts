@@ -1,0 +1,176 @@
+/**
+ * Proving one record in the browser, from the recipe of CONTRACT.md §6 alone:
+ *   leaf  = SHA-256(0x00 ‖ JCS(record without hash)), compared with record.hash;
+ *   root  = the RFC 9162 §2.1.3.2 walk of the inclusion proof from that leaf, compared with the
+ *           latest checkpoint's root;
+ *   the checkpoint's Ed25519 signature over "writ-checkpoint/1\n" + JCS({key_id, root, size}),
+ *   checked with WebCrypto against the key of /v1/ledger/keys whose key_id it names (and whose
+ *   key_id is itself re-derived from the public key).
+ * Nothing here is shared with the sidecar's verifier: a second implementation is the point.
+ */
+import { canonicalize } from './jcs.js';
+import type { Api, LedgerRecord } from './api.js';
+
+export type Verdict =
+  | { status: 'verified'; checkpointSize: number; keyId: string }
+  | { status: 'not-checkpointed'; checkpointSize: number | null }
+  | { status: 'failed'; reason: string };
+
+const encoder = new TextEncoder();
+
+function bytes(n: number): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(new ArrayBuffer(n));
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = bytes(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+async function sha256(data: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', data));
+}
+
+export function toHex(b: Uint8Array): string {
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+/** Strict lowercase/uppercase hex of 32 bytes, else undefined. */
+function hash32(hex: string): Uint8Array<ArrayBuffer> | undefined {
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) return undefined;
+  const out = bytes(32);
+  for (let i = 0; i < 32; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+function fromBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
+  const raw = atob(text);
+  const out = bytes(raw.length);
+  for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
+  return out;
+}
+
+function withoutPrefix(value: unknown, prefix: string): string | undefined {
+  return typeof value === 'string' && value.startsWith(prefix) ? value.slice(prefix.length) : undefined;
+}
+
+/** The record's leaf hash, `sha256:<hex>`, recomputed from its JCS text. */
+export async function leafHash(record: Record<string, unknown>): Promise<string> {
+  const { hash: _dropped, ...body } = record;
+  const digest = await sha256(concat(Uint8Array.of(0x00), encoder.encode(canonicalize(body))));
+  return 'sha256:' + toHex(digest);
+}
+
+/** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or undefined when the proof cannot fit. */
+export async function rootFromInclusionProof(index: number, size: number, leaf: Uint8Array<ArrayBuffer>, path: Uint8Array<ArrayBuffer>[]): Promise<Uint8Array | undefined> {
+  if (!(index >= 0 && index < size)) return undefined;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return undefined;
+    if (fn % 2 === 1 || fn === sn) {
+      r = await sha256(concat(Uint8Array.of(0x01), p, r));
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = await sha256(concat(Uint8Array.of(0x01), r, p));
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : undefined;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** Checks a checkpoint record's signature against the ledger's published keys. */
+export async function checkCheckpointSignature(cp: LedgerRecord, keys: Array<{ key_id: string; public_key: string }>): Promise<string | undefined> {
+  const key = keys.find((k) => k.key_id === cp.key_id);
+  if (!key) return `the checkpoint names unknown key ${String(cp.key_id)}`;
+  const publicKey = fromBase64(key.public_key);
+  if (!publicKey || publicKey.length !== 32) return `key ${key.key_id} is not a raw 32-byte Ed25519 key`;
+  const derivedId = 'ed25519:' + toHex(await sha256(publicKey)).slice(0, 16);
+  if (derivedId !== key.key_id) return `key ${key.key_id} does not match its public key`;
+  const signature = typeof cp.signature === 'string' ? fromBase64(cp.signature) : undefined;
+  if (!signature || signature.length !== 64) return 'the checkpoint signature is not 64 bytes of base64';
+  const payload = encoder.encode('writ-checkpoint/1\n' + canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size }));
+  let ok: boolean;
+  try {
+    const verifier = await crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
+    ok = await crypto.subtle.verify({ name: 'Ed25519' }, verifier, signature, payload);
+  } catch (e) {
+    return `this browser cannot check Ed25519 signatures (${(e as Error).message})`;
+  }
+  return ok ? undefined : 'bad checkpoint signature';
+}
+
+/** Proves record `seq` against the latest checkpoint, fetching everything it needs. */
+export async function verifyRecord(api: Api, seq: number): Promise<Verdict> {
+  const fail = (reason: string): Verdict => ({ status: 'failed', reason });
+  const record = await api.record(seq);
+  if (record.seq !== seq) return fail(`asked for record ${seq}, got ${String(record.seq)}`);
+  let computed: string;
+  try {
+    computed = await leafHash(record);
+  } catch (e) {
+    return fail(`the record has no canonical form (${(e as Error).message})`);
+  }
+  if (computed !== record.hash) return fail('record hash mismatch');
+  const leaf = hash32(computed.slice('sha256:'.length))!;
+
+  const cp = await api.checkpoint();
+  if (!cp) return { status: 'not-checkpointed', checkpointSize: null };
+  if (cp.kind !== 'checkpoint' || !Number.isSafeInteger(cp.size) || (cp.size as number) < 1) return fail('the latest checkpoint is malformed');
+  const size = cp.size as number;
+  if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
+  const cpHash = await leafHash(cp);
+  if (cpHash !== cp.hash) return fail('checkpoint record hash mismatch');
+
+  const { keys } = await api.keys();
+  const badSignature = await checkCheckpointSignature(cp, keys);
+  if (badSignature) return fail(badSignature);
+
+  const root = hash32(withoutPrefix(cp.root, 'sha256:') ?? '');
+  if (!root) return fail('the checkpoint root is malformed');
+  const proof = await api.inclusionProof(seq, size);
+  if (proof.seq !== seq || proof.size !== size || !Array.isArray(proof.path)) return fail('the inclusion proof answers another question');
+  // The answer also names its leaf and root: the walk below does not need them, but an answer that
+  // disagrees with what was recomputed is itself a reason for doubt.
+  if (proof.leaf !== undefined && proof.leaf !== computed) return fail('the inclusion proof names another leaf');
+  if (proof.root !== undefined && proof.root !== cp.root) return fail('the inclusion proof names another root');
+  const path: Uint8Array<ArrayBuffer>[] = [];
+  for (const step of proof.path) {
+    const node = typeof step === 'string' ? hash32(step) : undefined;
+    if (!node) return fail('the inclusion proof is malformed');
+    path.push(node);
+  }
+  const reached = await rootFromInclusionProof(seq, size, leaf, path);
+  if (!reached) return fail('the inclusion proof has the wrong length');
+  if (!sameBytes(reached, root)) return fail('the inclusion proof does not lead to the checkpoint root');
+  return { status: 'verified', checkpointSize: size, keyId: String(cp.key_id) };
+}
+
+/** The words the page shows for a verdict. */
+export function verdictText(v: Verdict): string {
+  switch (v.status) {
+    case 'verified':
+      return 'verified';
+    case 'not-checkpointed':
+      return 'not yet checkpointed';
+    case 'failed':
+      return `NOT verified: ${v.reason}`;
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * The auditor console in a real browser (Debian's Chromium driven by playwright-core) against a real
+ * sidecar: sign in (a wrong token shows `unauthorized`), an execution's timeline checked against the
+ * API, `Verify` on every record (independently of the server's verifier), tampered proofs, records
+ * and signatures caught in flight, the ledger's filters, paging and chart — with no request leaving
+ * the sidecar's origin and no console error. The run saves docs/console-*.png for the README.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
+import { findChromium, launchChromium, NO_CHROMIUM } from './browser.js';
+import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
+
+interface Rec { seq: number; kind: string; ts: string; hash: string; [k: string]: unknown }
+
+const chromiumPath = findChromium();
+if (!chromiumPath) process.stderr.write(`SKIP: ${NO_CHROMIUM}\n`);
+
+let dir: string;
+let server: TestServer;
+let browser: Browser;
+let page: Page;
+const requests: string[] = [];
+const consoleErrors: string[] = [];
+
+const at = (t: string) => writeFileSync(join(dir, 'now'), t);
+// The timer would write checkpoints at random moments; the test places them itself (stop = checkpoint).
+const config = { checkpoint: { every_records: 100000, every_ms: 3_600_000 } };
+
+async function allRecords(filters = ''): Promise<Rec[]> {
+  const out: Rec[] = [];
+  let from: number | null = 0;
+  while (from !== null) {
+    const r = await call(server, 'GET', `/v1/ledger/records?from=${from}&limit=1000${filters}`, { token: server.tokens.auditor });
+    assert.equal(r.status, 200, r.text);
+    out.push(...r.body.records);
+    from = r.body.next;
+  }
+  return out;
+}
+
+/** Waits until the ledger table shows exactly these seqs, top to bottom. */
+async function waitForRows(seqs: number[]): Promise<void> {
+  await page.waitForFunction(
+    (want) => JSON.stringify([...document.querySelectorAll('table.ledger tbody tr')].map((r) => Number((r as HTMLElement).dataset.seq))) === want,
+    JSON.stringify(seqs), { timeout: 15_000 },
+  );
+}
+
+const newestFirst = (records: Rec[], n = 50) => records.slice(-n).map((r) => r.seq).reverse();
+
+async function verdictOf(item: Locator): Promise<string> {
+  await item.getByRole('button', { name: 'Verify', exact: true }).click();
+  const status = item.getByRole('status');
+  await status.filter({ hasText: /^(verified|not yet checkpointed|NOT verified: .+)$/ }).waitFor({ timeout: 15_000 });
+  return (await status.textContent())!.replace(/^✔ /, '');
+}
+
+before(async () => {
+  if (!chromiumPath) return;
+  dir = mkdtempSync(join(tmpdir(), 'writ-console-'));
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir);
+  at('2026-08-24T15:30:00+07:00');
+  // First life: the story and some traffic; SIGTERM writes a checkpoint covering all of it.
+  const first = await startTestServer({ clockFile: join(dir, 'now'), dataDir, config });
+  try {
+    await runOffboardingStory(first, at);
+    await runBackgroundTraffic(first, at, 75);
+  } finally {
+    assert.equal(await first.stop({ keepData: true }), 0);
+  }
+  // Second life: one more record of the story's execution (a refusal: it is terminal) lies past the checkpoint.
+  server = await startTestServer({ clockFile: join(dir, 'now'), dataDir, config });
+  const late = await call(server, 'POST', '/v1/decisions', { token: server.tokens.pep, body: offboardingBody() });
+  assert.equal(late.status, 409, late.text);
+  assert.equal(late.body.error.code, 'EXECUTION_TERMINAL');
+
+  browser = await launchChromium(chromiumPath);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Bangkok', locale: 'en-GB' });
+  page = await context.newPage();
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMIUM }, async (t) => {
+  const origin = new URL(server.url).origin;
+  const token = server.tokens.auditor;
+
+  await t.test('a wrong token shows unauthorized and no data', async () => {
+    await page.goto(`${server.url}/console`);
+    assert.equal(new URL(page.url()).pathname, '/console/', 'GET /console redirects to /console/');
+    await page.getByLabel('Auditor token').fill('not-the-auditor-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('unauthorized', { exact: true }).waitFor();
+    assert.equal(await page.getByLabel('Execution id').count(), 0);
+    assert.equal(await page.locator('table, ol').count(), 0);
+    // A valid token of another role is no auditor either.
+    await page.getByLabel('Auditor token').fill(server.tokens.pep);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('checking…').waitFor({ state: 'detached' });
+    assert.equal(await page.getByRole('alert').textContent(), 'unauthorized');
+  });
+
+  await t.test('signing in keeps the token in memory only', async () => {
+    await page.getByLabel('Auditor token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByLabel('Execution id').waitFor();
+    const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
+    assert.deepEqual(stored, { local: 0, session: 0, cookie: '' });
+  });
+
+  const view = (await call(server, 'GET', `/v1/executions/${encodeURIComponent(STORY_EXECUTION)}?actor=${encodeURIComponent(STORY_ACTOR)}`, { token })).body;
+  const checkpoint = (await call(server, 'GET', '/v1/ledger/checkpoint', { token })).body as Rec;
+  const timeline = page.getByRole('list', { name: 'Timeline' });
+  const items = timeline.getByRole('listitem');
+
+  await t.test('the execution timeline matches the API', async () => {
+    await page.getByLabel('Execution id').fill('OFF-0000:nothing');
+    await page.getByLabel('Actor').fill(STORY_ACTOR);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('EXECUTION_NOT_FOUND: no execution OFF-0000:nothing').waitFor();
+    await page.getByLabel('Actor').fill('offboarding-agent-prod');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('Actor must be Type::"id"').waitFor();
+    await page.getByLabel('Execution id').fill(STORY_EXECUTION);
+    await page.getByLabel('Actor').fill(STORY_ACTOR);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await timeline.waitFor();
+    const records: Rec[] = [];
+    for (const seq of view.records) records.push((await call(server, 'GET', `/v1/ledger/records/${seq}`, { token })).body);
+    assert.deepEqual(records.map((r) => r.kind), ['decision', 'approval', 'decision', 'decision', 'approval', 'decision', 'approval', 'decision', 'outcome', 'refusal']);
+    assert.equal(await items.count(), records.length);
+    const shown = await items.evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.seq), (e as HTMLElement).dataset.kind]));
+    assert.deepEqual(shown, records.map((r) => [r.seq, r.kind]));
+    for (const [i, r] of records.entries()) {
+      const text = (await items.nth(i).textContent())!;
+      assert.ok(text.includes(`#${r.seq}`) && text.includes(r.kind), `item ${i} names its seq and kind: ${text}`);
+      if (r.kind === 'decision') {
+        assert.ok(text.includes(String(r.decision)), `decision ${r.seq} shows ${r.decision}`);
+        for (const reason of r.reasons as string[]) assert.ok(text.includes(reason), `decision ${r.seq} shows reason ${reason}`);
+      }
+      const time = items.nth(i).locator('time').first();
+      assert.equal(await time.getAttribute('datetime'), r.ts);
+      assert.equal(await time.getAttribute('title'), `${new Date(r.ts).toISOString().replace('.000Z', 'Z')} UTC`);
+    }
+    const allow = records.find((r) => r.decision === 'allow')!;
+    assert.ok((await items.nth(records.indexOf(allow)).textContent())!.includes(String(allow.approval_used)));
+    // The current state and the approvals with their validity.
+    await page.getByText('committed', { exact: true }).first().waitFor();
+    const approvals = page.locator('table.approvals tbody tr');
+    assert.equal(await approvals.count(), view.approvals.length);
+    for (const [i, a] of (view.approvals as Array<{ valid: boolean; invalid_reason?: string }>).entries()) {
+      assert.ok((await approvals.nth(i).textContent())!.includes(a.valid ? 'valid' : `invalid: ${a.invalid_reason}`));
+    }
+  });
+
+  await t.test('Verify proves each record in the browser', async () => {
+    const count = await items.count();
+    for (let i = 0; i < count; i++) {
+      const seq = view.records[i] as number;
+      const verdict = await verdictOf(items.nth(i));
+      assert.equal(verdict, seq < (checkpoint.size as number) ? 'verified' : 'not yet checkpointed', `record ${seq}`);
+    }
+    assert.equal(await items.last().getByRole('status').textContent(), 'not yet checkpointed');
+    await page.screenshot({ path: join(REPO, 'docs', 'console-execution.png'), fullPage: true });
+  });
+
+  await t.test('a tampered proof, record or signature is NOT verified', async () => {
+    const first = items.first();
+    await page.route('**/v1/ledger/proofs/inclusion?*', async (route) => {
+      const res = await route.fetch();
+      const proof = await res.json();
+      proof.path[0] = (proof.path[0][0] === '0' ? '1' : '0') + proof.path[0].slice(1);
+      await route.fulfill({ response: res, json: proof });
+    });
+    assert.equal(await verdictOf(first), 'NOT verified: the inclusion proof does not lead to the checkpoint root');
+    await page.unrouteAll();
+    for (const field of ['leaf', 'root']) {
+      await page.route('**/v1/ledger/proofs/inclusion?*', async (route) => {
+        const res = await route.fetch();
+        const proof = await res.json();
+        proof[field] = 'sha256:' + 'ab'.repeat(32);
+        await route.fulfill({ response: res, json: proof });
+      });
+      assert.equal(await verdictOf(first), `NOT verified: the inclusion proof names another ${field}`);
+      await page.unrouteAll();
+    }
+
+    await page.route(`**/v1/ledger/records/${view.records[0]}`, async (route) => {
+      const res = await route.fetch();
+      const text = (await res.text()).replace('"approval_required"', '"allow"');
+      await route.fulfill({ response: res, body: text });
+    });
+    assert.equal(await verdictOf(first), 'NOT verified: record hash mismatch');
+    await page.unrouteAll();
+
+    await page.route('**/v1/ledger/checkpoint', async (route) => {
+      const res = await route.fetch();
+      const cp = await res.json();
+      cp.size = cp.size - 1; // a checkpoint claiming another size no longer matches its signature
+      await route.fulfill({ response: res, json: cp });
+    });
+    assert.match(await verdictOf(first), /^NOT verified: /);
+    await page.unrouteAll();
+
+    assert.equal(await verdictOf(first), 'verified');
+  });
+
+  await t.test('Prove every record presses each Verify in turn', async () => {
+    const proveAll = page.getByRole('button', { name: 'Prove every record' });
+    await proveAll.click();
+    // The button is disabled for the whole run (the handler disables it before any await).
+    await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Prove every record' && !b.disabled), undefined, { timeout: 30_000 });
+    await page.waitForFunction((n) => {
+      const texts = [...document.querySelectorAll('ol.timeline .verdict')].map((e) => e.textContent);
+      return texts.length === n && texts.every((x) => x === 'verified' || x === 'not yet checkpointed');
+    }, view.records.length, { timeout: 30_000 });
+    const verdicts = await items.getByRole('status').allTextContents();
+    assert.deepEqual(verdicts, view.records.map((seq: number) => (seq < (checkpoint.size as number) ? 'verified' : 'not yet checkpointed')));
+  });
+
+  await t.test('the Ledger view: rows, paging, filters and the chart', async () => {
+    await page.getByRole('link', { name: 'Ledger' }).click();
+    assert.equal(await page.getByLabel('Execution id').count(), 1, 'only the ledger view is in the page');
+    const all = await allRecords();
+    await waitForRows(newestFirst(all));
+    const firstRow = page.locator('table.ledger tbody tr').first();
+    const top = all[all.length - 1]!;
+    assert.ok((await firstRow.textContent())!.includes(String(top.seq)) && (await firstRow.textContent())!.includes(top.kind));
+
+    // Rows can be proved too: the newest (past the checkpoint) and one before it.
+    const rows = page.locator('table.ledger tbody tr');
+    assert.equal(await verdictOf(rows.first()), 'not yet checkpointed');
+    assert.equal(await verdictOf(rows.nth(2)), 'verified');
+
+    // Paging back and forth.
+    await page.getByRole('button', { name: 'Older' }).click();
+    await waitForRows(newestFirst(all.slice(0, -50)));
+    await page.getByRole('button', { name: 'Newer' }).click();
+    await waitForRows(newestFirst(all));
+
+    // The chart counts the decisions by outcome.
+    const chart = page.getByRole('img', { name: 'Decisions per minute' });
+    await chart.waitFor();
+    assert.ok((await chart.locator('rect.bar').count()) > 0, 'the chart draws bars');
+    for (const outcome of ['allow', 'deny', 'approval_required']) assert.ok((await chart.locator(`rect.bar-${outcome}`).count()) > 0, `bars for ${outcome}`);
+    await page.screenshot({ path: join(REPO, 'docs', 'console-ledger.png'), fullPage: false });
+
+    await page.getByLabel('Kind').fill('approval');
+    await waitForRows(newestFirst(await allRecords('&kind=approval')));
+    await page.getByLabel('Kind').fill('');
+    await page.getByLabel('Actor').pressSequentially('Agent::"off');
+    await page.getByText('Actor must be Type::"id"').waitFor();
+    await page.getByLabel('Actor').fill(STORY_ACTOR);
+    await waitForRows(newestFirst(await allRecords(`&actor=${encodeURIComponent(STORY_ACTOR)}`)));
+    await page.getByLabel('Actor').fill('');
+    await page.getByLabel('Execution id').fill(STORY_EXECUTION);
+    await page.getByLabel('Execution id').dispatchEvent('change');
+    const story = await allRecords(`&execution_id=${encodeURIComponent(STORY_EXECUTION)}`);
+    assert.deepEqual(story.map((r) => r.seq), view.records);
+    await waitForRows(newestFirst(story));
+    await page.getByLabel('Kind').fill('decision');
+    await waitForRows(newestFirst(story.filter((r) => r.kind === 'decision')));
+  });
+
+  await t.test('the page loaded nothing from elsewhere and logged no error', async () => {
+    const foreign = requests.filter((u) => new URL(u).origin !== origin);
+    assert.deepEqual(foreign, []);
+    assert.ok(requests.some((u) => u.endsWith('/console/favicon.svg')), 'the page serves its own favicon');
+    // Not even the refused sign-ins: the console's session check answers 200 either way.
+    assert.deepEqual(consoleErrors, []);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * The console's browser-side canonicalizer and verifier, run under Node's WebCrypto against the
+ * project's vectors (vectors/binding, vectors/ledger): the browser code must reach the same hashes,
+ * roots and signature verdicts as the recipe, without sharing code with the server's verifier.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from '../helpers/server.js';
+import { canonicalize } from '../../src/console/web/jcs.js';
+import { checkCheckpointSignature, leafHash, rootFromInclusionProof, toHex } from '../../src/console/web/verify.js';
+import type { LedgerRecord } from '../../src/console/web/api.js';
+
+const vectors = (path: string) => JSON.parse(readFileSync(join(REPO, 'vectors', path), 'utf8'));
+const hexBytes = (hex: string) => new Uint8Array(Buffer.from(hex.replace(/^sha256:/, ''), 'hex'));
+
+test('JCS text of every admitted binding vector', () => {
+  let checked = 0;
+  for (const file of ['strings.json', 'numbers.json', 'structure.json', 'golden.json']) {
+    for (const v of vectors(join('binding', file)) as Array<{ name: string; input: string; expect: { canonical?: string } }>) {
+      if (v.expect.canonical === undefined) continue;
+      assert.equal(canonicalize(JSON.parse(v.input)), v.expect.canonical, v.name);
+      checked++;
+    }
+  }
+  assert.ok(checked >= 40, `${checked} vectors checked`);
+});
+
+test('JCS edge cases: escapes, key order by UTF-16 units, numbers, refusals', () => {
+  assert.equal(canonicalize({ b: [1, -0, 1.5, 1e21, 1e-7], a: 'x\u0001\n"\\\u2028é😀', '\u00e9': null, '\ud83d\ude00': true, '\uff01': false }),
+    '{"a":"x\\u0001\\n\\"\\\\\u2028é😀","b":[1,0,1.5,1e+21,1e-7],"é":null,"😀":true,"！":false}');
+  assert.throws(() => canonicalize({ a: '\ud800' }));
+  assert.throws(() => canonicalize(Number.NaN));
+  assert.throws(() => canonicalize({ a: () => 1 }));
+});
+
+test('leaf hashes of the ledger record vectors', async () => {
+  const { records } = vectors('ledger/records.json') as { records: Array<{ record: Record<string, unknown>; hash: string }> };
+  assert.ok(records.length > 0);
+  for (const r of records) {
+    assert.equal(await leafHash(r.record), r.hash, `record ${String(r.record.seq)}`);
+    assert.equal(await leafHash({ ...r.record, hash: 'ignored' }), r.hash);
+  }
+  const tampered = { ...records[0]!.record, ts: '2026-08-24T08:30:00.001Z' };
+  assert.notEqual(await leafHash(tampered), records[0]!.hash);
+});
+
+test('inclusion proofs of the Merkle vectors reach their roots, and altered ones do not', async () => {
+  const m = vectors('ledger/merkle.json') as { roots: Array<{ size: number; root: string }>; inclusion: Array<{ index: number; size: number; path: string[] }> };
+  const roots = new Map(m.roots.map((r) => [r.size, r.root]));
+  const leaf = (i: number) => new Uint8Array(createHash('sha256').update(String(i)).digest());
+  let checked = 0;
+  for (const v of m.inclusion) {
+    const root = roots.get(v.size);
+    if (!root) continue;
+    const path = v.path.map(hexBytes);
+    assert.equal('sha256:' + toHex((await rootFromInclusionProof(v.index, v.size, leaf(v.index), path))!), root, `index ${v.index} size ${v.size}`);
+    if (path.length) {
+      const bent = path.map((p) => p.slice());
+      bent[0]![0]! ^= 1;
+      const reached = await rootFromInclusionProof(v.index, v.size, leaf(v.index), bent);
+      assert.notEqual(reached && 'sha256:' + toHex(reached), root);
+      assert.equal(await rootFromInclusionProof(v.index, v.size, leaf(v.index), path.slice(1)), undefined, 'a short proof is refused');
+    }
+    checked++;
+  }
+  assert.ok(checked > 5, `${checked} proofs checked`);
+  assert.equal(await rootFromInclusionProof(3, 3, leaf(3), []), undefined, 'an index past the tree is refused');
+});
+
+test('the checkpoint vector signature verifies with WebCrypto Ed25519; tampering does not', async () => {
+  const v = vectors('ledger/checkpoint.json') as { public_key: string; key_id: string; checkpoint: Record<string, unknown> };
+  const keys = [{ key_id: v.key_id, public_key: v.public_key }];
+  const cp = { kind: 'checkpoint', ...v.checkpoint } as unknown as LedgerRecord;
+  assert.equal(await checkCheckpointSignature(cp, keys), undefined);
+  assert.equal(await checkCheckpointSignature({ ...cp, size: 999 }, keys), 'bad checkpoint signature');
+  assert.match((await checkCheckpointSignature(cp, []))!, /unknown key/);
+  assert.match((await checkCheckpointSignature(cp, [{ key_id: v.key_id, public_key: Buffer.alloc(32, 7).toString('base64') }]))!, /does not match its public key/);
+});
