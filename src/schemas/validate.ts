@@ -158,3 +158,16 @@ export function validateReconcileRequest(body: unknown): void {
 export function validateEntityUpsert(body: unknown): void {
   check(entityUpsertFn, body, invalidRequest);
 }
+
+const authzenEvaluationFn = VALIDATORS.get('authzen-evaluation-request.json')!;
+const authzenEvaluationsFn = VALIDATORS.get('authzen-evaluations-request.json')!;
+
+/** One AuthZEN evaluation (CONTRACT.md §10), or a batch item with its defaults filled in. The first issue, or null. */
+export function authzenEvaluationIssue(body: unknown): SchemaIssue | null {
+  return authzenEvaluationFn(body) ? null : describe(authzenEvaluationFn.errors![0]!);
+}
+
+/** Body of POST /access/v1/evaluations (shape only: each item is checked with its defaults). INVALID_REQUEST. */
+export function validateAuthzenEvaluations(body: unknown): void {
+  check(authzenEvaluationsFn, body, invalidRequest);
+}
