@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { schemaIssue } from '../../src/schemas/validate.js';
 
 const POLICIES = `
 @id("read-doc")
@@ -118,6 +119,8 @@ test('POST /access/v1/evaluation: true only for allow, with decision_id and reas
   assert.match(rec.entities_version, /^sha256:[0-9a-f]{64}$/);
   assert.ok(!Number.isNaN(Date.parse(rec.now)));
   assert.deepEqual(rec.caller, { role: 'evaluator' });
+  assert.equal(schemaIssue('ledger-record.json', rec), null);
+  assert.notEqual(schemaIssue('ledger-record.json', { ...rec, execution_id: 'E-1' }), null);
 });
 
 test('stored attributes win over properties; an entity not in the store is built from its properties', async () => {
