@@ -26,6 +26,9 @@ function originOf(c: Context): string {
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.sidecar);
   const authenticate = (c: Context): Caller => {
+    // AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID (so a PEP can match answers and logs), errors included.
+    const requestId = c.req.header('x-request-id');
+    if (requestId !== undefined && /^[\x21-\x7e]{1,256}$/.test(requestId)) c.header('X-Request-ID', requestId);
     const caller = deps.tokens.authenticate(c.req.header('authorization'));
     requireRole(caller, ['evaluator', 'pep']);
     return caller;

@@ -276,6 +276,21 @@ test('auth: evaluator asks about anyone; a pep only about its own actor; other r
   }
 });
 
+test('X-Request-ID is echoed, on answers and on errors', async () => {
+  const ok = await fetch(`${server.url}/access/v1/evaluation`, {
+    method: 'POST', body: JSON.stringify(read(user('bob'), doc('public'))),
+    headers: { authorization: `Bearer ${TOKENS.evaluator}`, 'content-type': 'application/json', 'x-request-id': 'req-42' },
+  });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.headers.get('x-request-id'), 'req-42');
+  const refused = await fetch(`${server.url}/access/v1/evaluations`, {
+    method: 'POST', body: '{"evaluations": 1}',
+    headers: { authorization: `Bearer ${TOKENS.evaluator}`, 'content-type': 'application/json', 'x-request-id': 'req-43' },
+  });
+  assert.equal(refused.status, 400);
+  assert.equal(refused.headers.get('x-request-id'), 'req-43');
+});
+
 test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sidecar from the Host', async () => {
   const r = await call(server, 'GET', '/.well-known/authzen-configuration');
   assert.equal(r.status, 200);
