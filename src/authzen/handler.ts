@@ -13,6 +13,7 @@ import { WritError, isWritError } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import type { Sidecar } from '../server/sidecar.js';
+import * as metrics from '../metrics/metrics.js';
 import { foreignSubject, parseAuthzenRequest, requestInputOf, stopsAfter, type AuthzenEvaluation } from './request.js';
 
 export interface AuthzenDecision {
@@ -105,6 +106,7 @@ export class AuthzenService {
         if (isWritError(e)) throw e;
         throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
       }
+      for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
       return outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
     }
   }

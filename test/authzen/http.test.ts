@@ -311,6 +311,12 @@ test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sid
   assert.equal(viaHost.access_evaluations_endpoint, 'http://pdp.example.internal:8443/access/v1/evaluations');
 });
 
+test('/metrics counts AuthZEN evaluations by decision', async () => {
+  const text = (await call(server, 'GET', '/metrics')).text;
+  assert.match(text, /writ_authzen_evaluations_total\{decision="allow"\} [1-9]/);
+  assert.match(text, /writ_authzen_evaluations_total\{decision="deny"\} [1-9]/);
+});
+
 test('the OpenAPI document lists the AuthZEN routes', async () => {
   const doc = (await call(server, 'GET', '/openapi.json')).body;
   assert.deepEqual(doc.paths['/access/v1/evaluation'].post['x-writ-roles'], ['evaluator', 'pep']);
