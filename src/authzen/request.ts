@@ -119,7 +119,10 @@ export function parseAuthzenRequest(text: string, batch: boolean): AuthzenReques
 /** parseAuthzenRequest on an already parsed (lossless) body, e.g. a `writ policy test` case's `authzen`. */
 export function authzenRequestOf(raw: LosslessValue, batch: boolean): AuthzenRequest {
   if (!isObject(raw)) throw new WritError('INVALID_REQUEST', 'the body must be a JSON object', { path: '' });
-  const single = !batch || memberOf(raw, 'evaluations') === undefined;
+  // AuthZEN 1.0 §7.1: without an `evaluations` array, or with an empty one, the batch route answers
+  // like the single one (so `{"evaluations": []}` alone lacks its subject, action and resource).
+  const items = memberOf(raw, 'evaluations');
+  const single = !batch || items === undefined || (Array.isArray(items) && items.length === 0);
   const defaults: Partial<Record<Member, { raw: LosslessValue; path: string }>> = {};
   if (!batch) {
     // The single route admits exactly the evaluation members (unknown ones are refused by the schema).
@@ -135,8 +138,7 @@ export function authzenRequestOf(raw: LosslessValue, batch: boolean): AuthzenReq
   if (single) return { single: true, semantic: 'execute_all', evaluations: [evaluationOf('', defaults)] };
 
   const options = toPlain(memberOf(raw, 'options') ?? {}) as { evaluations_semantic?: EvaluationsSemantic };
-  const items = memberOf(raw, 'evaluations') as LosslessValue[];
-  const evaluations = items.map((item, i) => {
+  const evaluations = (items as LosslessValue[]).map((item, i) => {
     const itemPath = `/evaluations/${i}`;
     const sources = { ...defaults };
     for (const m of MEMBERS) {

@@ -216,13 +216,15 @@ test('POST /access/v1/evaluations: execute_all, deny_on_first_deny, permit_on_fi
   assert.deepEqual(decisions(none), [true, true]);
   count += 2;
 
-  // An empty batch answers an empty list and records nothing; no `evaluations` answers like /evaluation.
-  const empty = await evaluations({ evaluations: [] });
-  assert.deepEqual(empty.body, { evaluations: [] });
+  // No `evaluations`, or an empty one, answers like /evaluation (AuthZEN 1.0 §7.1).
   const plain = await evaluations(read(user('bob'), doc('secret')));
   assert.equal(plain.body.decision, true);
   assert.deepEqual(Object.keys(plain.body).sort(), ['context', 'decision']);
-  assert.equal((await authzenRecords()).length, count + 1);
+  const empty = await evaluations({ ...read(user('bob'), doc('secret')), evaluations: [] });
+  assert.equal(empty.body.decision, true);
+  const nothing = await evaluations({ evaluations: [] });
+  assert.deepEqual([nothing.status, nothing.body.error.path], [400, '/subject']);
+  assert.equal((await authzenRecords()).length, count + 2);
 });
 
 test('a malformed item fails the whole batch with 400 and a pointer into it; nothing is recorded', async () => {

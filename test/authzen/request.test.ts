@@ -50,10 +50,13 @@ test('batch: top-level members are defaults, an item member replaces the default
 
 test('batch without evaluations is answered like a single evaluation; semantics parse', () => {
   assert.equal(many({ subject: USER, action: { name: 'a' }, resource: TODO }).single, true);
+  // AuthZEN 1.0 §7.1: an empty `evaluations` array too.
+  assert.equal(many({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [] }).single, true);
+  assert.deepEqual(refusal(() => many({ evaluations: [] })), { code: 'INVALID_REQUEST', path: '/subject' });
   for (const s of ['execute_all', 'deny_on_first_deny', 'permit_on_first_permit'] as const) {
     assert.equal(many({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [{}], options: { evaluations_semantic: s } }).semantic, s);
   }
-  assert.deepEqual(refusal(() => many({ evaluations: [], options: { evaluations_semantic: 'first_one' } })), {
+  assert.deepEqual(refusal(() => many({ evaluations: [{}], options: { evaluations_semantic: 'first_one' } })), {
     code: 'INVALID_REQUEST', path: '/options/evaluations_semantic',
   });
   assert.equal(stopsAfter('execute_all', false), false);
