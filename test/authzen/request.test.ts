@@ -75,6 +75,8 @@ test('malformed requests: INVALID_JSON, INVALID_REQUEST with a pointer into the 
   });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a', extra: 1 }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/extra' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: '' }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
+  // MCP actions are Action::"<server>/<tool>": an AuthZEN action name never has a '/', so it can never name one.
+  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'idp/disable_sign_in' }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, context: [] })), { code: 'INVALID_REQUEST', path: '/context' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [] })), { code: 'INVALID_REQUEST', path: '/evaluations' });
   // In a batch: the item's own member, a missing member, or the default the item took.
