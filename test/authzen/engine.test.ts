@@ -79,6 +79,10 @@ test('narrowing changes nothing, and approval_required is derived as for MCP dec
       assert.deepEqual(got.reasons, reasons);
       assert.deepEqual(got, whole.decideRequest(input));
     }
+    // Request entities (properties) are narrowed like stored ones: same answers either way.
+    const withOwn = { ...ask({ rows: 5 }), requestEntities: [{ uid: { type: 'user', id: 'u' }, attrs: { level: 1, name: 'X', extra: { deep: 1 } }, parents: [] }] };
+    assert.equal(narrow.decideRequest(withOwn).decision, 'deny');
+    assert.deepEqual(narrow.decideRequest(withOwn), whole.decideRequest(withOwn));
     assert.deepEqual(narrow.decideRequest(ask({ rows: 500 })).obligations, [{ policy: 'big-read', approver_group: 'group::"owners"' }]);
     assert.ok(narrow.decideRequest(ask({})).errors.length > 0);
   } finally {

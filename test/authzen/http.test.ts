@@ -51,6 +51,8 @@ before(async () => {
   writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
   server = await startTestServer({
     policyDir: dir,
+    // Test-only fault injection (src/server/faults.ts): inert until a test writes the file.
+    env: { WRIT_FAULT_FILE: join(dir, 'fault.json') },
     config: {
       tokens: [
         { token: TOKENS.evaluator, role: 'evaluator' },
@@ -276,6 +278,17 @@ test('auth: evaluator asks about anyone; a pep only about its own actor; other r
     const wrong = await call(server, 'POST', path, { token: 'not-a-token', body: own });
     assert.equal(wrong.status, 401);
   }
+});
+
+test('fail closed: a store that cannot write answers 503 STORE_UNAVAILABLE, never a decision', async () => {
+  const count = (await authzenRecords()).length;
+  writeFileSync(join(dir, 'fault.json'), JSON.stringify({ label: 'authzen', mode: 'fail', remaining: 1 }));
+  const failed = await evaluations({ subject: user('bob'), action: { name: 'read' }, evaluations: [{ resource: doc('public') }, { resource: doc('secret') }] });
+  assert.deepEqual([failed.status, failed.body.error.code], [503, 'STORE_UNAVAILABLE']);
+  assert.equal(failed.body.evaluations, undefined);
+  assert.equal((await authzenRecords()).length, count, 'nothing of the failed batch was written');
+  const next = await evaluation(read(user('bob'), doc('public')));
+  assert.deepEqual([next.status, next.body.decision], [200, true]);
 });
 
 test('X-Request-ID is echoed, on answers and on errors', async () => {

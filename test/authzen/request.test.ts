@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseAuthzenRequest, requestEntityOf, requestInputOf, stopsAfter } from '../../src/authzen/request.js';
 import { StaticEntitySource } from '../../src/policy/entities.js';
+import fc from 'fast-check';
+import { STATUS_BY_CODE } from '../../src/errors.js';
 
 const USER = { type: 'user', id: 'alice' };
 const TODO = { type: 'todo', id: 't1' };
@@ -137,4 +139,32 @@ test('properties sit under the stored attributes: the stored attribute wins; unk
   const input = requestInputOf(same!, store);
   assert.equal(input.requestEntities.length, 1);
   assert.deepEqual(input.requestEntities[0]!.attrs, { roles: ['viewer'], email: 'alice@example.com', a: 1, b: 3 });
+});
+
+test('any body: an admitted request or a 400 WritError with a JSON pointer, never anything else (fast-check, seeded)', () => {
+  const entity = fc.record({ type: fc.constantFrom('user', 'todo', 'bad type', ''), id: fc.string() }, { requiredKeys: [] });
+  const member = fc.oneof(entity, fc.jsonValue());
+  const body = fc.record(
+    { subject: member, action: fc.oneof(fc.record({ name: fc.string() }), fc.jsonValue()), resource: member, context: fc.jsonValue(), evaluations: fc.array(fc.dictionary(fc.constantFrom('subject', 'action', 'resource', 'context', 'x'), member), { maxLength: 3 }), options: fc.jsonValue() },
+    { requiredKeys: [] },
+  );
+  fc.assert(
+    fc.property(body, fc.boolean(), (b, batch) => {
+      try {
+        const r = parseAuthzenRequest(JSON.stringify(b), batch);
+        for (const e of r.evaluations) {
+          assert.equal(typeof e.subject.id, 'string');
+          assert.equal(typeof e.action.name, 'string');
+          assert.ok(!e.action.name.includes('/'));
+        }
+      } catch (e) {
+        const err = e as { name?: string; code?: keyof typeof STATUS_BY_CODE; path?: string };
+        assert.equal(err.name, 'WritError', String(e));
+        assert.equal(STATUS_BY_CODE[err.code!], 400, err.code);
+        assert.equal(typeof err.path, 'string', `${err.code} without a path`);
+        assert.ok(err.path === '' || err.path!.startsWith('/'), err.path);
+      }
+    }),
+    { seed: 15, numRuns: 500 },
+  );
 });
