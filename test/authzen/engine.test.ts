@@ -44,6 +44,24 @@ test('evaluator threads answer decideRequest exactly as the in-process engine do
   }
 });
 
+test('a thread that dies mid-flight loses no AuthZEN evaluation: redone in-process, same answers', async () => {
+  const bundle = loadPolicyDir(EXAMPLE);
+  const entities = new StaticEntitySource(bundle.seedEntities);
+  const engine = new PolicyEngine(bundle);
+  const pool = new EvaluatorPool(1);
+  pool.register(engine, bundle);
+  try {
+    const inputs = exampleInputs(entities);
+    const inFlight = inputs.map((i) => pool.decideRequest(engine, i));
+    await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
+    const answers = await Promise.all(inFlight);
+    inputs.forEach((input, i) => assert.deepEqual(answers[i], engine.decideRequest(input)));
+    assert.equal(pool.size, 1, 'a replacement thread was started');
+  } finally {
+    await pool.close();
+  }
+});
+
 test('narrowing changes nothing, and approval_required is derived as for MCP decisions', () => {
   const { dir, cleanup } = tempPolicyDir({
     'p.cedar': `
