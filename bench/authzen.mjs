@@ -37,7 +37,6 @@ const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const BATCH = Number(a.batch);
 const PEER = join(root, '..', 'shared', 'peers', 'cerbos');
-const WRIT_PORT = 8795;
 const TOKEN = 'bench-authzen-evaluator-0123456789';
 const clkTck = 100;
 
@@ -137,13 +136,23 @@ const batchBody = JSON.stringify({
 async function runWrit() {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-authzen-'));
   const config = {
-    listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: join(root, 'examples', 'authzen-todo'), data_dir: join(dir, 'data'),
+    listen: '127.0.0.1:0', policy_dir: join(root, 'examples', 'authzen-todo'), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'evaluator' }],
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  const child = spawn(process.execPath, [join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // A free port chosen by the OS (the machine is shared): the URL is read from the start-up line.
+  const child = spawn(process.execPath, [join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const url = `http://127.0.0.1:${WRIT_PORT}`;
+    const url = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+        const m = /listening on (http:\/\/\S+)/.exec(out);
+        if (m) resolve(m[1]);
+      });
+      child.once('exit', (code) => reject(new Error(`writ serve exited ${code}`)));
+    });
+    child.stdout.resume();
     await waitHealthy(`${url}/readyz`, child);
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
     const check = await (await fetch(`${url}/access/v1/evaluations`, { method: 'POST', headers, body: batchBody })).json();
