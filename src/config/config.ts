@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 
-export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin';
-export const ROLES: readonly Role[] = ['pep', 'approver', 'auditor', 'reconciler', 'admin'];
+export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
+/** `evaluator`: an AuthZEN PEP (CONTRACT.md §10) that may ask about any subject; it names no actor. */
+export const ROLES: readonly Role[] = ['pep', 'approver', 'auditor', 'reconciler', 'admin', 'evaluator'];
 
 export interface TokenSpec {
   token?: string;
@@ -96,6 +97,7 @@ function checkTokens(list: unknown): TokenSpec[] {
     else spec.token_sha256 = String(t.token_sha256).toLowerCase();
     if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
     if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
+    if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
     return spec;
   });
 }
@@ -157,6 +159,7 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
     auditor: fresh('auditor'),
     reconciler: fresh('reconciler'),
     admin: fresh('admin'),
+    evaluator: fresh('evaluator'),
   };
   const specs: TokenSpec[] = [
     { token: byRole.pep!, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
@@ -164,6 +167,7 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
     { token: byRole.auditor!, role: 'auditor' },
     { token: byRole.reconciler!, role: 'reconciler' },
     { token: byRole.admin!, role: 'admin' },
+    { token: byRole.evaluator!, role: 'evaluator' },
   ];
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'tokens.json');

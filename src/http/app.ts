@@ -12,6 +12,7 @@ import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 import { registerConsoleRoutes } from '../console/routes.js';
+import { registerAuthzenRoutes } from '../authzen/routes.js';
 
 const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -180,6 +181,9 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const actor = actorParam(c);
     return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
   });
+
+  // ── AuthZEN Authorization API 1.0 (CONTRACT.md §10) ──
+  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes) });
 
   // ── approvals ──
   app.post('/v1/approvals', roles('approver'), async (c) => {

@@ -18,6 +18,14 @@ export const decisionsTotal = new Counter({
   registers: [registry],
 });
 
+/** AuthZEN evaluations answered (CONTRACT.md §10), by writ's decision; kept apart from MCP decisions. */
+export const authzenEvaluationsTotal = new Counter({
+  name: 'writ_authzen_evaluations_total',
+  help: 'AuthZEN evaluations answered, by decision (allow, deny, approval_required).',
+  labelNames: ['decision'] as const,
+  registers: [registry],
+});
+
 /** Refusals (4xx/5xx answers with an error code), by code. */
 export const refusalsTotal = new Counter({
   name: 'writ_refusals_total',

@@ -14,7 +14,7 @@ import { applyWasmInlineGuard } from './wasm-inline-guard.js';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { sha256Hex } from '../util/canonical.js';
-import type { Uid } from '../util/uid.js';
+import { type Uid, uidKey } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
@@ -159,6 +159,48 @@ export function buildCedarContext(input: DecisionInput, approver?: ValidApproval
   return context;
 }
 
+/** A Cedar request given directly (AuthZEN, CONTRACT.md §10): no envelope, no approvals. */
+export interface RequestInput {
+  principal: Uid;
+  /** The id of the Cedar action: Action::"<action>". */
+  action: string;
+  resource: Uid;
+  /** The Cedar context, already in Cedar JSON form (the binding's Cedar view). */
+  context: Record<string, unknown>;
+  /**
+   * Entities for this evaluation only (built by the caller, e.g. stored attributes over request
+   * properties): each replaces the stored entity of its uid in the slice. Never stored.
+   */
+  requestEntities: EntityJson[];
+  /** The trusted store. */
+  entities: EntitySource;
+}
+
+/** The principal, action and resource Cedar is asked about. */
+interface CedarTarget {
+  principal: Uid;
+  actionId: string;
+  resource: Uid;
+}
+
+/**
+ * The entities a RequestInput needs: principal and resource (the request's own version of an entity
+ * when it has one) and their stored ancestors. Exported so the evaluator threads ship the same slice.
+ */
+export function requestEntitySlice(input: Pick<RequestInput, 'principal' | 'resource' | 'requestEntities' | 'entities'>): EntityJson[] {
+  if (input.requestEntities.length === 0) return entitySlice(input.entities, [input.principal, input.resource]);
+  const own = new Map<string, EntityJson>();
+  for (const e of input.requestEntities) own.set(uidKey(e.uid), e);
+  const source = input.entities;
+  const layered: EntitySource = {
+    get version() {
+      return source.version;
+    },
+    get: (key) => own.get(key) ?? source.get(key),
+  };
+  return entitySlice(layered, [input.principal, input.resource]);
+}
+
 /** One Cedar evaluation, already reduced to what writ needs. */
 interface Evaluation {
   /** Cedar allowed and nothing errored. */
@@ -269,11 +311,11 @@ export class PolicyEngine {
     return out;
   }
 
-  private evaluate(setId: string, input: DecisionInput, context: Record<string, unknown>, entities: unknown[]): Evaluation {
+  private evaluate(setId: string, target: CedarTarget, context: Record<string, unknown>, entities: unknown[]): Evaluation {
     const call: cedar.StatefulAuthorizationCall = {
-      principal: { type: input.actor.type, id: input.actor.id },
-      action: { type: 'Action', id: `${input.server}/${input.tool}` },
-      resource: { type: input.subject.type, id: input.subject.id },
+      principal: { type: target.principal.type, id: target.principal.id },
+      action: { type: 'Action', id: target.actionId },
+      resource: { type: target.resource.type, id: target.resource.id },
       context: context as cedar.Context,
       entities: entities as cedar.Entities,
       preparsedPolicySetId: setId,
@@ -372,7 +414,8 @@ export class PolicyEngine {
   }
 
   private decideOrThrow(input: DecisionInput): DecisionOutcome {
-    const plan = this.planFor(`${input.server}/${input.tool}`);
+    const target: CedarTarget = { principal: input.actor, actionId: `${input.server}/${input.tool}`, resource: input.subject };
+    const plan = this.planFor(target.actionId);
     const approvals = sortedByApprovalTime(input.approvals);
     const entities = withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
@@ -381,13 +424,21 @@ export class PolicyEngine {
 
     for (const approval of approvals) {
       const withApprover = narrowed({ ...fullContext, approver: entityRef(approval.approver) }, plan.contextKeys);
-      const result = this.evaluate(plan.setId, input, withApprover, entities);
+      const result = this.evaluate(plan.setId, target, withApprover, entities);
       if (result.allowed) {
         return { decision: 'allow', reasons: result.determining, errors: [], obligations: [], approval_used: approval.approval_id };
       }
     }
 
-    const base = this.evaluate(plan.setId, input, baseContext, entities);
+    return this.conclude(plan, target, baseContext, entities);
+  }
+
+  /**
+   * The evaluation without an approver, and `approval_required` derived from it (CONTRACT.md §2):
+   * shared by the MCP decision and the AuthZEN request (decideRequest).
+   */
+  private conclude(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
+    const base = this.evaluate(plan.setId, target, baseContext, entities);
     if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
     // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that
     // errored might have applied.
@@ -401,9 +452,25 @@ export class PolicyEngine {
       obligations.push({ policy, approver_group: group });
     }
     if (reasons.length > 0 && obligations.length === reasons.length) {
-      const relaxed = this.evaluate(this.reducedSetId(plan, reasons), input, baseContext, entities);
+      const relaxed = this.evaluate(this.reducedSetId(plan, reasons), target, baseContext, entities);
       if (relaxed.allowed) return { decision: 'approval_required', reasons, errors: [], obligations };
     }
     return { decision: 'deny', reasons, errors: [], obligations: [] };
+  }
+
+  /**
+   * A Cedar request named directly (AuthZEN, CONTRACT.md §10) rather than built from an MCP envelope:
+   * the same plans, narrowing and `approval_required` rule as decide(). Never throws (fail closed).
+   */
+  decideRequest(input: RequestInput): DecisionOutcome {
+    try {
+      const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
+      const plan = this.planFor(target.actionId);
+      const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
+      return this.conclude(plan, target, narrowed(input.context, plan.contextKeys), entities);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };
+    }
   }
 }

@@ -10,14 +10,17 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, entityRootsOf } from './engine.js';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, type RequestInput, entityRootsOf, requestEntitySlice } from './engine.js';
 import { type EntityJson, entitySlice } from './entities.js';
 import type { PolicyBundle } from './load.js';
 
 export interface DecideRequest {
   id: number;
   engineId: string;
-  input: Omit<DecisionInput, 'entities'>;
+  /** An MCP decision (PolicyEngine.decide) … */
+  input?: Omit<DecisionInput, 'entities'>;
+  /** … or a direct Cedar request (PolicyEngine.decideRequest; its request entities are already in the slice). */
+  request?: Omit<RequestInput, 'entities' | 'requestEntities'>;
   entities: EntityJson[];
 }
 
@@ -34,8 +37,8 @@ export type EvaluatorRequest =
 export type EvaluatorReply = Array<{ id: number; outcome: DecisionOutcome }>;
 
 interface Pending {
-  engine: PolicyEngine;
-  input: DecisionInput;
+  /** The same decision in-process (when the thread fails). */
+  redo: () => DecisionOutcome;
   sentAt: number;
   resolve: (outcome: DecisionOutcome) => void;
 }
@@ -102,15 +105,33 @@ export class EvaluatorPool {
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
+    const { entities: _source, ...portable } = input;
+    return this.dispatch(thread, engine, () => engine.decide(input), { input: portable, entities });
+  }
+
+  /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
+  decideRequest(engine: PolicyEngine, input: RequestInput): Promise<DecisionOutcome> | DecisionOutcome {
+    const thread = this.leastBusy();
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decideRequest(input);
+    let entities: EntityJson[];
+    try {
+      entities = requestEntitySlice(input);
+    } catch {
+      return engine.decideRequest(input);
+    }
+    const { entities: _source, requestEntities: _own, ...portable } = input;
+    return this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities });
+  }
+
+  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, message: Omit<DecideRequest, 'id' | 'engineId'>): Promise<DecisionOutcome> {
     if (!thread.loaded.has(engine.engineId)) {
       thread.worker.postMessage({ type: 'load', engineId: engine.engineId, bundle: this.engines.get(engine.engineId)!.bundle } satisfies EvaluatorRequest);
       thread.loaded.add(engine.engineId);
     }
     const id = this.nextId++;
-    const { entities: _source, ...portable } = input;
     return new Promise<DecisionOutcome>((resolve) => {
-      thread.pending.set(id, { engine, input, sentAt: Date.now(), resolve });
-      if (thread.outbox.push({ id, engineId: engine.engineId, input: portable, entities }) === 1) {
+      thread.pending.set(id, { redo, sentAt: Date.now(), resolve });
+      if (thread.outbox.push({ id, engineId: engine.engineId, ...message }) === 1) {
         setImmediate(() => this.send(thread));
       }
     });
@@ -175,7 +196,7 @@ export class EvaluatorPool {
     const pending = [...thread.pending.values()];
     thread.pending.clear();
     thread.outbox = [];
-    for (const p of pending) p.resolve(p.engine.decide(p.input));
+    for (const p of pending) p.resolve(p.redo());
   }
 
   private replaceStalled(): void {

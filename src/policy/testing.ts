@@ -1,6 +1,7 @@
 /**
  * The functional core of `writ policy test` (docs/protocol.md §8): every `<dir>/tests/**\/*.json` holds
- * `[{name, now, request, approvals?, expect: {decision, reasons?}}]`; each case is decided by the
+ * `[{name, now, request, approvals?, expect: {decision, reasons?}}]` (or, instead of `request`, an
+ * AuthZEN request `authzen: {subject, action, resource, context?}`); each case is decided by the
  * same PolicyEngine the server uses, over the seed entities of `<dir>/entities.json`, with the
  * arguments admitted and bound exactly as the server does (writ-bind/1).
  */
@@ -13,6 +14,7 @@ import { cedarDatetimeText } from './datetime.js';
 import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidApproval } from './engine.js';
 import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
+import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
 
 export interface CaseResult {
   file: string;
@@ -123,6 +125,24 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   return input;
 }
 
+/**
+ * A case that is an AuthZEN request (CONTRACT.md §10) instead of a decision body:
+ * `{name, now?, authzen: {subject, action, resource, context?}, expect}` — mapped and admitted exactly
+ * as POST /access/v1/evaluation does, `properties` layered under the seed entities' attributes.
+ */
+function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
+  if (testCase['request'] !== undefined) caseError('a case has either request or authzen, not both');
+  if (testCase['now'] !== undefined) timestampAt(testCase['now'], 'now');
+  let evaluation;
+  try {
+    evaluation = authzenRequestOf(testCase['authzen']!, false).evaluations[0]!;
+  } catch (e) {
+    if (isWritError(e)) caseError(`authzen${e.path ?? ''}: ${e.code}: ${e.message}`);
+    throw e;
+  }
+  return engine.decideRequest(requestInputOf(evaluation, entities));
+}
+
 function expectationOf(testCase: Obj): CaseResult['expected'] {
   const expect = testCase['expect'];
   if (!isObj(expect)) caseError('expect: expected {decision, reasons?}');
@@ -165,7 +185,7 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
       try {
         if (!isObj(testCase)) caseError('expected a test case object');
         expected = expectationOf(testCase);
-        const got = engine.decide(decisionInputOf(testCase, name, entities));
+        const got = testCase['authzen'] !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
         results.push({ file, name, passed, expected, got });
       } catch (e) {

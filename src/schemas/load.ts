@@ -25,6 +25,11 @@ export const SCHEMA_FILES = [
   'keys.json',
   'proof.json',
   'records-page.json',
+  'authzen-evaluation-request.json',
+  'authzen-evaluations-request.json',
+  'authzen-evaluation-response.json',
+  'authzen-evaluations-response.json',
+  'authzen-configuration.json',
 ] as const;
 
 export type SchemaFile = (typeof SCHEMA_FILES)[number];

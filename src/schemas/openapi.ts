@@ -11,7 +11,7 @@ import { STATUS_BY_CODE } from '../errors.js';
 import { LEDGER_RECORD_KINDS, loadSchemas, type JsonSchema, type SchemaFile } from './load.js';
 
 type Obj = Record<string, unknown>;
-type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin';
+type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 
 const REF_PREFIX = '#/components/schemas/';
 
@@ -158,6 +158,44 @@ export function buildOpenApi(): Obj {
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
         codes: ['ENVELOPE_INVALID', ...BINDING_CODES, 'ACTOR_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
+      }),
+    },
+    '/access/v1/evaluation': {
+      post: operation({
+        operationId: 'authzenEvaluation',
+        tags: ['authzen'],
+        summary: 'AuthZEN Authorization API 1.0: one access evaluation',
+        description: 'Cedar request: principal = <subject.type>::"<subject.id>", action = Action::"<action.name>", resource = <resource.type>::"<resource.id>", context = the admitted `context` with `action.properties` under `context.action`; `properties` are per-request attributes under the stored ones (stored wins). `decision` is true only for allow; approval_required is false with `context.obligations`. Each evaluation is a ledger record (kind `decision`, `api: "authzen"`), durable before the answer. A pep token may ask only about its own actor as subject (403 ACTOR_MISMATCH).',
+        roles: ['evaluator', 'pep'],
+        body: 'AuthzenEvaluationRequest',
+        ok: { status: 200, description: 'The decision.', content: json(ref('AuthzenEvaluationResponse')) },
+        codes: [...BINDING_CODES, 'ACTOR_MISMATCH'],
+      }),
+    },
+    '/access/v1/evaluations': {
+      post: operation({
+        operationId: 'authzenEvaluations',
+        tags: ['authzen'],
+        summary: 'AuthZEN Authorization API 1.0: a batch of access evaluations',
+        description: 'Top-level subject/action/resource/context are defaults for each item (an item member replaces the default). `options.evaluations_semantic`: execute_all (default), deny_on_first_deny, permit_on_first_permit (evaluation stops after the deciding item; skipped items are neither evaluated nor recorded). Without `evaluations` (or with an empty array) the answer is that of /access/v1/evaluation. A malformed item fails the whole batch (400, `path` into the item, e.g. /evaluations/1/resource/id); a pep token asking about another subject in any item fails it with 403. All records of a batch are written in one durable commit.',
+        roles: ['evaluator', 'pep'],
+        body: 'AuthzenEvaluationsRequest',
+        ok: {
+          status: 200,
+          description: 'The decisions, in item order (or one decision when the body has no or an empty `evaluations`).',
+          content: json({ oneOf: [ref('AuthzenEvaluationsResponse'), ref('AuthzenEvaluationResponse')] }),
+        },
+        codes: [...BINDING_CODES, 'ACTOR_MISMATCH'],
+      }),
+    },
+    '/.well-known/authzen-configuration': {
+      get: operation({
+        operationId: 'authzenConfiguration',
+        tags: ['authzen'],
+        summary: 'AuthZEN PDP metadata',
+        description: 'Absolute URLs of this sidecar, built from the request\'s Host.',
+        roles: null,
+        ok: { status: 200, description: 'The PDP metadata.', content: json(ref('AuthzenConfiguration')) },
       }),
     },
     '/v1/executions/{id}': {
@@ -386,12 +424,12 @@ export function buildOpenApi(): Obj {
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    tags: ['decisions', 'executions', 'approvals', 'entities', 'ledger', 'operations'].map((name) => ({ name })),
+    tags: ['decisions', 'executions', 'approvals', 'entities', 'ledger', 'authzen', 'operations'].map((name) => ({ name })),
     paths,
     components: {
       schemas: components,
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from the config file; its role (pep, approver, auditor, reconciler, admin) decides which routes it may call.' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from the config file; its role (pep, approver, auditor, reconciler, admin, evaluator) decides which routes it may call.' },
       },
     },
   };

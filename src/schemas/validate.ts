@@ -116,6 +116,7 @@ function describe(e: ErrorObject): SchemaIssue {
 function describePattern(pattern: string): string {
   if (pattern.startsWith('^[A-Za-z_][A-Za-z0-9_]*(::')) return 'must be a Cedar type name (Name(::Name)*)';
   if (pattern.startsWith('^[A-Za-z0-9._:-]')) return 'must be 1–128 characters of A-Za-z0-9 . _ : -';
+  if (pattern === '^[^/]+$') return 'must not contain "/"';
   return `must match pattern ${pattern}`;
 }
 
@@ -169,4 +170,17 @@ export function validateReconcileRequest(body: unknown): void {
 /** Body of PUT /v1/entities/{type}/{id}: `{attrs: object, parents: [uid]}`. INVALID_REQUEST. */
 export function validateEntityUpsert(body: unknown): void {
   check(entityUpsertFn, body, invalidRequest);
+}
+
+const authzenEvaluationFn = VALIDATORS.get('authzen-evaluation-request.json')!;
+const authzenEvaluationsFn = VALIDATORS.get('authzen-evaluations-request.json')!;
+
+/** One AuthZEN evaluation (CONTRACT.md §10), or a batch item with its defaults filled in. The first issue, or null. */
+export function authzenEvaluationIssue(body: unknown): SchemaIssue | null {
+  return authzenEvaluationFn(body) ? null : describe(authzenEvaluationFn.errors![0]!);
+}
+
+/** Body of POST /access/v1/evaluations (shape only: each item is checked with its defaults). INVALID_REQUEST. */
+export function validateAuthzenEvaluations(body: unknown): void {
+  check(authzenEvaluationsFn, body, invalidRequest);
 }

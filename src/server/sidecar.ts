@@ -74,7 +74,7 @@ function parseBody(text: string): Json {
 export class Sidecar {
   engine: PolicyEngine;
   /** Where decisions are evaluated: Cedar on worker threads, or in-process (config.evaluator_threads). */
-  private readonly evaluator: EvaluatorPool;
+  readonly evaluator: EvaluatorPool;
   bundle: PolicyBundle;
   readonly entities: EntityStore;
   /** The policy files' content as last applied, to tell a real change from a touch. */

@@ -27,6 +27,9 @@ const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['get', '/readyz', null],
   ['get', '/metrics', null],
   ['get', '/openapi.json', null],
+  ['post', '/access/v1/evaluation', ['evaluator', 'pep']],
+  ['post', '/access/v1/evaluations', ['evaluator', 'pep']],
+  ['get', '/.well-known/authzen-configuration', null],
 ];
 
 test('openapi: a 3.1 document with bearer auth', () => {

@@ -1,0 +1,113 @@
+/**
+ * The AuthZEN PDP (CONTRACT.md §10) over the sidecar's engine, evaluator threads, entity store and
+ * ledger: parse and admit (request.ts) → who may ask → evaluate each item (in order, stopping where
+ * a short-circuit semantic says so) → one ledger record per evaluation, every record of a request in
+ * one durable store write (group commit) → answer.
+ *
+ * The answer is sent only after its records are durable. If the trusted entities changed between
+ * evaluation and the write, the request is evaluated again (as MCP decisions are), so a record never
+ * names an entities_version older than an entity change recorded before it.
+ */
+import { randomUUID } from 'node:crypto';
+import { WritError, isWritError } from '../errors.js';
+import type { Caller } from '../http/auth.js';
+import type { DecisionOutcome } from '../policy/engine.js';
+import type { Sidecar } from '../server/sidecar.js';
+import * as metrics from '../metrics/metrics.js';
+import { foreignSubject, parseAuthzenRequest, requestInputOf, stopsAfter, type AuthzenEvaluation } from './request.js';
+
+export interface AuthzenDecision {
+  decision: boolean;
+  context: { decision_id: string; reasons: string[]; obligations?: DecisionOutcome['obligations'] };
+}
+
+export type AuthzenAnswer = AuthzenDecision | { evaluations: AuthzenDecision[] };
+
+/** Thrown inside the write when the entities moved since evaluation: evaluate again. */
+class StaleEntities extends Error {}
+
+const MAX_ATTEMPTS = 20;
+
+function answerOf(outcome: DecisionOutcome, decisionId: string): AuthzenDecision {
+  const context: AuthzenDecision['context'] = { decision_id: decisionId, reasons: outcome.reasons };
+  if (outcome.decision === 'approval_required') context.obligations = outcome.obligations;
+  return { decision: outcome.decision === 'allow', context };
+}
+
+/** The ledger record of one evaluation (kind `decision`, `api: "authzen"`, no execution_id). */
+function recordOf(
+  e: AuthzenEvaluation, outcome: DecisionOutcome, decisionId: string, caller: Caller,
+  versions: { policy_version: string; entities_version: string }, now: Date,
+): { kind: string } & Record<string, unknown> {
+  return {
+    kind: 'decision',
+    api: 'authzen',
+    decision_id: decisionId,
+    subject: e.subject,
+    action: e.action,
+    resource: e.resource,
+    context: e.context,
+    caller: caller.actor === undefined ? { role: caller.role } : { role: caller.role, actor: caller.actor },
+    decision: outcome.decision,
+    reasons: outcome.reasons,
+    errors: outcome.errors,
+    obligations: outcome.obligations,
+    ...versions,
+    now: now.toISOString(),
+  };
+}
+
+export class AuthzenService {
+  constructor(private readonly sidecar: Sidecar) {}
+
+  /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
+  async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
+    const request = parseAuthzenRequest(text, batch);
+    if (caller.role === 'pep') {
+      // A pep token is bound to its actor: it may ask only about that subject (CONTRACT.md §10).
+      const foreign = caller.actor === undefined ? request.evaluations[0] : foreignSubject(request.evaluations, caller.actor);
+      if (foreign !== undefined) {
+        throw new WritError('ACTOR_MISMATCH', 'a pep token may ask only about its own actor as subject', { path: foreign.subjectPath });
+      }
+    }
+    const decisions = await this.decideAndRecord(caller, request.evaluations, request.semantic);
+    return request.single ? decisions[0]! : { evaluations: decisions };
+  }
+
+  private async decideAndRecord(caller: Caller, evaluations: AuthzenEvaluation[], semantic: Parameters<typeof stopsAfter>[0]): Promise<AuthzenDecision[]> {
+    const sidecar = this.sidecar;
+    for (let attempt = 0; ; attempt++) {
+      const engine = sidecar.engine;
+      const entitiesVersion = sidecar.entities.version;
+      const now = sidecar.now();
+      const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
+      let outcomes: DecisionOutcome[];
+      if (semantic === 'execute_all') {
+        outcomes = await Promise.all(evaluations.map(decide));
+      } else {
+        // In order, one at a time: the items after the deciding one are never evaluated.
+        outcomes = [];
+        for (const e of evaluations) {
+          const outcome = await decide(e);
+          outcomes.push(outcome);
+          if (stopsAfter(semantic, outcome.decision === 'allow')) break;
+        }
+      }
+      const ids = outcomes.map(() => randomUUID());
+      const versions = { policy_version: engine.policyVersion, entities_version: entitiesVersion };
+      try {
+        await sidecar.store.write((tx) => {
+          if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
+          outcomes.forEach((outcome, i) => tx.append(recordOf(evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
+        }, { label: 'authzen' });
+      } catch (e) {
+        if (e instanceof StaleEntities && attempt < MAX_ATTEMPTS) continue;
+        if (e instanceof StaleEntities) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
+        if (isWritError(e)) throw e;
+        throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+      }
+      for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
+      return outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
+    }
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The AuthZEN routes (CONTRACT.md §10), registered on the sidecar's Hono app by one call from
+ * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
+ */
+import type { Context, Hono } from 'hono';
+import { requireRole, type Caller, type TokenTable } from '../http/auth.js';
+import type { Sidecar } from '../server/sidecar.js';
+import { AuthzenService } from './handler.js';
+
+export const AUTHZEN_EVALUATION_PATH = '/access/v1/evaluation';
+export const AUTHZEN_EVALUATIONS_PATH = '/access/v1/evaluations';
+export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
+
+export interface AuthzenDeps {
+  sidecar: Sidecar;
+  tokens: TokenTable;
+  /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
+  readBody: (c: Context) => Promise<string>;
+}
+
+/** `<scheme>://<host>` of this sidecar as the request reached it. */
+function originOf(c: Context): string {
+  return new URL(c.req.url).origin;
+}
+
+export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
+  const service = new AuthzenService(deps.sidecar);
+  const authenticate = (c: Context): Caller => {
+    // AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID (so a PEP can match answers and logs), errors included.
+    const requestId = c.req.header('x-request-id');
+    if (requestId !== undefined && /^[\x21-\x7e]{1,256}$/.test(requestId)) c.header('X-Request-ID', requestId);
+    const caller = deps.tokens.authenticate(c.req.header('authorization'));
+    requireRole(caller, ['evaluator', 'pep']);
+    return caller;
+  };
+  app.post(AUTHZEN_EVALUATION_PATH, async (c) => {
+    const caller = authenticate(c);
+    return c.json(await service.evaluate(caller, await deps.readBody(c), false));
+  });
+  app.post(AUTHZEN_EVALUATIONS_PATH, async (c) => {
+    const caller = authenticate(c);
+    return c.json(await service.evaluate(caller, await deps.readBody(c), true));
+  });
+  app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
+    const origin = originOf(c);
+    return c.json({
+      policy_decision_point: origin,
+      access_evaluation_endpoint: origin + AUTHZEN_EVALUATION_PATH,
+      access_evaluations_endpoint: origin + AUTHZEN_EVALUATIONS_PATH,
+    });
+  });
+}
