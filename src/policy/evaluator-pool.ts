@@ -97,7 +97,16 @@ export class EvaluatorPool {
     const thread = this.leastBusy();
     if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
     let entities: EntityJson[];
+    let memoKey: string | undefined;
+    const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
+      // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
+      // without crossing to a thread at all.
+      memoKey = engine.memoKeyOf(input);
+      if (memoKey !== undefined) {
+        const hit = engine.memo!.get(memoKey, entitiesVersion);
+        if (hit !== undefined) return hit;
+      }
       entities = entitySlice(input.entities, entityRootsOf(input));
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
@@ -109,7 +118,14 @@ export class EvaluatorPool {
     const id = this.nextId++;
     const { entities: _source, ...portable } = input;
     return new Promise<DecisionOutcome>((resolve) => {
-      thread.pending.set(id, { engine, input, sentAt: Date.now(), resolve });
+      const settle =
+        memoKey === undefined
+          ? resolve
+          : (outcome: DecisionOutcome) => {
+              engine.memo!.set(memoKey, entitiesVersion, outcome);
+              resolve(outcome);
+            };
+      thread.pending.set(id, { engine, input, sentAt: Date.now(), resolve: settle });
       if (thread.outbox.push({ id, engineId: engine.engineId, input: portable, entities }) === 1) {
         setImmediate(() => this.send(thread));
       }
