@@ -61,8 +61,9 @@ export interface DecisionOutcome {
 // deoptimized while cedar-wasm's glue runs (its string getters change object maps), the process
 // aborts (V8_Fatal "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation). Reproduced by
 // bench/decide.mjs within seconds; never with this flag. It only affects code optimized after this
-// line, i.e. the decision path.
-setFlagsFromString('--no-turbo-inline-js-wasm-calls');
+// line, i.e. the decision path. Node 20 only: later V8s (Node 22, 24) have neither the abort nor
+// need the flag, which roughly doubles the cost of each call into wasm.
+if (Number(process.versions.node.split('.')[0]) < 22) setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
 type CedarEntityRef = { __entity: { type: string; id: string } };
 
