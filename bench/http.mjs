@@ -330,7 +330,6 @@ const med = (k, f) => (groups.has(k) ? median(groups.get(k).map((r) => r[f])) : 
 const cpuPerAnswer = (k) => (groups.has(k) ? median(groups.get(k).map((r) => (1000 * r.server_cpu_cores) / r.req_per_s)) : NaN);
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '–');
 const writLabels = [...new Set(results.filter((r) => r.target === 'writ').map((r) => r.config))];
-const HEADLINE = RENDER_ONLY ? writLabels[0] : writConfigLabel(WRIT_CONFIGS[0]);
 const workloadsSeen = RENDER_ONLY ? [...new Set(results.filter((r) => r.target === 'writ').map((r) => r.workload))] : WORKLOADS;
 const connsSeen = RENDER_ONLY ? [...new Set(results.map((r) => r.connections))].sort((x, y) => x - y) : CONNS;
 const threadsNote = (k) => {
@@ -360,15 +359,15 @@ for (const c of connsSeen) {
 const ratios = [];
 for (const c of connsSeen) {
   const ce = keyOf('cerbos', 'audit-on', '', c), h = keyOf('hono floor', 'parse JSON, answer', '', c);
-  for (const w of workloadsSeen) {
-    const wk = keyOf('writ', HEADLINE, w, c);
+  for (const [, cfg, w] of order.filter(([t]) => t === 'writ')) {
+    const wk = keyOf('writ', cfg, w, c);
     if (!groups.has(wk)) continue;
     const perRep = groups.get(wk).map((r) => {
       const cer = groups.get(ce)?.find((x) => x.rep === r.rep);
       return cer ? r.req_per_s / cer.req_per_s : NaN;
     }).filter(Number.isFinite);
     const spread = perRep.length ? ` (${fmt(Math.min(...perRep), 2)}–${fmt(Math.max(...perRep), 2)})` : '';
-    ratios.push(`| ${c} | ${w} | **${fmt(med(wk, 'req_per_s') / med(ce, 'req_per_s'), 2)}×**${spread} | ${fmt(med(wk, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(cpuPerAnswer(wk), 3)} vs ${fmt(cpuPerAnswer(ce), 3)} | ${fmt(med(wk, 'server_cpu_cores'), 2)} vs ${fmt(med(ce, 'server_cpu_cores'), 2)} | ${fmt(med(wk, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`);
+    ratios.push(`| ${c} | ${cfg} | ${w} | **${fmt(med(wk, 'req_per_s') / med(ce, 'req_per_s'), 2)}×**${spread} | ${fmt(med(wk, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(cpuPerAnswer(wk), 3)} vs ${fmt(cpuPerAnswer(ce), 3)} | ${fmt(med(wk, 'server_cpu_cores'), 2)} vs ${fmt(med(ce, 'server_cpu_cores'), 2)} | ${fmt(med(wk, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`);
   }
 }
 const loads = results.map((r) => r.loadavg_1m).filter(Number.isFinite);
@@ -399,10 +398,12 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
 |---|---|---|---:|---:|---:|---:|---:|---:|---|---:|
 ${rows.join('\n')}
 
-Headline writ configuration: ${HEADLINE}.
+Threads: "event loop" is the main thread (HTTP, admission, memo, ledger records, LMDB commit calls); the
+evaluator thread (Cedar) is named \`node\` on Node 20 and \`WorkerThread\` on Node 24; \`V8Worker\` = V8's GC and
+compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
 
-| connections | workload | writ / Cerbos audit-on req/s (per-rep range) | p99 ms writ vs Cerbos | CPU ms / answer writ vs Cerbos | cores busy writ vs Cerbos | writ / Hono floor |
-|---:|---|---:|---|---|---|---:|
+| connections | writ configuration | workload | writ / Cerbos audit-on req/s (per-rep range) | p99 ms writ vs Cerbos | CPU ms / answer writ vs Cerbos | cores busy writ vs Cerbos | writ / Hono floor |
+|---:|---|---|---:|---|---|---|---:|
 ${ratios.join('\n')}
 
 Reproduce: \`npm run build && node bench/http.mjs\` (Cerbos needs the external peer at \`../shared/peers/cerbos\`; without it
