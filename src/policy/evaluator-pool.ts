@@ -79,6 +79,9 @@ export class EvaluatorPool {
 
   /** Makes `engine` (built from `bundle`) available to the threads; call before deciding with it. */
   register(engine: PolicyEngine, bundle: PolicyBundle): void {
+    // A reload: new decisions use the new engine, so the older engines' memos are dropped now rather
+    // than held until those engines age out.
+    for (const { engine: older } of this.engines.values()) older.memo?.clear();
     this.engines.set(engine.engineId, { engine, bundle });
     // The newest few only (decisions still in flight during a reload may name the previous ones);
     // threads drop exactly what the pool drops, so a thread holds every engine the pool sends to it.

@@ -196,6 +196,11 @@ test('decisions answered through the evaluator pool with the memo equal the unca
       assert.deepStrictEqual(await pool.decide(memoized, input), expected);
     }
     assert.ok(memoized.memo!.hits > 100, `pool memo hits ${memoized.memo!.hits}`);
+    // A reload registers a new engine: the old one's memo is dropped.
+    assert.ok(memoized.memo!.size > 0);
+    const reloaded = new PolicyEngine(bundle, { memoSize: 64 });
+    pool.register(reloaded, bundle);
+    assert.equal(memoized.memo!.size, 0);
   } finally {
     await pool.close();
   }
