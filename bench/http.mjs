@@ -1,20 +1,29 @@
 #!/usr/bin/env node
-// HTTP decision throughput and latency (issues 4 and 8): `writ serve` with its durable ledger
+// HTTP decision throughput and latency (issues 4, 8 and 14): `writ serve` with its durable ledger
 // (LMDB, `durability: flushed` = fsync'd before the answer) next to, in the same session and
 // alternating per repetition,
 //   - the bare Hono floor (bench/hono-floor.mjs: parse the JSON, answer), and
-//   - Cerbos 0.55 with its audit log on (../shared/peers/cerbos/run.sh cerbos; its audit-off runs are
+//   - Cerbos 0.55 with its audit log on (the external, optional peer ../shared/peers/cerbos/run.sh
+//     cerbos, run where it lies — nothing of it is part of this project; its audit-off runs are
 //     reported too).
-// Every writ request is `execute` of hris/read_employee with a fresh execution_id (allow → invoking,
-// one durable decision record per request). Latency percentiles come from every 2xx response time
-// (autocannon's per-response hrtime, as the peer's helper does), not autocannon's 1 ms histogram.
+// Two writ workloads, both `execute` of hris/read_employee with a fresh execution_id per call
+// (allow → invoking, one durable decision record per request):
+//   - repeated: the same Cedar-visible inputs every time (an agent doing the same job again);
+//   - distinct: the envelope's task_id differs on every call and a policy reads it (a `like` forbid
+//     added to the bundled policies for the bench, never matching), so no two calls are the same to Cedar.
+// Latency percentiles come from every 2xx response time (autocannon's per-response hrtime, as the
+// peer's helper does), not autocannon's 1 ms histogram. Server CPU is read from /proc (per thread too).
 //
-//   node bench/http.mjs [--reps 5] [--duration 10] [--warmup 2] [--connections "10 50"]
-//                       [--targets writ,hono,cerbos] [--cpu-prof DIR] [--no-write]
+//   node bench/http.mjs [--reps 3] [--duration 10] [--warmup 2] [--connections "10 50"]
+//                       [--targets writ,hono,cerbos] [--workloads "repeated distinct"]
+//                       [--evaluator-threads "1"] [--memo-sizes "4096"] [--node-bins "PATH ..."]
+//                       [--cpu-prof DIR] [--no-write] [--render-only]
+// --node-bins runs writ under each Node binary given (default: this one), started directly (the Node 20
+// wasm-inlining flag is applied by the engine itself on Node 20 only).
 // Writes bench/results/http.md (unless --no-write) and the raw JSON lines to bench/tmp/http-raw.jsonl.
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,15 +33,20 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const { values: a } = parseArgs({
   options: {
-    reps: { type: 'string', default: '5' },
+    reps: { type: 'string', default: '3' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '10 50' },
     targets: { type: 'string', default: 'writ,hono,cerbos' },
+    workloads: { type: 'string', default: 'repeated distinct' },
     'cpu-prof': { type: 'string' },
     // writ's evaluator_threads settings to run, the first being the headline row (the default config
     // on this machine: one thread per core beyond the first); 0 = Cedar on the event loop.
-    'evaluator-threads': { type: 'string', default: '1 0' },
+    'evaluator-threads': { type: 'string', default: '1' },
+    // decision_memo_size settings to run (0 = no memo); the first is the headline.
+    'memo-sizes': { type: 'string', default: '4096' },
+    // Node binaries to run writ under; the first is the headline.
+    'node-bins': { type: 'string', default: process.execPath },
     'no-write': { type: 'boolean', default: false },
     // Re-render bench/results/http.md from bench/tmp/http-raw.jsonl (the last run) without measuring.
     'render-only': { type: 'boolean', default: false },
@@ -42,9 +56,18 @@ const REPS = Number(a.reps);
 const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
+const WORKLOADS = a.workloads.split(/[ ,]+/).filter(Boolean);
 const EVALUATOR_THREADS = a['evaluator-threads'].split(/[ ,]+/).filter(Boolean).map(Number);
-const writConfigLabel = (threads) => `durable ledger (flushed), ${threads} evaluator thread${threads === 1 ? '' : 's'}`;
-const WRIT_HEADLINE = writConfigLabel(EVALUATOR_THREADS[0]);
+const MEMO_SIZES = a['memo-sizes'].split(/[ ,]+/).filter(Boolean).map(Number);
+const NODE_BINS = a['node-bins'].split(/[ ,]+/).filter(Boolean);
+const nodeVersionOf = (bin) => execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim();
+const WRIT_CONFIGS = [];
+for (const bin of NODE_BINS) {
+  const node = nodeVersionOf(bin);
+  for (const threads of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, threads, memo });
+}
+const writConfigLabel = ({ node, threads, memo }) =>
+  `Node ${node}, ${threads} evaluator thread${threads === 1 ? '' : 's'}, memo ${memo === 0 ? 'off' : memo}`;
 const TARGETS = a.targets.split(',');
 const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
@@ -68,6 +91,27 @@ function procCpuSeconds(pid) {
   } catch {
     return null;
   }
+}
+/** CPU seconds per thread of a process, by thread name (/proc/PID/task/TID/stat; names summed). */
+function threadCpuSeconds(pid) {
+  const out = {};
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        // The first thread is the event loop whatever its name.
+        const key = tid === String(pid) ? 'event loop' : name;
+        out[key] = (out[key] ?? 0) + (Number(f[11]) + Number(f[12])) / clkTck;
+      } catch {
+        /* thread gone */
+      }
+    }
+  } catch {
+    /* process gone */
+  }
+  return out;
 }
 function pct(sorted, p) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
@@ -112,6 +156,7 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
   else opts.body = body;
   const lat = [];
   const cpu0 = procCpuSeconds(pid);
+  const threads0 = threadCpuSeconds(pid);
   const self0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   const inst = autocannon(opts);
@@ -121,8 +166,14 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
   const r = await inst;
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu1 = procCpuSeconds(pid);
+  const threads1 = threadCpuSeconds(pid);
   const self = process.cpuUsage(self0);
   lat.sort((x, y) => x - y);
+  const threadCores = {};
+  for (const [name, s1] of Object.entries(threads1)) {
+    const d = (s1 - (threads0[name] ?? 0)) / wall;
+    if (d > 0.005) threadCores[name] = Math.round(d * 1000) / 1000;
+  }
   return {
     req_per_s: r['2xx'] / wall, // 2xx responses over the measured wall time
     req_per_s_autocannon_mean: r.requests.average,
@@ -134,16 +185,17 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
     errors: r.errors,
     timeouts: r.timeouts,
     server_cpu_cores: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / wall,
+    server_thread_cores: threadCores,
     loadgen_cpu_cores: (self.user + self.system) / 1e6 / wall,
     wall_s: wall,
   };
 }
 
-function record(target, config, connections, rep, m) {
-  const line = { target, config, connections, rep, started_at: startedAt, load_at_start: load0, ...m };
+function record(target, config, connections, rep, m, workload = '') {
+  const line = { target, config, workload, connections, rep, started_at: startedAt, load_at_start: load0, loadavg_1m: loadavg()[0], ...m };
   results.push(line);
   appendFileSync(rawFile, JSON.stringify(line) + '\n');
-  log(`  => ${target} ${config} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores` +
+  log(`  => ${target} ${config} ${workload} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores, ${((1000 * m.server_cpu_cores) / m.req_per_s).toFixed(3)} ms CPU/answer` +
     (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''));
 }
 
@@ -154,33 +206,63 @@ const envelope = {
   actor: { type: 'Agent', id: 'offboarding-agent-prod' },
   subject: { type: 'Employee', id: '7721' },
 };
-const writBody = (id) => JSON.stringify({
-  execution_id: id, phase: 'execute', envelope,
+const writBody = (id, taskId = envelope.task_id) => JSON.stringify({
+  execution_id: id, phase: 'execute', envelope: taskId === envelope.task_id ? envelope : { ...envelope, task_id: taskId },
   action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
 });
+/** The body of call i of a workload: repeated keeps every Cedar-visible input, distinct changes task_id. */
+const bodyFor = (workload, prefix) =>
+  workload === 'distinct' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`) : (i) => writBody(`${prefix}-${i}`);
 
-async function runWrit(rep, evaluatorThreads) {
+/**
+ * The bundled policies plus one that reads task_id on the benchmarked action (so the distinct workload's
+ * calls really differ to Cedar); it never matches the bench's task ids, so every call still allows.
+ */
+const BENCH_POLICY = `// bench/http.mjs: makes task_id Cedar-visible on hris/read_employee.
+@id("bench-blocked-task")
+forbid (principal, action == Action::"hris/read_employee", resource)
+when { context.task_id like "*-blocked" };
+`;
+function benchPolicyDir(dir) {
+  const out = join(dir, 'policies');
+  mkdirSync(out);
+  const src = join(root, 'policies');
+  for (const f of readdirSync(src)) if (statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(out, f));
+  writeFileSync(join(out, 'bench.cedar'), BENCH_POLICY);
+  return out;
+}
+
+async function runWrit(rep, cfg) {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-http-'));
   const config = {
-    listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: join(root, 'policies'), data_dir: join(dir, 'data'),
+    listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
-    evaluator_threads: evaluatorThreads,
+    evaluator_threads: cfg.threads,
+    decision_memo_size: cfg.memo,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   const nodeArgs = a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(cfg.bin, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitHealthy(`http://127.0.0.1:${WRIT_PORT}/healthz`, child);
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
-    const check = await fetch(`http://127.0.0.1:${WRIT_PORT}/v1/decisions`, { method: 'POST', headers, body: writBody(`check-${rep}`) });
-    const answer = await check.json();
-    if (check.status !== 200 || answer.decision !== 'allow' || answer.state !== 'invoking') throw new Error(`writ check failed: ${check.status} ${JSON.stringify(answer)}`);
+    for (const [i, task] of [[0, envelope.task_id], [1, 'BENCH-check-2']]) {
+      const check = await fetch(`http://127.0.0.1:${WRIT_PORT}/v1/decisions`, { method: 'POST', headers, body: writBody(`check-${rep}-${i}`, task) });
+      const answer = await check.json();
+      if (check.status !== 200 || answer.decision !== 'allow' || answer.state !== 'invoking') throw new Error(`writ check failed: ${check.status} ${JSON.stringify(answer)}`);
+    }
+    const blocked = await fetch(`http://127.0.0.1:${WRIT_PORT}/v1/decisions`, { method: 'POST', headers, body: writBody(`check-${rep}-blocked`, 'T-blocked') });
+    const denied = await blocked.json();
+    if (denied.decision !== 'deny') throw new Error(`writ check failed: the bench policy did not deny: ${JSON.stringify(denied)}`);
     let run = 0;
     for (const c of CONNS) {
-      const prefix = `b${rep}-${c}-${run++}`;
-      if (WARMUP > 0) await load({ url: `http://127.0.0.1:${WRIT_PORT}/v1/decisions`, headers, makeBody: (i) => writBody(`${prefix}-w${i}`), connections: c, duration: WARMUP, pid: child.pid });
-      const m = await load({ url: `http://127.0.0.1:${WRIT_PORT}/v1/decisions`, headers, makeBody: (i) => writBody(`${prefix}-${i}`), connections: c, duration: DURATION, pid: child.pid });
-      record('writ', writConfigLabel(evaluatorThreads), c, rep, m);
+      for (const workload of WORKLOADS) {
+        const prefix = `b${rep}-${c}-${run++}`;
+        const url = `http://127.0.0.1:${WRIT_PORT}/v1/decisions`;
+        if (WARMUP > 0) await load({ url, headers, makeBody: bodyFor(workload, `${prefix}w`), connections: c, duration: WARMUP, pid: child.pid });
+        const m = await load({ url, headers, makeBody: bodyFor(workload, prefix), connections: c, duration: DURATION, pid: child.pid });
+        record('writ', writConfigLabel(cfg), c, rep, m, workload);
+      }
     }
     const ready = await (await fetch(`http://127.0.0.1:${WRIT_PORT}/readyz`)).json();
     log(`  writ ledger after rep ${rep}: ${ready.ledger_size} records`);
@@ -231,74 +313,101 @@ const startedAt = RENDER_ONLY ? results[0]?.started_at ?? 'unknown' : new Date()
 const load0 = RENDER_ONLY ? results[0]?.load_at_start ?? NaN : loadavg()[0];
 for (let rep = 1; rep <= (RENDER_ONLY ? 0 : REPS); rep++) {
   log(`rep ${rep}/${REPS}`);
-  if (TARGETS.includes('writ')) for (const threads of EVALUATOR_THREADS) await runWrit(rep, threads);
+  if (TARGETS.includes('writ')) for (const cfg of WRIT_CONFIGS) await runWrit(rep, cfg);
   if (TARGETS.includes('hono')) await runFloor(rep);
   if (TARGETS.includes('cerbos')) await runCerbos(rep);
 }
 
 // ── table ──
 const groups = new Map();
+const keyOf = (t, cfg, w, c) => `${t}|${cfg}|${w}|${c}`;
 for (const r of results) {
-  const k = `${r.target}|${r.config}|${r.connections}`;
+  const k = keyOf(r.target, r.config, r.workload ?? '', r.connections);
   if (!groups.has(k)) groups.set(k, []);
   groups.get(k).push(r);
 }
 const med = (k, f) => (groups.has(k) ? median(groups.get(k).map((r) => r[f])) : NaN);
+const cpuPerAnswer = (k) => (groups.has(k) ? median(groups.get(k).map((r) => (1000 * r.server_cpu_cores) / r.req_per_s)) : NaN);
 const fmt = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '–');
+const writLabels = [...new Set(results.filter((r) => r.target === 'writ').map((r) => r.config))];
+const workloadsSeen = RENDER_ONLY ? [...new Set(results.filter((r) => r.target === 'writ').map((r) => r.workload))] : WORKLOADS;
+const connsSeen = RENDER_ONLY ? [...new Set(results.map((r) => r.connections))].sort((x, y) => x - y) : CONNS;
+const threadsNote = (k) => {
+  if (!groups.has(k)) return '';
+  const names = new Set(groups.get(k).flatMap((r) => Object.keys(r.server_thread_cores ?? {})));
+  const parts = [];
+  for (const n of names) {
+    const v = median(groups.get(k).map((r) => r.server_thread_cores?.[n] ?? 0));
+    if (v >= 0.02) parts.push([n, v]);
+  }
+  parts.sort((x, y) => y[1] - x[1]);
+  return parts.map(([n, v]) => `${n} ${fmt(v, 2)}`).join(', ');
+};
 const rows = [];
-const order = [...EVALUATOR_THREADS.map((n) => ['writ', writConfigLabel(n)]), ['cerbos', 'audit-on'], ['cerbos', 'audit-off'], ['hono floor', 'parse JSON, answer']];
-for (const c of CONNS) {
-  for (const [t, cfg] of order) {
-    const k = `${t}|${cfg}|${c}`;
+const order = [
+  ...(RENDER_ONLY ? writLabels : WRIT_CONFIGS.map(writConfigLabel)).flatMap((cfg) => workloadsSeen.map((w) => ['writ', cfg, w])),
+  ['cerbos', 'audit-on', ''], ['cerbos', 'audit-off', ''], ['hono floor', 'parse JSON, answer', ''],
+];
+for (const c of connsSeen) {
+  for (const [t, cfg, w] of order) {
+    const k = keyOf(t, cfg, w, c);
     if (!groups.has(k)) continue;
     const g = groups.get(k);
-    rows.push(`| ${t} | ${cfg} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(median(g.map((r) => (1000 * r.server_cpu_cores) / r.req_per_s)), 3)} | ${g.length} |`);
+    rows.push(`| ${t} | ${cfg} | ${w || '–'} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(cpuPerAnswer(k), 3)} | ${threadsNote(k) || '–'} | ${g.length} |`);
   }
 }
-const ratios = CONNS.map((c) => {
-  const w = `writ|${WRIT_HEADLINE}|${c}`, ce = `cerbos|audit-on|${c}`, h = `hono floor|parse JSON, answer|${c}`;
-  return `| ${c} | ${fmt(med(w, 'req_per_s') / med(ce, 'req_per_s'), 2)}× | ${fmt(med(w, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(med(w, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`;
-});
-// CPU per answer and cores kept busy, headline writ row vs Cerbos audit-on, at the largest connection count.
-const cpuNote = (() => {
-  const c = Math.max(...CONNS);
-  const w = `writ|${WRIT_HEADLINE}|${c}`, ce = `cerbos|audit-on|${c}`;
-  const perAnswer = (k) => (1000 * med(k, 'server_cpu_cores')) / med(k, 'req_per_s');
-  return `At ${c} connections writ's server spent ${fmt(perAnswer(w), 3)} ms of CPU per answer and Cerbos ${fmt(perAnswer(ce), 3)} ms ` +
-    `(${fmt(perAnswer(w) / perAnswer(ce), 2)}×); Cerbos kept ${fmt(med(ce, 'server_cpu_cores'), 2)} cores busy, writ ${fmt(med(w, 'server_cpu_cores'), 2)}: ` +
-    `writ's answers wait on its group commit (one LMDB transaction + fsync per batch) rather than on CPU.`;
-})();
+const ratios = [];
+for (const c of connsSeen) {
+  const ce = keyOf('cerbos', 'audit-on', '', c), h = keyOf('hono floor', 'parse JSON, answer', '', c);
+  for (const [, cfg, w] of order.filter(([t]) => t === 'writ')) {
+    const wk = keyOf('writ', cfg, w, c);
+    if (!groups.has(wk)) continue;
+    const perRep = groups.get(wk).map((r) => {
+      const cer = groups.get(ce)?.find((x) => x.rep === r.rep);
+      return cer ? r.req_per_s / cer.req_per_s : NaN;
+    }).filter(Number.isFinite);
+    const spread = perRep.length ? ` (${fmt(Math.min(...perRep), 2)}–${fmt(Math.max(...perRep), 2)})` : '';
+    ratios.push(`| ${c} | ${cfg} | ${w} | **${fmt(med(wk, 'req_per_s') / med(ce, 'req_per_s'), 2)}×**${spread} | ${fmt(med(wk, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(cpuPerAnswer(wk), 3)} vs ${fmt(cpuPerAnswer(ce), 3)} | ${fmt(med(wk, 'server_cpu_cores'), 2)} vs ${fmt(med(ce, 'server_cpu_cores'), 2)} | ${fmt(med(wk, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`);
+  }
+}
+const loads = results.map((r) => r.loadavg_1m).filter(Number.isFinite);
 const md = `## HTTP decisions: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
 
-Run ${startedAt}; machine: ${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}, load average at start ${load0.toFixed(1)}.
+Run ${startedAt}; machine: ${cpus().length} cores (${cpus()[0]?.model}), bench process on Node ${process.version}; load average (1 min) at start ${fmt(load0, 1)}${loads.length ? `, during the runs ${fmt(Math.min(...loads), 1)}–${fmt(Math.max(...loads), 1)}` : ''}.
 All servers on 127.0.0.1; autocannon in the bench process (it shares the 2 cores with the server).
-${REPS} repetitions, alternating writ → Hono floor → Cerbos in each; each measured run is ${DURATION} s after a ${WARMUP} s warm-up
+${RENDER_ONLY ? Math.max(...results.map((r) => r.rep)) : REPS} repetitions, alternating writ → Hono floor → Cerbos in each; each measured run is ${DURATION} s after a ${WARMUP} s warm-up
 at that connection count. Figures are medians over the repetitions (req/s range in brackets).
 req/s = 2xx responses / measured wall time; p50/p99 from every 2xx response's own time (ms); server CPU from
-/proc/PID/stat over the measured run (CPU ms / request is the cost of one answer, independent of how many cores the
-server got while other work ran).
+/proc/PID/stat over the measured run (CPU ms / answer is the cost of one answer, independent of how many cores the
+server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
 
-- **writ**: \`bin/writ serve --config\` on a fresh temp data dir per repetition (bundled \`policies/\`,
-  default \`durability: flushed\`: each answer only after its group commit is fsync'd; checkpoints every
-  1000 records). Every request: \`execute\` of \`hris/read_employee\` for \`Employee::"7721"\`, requester
-  \`User::"manager-1842"\`, actor \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow,
-  \`invoking\`, one durable decision record. Rows per \`evaluator_threads\` (Cedar on worker threads beside the
-  event loop; 0 = on the event loop); the ratios below use the first row (${WRIT_HEADLINE}).
-- **Cerbos 0.55.0**: \`../shared/peers/cerbos/run.sh cerbos\` (its own scenario, audit \`local\` backend on
-  BadgerDB; its audit-off configuration is shown for reference).
+- **writ**: \`bin/writ serve --config\` started directly with the Node binary named in the row, on a fresh temp
+  data dir per repetition, default \`durability: flushed\` (each answer only after its group commit is fsync'd;
+  checkpoints every 1000 records). Policies: the bundled \`policies/\` plus one forbid on \`hris/read_employee\`
+  that reads \`context.task_id\` with \`like\` (never matching the bench's ids). Every request: \`execute\` of
+  \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor
+  \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
+  **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
+  memo answers it). **distinct**: \`task_id\` differs on every call, so every call is a new question to Cedar.
+- **Cerbos 0.55.0**: \`../shared/peers/cerbos/run.sh cerbos\` (an external, optional peer: its own scenario,
+  one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
+  Both writ workloads are compared with the same Cerbos runs.
 - **Hono floor**: \`bench/hono-floor.mjs\` (same Hono + @hono/node-server; parses the same body, answers a small JSON).
 
-| target | config | connections | req/s (min–max) | p50 ms | p99 ms | server CPU cores | server CPU ms / request | runs |
-|---|---|---:|---:|---:|---:|---:|---:|---:|
+| target | config | workload | connections | req/s (min–max) | p50 ms | p99 ms | server CPU cores | server CPU ms / answer | cores by thread | runs |
+|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|
 ${rows.join('\n')}
 
-| connections | writ / Cerbos audit-on req/s (goal ≥ 2× at 50) | p99 ms writ vs Cerbos (goal: lower) | writ / Hono floor |
-|---:|---:|---|---:|
+Threads: "event loop" is the main thread (HTTP, admission, memo, ledger records, LMDB commit calls); the
+evaluator thread (Cedar) is named \`node\` on Node 20 and \`WorkerThread\` on Node 24; \`V8Worker\` = V8's GC and
+compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
+
+| connections | writ configuration | workload | writ / Cerbos audit-on req/s (per-rep range) | p99 ms writ vs Cerbos | CPU ms / answer writ vs Cerbos | cores busy writ vs Cerbos | writ / Hono floor |
+|---:|---|---|---:|---|---|---|---:|
 ${ratios.join('\n')}
 
-${cpuNote}
-
-Reproduce: \`npm run build && node bench/http.mjs\` (≈ ${Math.round((REPS * ((TARGETS.length + EVALUATOR_THREADS.length - 1) * CONNS.length * (DURATION + WARMUP) + 40)) / 60)} min; raw lines in \`bench/tmp/http-raw.jsonl\`).
+Reproduce: \`npm run build && node bench/http.mjs\` (Cerbos needs the external peer at \`../shared/peers/cerbos\`; without it
+run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/http-raw.jsonl\`).
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'http.md'), md);
 process.stdout.write(md);

@@ -45,6 +45,11 @@ export interface WritConfig {
    * core beyond the first, at most 4 — the event loop itself keeps a core busy under load.
    */
   evaluator_threads: number;
+  /**
+   * Decisions remembered by exact Cedar-visible input (src/policy/memo.ts), least recently used out;
+   * 0 disables. Emptied on a policy reload and on any entity change.
+   */
+  decision_memo_size: number;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -62,6 +67,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   clock_file: null,
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
+  decision_memo_size: 4096,
 };
 
 export interface ConfigOverrides {
@@ -138,6 +144,9 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   }
   if (!Number.isInteger(config.evaluator_threads) || config.evaluator_threads < 0 || config.evaluator_threads > 64) {
     fail('evaluator_threads must be an integer from 0 to 64');
+  }
+  if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
+    fail('decision_memo_size must be an integer from 0 to 1000000');
   }
   const devTokens = file.tokens === undefined;
   config.tokens = devTokens ? [] : checkTokens(file.tokens);

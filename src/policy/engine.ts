@@ -18,6 +18,7 @@ import { type Uid, uidKey } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
+import { DecisionMemo, memoKeyText } from './memo.js';
 import { attributeReadsOf, contextReadsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
@@ -261,14 +262,17 @@ export class PolicyEngine {
   private readonly plansByAction = new Map<string, ActionPlan>();
   /** One plan per distinct kept-policy set, so actions that keep the same policies share a preparse. */
   private readonly plansByPolicies = new Map<string, ActionPlan>();
+  /** Exact-input answers (memo.ts); undefined when disabled (the default, and in evaluator threads). */
+  readonly memo: DecisionMemo | undefined;
 
   /**
    * `narrowRequests: false` hands Cedar the whole policy set and context on every call — the
    * reference behaviour the narrowing is tested against, and a switch for anyone debugging it.
    */
-  constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean } = {}) {
+  constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean; memoSize?: number } = {}) {
     this.bundle = bundle;
     this.narrowRequests = options.narrowRequests ?? true;
+    this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!) : undefined;
     this.policyVersion = bundle.policyVersion;
     this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
@@ -403,10 +407,35 @@ export class PolicyEngine {
     return setId;
   }
 
+  /**
+   * The memo key of a decision (memo.ts): everything decideOrThrow's evaluations read — the kept set,
+   * principal, action, resource, the narrowed context (`now` with it when a kept policy reads it), the
+   * approvals in evaluation order with their approvers (approval_used names one), the slice's roots and
+   * the entities_version the slice is cut from. Undefined when the memo is off or the input cannot be
+   * keyed exactly; throws where decideOrThrow would (a malformed envelope).
+   */
+  memoKeyOf(input: DecisionInput): string | undefined {
+    if (this.memo === undefined) return undefined;
+    const plan = this.planFor(`${input.server}/${input.tool}`);
+    const approvals: unknown[] = [];
+    for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
+    return memoKeyText([
+      plan.setId, input.actor, input.server, input.tool, input.subject, requesterOf(input.envelope),
+      narrowed(buildCedarContext(input), plan.contextKeys), approvals, input.entities.version,
+    ]);
+  }
+
   /** Never throws for evaluation problems: every failure is a deny with `errors` (fail closed). */
   decide(input: DecisionInput): DecisionOutcome {
     try {
-      return this.decideOrThrow(input);
+      const key = this.memoKeyOf(input);
+      if (key === undefined) return this.decideOrThrow(input);
+      const version = input.entities.version;
+      const hit = this.memo!.get(key, version);
+      if (hit !== undefined) return hit;
+      const outcome = this.decideOrThrow(input);
+      this.memo!.set(key, version, outcome);
+      return outcome;
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };

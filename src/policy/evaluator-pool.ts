@@ -82,6 +82,9 @@ export class EvaluatorPool {
 
   /** Makes `engine` (built from `bundle`) available to the threads; call before deciding with it. */
   register(engine: PolicyEngine, bundle: PolicyBundle): void {
+    // A reload: new decisions use the new engine, so the older engines' memos are dropped now rather
+    // than held until those engines age out.
+    for (const { engine: older } of this.engines.values()) older.memo?.clear();
     this.engines.set(engine.engineId, { engine, bundle });
     // The newest few only (decisions still in flight during a reload may name the previous ones);
     // threads drop exactly what the pool drops, so a thread holds every engine the pool sends to it.
@@ -100,13 +103,28 @@ export class EvaluatorPool {
     const thread = this.leastBusy();
     if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
     let entities: EntityJson[];
+    let memoKey: string | undefined;
+    const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
+      // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
+      // without crossing to a thread at all.
+      memoKey = engine.memoKeyOf(input);
+      if (memoKey !== undefined) {
+        const hit = engine.memo!.get(memoKey, entitiesVersion);
+        if (hit !== undefined) return hit;
+      }
       entities = entitySlice(input.entities, entityRootsOf(input));
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
     const { entities: _source, ...portable } = input;
-    return this.dispatch(thread, engine, () => engine.decide(input), { input: portable, entities });
+    const answer = this.dispatch(thread, engine, () => engine.decide(input), { input: portable, entities });
+    if (memoKey === undefined) return answer;
+    const key = memoKey;
+    return answer.then((outcome) => {
+      engine.memo!.set(key, entitiesVersion, outcome);
+      return outcome;
+    });
   }
 
   /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */

@@ -93,7 +93,7 @@ export class Sidecar {
     bundle: PolicyBundle,
   ) {
     this.bundle = bundle;
-    this.engine = new PolicyEngine(bundle);
+    this.engine = new PolicyEngine(bundle, { memoSize: config.decision_memo_size });
     this.evaluator = new EvaluatorPool(config.evaluator_threads);
     this.evaluator.register(this.engine, bundle);
     this.entities = new EntityStore(store);
@@ -163,7 +163,7 @@ export class Sidecar {
     if (probe !== this.bundle.policyVersion && probe !== this.lastRejectedVersion) {
       try {
         const bundle = loadPolicyDir(this.config.policy_dir);
-        const engine = new PolicyEngine(bundle);
+        const engine = new PolicyEngine(bundle, { memoSize: this.config.decision_memo_size });
         await this.recordPolicyLoad(bundle, 'loaded');
         this.evaluator.register(engine, bundle);
         this.bundle = bundle;

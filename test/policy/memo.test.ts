@@ -1,0 +1,244 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { PolicyEngine, type DecisionInput, type DecisionOutcome, type ValidApproval } from '../../src/policy/engine.js';
+import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
+import { type EntityJson, type EntitySource, entitiesVersionOf } from '../../src/policy/entities.js';
+import { DecisionMemo, MAX_KEY_CHARS, memoKeyText } from '../../src/policy/memo.js';
+import { loadPolicyDir } from '../../src/policy/load.js';
+import { uidKey } from '../../src/util/uid.js';
+import { tempPolicyDir } from './helpers.js';
+
+// Policies that read every kind of input the memo key must capture: entity attributes and parents,
+// `now` against another datetime, a `like` on task_id, arguments, the approver, a scope-less policy
+// kept for every action, one that errors, and a @requires_approval forbid.
+const POLICIES = `
+@id("read") permit (principal is Agent, action == Action::"s/read", resource)
+when { principal.trusted && (context.requester in Role::"manager" || context.requester in Role::"hr") };
+@id("task-blocked") forbid (principal, action == Action::"s/read", resource) when { context.task_id like "*-X*" };
+@id("write") permit (principal is Agent, action == Action::"s/write", resource)
+when { principal.trusted && context.arguments has n && context.arguments.n < resource.limit };
+@id("not-before") forbid (principal, action == Action::"s/write", resource)
+when { context.phase == "execute" && context has execute_after && context.now < context.execute_after };
+@id("needs-hr") @requires_approval("Role::\\"hr\\"") forbid (principal, action == Action::"s/write", resource)
+unless { context has approver && context.approver in Role::"hr" };
+@id("open-propose") permit (principal, action, resource) when { context.phase == "propose" && resource.open };
+@id("err") forbid (principal, action == Action::"s/err", resource) when { resource.no_such_attribute };
+@id("late") forbid (principal, action == Action::"s/late", resource) when { context.now > datetime("2026-08-24T12:00:00Z") };
+`;
+
+const { dir, cleanup } = tempPolicyDir({ 'p.cedar': POLICIES });
+const bundle = loadPolicyDir(dir);
+cleanup();
+
+const uid = (type: string, id: string) => ({ type, id });
+
+/** A mutable trusted store: every change moves `version`, as the sidecar's EntityStore does. */
+class MutableEntities implements EntitySource {
+  private byKey = new Map<string, EntityJson>();
+  version = '';
+  constructor(entities: EntityJson[]) {
+    for (const e of entities) this.byKey.set(uidKey(e.uid), e);
+    this.version = entitiesVersionOf([...this.byKey.values()]);
+  }
+  get(key: string): EntityJson | undefined {
+    return this.byKey.get(key);
+  }
+  put(e: EntityJson): void {
+    this.byKey.set(uidKey(e.uid), e);
+    this.version = entitiesVersionOf([...this.byKey.values()]);
+  }
+}
+
+function seedEntities(): EntityJson[] {
+  return [
+    { uid: uid('Role', 'hr'), attrs: {}, parents: [] },
+    { uid: uid('Role', 'legal'), attrs: {}, parents: [] },
+    { uid: uid('Role', 'manager'), attrs: {}, parents: [] },
+    { uid: uid('User', 'alice'), attrs: {}, parents: [uid('Role', 'hr')] },
+    { uid: uid('User', 'bob'), attrs: {}, parents: [uid('Role', 'legal')] },
+    { uid: uid('User', 'mgr'), attrs: {}, parents: [uid('Role', 'manager')] },
+    { uid: uid('User', 'req'), attrs: {}, parents: [] },
+    { uid: uid('Agent', 'a1'), attrs: { trusted: true }, parents: [] },
+    { uid: uid('Agent', 'a2'), attrs: { trusted: false }, parents: [] },
+    { uid: uid('Doc', 'd1'), attrs: { limit: 3, open: false }, parents: [] },
+    { uid: uid('Doc', 'd2'), attrs: { limit: 10, open: true }, parents: [] },
+  ];
+}
+
+const NOWS = ['2026-08-24T08:00:00Z', '2026-08-24T10:00:00.5Z', '2026-08-24T16:00:00Z'];
+const approvalArb = fc.record({
+  approval_id: fc.constantFrom('ap-1', 'ap-2', 'ap-3'),
+  approver: fc.constantFrom(uid('User', 'alice'), uid('User', 'bob'), uid('User', 'ghost')),
+  approved_at: fc.constantFrom('2026-08-24T07:00:00Z', '2026-08-24T07:00:00+01:00'),
+  expires_at: fc.constantFrom('2026-08-25T00:00:00Z'),
+}) as fc.Arbitrary<ValidApproval>;
+
+/** A request drawn from small domains, so that sequences repeat inputs and also nearly repeat them. */
+const requestArb = fc.record({
+  actor: fc.constantFrom('a1', 'a2', 'nobody'),
+  action: fc.constantFrom('s/read', 's/write', 's/err', 's/late', 's/other'),
+  subject: fc.constantFrom('d1', 'd2'),
+  requester: fc.constantFrom('req', 'mgr', 'alice'),
+  task_id: fc.constantFrom('T-1', 'T-X', 'T-2', 'A-X9'),
+  purpose: fc.constantFrom('p', 'q'),
+  phase: fc.constantFrom('propose', 'execute'),
+  now: fc.constantFrom(...NOWS),
+  execute_after: fc.option(fc.constantFrom('2026-08-24T09:00:00Z', '2026-08-24T17:00:00+07:00'), { nil: undefined }),
+  args: fc.constantFrom<unknown>({ n: 1 }, { n: 5 }, {}, { n: 1, extra: 'x' }, { n: '1' }),
+  approvals: fc.array(approvalArb, { maxLength: 2 }),
+  binding: fc.constantFrom('b1', 'b2'),
+});
+
+/** Entity changes between decisions: trust, limits, openness and role membership move. */
+const changeArb = fc.oneof(
+  fc.record({ kind: fc.constant('trust' as const), id: fc.constantFrom('a1', 'a2'), value: fc.boolean() }),
+  fc.record({ kind: fc.constant('limit' as const), id: fc.constantFrom('d1', 'd2'), value: fc.integer({ min: 0, max: 12 }) }),
+  fc.record({ kind: fc.constant('open' as const), id: fc.constantFrom('d1', 'd2'), value: fc.boolean() }),
+  fc.record({ kind: fc.constant('role' as const), id: fc.constantFrom('alice', 'bob', 'req'), value: fc.constantFrom('hr', 'legal', 'manager') }),
+);
+
+type Req = typeof requestArb extends fc.Arbitrary<infer T> ? T : never;
+const FIELDS = ['actor', 'action', 'subject', 'requester', 'task_id', 'purpose', 'phase', 'now', 'execute_after', 'args', 'approvals', 'binding'] as const;
+
+/**
+ * A decision step asks one of a few base requests again — as is (a repeat) or with one field drawn
+ * afresh (a near repeat: the memo must tell it apart exactly when Cedar could) — or the entities change.
+ */
+const stepArb = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...FIELDS), requestArb), { freq: 2, nil: undefined }) })
+      .map((d) => ({ type: 'decide' as const, ...d })),
+  },
+  { weight: 1, arbitrary: changeArb.map((c) => ({ type: 'change' as const, c })) },
+);
+type Step = typeof stepArb extends fc.Arbitrary<infer T> ? T : never;
+
+function requestOf(bases: Req[], step: Extract<Step, { type: 'decide' }>): Req {
+  const base = bases[step.base % bases.length]!;
+  if (step.tweak === undefined) return base;
+  const [field, other] = step.tweak;
+  return { ...base, [field]: other[field] };
+}
+type Change = typeof changeArb extends fc.Arbitrary<infer T> ? T : never;
+
+function toInput(r: Req, entities: EntitySource): DecisionInput {
+  const [server, tool] = r.action.split('/') as [string, string];
+  const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', r.requester) };
+  if (r.execute_after !== undefined) envelope['execute_after'] = r.execute_after;
+  return {
+    actor: uid('Agent', r.actor), server, tool, subject: uid('Doc', r.subject), envelope, phase: r.phase as 'propose' | 'execute',
+    binding: r.binding, cedarArguments: r.args as DecisionInput['cedarArguments'], now: new Date(r.now),
+    approvals: r.approvals, entities,
+  };
+}
+
+function apply(entities: MutableEntities, c: Change): void {
+  const key = c.kind === 'trust' ? uidKey(uid('Agent', c.id)) : c.kind === 'role' ? uidKey(uid('User', c.id)) : uidKey(uid('Doc', c.id));
+  const current = entities.get(key)!;
+  if (c.kind === 'trust') entities.put({ ...current, attrs: { ...current.attrs, trusted: c.value } });
+  else if (c.kind === 'limit') entities.put({ ...current, attrs: { ...current.attrs, limit: c.value } });
+  else if (c.kind === 'open') entities.put({ ...current, attrs: { ...current.attrs, open: c.value } });
+  else entities.put({ ...current, parents: [uid('Role', c.value)] });
+}
+
+test('the memoized engine answers exactly as the uncached engine (decision, reasons, errors, obligations, approval_used)', () => {
+  let hits = 0;
+  let decisions = 0;
+  fc.assert(
+    fc.property(fc.array(requestArb, { minLength: 1, maxLength: 4 }), fc.array(stepArb, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
+      const uncached = new PolicyEngine(bundle);
+      const memoized = new PolicyEngine(bundle, { memoSize });
+      const entities = new MutableEntities(seedEntities());
+      for (const step of steps) {
+        if (step.type === 'change') {
+          apply(entities, step.c);
+          continue;
+        }
+        const input = toInput(requestOf(bases, step), entities);
+        const before = memoized.memo!.hits;
+        const got = memoized.decide(input);
+        assert.deepStrictEqual(got, uncached.decide(input));
+        // What the memo served cannot be altered by the caller that received it.
+        got.reasons.push('mutated');
+        got.errors.push({ message: 'mutated' });
+        hits += memoized.memo!.hits - before;
+        decisions++;
+      }
+    }),
+    { seed: 0x5eed14, numRuns: 150 },
+  );
+  // Not vacuous: a good share of the decisions were answered from the memo.
+  assert.ok(hits > decisions / 5, `memo hits ${hits} of ${decisions}`);
+});
+
+test('decisions answered through the evaluator pool with the memo equal the uncached engine', async () => {
+  const uncached = new PolicyEngine(bundle);
+  const memoized = new PolicyEngine(bundle, { memoSize: 64 });
+  const pool = new EvaluatorPool(1);
+  pool.register(memoized, bundle);
+  try {
+    const bases = fc.sample(requestArb, { seed: 41, numRuns: 4 });
+    const samples = fc.sample(stepArb, { seed: 14, numRuns: 400 });
+    const entities = new MutableEntities(seedEntities());
+    for (const step of samples) {
+      if (step.type === 'change') {
+        apply(entities, step.c);
+        continue;
+      }
+      const input = toInput(requestOf(bases, step), entities);
+      const expected = uncached.decide(input);
+      // Several in flight at once, as under load: the same question asked twice before either answer.
+      const [a, b] = await Promise.all([pool.decide(memoized, input), pool.decide(memoized, input)]);
+      assert.deepStrictEqual(a, expected);
+      assert.deepStrictEqual(b, expected);
+      assert.deepStrictEqual(await pool.decide(memoized, input), expected);
+    }
+    assert.ok(memoized.memo!.hits > 100, `pool memo hits ${memoized.memo!.hits}`);
+    // A reload registers a new engine: the old one's memo is dropped.
+    assert.ok(memoized.memo!.size > 0);
+    const reloaded = new PolicyEngine(bundle, { memoSize: 64 });
+    pool.register(reloaded, bundle);
+    assert.equal(memoized.memo!.size, 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the memo key changes with now exactly when a kept policy reads now', () => {
+  const engine = new PolicyEngine(bundle, { memoSize: 8 });
+  const entities = new MutableEntities(seedEntities());
+  const base = { actor: 'a1', subject: 'd1', requester: 'mgr', task_id: 'T-1', purpose: 'p', phase: 'execute', execute_after: undefined, args: { n: 1 }, approvals: [], binding: 'b1' };
+  const at = (action: string, now: string) => engine.memoKeyOf(toInput({ ...base, action, now } as Req, entities));
+  assert.equal(at('s/read', NOWS[0]!), at('s/read', NOWS[1]!)); // no kept policy reads now
+  assert.notEqual(at('s/late', NOWS[0]!), at('s/late', NOWS[1]!));
+  assert.notEqual(at('s/write', NOWS[0]!), at('s/write', NOWS[1]!)); // not-before reads now
+});
+
+test('memo: bounded least-recently-used, emptied when the entities version moves, disabled at 0', () => {
+  const outcome = (d: DecisionOutcome['decision']): DecisionOutcome => ({ decision: d, reasons: ['r'], errors: [], obligations: [] });
+  const memo = new DecisionMemo(2);
+  assert.equal(memo.get('a', 'v1'), undefined);
+  memo.set('a', 'v1', outcome('allow'));
+  memo.set('b', 'v1', outcome('deny'));
+  assert.equal(memo.get('a', 'v1')?.decision, 'allow'); // a is now the most recent
+  memo.set('c', 'v1', outcome('deny'));
+  assert.equal(memo.get('b', 'v1'), undefined); // b was least recently used
+  assert.equal(memo.get('a', 'v1')?.decision, 'allow');
+  assert.equal(memo.get('a', 'v2'), undefined); // any entity change empties it
+  assert.equal(memo.size, 0);
+  memo.set('late', 'v1', outcome('allow')); // an answer decided under the old entities is not kept
+  assert.equal(memo.size, 0);
+  assert.equal(new PolicyEngine(bundle).memo, undefined);
+  assert.equal(new PolicyEngine(bundle, { memoSize: 0 }).memo, undefined);
+});
+
+test('memo keys: exact JSON values only, bounded length', () => {
+  assert.equal(memoKeyText({ a: [1, 'x', true, null] }), '{"a":[1,"x",true,null]}');
+  assert.notEqual(memoKeyText({ a: 1 }), memoKeyText({ a: '1' }));
+  assert.notEqual(memoKeyText(['a,b']), memoKeyText(['a', 'b']));
+  for (const bad of [undefined, NaN, Infinity, -0, new Date(0), 1n, { a: undefined }, [, 1]]) assert.equal(memoKeyText([bad]), undefined);
+  assert.equal(memoKeyText('x'.repeat(MAX_KEY_CHARS)), undefined);
+  assert.ok(memoKeyText('x'.repeat(MAX_KEY_CHARS - 10)) !== undefined);
+});
