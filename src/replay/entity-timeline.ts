@@ -106,8 +106,20 @@ export class EntityTimeline {
     return undefined;
   }
 
-  /** The current entities (tests and diagnostics). */
-  entities(): EntityJson[] {
-    return [...this.current.values()];
+  /**
+   * Every entity of the store as it was at `version` (tests and diagnostics: its entitiesVersionOf
+   * must be `version`). Undefined when `at(version)` is.
+   */
+  entitiesAt(version: string): EntityJson[] | undefined {
+    const source = this.at(version);
+    if (source === undefined) return undefined;
+    const keys = new Set(this.current.keys());
+    for (const entry of this.undo) keys.add(entry.key);
+    const out: EntityJson[] = [];
+    for (const key of keys) {
+      const entity = source.get(key);
+      if (entity !== undefined) out.push(entity);
+    }
+    return out;
   }
 }

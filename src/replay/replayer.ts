@@ -26,6 +26,8 @@ export interface ReplayCounts {
   changed: number;
   /** AuthZEN decisions this build could not re-decide (see authzen.ts). */
   authzenSkipped: number;
+  /** Decisions recorded after an entity change they had not seen (group commit): replayed before it. */
+  earlierEntities: number;
   /** Decisions whose recorded entities_version was not reachable; replayed against the latest store. */
   inexactEntities: number;
   /** The seq of the first such decision. */
@@ -33,7 +35,7 @@ export interface ReplayCounts {
 }
 
 export class Replayer {
-  readonly counts: ReplayCounts = { replayed: 0, changed: 0, authzenSkipped: 0, inexactEntities: 0 };
+  readonly counts: ReplayCounts = { replayed: 0, changed: 0, authzenSkipped: 0, earlierEntities: 0, inexactEntities: 0 };
   private readonly entities: EntityTimeline;
   private readonly executions: SupersededExecutions;
 
@@ -82,7 +84,10 @@ export class Replayer {
   private entitiesFor(record: Record<string, unknown>) {
     const version = record.entities_version;
     const source = typeof version === 'string' ? this.entities.at(version) : undefined;
-    if (source !== undefined) return source;
+    if (source !== undefined) {
+      if (version !== this.entities.version) this.counts.earlierEntities++;
+      return source;
+    }
     this.counts.inexactEntities++;
     this.counts.firstInexactSeq ??= record.seq as number;
     return this.entities.at(this.entities.version)!;
