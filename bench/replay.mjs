@@ -188,11 +188,13 @@ function bareCedar(exportPath, limit) {
   const store = new Map();
   const source = { get: (k) => store.get(k), version: '' };
   const calls = [];
+  let writCalls = 0;
   for (const line of readFileSync(exportPath, 'utf8').split('\n')) {
     if (calls.length >= limit || line === '') break;
     const r = JSON.parse(line);
     if (r.kind === 'entity') store.set(uidKey(r.uid), { uid: r.uid, attrs: r.attrs, parents: r.parents });
     if (r.kind !== 'decision') continue;
+    writCalls += cedarCallsOf(r);
     const bound = bindCall(r.server, r.tool, r.arguments);
     const input = {
       actor: r.actor, server: r.server, tool: r.tool, subject: r.envelope.subject, envelope: r.envelope, phase: r.phase, binding: r.binding,
@@ -210,7 +212,19 @@ function bareCedar(exportPath, limit) {
     if (a.type === 'success' && a.response.decision === 'allow') allowed++;
   }
   const seconds = Number(process.hrtime.bigint() - t) / 1e9;
-  return { n: calls.length, seconds, allowed };
+  return { n: calls.length, seconds, allowed, writCallsPerDecision: writCalls / calls.length };
+}
+
+/**
+ * How many Cedar calls the engine made for a recorded decision (src/policy/engine.ts decide): one per
+ * valid approval, earliest first, until one allows; else the base evaluation, and the
+ * approval_required re-check when every determining policy carries @requires_approval.
+ */
+function cedarCallsOf(r) {
+  const valid = r.approvals.filter((a) => a.valid).sort((a, b) => Date.parse(a.approved_at) - Date.parse(b.approved_at) || (a.approval_id < b.approval_id ? -1 : 1));
+  if (r.approval_used !== undefined) return valid.findIndex((a) => a.approval_id === r.approval_used) + 1;
+  const recheck = r.errors.length === 0 && r.reasons.length > 0 && r.decision !== 'allow' && r.reasons.every((id) => bundle.info.get(id)?.requiresApproval !== undefined);
+  return valid.length + 1 + (recheck ? 1 : 0);
 }
 
 const exportPath = exportFor(RECORDS);
@@ -252,7 +266,9 @@ execute with 0–2 approvals, hris/read_employee) and outcomes. Replay with the 
 | \`writ policy replay --no-verify\` on a quarter-size export (${fmt(Math.round(RECORDS / 4))} records) | ${quarter.seconds.toFixed(2)} s | ${fmt(rate(summaryOf(quarter.stdout).replayed, quarter.seconds))} | ${rss(quarter)} |
 | bare cedar-wasm \`statefulIsAuthorized\`, whole set, one call per decision, inputs prebuilt (${fmt(bare.n)} decisions, in process) | ${bare.seconds.toFixed(2)} s | ${fmt(bareRate)} | |
 
-Replay runs at ${(rate(decisions, noVerify.seconds) / bareRate).toFixed(2)}× the bare cedar-wasm rate without verification. The bare figure
+Replay runs at ${(rate(decisions, noVerify.seconds) / bareRate).toFixed(2)}× the bare cedar-wasm rate without verification, making
+${bare.writCallsPerDecision.toFixed(2)} Cedar calls per decision on this workload (counted from each recorded outcome): per Cedar call,
+${((rate(decisions, noVerify.seconds) * bare.writCallsPerDecision) / bareRate).toFixed(2)}× the bare rate. The bare figure
 counts only the Cedar calls (its inputs are built beforehand and it makes one call per decision); replay's
 figure includes Node start-up, reading and parsing every line, rebuilding the entity store, re-admitting
 the stored arguments, and writ's 1–3 Cedar calls per decision (one per valid approval, the base
