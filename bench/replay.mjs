@@ -174,6 +174,31 @@ function spawnSyncCapture(cmd) {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * The replay core in a child with --expose-gc: the JS heap after a full GC every 5,000 records. Flat
+ * means what replay keeps does not grow with the export (RSS also holds V8's and wasm's reserves).
+ */
+const HEAP_PROBE = `
+import { PolicyEngine } from '${path.join(root, 'dist/src/policy/engine.js')}';
+import { loadPolicyDir } from '${path.join(root, 'dist/src/policy/load.js')}';
+import { Replayer } from '${path.join(root, 'dist/src/replay/replayer.js')}';
+import { forEachLine } from '${path.join(root, 'dist/src/replay/lines.js')}';
+const replayer = new Replayer(new PolicyEngine(loadPolicyDir(process.argv[1])));
+let n = 0;
+const heap = [];
+await forEachLine(process.argv[2], (buf, start, end) => {
+  replayer.push(JSON.parse(buf.toString('utf8', start, end)));
+  if (++n % 5000 === 0) { globalThis.gc(); heap.push([n, process.memoryUsage().heapUsed]); }
+});
+process.stdout.write(JSON.stringify(heap));
+`;
+
+function heapProbe(exportPath) {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--no-turbo-inline-js-wasm-calls', '--input-type=module', '-e', HEAP_PROBE, POLICIES, exportPath], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`heap probe failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
 function summaryOf(stdout) {
   const m = /(\d+) replayed, (\d+) changed\s*$/.exec(stdout);
   if (!m) throw new Error(`no summary in: ${stdout.slice(-500)}`);
@@ -242,6 +267,8 @@ if (summaryOf(verified.stdout).changed !== 0) throw new Error('changed with veri
 console.error(`replay (verified): ${verified.seconds.toFixed(2)} s`);
 const quarter = timeReplayWithRss([quarterPath, '--no-verify']);
 console.error(`replay quarter: ${quarter.seconds.toFixed(2)} s`);
+const heap = heapProbe(exportPath);
+console.error(`heap probe: ${heap.map(([n, b]) => `${n}: ${(b / 1e6).toFixed(1)} MB`).join(', ')}`);
 const bare = bareCedar(exportPath, Math.min(BASELINE_N, decisions));
 console.error(`bare cedar-wasm: ${bare.n} calls in ${bare.seconds.toFixed(2)} s`);
 const LOAD_AT_END = os.loadavg()[0].toFixed(1);
@@ -273,7 +300,12 @@ counts only the Cedar calls (its inputs are built beforehand and it makes one ca
 figure includes Node start-up, reading and parsing every line, rebuilding the entity store, re-admitting
 the stored arguments, and writ's 1–3 Cedar calls per decision (one per valid approval, the base
 evaluation, the approval_required re-check) on the narrowed policy set, context and entity attributes
-the live sidecar uses. Peak RSS at full and quarter size shows memory does not grow with the export.
+the live sidecar uses.
+
+Memory: the JS heap after a full GC, sampled every 5,000 records of the full export while the replay
+core runs (a separate child with \`--expose-gc\`): ${heap.map(([n, b]) => `${fmt(n)}: ${(b / 1e6).toFixed(1)} MB`).join('; ')} —
+flat, because replay keeps only the entity store, the last 4,096 entity changes, the superseded
+executions, and one line at a time. Peak RSS (above) adds V8's and the Cedar wasm module's reserves.
 `;
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'replay.md'), md);
