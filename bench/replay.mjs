@@ -19,7 +19,7 @@
 // decisions. writ makes 1 to 3 Cedar calls per decision (one per valid approval, the base evaluation,
 // the approval_required re-check); the baseline makes one.
 //
-// Run: npx tsc -p . && node bench/replay.mjs [--records N]   (default 200000)
+// Run: npx tsc -p . && node bench/replay.mjs [--records N]   (default 50000)
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
@@ -32,14 +32,17 @@ import { bindCall, envelopeDigest } from '../dist/src/binding/index.js';
 import { loadPolicyDir } from '../dist/src/policy/load.js';
 import { PolicyEngine, buildCedarContext, entityRootsOf } from '../dist/src/policy/engine.js';
 import { entitiesVersionOf, entitySlice } from '../dist/src/policy/entities.js';
+import { Replayer } from '../dist/src/replay/replayer.js';
 import { uidKey } from '../dist/src/util/uid.js';
 import { jcs } from '../dist/src/util/canonical.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
-const { values } = parseArgs({ options: { records: { type: 'string', default: '200000' } } });
+const { values } = parseArgs({ options: { records: { type: 'string', default: '50000' } } });
 const RECORDS = Number(values.records);
 const BASELINE_N = 50_000;
+const INTERLEAVED_N = 5_000;
+const ROUNDS = 5;
 const POLICIES = path.join(root, 'policies');
 const tmpDir = path.join(here, 'tmp');
 const LOAD_AT_START = os.loadavg()[0].toFixed(1);
@@ -230,15 +233,56 @@ function bareCedar(exportPath, limit) {
       context: buildCedarContext(input), entities: entitySlice(source, entityRootsOf(input)), preparsedPolicySetId: setId,
     });
   }
+  const seconds = timeBare(calls);
+  return { n: calls.length, seconds, calls, writCallsPerDecision: writCalls / calls.length };
+}
+
+function timeBare(calls) {
   const t = process.hrtime.bigint();
-  let allowed = 0;
   for (const call of calls) {
     const a = cedar.statefulIsAuthorized(call);
-    if (a.type === 'success' && a.response.decision === 'allow') allowed++;
+    if (a.type !== 'success') throw new Error('bare cedar call failed');
   }
-  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
-  return { n: calls.length, seconds, allowed, writCallsPerDecision: writCalls / calls.length };
+  return Number(process.hrtime.bigint() - t) / 1e9;
 }
+
+/** The replay core alone (parse each line, rebuild state, re-decide) over lines held in memory. */
+function timeReplayCore(lines) {
+  const t = process.hrtime.bigint();
+  const replayer = new Replayer(engine);
+  for (const line of lines) replayer.push(JSON.parse(line));
+  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
+  if (replayer.counts.changed !== 0) throw new Error('replay core: changed');
+  return { seconds, decisions: replayer.counts.replayed };
+}
+
+/**
+ * The fairest comparison on a shared machine: in one process, rounds of the replay core and of the
+ * bare calls alternate over the same first decisions, so both see the same load; medians of ROUNDS.
+ */
+function interleaved(exportPath, bareCalls) {
+  const lines = [];
+  let decisionsSeen = 0;
+  for (const line of readFileSync(exportPath, 'utf8').split('\n')) {
+    if (line === '') continue;
+    if (line.includes('"kind":"decision"')) {
+      if (decisionsSeen === INTERLEAVED_N) break;
+      decisionsSeen++;
+    }
+    lines.push(line);
+  }
+  const calls = bareCalls.slice(0, decisionsSeen);
+  const replayRates = [];
+  const bareRates = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const core = timeReplayCore(lines);
+    replayRates.push(core.decisions / core.seconds);
+    bareRates.push(calls.length / timeBare(calls));
+  }
+  return { n: decisionsSeen, replay: median(replayRates), bare: median(bareRates), replayRates, bareRates };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * How many Cedar calls the engine made for a recorded decision (src/policy/engine.ts decide): one per
@@ -271,6 +315,8 @@ const heap = heapProbe(exportPath);
 console.error(`heap probe: ${heap.map(([n, b]) => `${n}: ${(b / 1e6).toFixed(1)} MB`).join(', ')}`);
 const bare = bareCedar(exportPath, Math.min(BASELINE_N, decisions));
 console.error(`bare cedar-wasm: ${bare.n} calls in ${bare.seconds.toFixed(2)} s`);
+const inter = interleaved(exportPath, bare.calls);
+console.error(`interleaved: replay core ${inter.replayRates.map(Math.round).join(', ')}; bare ${inter.bareRates.map(Math.round).join(', ')}`);
 const LOAD_AT_END = os.loadavg()[0].toFixed(1);
 
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
@@ -293,7 +339,13 @@ execute with 0–2 approvals, hris/read_employee) and outcomes. Replay with the 
 | \`writ policy replay --no-verify\` on a quarter-size export (${fmt(Math.round(RECORDS / 4))} records) | ${quarter.seconds.toFixed(2)} s | ${fmt(rate(summaryOf(quarter.stdout).replayed, quarter.seconds))} | ${rss(quarter)} |
 | bare cedar-wasm \`statefulIsAuthorized\`, whole set, one call per decision, inputs prebuilt (${fmt(bare.n)} decisions, in process) | ${bare.seconds.toFixed(2)} s | ${fmt(bareRate)} | |
 
-Replay runs at ${(rate(decisions, noVerify.seconds) / bareRate).toFixed(2)}× the bare cedar-wasm rate without verification, making
+**Interleaved, in one process** (the comparison the machine's varying load disturbs least): ${ROUNDS} alternating rounds over the
+first ${fmt(inter.n)} decisions (with the records between them) — the replay core (parse each line, rebuild the entities,
+re-admit the arguments, re-decide) at a median **${fmt(inter.replay)} decisions/s**, bare cedar-wasm at ${fmt(inter.bare)}/s:
+**${(inter.replay / inter.bare).toFixed(2)}×** (rounds: replay ${inter.replayRates.map(fmt).join(', ')}; bare ${inter.bareRates.map(fmt).join(', ')}); with ${bare.writCallsPerDecision.toFixed(2)} Cedar
+calls per replayed decision, **${((inter.replay * bare.writCallsPerDecision) / inter.bare).toFixed(2)}× the bare rate per Cedar call**.
+
+End to end, the CLI runs at ${(rate(decisions, noVerify.seconds) / bareRate).toFixed(2)}× the bare rate measured after it without verification, making
 ${bare.writCallsPerDecision.toFixed(2)} Cedar calls per decision on this workload (counted from each recorded outcome): per Cedar call,
 ${((rate(decisions, noVerify.seconds) * bare.writCallsPerDecision) / bareRate).toFixed(2)}× the bare rate. The bare figure
 counts only the Cedar calls (its inputs are built beforehand and it makes one call per decision); replay's

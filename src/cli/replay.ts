@@ -20,6 +20,7 @@ import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { forEachLine } from '../replay/lines.js';
 import { SUPERSEDES_MARK, supersedeTargetOf } from '../replay/executions.js';
 import { Replayer } from '../replay/replayer.js';
+import { authzenDecider } from '../replay/authzen.js';
 import { changeLines, summaryLine, type ReplayChange } from '../replay/diff.js';
 import { rfc3339ToDate } from '../util/rfc3339.js';
 import { verifyInput } from './verify.js';
@@ -179,7 +180,10 @@ export async function main(argv: string[]): Promise<number> {
     }, () => progress.tick('scanning', lines));
 
     // 3. Replay.
-    const replayer = new Replayer(engine, { supersedeTargets: targets, ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) });
+    const authzen = await authzenDecider(engine);
+    const replayer = new Replayer(engine, {
+      supersedeTargets: targets, ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(authzen ? { authzen } : {}),
+    });
     let pending = '';
     let line = 0;
     await forEachLine(
@@ -215,7 +219,7 @@ export async function main(argv: string[]): Promise<number> {
     progress.done();
     const { replayed, changed, authzenSkipped, inexactEntities, firstInexactSeq } = replayer.counts;
     if (authzenSkipped > 0) {
-      process.stderr.write(`writ policy replay: ${authzenSkipped} AuthZEN decisions not replayed: this build's engine has no AuthZEN entry\n`);
+      process.stderr.write(`writ policy replay: ${authzenSkipped} AuthZEN decisions not replayed: this build has no AuthZEN API (src/replay/authzen.ts)\n`);
     }
     if (inexactEntities > 0) {
       process.stderr.write(

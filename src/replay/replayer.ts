@@ -9,7 +9,7 @@ import { EntityTimeline, UNDO_WINDOW, type EntityRecord } from './entity-timelin
 import { SupersededExecutions } from './executions.js';
 import { decisionInputOf, recordedDecisionOf, type RecordedDecision } from './request.js';
 import { decisionChanged, type ReplayChange } from './diff.js';
-import { isAuthzenDecision, replayAuthzenDecision } from './authzen.js';
+import { isAuthzenDecision, type AuthzenDecider } from './authzen.js';
 
 export interface ReplayOptions {
   /** Executions some decision of the export supersedes (see executions.ts); empty when none does. */
@@ -19,12 +19,14 @@ export interface ReplayOptions {
   /** Only decisions whose clock (`now`) is before this instant (ms since the epoch). */
   until?: number;
   undoWindow?: number;
+  /** How to re-decide AuthZEN records (authzen.ts `authzenDecider`); without it they are counted as skipped. */
+  authzen?: AuthzenDecider;
 }
 
 export interface ReplayCounts {
   replayed: number;
   changed: number;
-  /** AuthZEN decisions this build could not re-decide (see authzen.ts). */
+  /** AuthZEN decisions not re-decided: no AuthZEN decider was given (see authzen.ts). */
   authzenSkipped: number;
   /** Decisions recorded after an entity change they had not seen (group commit): replayed before it. */
   earlierEntities: number;
@@ -98,11 +100,11 @@ export class Replayer {
     const recorded = recordedDecisionOf(record);
     let candidate: RecordedDecision | undefined;
     if (isAuthzenDecision(record)) {
-      candidate = replayAuthzenDecision(this.engine, record, () => this.entitiesFor(record));
-      if (candidate === undefined) {
+      if (this.options.authzen === undefined) {
         this.counts.authzenSkipped++;
         return undefined;
       }
+      candidate = this.options.authzen(record, this.entitiesFor(record));
     } else {
       const input = decisionInputOf(record, this.entitiesFor(record), this.executions.viewFor(record));
       const outcome = this.engine.decide(input);
