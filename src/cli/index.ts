@@ -5,7 +5,7 @@
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ main(argv: string[]): Promise<number> }> }> = {
   serve: { summary: 'run the sidecar (HTTP PDP + ledger)', load: () => import('./serve.js') },
-  policy: { summary: 'validate | test | fmt the policies of a directory', load: () => import('./policy.js') },
+  policy: { summary: 'validate | test | fmt | replay the policies of a directory', load: () => import('./policy.js') },
   bind: { summary: 'print the writ-bind/1 binding of raw argument JSON', load: () => import('./bind.js') },
   verify: { summary: 'verify a ledger export offline', load: () => import('./verify.js') },
   proxy: { summary: 'guard any stdio MCP server', load: () => import('./proxy.js') },

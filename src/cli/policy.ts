@@ -18,6 +18,8 @@ const USAGE = `usage: writ policy <validate|test|fmt> [--dir DIR] [options]
       --json          machine-readable output
   fmt                 format every *.cedar with Cedar's formatter (rewrites files)
       --check         change nothing; exit 1 if any file would change
+  replay EXPORT.jsonl re-decide a ledger export's decisions with the policies of DIR and list
+                      the ones that change ('writ policy replay --help')
 
   --dir DIR           the policy directory (default: policies)
 `;
@@ -122,6 +124,11 @@ function fmt(dir: string, check: boolean): number {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // `replay` has options of its own: hand it everything but its name (src/cli/replay.ts).
+  const subcommandAt = argv.findIndex((a, i) => !a.startsWith('-') && argv[i - 1] !== '--dir');
+  if (argv[subcommandAt] === 'replay') {
+    return (await import('./replay.js')).main([...argv.slice(0, subcommandAt), ...argv.slice(subcommandAt + 1)]);
+  }
   let parsed;
   try {
     parsed = parseArgs({

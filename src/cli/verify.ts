@@ -107,7 +107,7 @@ function workerCount(flag: string | undefined, env: string | undefined): { worke
 }
 
 /** Verifies the export at `exportPath` ('-': stdin), with workers unless the input is small or `workers` is 0. */
-async function verifyInput(exportPath: string, opts: VerifyOptions, workers: number, workersGiven: boolean): Promise<VerifyResult> {
+export async function verifyInput(exportPath: string, opts: VerifyOptions, workers: number, workersGiven: boolean): Promise<VerifyResult> {
   if (exportPath === '-') {
     if (workers === 0) return verifyStream(process.stdin, opts);
     const stdin = streamReader(process.stdin);
