@@ -2,54 +2,31 @@
  * AuthZEN decision records (CONTRACT.md §10: kind `decision`, `api: "authzen"`, no execution_id,
  * naming subject, action and resource, with the admitted AuthZEN `context`) in a replay.
  *
- * Re-deciding one exactly needs what the live AuthZEN path uses: its request mapping
+ * Re-deciding one exactly uses what the live AuthZEN path uses: its request mapping
  * (`src/authzen/request.ts` `requestInputOf`: properties added under the stored attributes as they
  * stood, an entity missing from the store built from its properties alone) and the engine's
- * `decideRequest`. The AuthZEN API is built on another branch (issue 15), so this module finds them at
- * run time: when both are present, AuthZEN records are re-decided by exactly that code; when not, the
- * replay counts them as not replayed and says so, rather than guess at a mapping that could differ.
- * (Once both branches are merged, the dynamic import below can become a static one.)
+ * `decideRequest`.
  */
 import { WritError } from '../errors.js';
 import { admitValue, type Json, type LosslessValue } from '../binding/index.js';
 import type { EntitySource } from '../policy/entities.js';
-import type { DecisionOutcome, PolicyEngine } from '../policy/engine.js';
+import type { PolicyEngine } from '../policy/engine.js';
+import { requestInputOf, type AuthzenEvaluation } from '../authzen/request.js';
 import type { RecordedDecision } from './request.js';
 
 export function isAuthzenDecision(record: Record<string, unknown>): boolean {
   return record.kind === 'decision' && record.api === 'authzen';
 }
 
-/** One admitted AuthZEN evaluation, in the shape src/authzen/request.ts defines (AuthzenEvaluation). */
-interface Evaluation {
-  path: string;
-  subjectPath: string;
-  subject: { type: string; id: string; properties?: { [k: string]: Json } };
-  action: { name: string; properties?: { [k: string]: Json } };
-  resource: { type: string; id: string; properties?: { [k: string]: Json } };
-  context: { [k: string]: Json };
-}
+type Evaluation = AuthzenEvaluation;
 
 /** Re-decides one AuthZEN record against the entities as they stood. */
 export type AuthzenDecider = (record: Record<string, unknown>, entities: EntitySource) => RecordedDecision;
 
-/** Held in a variable so the compiler does not require the module on a branch without it. */
-const AUTHZEN_REQUEST_MODULE = '../authzen/request.js';
-
-/** The live AuthZEN path's decider for `engine`, or undefined when this build has none. */
+/** The live AuthZEN path's decider for `engine` (kept async: callers await it). */
 export async function authzenDecider(engine: PolicyEngine): Promise<AuthzenDecider | undefined> {
-  const decideRequest = (engine as unknown as { decideRequest?: (input: unknown) => DecisionOutcome }).decideRequest;
-  if (typeof decideRequest !== 'function') return undefined;
-  let requestInputOf: unknown;
-  try {
-    ({ requestInputOf } = (await import(AUTHZEN_REQUEST_MODULE)) as { requestInputOf?: unknown });
-  } catch {
-    return undefined;
-  }
-  if (typeof requestInputOf !== 'function') return undefined;
-  const toInput = requestInputOf as (e: Evaluation, store: EntitySource) => unknown;
   return (record, entities) => {
-    const outcome = decideRequest.call(engine, toInput(evaluationOf(record), entities));
+    const outcome = engine.decideRequest(requestInputOf(evaluationOf(record), entities));
     return { decision: outcome.decision, reasons: outcome.reasons };
   };
 }
