@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sharedPostgres } from './postgres.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const WRIT_BIN = join(REPO, 'bin', 'writ');
@@ -66,6 +67,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     clock_file: opts.clockFile ?? null,
     ...opts.config,
   };
+  // The store matrix (CONTRACT.md §9): WRIT_TEST_STORE=postgres runs the same suite on a fresh database.
+  if (process.env.WRIT_TEST_STORE === 'postgres' && !('database_url' in config)) {
+    (config as Record<string, unknown>).database_url = await (await sharedPostgres()).createDatabase();
+  }
   writeFileSync(configPath, JSON.stringify(config));
   const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], {
     stdio: ['ignore', 'pipe', 'pipe'],
