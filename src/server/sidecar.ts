@@ -41,6 +41,9 @@ const LEDGERED_REFUSALS = new Set([
   'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN',
 ]);
 
+/** The meta row of a shared store naming the policy set last recorded as loaded. */
+const POLICY_VERSION_KEY = 'policy_version';
+
 /** Thrown inside a write when the execution changed since it was evaluated: evaluate again. */
 class StaleSnapshot extends Error {}
 
@@ -166,7 +169,14 @@ export class Sidecar {
     if (bundle) Object.assign(fields, { policy_version: bundle.policyVersion, files: bundle.files.map(([p]) => p), ids: bundle.ids });
     else fields.policy_version = version;
     if (error) fields.error = { code: error.code, message: error.message.slice(0, 4000) };
-    await this.store.write((tx) => tx.append(fields as { kind: string }), { label: 'policy' });
+    // Replicas loading the same set (at a joint start or from one mounted policy dir): the first
+    // records it, the others find it in force in the store (read under the store's write lock).
+    const shared = this.store.shared && result === 'loaded';
+    await this.store.write((tx) => {
+      if (shared && tx.get<string>('meta', POLICY_VERSION_KEY) === fields.policy_version) return;
+      if (shared) tx.put('meta', POLICY_VERSION_KEY, fields.policy_version);
+      tx.append(fields as { kind: string });
+    }, { label: 'policy', reads: [['meta', POLICY_VERSION_KEY]] });
   }
 
   /**
