@@ -43,6 +43,8 @@ export const TEST_TOKENS: TestTokens = {
   auditor: 'test-auditor-token', reconciler: 'test-reconciler-token', admin: 'test-admin-token',
 };
 
+const matrixDatabases = new Map<string, string>();
+
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'writ-test-'));
   const configPath = join(dataDir, '..', `writ-config-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
@@ -68,8 +70,11 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...opts.config,
   };
   // The store matrix (CONTRACT.md §9): WRIT_TEST_STORE=postgres runs the same suite on a fresh database.
+  // A restart on the same data dir finds the same database.
   if (process.env.WRIT_TEST_STORE === 'postgres' && !('database_url' in config)) {
-    (config as Record<string, unknown>).database_url = await (await sharedPostgres()).createDatabase();
+    let url = matrixDatabases.get(dataDir);
+    if (!url) matrixDatabases.set(dataDir, (url = await (await sharedPostgres()).createDatabase()));
+    (config as Record<string, unknown>).database_url = url;
   }
   writeFileSync(configPath, JSON.stringify(config));
   const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], {

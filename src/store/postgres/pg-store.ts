@@ -144,8 +144,10 @@ export class PgStore implements LedgerStore {
       options: '-c synchronous_commit=on',
       keepAlive: true,
     });
-    // A connection that dies while idle in the pool must not crash the process; the pool drops it.
+    // A connection that dies (idle in the pool, or checked out between queries) must not crash the
+    // process: its error event is swallowed here, the query in flight rejects, and the pool drops it.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     return pool;
   }
 
