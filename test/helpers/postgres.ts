@@ -13,6 +13,8 @@ import pg from 'pg';
 
 export interface TestPostgres {
   port: number;
+  /** The cluster's data directory. */
+  dataDir: string;
   /** URL of a database (default `postgres`). */
   url(db?: string): string;
   /** Creates a fresh empty database and returns its URL. */
@@ -81,6 +83,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   const url = (db = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${db}`;
   return {
     port,
+    dataDir: data,
     url,
     async createDatabase(name) {
       const db = name ?? `writ_${process.pid}_${Date.now()}_${counter++}`;
