@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { newDeployment, startReplicas, verifiedExport } from './helpers.js';
+import { lineCount, newDeployment, startReplicas, verifiedExport } from './helpers.js';
 
 const readBody = (id: string) => offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 
@@ -72,9 +72,10 @@ describe('replica faults on one PostgreSQL', () => {
     let rs = await startReplicas(d, 2);
     try {
       const l = load(() => rs, 'KILL');
-      await until(async () => l.acks.length >= 15, 60_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
       await rs[0]!.kill();
-      await until(async () => l.acks.length >= 30, 60_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
+      const acksAtKill = l.acks.length;
+      await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
       await l.stop();
       await assertAcknowledged(rs[1]!, l.acks);
       await verifiedExport(rs[1]!);
@@ -82,7 +83,8 @@ describe('replica faults on one PostgreSQL', () => {
       rs = [again!, rs[1]!];
       const r = await call(again!, 'POST', '/v1/decisions', { token: again!.tokens.pep, body: readBody('AFTER-KILL') });
       assert.equal(r.status, 200, r.text);
-      assert.equal(await verifiedExport(again!), await verifiedExport(rs[1]!));
+      const exported = await verifiedExport(again!);
+      assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
     } finally {
       for (const s of rs) await s.stop();
       d.remove();
@@ -94,10 +96,10 @@ describe('replica faults on one PostgreSQL', () => {
     const rs = await startReplicas(d, 2);
     try {
       const l = load(() => rs, 'DOWN');
-      await until(async () => l.acks.length >= 10, 60_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
       pg.pause();
       const acksAtStop = l.acks.length;
-      await until(async () => l.others.filter((o) => o.status === 503).length >= 10, 60_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
+      await until(async () => l.others.filter((o) => o.status === 503).length >= 4, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
       // While it is down nothing is acknowledged and readiness says so.
       await new Promise((r) => setTimeout(r, 500));
       const acksDown = l.acks.length;
@@ -106,16 +108,17 @@ describe('replica faults on one PostgreSQL', () => {
       assert.ok(acksDown - acksAtStop <= 12, 'at most the commits in flight at the stop');
       for (const s of rs) assert.equal((await call(s, 'GET', '/readyz')).status, 503);
       pg.resume();
-      for (const s of rs) await until(async () => (await call(s, 'GET', '/readyz')).status === 200, 60_000);
+      for (const s of rs) await until(async () => (await call(s, 'GET', '/readyz')).status === 200, 90_000);
       const before = l.acks.length;
-      await until(async () => l.acks.length >= before + 10, 60_000);
+      await until(async () => l.acks.length >= before + 5, 90_000);
       await l.stop();
       for (const o of l.others) {
         assert.equal(o.status, 503, JSON.stringify(o));
         assert.equal(o.code, 'STORE_UNAVAILABLE');
       }
       await assertAcknowledged(rs[0]!, l.acks);
-      assert.equal(await verifiedExport(rs[0]!), await verifiedExport(rs[1]!));
+      const exported = await verifiedExport(rs[0]!);
+      assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
     } finally {
       pg.resume();
       for (const s of rs) await s.stop();

@@ -209,8 +209,9 @@ export class PgStore implements LedgerStore {
     let broken: unknown;
     try {
       client = await this.#pool.connect();
-      await client.query('BEGIN');
-      const head = await client.query<{ size: string; head: string }>('SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE');
+      // BEGIN and the lock in one round trip (a simple-protocol query of two statements).
+      const opened = (await client.query('BEGIN; SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE')) as unknown as Array<pg.QueryResult<{ size: string; head: string }>>;
+      const head = opened[1]!;
       if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
       const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
       await this.#prefetch(client, view, items.flatMap((i) => i.reads));
@@ -313,35 +314,30 @@ export class PgStore implements LedgerStore {
     this.#nodes.set(k, hash);
   }
 
-  /** Writes a batch's records, nodes and rows, and moves the head, inside the open transaction. */
+  /**
+   * Writes a batch's records, nodes and rows, and moves the head, inside the open transaction: one
+   * statement (data-modifying CTEs), so a batch costs one round trip here whatever it holds.
+   */
   async #apply(client: pg.ClientBase, view: BatchView, startSize: number): Promise<void> {
     const w = view.written;
-    if (w.records.length > 0) {
-      await client.query(
-        'INSERT INTO records (seq, text, kind, actor, execution_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])',
-        [w.records.map((r) => r.seq), w.records.map((r) => r.text), w.records.map((r) => r.kind), w.records.map((r) => r.actor), w.records.map((r) => r.execution_id)],
-      );
-    }
-    if (w.nodes.size > 0) {
-      const nodes = [...w.nodes.values()];
-      await client.query('INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($1::int[], $2::bigint[], $3::bytea[])', [
-        nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => n.hash),
-      ]);
-    }
+    if (w.records.length === 0 && w.nodes.size === 0 && w.rows.size === 0) return;
+    const nodes = [...w.nodes.values()];
     const puts = [...w.rows.values()].filter((r) => r.value !== null);
     const dels = [...w.rows.values()].filter((r) => r.value === null);
-    if (puts.length > 0) {
-      await client.query(
-        'INSERT INTO state (tbl, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value',
-        [puts.map((r) => r.table), puts.map((r) => r.key), puts.map((r) => r.value)],
-      );
-    }
-    if (dels.length > 0) {
-      await client.query('DELETE FROM state s USING unnest($1::text[], $2::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key', [
+    await client.query(
+      `WITH r AS (INSERT INTO records (seq, text, kind, actor, execution_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])),
+            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($6::int[], $7::bigint[], $8::bytea[])),
+            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($9::text[], $10::text[], $11::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
+            d AS (DELETE FROM state s USING unnest($12::text[], $13::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
+       UPDATE ledger_head SET size = $14, head = $15 WHERE id = 1 AND size = $16`,
+      [
+        w.records.map((r) => r.seq), w.records.map((r) => r.text), w.records.map((r) => r.kind), w.records.map((r) => r.actor), w.records.map((r) => r.execution_id),
+        nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => n.hash),
+        puts.map((r) => r.table), puts.map((r) => r.key), puts.map((r) => r.value),
         dels.map((r) => r.table), dels.map((r) => r.key),
-      ]);
-    }
-    if (view.size !== startSize) await client.query('UPDATE ledger_head SET size = $1, head = $2 WHERE id = 1', [view.size, view.head]);
+        view.size, view.head, startSize,
+      ],
+    );
   }
 
   // ── reading committed state ──
