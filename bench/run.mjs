@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const ORDER = ['binding', 'decide', 'store', 'verify', 'proof', 'http', 'proxy', 'memory', 'chaos'];
+const ORDER = ['binding', 'decide', 'store', 'verify', 'proof', 'http', 'proxy', 'memory', 'chaos', 'replicas'];
 const args = process.argv.slice(2);
 const assembleOnly = args.includes('--assemble');
 const wanted = args.filter((a) => !a.startsWith('--'));

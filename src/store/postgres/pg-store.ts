@@ -215,7 +215,6 @@ export class PgStore implements LedgerStore {
       if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
       const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
       await this.#prefetch(client, view, items.flatMap((i) => i.reads));
-      await this.#frontier(client, view.size);
       for (const item of items) {
         if (item.settled) continue;
         for (;;) {
@@ -258,38 +257,37 @@ export class PgStore implements LedgerStore {
     }
   }
 
+  /**
+   * Fetches, in one round trip, the rows the batch's callbacks said they read and the Merkle nodes an
+   * append at the current size combines with (the frontier; cached unless another replica appended).
+   */
   async #prefetch(client: pg.PoolClient, view: BatchView, reads: Array<[Table, string]>): Promise<void> {
     const want = new Map<string, [Table, string]>();
     for (const [t, k] of reads) want.set(rowKey(t, k), [t, k]);
-    if (want.size === 0) return;
-    const tbls = [...want.values()].map((r) => r[0]);
-    const keys = [...want.values()].map((r) => r[1]);
-    const rows = await client.query<{ tbl: Table; key: string; value: string }>(
-      'SELECT s.tbl, s.key, s.value FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key',
-      [tbls, keys],
-    );
-    for (const k of want.keys()) view.fetched.set(k, null);
-    for (const r of rows.rows) view.fetched.set(rowKey(r.tbl, r.key), r.value);
-  }
-
-  /** Loads the Merkle nodes an append at `size` combines with (the frontier), in one query. */
-  async #frontier(client: pg.ClientBase, size: number): Promise<void> {
     const levels: number[] = [];
     const indexes: number[] = [];
     for (let level = 0; ; level++) {
-      const n = Math.floor(size / 2 ** level);
+      const n = Math.floor(view.size / 2 ** level);
       if (n === 0) break;
       if (n % 2 === 1 && !this.#nodes.has(nodeKey(level, n - 1))) {
         levels.push(level);
         indexes.push(n - 1);
       }
     }
-    if (levels.length === 0) return;
-    const rows = await client.query<{ level: number; idx: string; hash: Buffer }>(
-      'SELECT m.level, m.idx, m.hash FROM merkle m JOIN unnest($1::int[], $2::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx',
-      [levels, indexes],
+    if (want.size === 0 && levels.length === 0) return;
+    const rows = await client.query<{ tbl: Table | null; key: string | null; value: string | null; level: number | null; idx: string | null; hash: Buffer | null }>(
+      `SELECT s.tbl, s.key, s.value, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
+         FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key
+       UNION ALL
+       SELECT NULL, NULL, NULL, m.level, m.idx, m.hash
+         FROM merkle m JOIN unnest($3::int[], $4::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx`,
+      [[...want.values()].map((r) => r[0]), [...want.values()].map((r) => r[1]), levels, indexes],
     );
-    for (const r of rows.rows) this.#cacheNode(nodeKey(r.level, Number(r.idx)), r.hash);
+    for (const k of want.keys()) view.fetched.set(k, null);
+    for (const r of rows.rows) {
+      if (r.tbl !== null && r.key !== null) view.fetched.set(rowKey(r.tbl, r.key), r.value);
+      else if (r.level !== null && r.idx !== null && r.hash) this.#cacheNode(nodeKey(r.level, Number(r.idx)), r.hash);
+    }
   }
 
   async #fetch(client: pg.ClientBase, view: BatchView, need: NeedRow): Promise<void> {
