@@ -30,7 +30,9 @@ export class EntityStore implements EntitySource {
   /** Loads every entity from the store (at start; on a shared store again whenever they moved). */
   async reload(): Promise<void> {
     const loaded = new Map<string, EntityJson>();
-    for await (const [key, entity] of this.store.entries<EntityJson>('entities')) loaded.set(key, entity);
+    const all = this.store.entries<EntityJson>('entities');
+    if (Symbol.asyncIterator in all) for await (const [key, entity] of all) loaded.set(key, entity);
+    else for (const [key, entity] of all) loaded.set(key, entity);
     this.byKey.clear();
     for (const [k, v] of loaded) this.byKey.set(k, v);
     this.currentVersion = entitiesVersionOf([...this.byKey.values()]);

@@ -110,7 +110,11 @@ export class Sidecar {
   /** Counts the executions by state from the store (once, at start; later transitions keep it current). */
   async countExecutionStates(): Promise<void> {
     for (const k of Object.keys(this.executionStates)) this.executionStates[k] = 0;
-    for await (const [, e] of this.store.entries<Execution>('executions')) this.executionStates[e.state] = (this.executionStates[e.state] ?? 0) + 1;
+    const count = (e: Execution) => (this.executionStates[e.state] = (this.executionStates[e.state] ?? 0) + 1);
+    const all = this.store.entries<Execution>('executions');
+    // LMDB iterates synchronously (no microtask per execution when there are millions of them).
+    if (Symbol.asyncIterator in all) for await (const [, e] of all) count(e);
+    else for (const [, e] of all) count(e);
   }
 
   /**
