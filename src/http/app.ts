@@ -134,8 +134,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', async (c) => {
     const ready = await o.ready();
-    const ledgerSize = ready ? await store.size() : await Promise.resolve(store.size()).catch(() => null);
-    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: ledgerSize }, ready ? 200 : 503);
+    // Not ready (e.g. the database is down): the size last known here, without asking the store again.
+    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: ready ? await store.size() : store.knownSize() }, ready ? 200 : 503);
   });
   app.get('/metrics', async (c) => {
     metrics.ledgerRecords.set(await store.size());
