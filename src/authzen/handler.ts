@@ -14,6 +14,7 @@ import type { Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
+import { StaleEntities } from '../entities/entity-store.js';
 import { foreignSubject, parseAuthzenRequest, requestInputOf, stopsAfter, type AuthzenEvaluation } from './request.js';
 
 export interface AuthzenDecision {
@@ -24,7 +25,6 @@ export interface AuthzenDecision {
 export type AuthzenAnswer = AuthzenDecision | { evaluations: AuthzenDecision[] };
 
 /** Thrown inside the write when the entities moved since evaluation: evaluate again. */
-class StaleEntities extends Error {}
 
 const MAX_ATTEMPTS = 20;
 
@@ -76,6 +76,9 @@ export class AuthzenService {
 
   private async decideAndRecord(caller: Caller, evaluations: AuthzenEvaluation[], semantic: Parameters<typeof stopsAfter>[0]): Promise<AuthzenDecision[]> {
     const sidecar = this.sidecar;
+    // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
+    // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
+    await sidecar.entities.refresh();
     for (let attempt = 0; ; attempt++) {
       const engine = sidecar.engine;
       const entitiesVersion = sidecar.entities.version;
@@ -98,10 +101,14 @@ export class AuthzenService {
       try {
         await sidecar.store.write((tx) => {
           if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
+          sidecar.entities.checkFresh(tx);
           outcomes.forEach((outcome, i) => tx.append(recordOf(evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
         }, { label: 'authzen' });
       } catch (e) {
-        if (e instanceof StaleEntities && attempt < MAX_ATTEMPTS) continue;
+        if (e instanceof StaleEntities && attempt < MAX_ATTEMPTS) {
+          if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
+          continue;
+        }
         if (e instanceof StaleEntities) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
         if (isWritError(e)) throw e;
         throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });

@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ main(arg
   keygen: { summary: 'generate an Ed25519 ledger signing key', load: () => import('./keys.js').then((m) => ({ main: m.keygenMain })) },
   keys: { summary: 'keys rotate: rotate the ledger signing key', load: () => import('./keys.js').then((m) => ({ main: m.keysMain })) },
   repair: { summary: 'repair a corrupted store with a signed chain_break record', load: () => import('./repair.js') },
+  store: { summary: 'store migrate | copy: the PostgreSQL store of replicas', load: () => import('./store.js') },
 };
 
 export const USAGE = `usage: writ <command> [options]

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isWritError } from '../errors.js';
-import { generateKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../ledger/keys.js';
+import { generateKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
 import { Store } from '../store/store.js';
 
 const DEFAULT_DATA_DIR = '.writ';

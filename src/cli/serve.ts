@@ -5,9 +5,12 @@ import { isWritError } from '../errors.js';
 import { startSidecar } from '../server/serve.js';
 
 const HELP = `usage: writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]
+                  [--database-url URL] [--signing-key-file FILE]
 
 Runs the sidecar. With no config (flag or WRIT_CONFIG) it serves the bundled policies/ on
 127.0.0.1:8700 with data in .writ/, and writes fresh dev tokens to .writ/tokens.json.
+--database-url (or WRIT_DATABASE_URL): keep executions, approvals, entities and the ledger in that
+PostgreSQL database, shared by every replica naming it. --signing-key-file: the deployment's key.
 SIGTERM/SIGINT: stop accepting, finish in-flight requests, write a final checkpoint, exit 0.
 `;
 
@@ -18,6 +21,7 @@ export async function main(argv: string[]): Promise<number> {
       args: argv,
       options: {
         config: { type: 'string' }, listen: { type: 'string' }, 'policy-dir': { type: 'string' }, 'data-dir': { type: 'string' },
+        'database-url': { type: 'string' }, 'signing-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -37,6 +41,8 @@ export async function main(argv: string[]): Promise<number> {
     if (typeof values.listen === 'string') overrides.listen = values.listen;
     if (typeof values['policy-dir'] === 'string') overrides.policyDir = values['policy-dir'];
     if (typeof values['data-dir'] === 'string') overrides.dataDir = values['data-dir'];
+    if (typeof values['database-url'] === 'string') overrides.databaseUrl = values['database-url'];
+    if (typeof values['signing-key-file'] === 'string') overrides.signingKeyFile = values['signing-key-file'];
     const { config, devTokens } = loadConfig(overrides);
     running = await startSidecar(config, { devTokens });
   } catch (e) {

@@ -50,6 +50,10 @@ export interface WritConfig {
    * 0 disables. Emptied on a policy reload and on any entity change.
    */
   decision_memo_size: number;
+  /** PostgreSQL URL of a store shared by replicas (CONTRACT.md §9); null: the LMDB store of data_dir. */
+  database_url: string | null;
+  /** The deployment's signing key file (`writ keygen --out FILE`); null: `<data_dir>/signing-key.json`. */
+  signing_key_file: string | null;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -68,6 +72,8 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
   decision_memo_size: 4096,
+  database_url: null,
+  signing_key_file: null,
 };
 
 export interface ConfigOverrides {
@@ -75,6 +81,8 @@ export interface ConfigOverrides {
   listen?: string;
   policyDir?: string;
   dataDir?: string;
+  databaseUrl?: string;
+  signingKeyFile?: string;
 }
 
 function fail(message: string): never {
@@ -129,6 +137,14 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (o.listen) config.listen = o.listen;
   if (o.policyDir) config.policy_dir = o.policyDir;
   if (o.dataDir) config.data_dir = o.dataDir;
+  if (process.env.WRIT_DATABASE_URL) config.database_url = process.env.WRIT_DATABASE_URL;
+  if (o.databaseUrl) config.database_url = o.databaseUrl;
+  if (o.signingKeyFile) config.signing_key_file = o.signingKeyFile;
+  if (config.database_url !== null && !(typeof config.database_url === 'string' && /^postgres(ql)?:\/\/./.test(config.database_url))) {
+    fail('database_url must be a postgres://user[:password]@host:port/db URL');
+  }
+  if (config.signing_key_file !== null && typeof config.signing_key_file !== 'string') fail('signing_key_file must be a path');
+  if (config.signing_key_file) config.signing_key_file = resolve(config.signing_key_file);
   // The default is the example bundled with writ itself, wherever writ is run from.
   config.policy_dir = file.policy_dir === undefined && !o.policyDir ? BUNDLED_POLICIES : resolve(config.policy_dir);
   config.data_dir = resolve(config.data_dir);

@@ -2,19 +2,54 @@
  * The trusted entity store: the only source of Cedar entities (docs/protocol.md §2, §5). Persisted in the
  * store's `entities` table; held in memory for evaluation. Every change goes through `stage()` inside a
  * store write (with its `entity` ledger record) and becomes visible here only after that write commits.
+ *
+ * On a shared store (replicas, CONTRACT.md §9) other processes change entities too: every change also
+ * writes `meta/entities_version` in its transaction, and `checkFresh(tx)` (inside a write, under the
+ * store's lock) throws StaleEntities when that version is not the one held here; the caller reloads
+ * (`reload()`) and evaluates again.
  */
 import { entitiesVersionOf, type EntityJson, type EntitySource } from '../policy/entities.js';
-import type { Store, WriteTx } from '../store/store.js';
+import type { LedgerStore, WriteTx } from '../store/types.js';
 import { jcs } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
+
+/** The meta row holding the entities version on a shared store. */
+export const ENTITIES_VERSION_KEY = 'entities_version';
+
+/** Thrown inside a write when another replica changed the entities since they were loaded here. */
+export class StaleEntities extends Error {}
 
 export class EntityStore implements EntitySource {
   private readonly byKey = new Map<string, EntityJson>();
   private currentVersion: string;
 
-  constructor(store: Store) {
-    for (const [key, entity] of store.entries<EntityJson>('entities')) this.byKey.set(key, entity);
+  constructor(private readonly store: LedgerStore) {
+    this.currentVersion = entitiesVersionOf([]);
+  }
+
+  /** Loads every entity from the store (at start; on a shared store again whenever they moved). */
+  async reload(): Promise<void> {
+    const loaded = new Map<string, EntityJson>();
+    const all = this.store.entries<EntityJson>('entities');
+    if (Symbol.asyncIterator in all) for await (const [key, entity] of all) loaded.set(key, entity);
+    else for (const [key, entity] of all) loaded.set(key, entity);
+    this.byKey.clear();
+    for (const [k, v] of loaded) this.byKey.set(k, v);
     this.currentVersion = entitiesVersionOf([...this.byKey.values()]);
+  }
+
+  /** Shared store only: reloads when the stored entities version is not the one held here. */
+  async refresh(): Promise<void> {
+    if (!this.store.shared) return;
+    const stored = await this.store.get<string>('meta', ENTITIES_VERSION_KEY);
+    if (stored !== undefined && stored !== this.currentVersion) await this.reload();
+  }
+
+  /** Inside a write: throws StaleEntities when another replica moved the entities (shared store only). */
+  checkFresh(tx: WriteTx): void {
+    if (!this.store.shared) return;
+    const stored = tx.get<string>('meta', ENTITIES_VERSION_KEY);
+    if (stored !== undefined && stored !== this.currentVersion) throw new StaleEntities();
   }
 
   get version(): string {
@@ -44,6 +79,7 @@ export class EntityStore implements EntitySource {
    * entities_version it produces. Returns `commit`, to be called once the write is durable.
    */
   stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file'): { records: number[]; version: string; commit(): void } {
+    this.checkFresh(tx);
     const next = new Map(this.byKey);
     for (const { entity, deleted } of changes) {
       if (deleted) next.delete(uidKey(entity.uid));
@@ -62,6 +98,7 @@ export class EntityStore implements EntitySource {
       else Object.assign(fields, { attrs: entity.attrs, parents: entity.parents });
       records.push(tx.append(fields as { kind: string }).seq);
     }
+    if (this.store.shared) tx.put('meta', ENTITIES_VERSION_KEY, version);
     return {
       records,
       version,

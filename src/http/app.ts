@@ -151,10 +151,11 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', async (c) => {
     const ready = await o.ready();
-    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: store.size() }, ready ? 200 : 503);
+    // Not ready (e.g. the database is down): the size last known here, without asking the store again.
+    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: ready ? await store.size() : store.knownSize() }, ready ? 200 : 503);
   });
   app.get('/metrics', async (c) => {
-    metrics.ledgerRecords.set(store.size());
+    metrics.ledgerRecords.set(await store.size());
     return c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType });
   });
   const openapi = JSON.stringify(buildOpenApi());
@@ -167,10 +168,10 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const text = await readJsonText(c, o.maxBodyBytes);
     return c.json(await sidecar.decide(c.get('caller'), text));
   });
-  app.get('/v1/executions/:id', roles('pep', 'auditor'), (c) => {
+  app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
     const caller = c.get('caller');
     const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
-    return c.json(sidecar.getExecution(actor, executionIdParam(c)));
+    return c.json(await sidecar.getExecution(actor, executionIdParam(c)));
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
@@ -198,10 +199,10 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
     return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
   });
-  app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), (c) => c.json(sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
+  app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
 
   // ── the ledger (auditor only) ──
-  app.get('/v1/ledger/records', roles('auditor'), (c) => {
+  app.get('/v1/ledger/records', roles('auditor'), async (c) => {
     const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string } = {
       from: intParam(c, 'from', 0),
       limit: Math.min(Math.max(intParam(c, 'limit', 100), 1), 1000),
@@ -216,43 +217,49 @@ export function buildApp(o: AppOptions): Hono<Env> {
     }
     const execution = c.req.query('execution_id');
     if (execution) q.execution_id = execution;
-    return c.json(store.listRecords(q));
+    return c.json(await store.listRecords(q));
   });
-  app.get('/v1/ledger/records/:seq', roles('auditor'), (c) => {
+  app.get('/v1/ledger/records/:seq', roles('auditor'), async (c) => {
     const raw = c.req.param('seq') ?? '';
-    const record = /^\d{1,15}$/.test(raw) ? store.getRecord(Number(raw)) : undefined;
+    const record = /^\d{1,15}$/.test(raw) ? await store.getRecord(Number(raw)) : undefined;
     if (!record) throw new WritError('NOT_FOUND', `no record ${raw}`);
     return c.json(record);
   });
-  app.get('/v1/ledger/checkpoint', roles('auditor'), (c) => {
-    const cp = store.latestCheckpoint();
+  app.get('/v1/ledger/checkpoint', roles('auditor'), async (c) => {
+    const cp = await store.latestCheckpoint();
     if (!cp) throw new WritError('NOT_FOUND', 'no checkpoint has been written yet');
     return c.json(cp);
   });
-  app.get('/v1/ledger/keys', roles('auditor'), (c) => c.json({ keys: store.keys() }));
-  app.get('/v1/ledger/proofs/inclusion', roles('auditor'), (c) => {
+  app.get('/v1/ledger/keys', roles('auditor'), async (c) => c.json({ keys: await store.keys() }));
+  app.get('/v1/ledger/proofs/inclusion', roles('auditor'), async (c) => {
     const seq = intParam(c, 'seq');
-    const size = intParam(c, 'size', store.size());
-    if (size > store.size() || seq >= size) throw new WritError('INVALID_REQUEST', `need seq < size <= ${store.size()}`);
-    return c.json({ seq, size, leaf: store.getRecord(seq)!.hash, root: store.root(size), path: store.inclusionProof(seq, size) });
+    const committed = await store.size();
+    const size = intParam(c, 'size', committed);
+    if (size > committed || seq >= size) throw new WritError('INVALID_REQUEST', `need seq < size <= ${committed}`);
+    return c.json({ seq, size, leaf: (await store.getRecord(seq))!.hash, root: await store.root(size), path: await store.inclusionProof(seq, size) });
   });
-  app.get('/v1/ledger/proofs/consistency', roles('auditor'), (c) => {
+  app.get('/v1/ledger/proofs/consistency', roles('auditor'), async (c) => {
     const from = intParam(c, 'from');
-    const to = intParam(c, 'to', store.size());
-    if (from < 1 || from > to || to > store.size()) throw new WritError('INVALID_REQUEST', `need 1 <= from <= to <= ${store.size()}`);
-    return c.json({ from, to, from_root: store.root(from), to_root: store.root(to), path: store.consistencyProof(from, to) });
+    const committed = await store.size();
+    const to = intParam(c, 'to', committed);
+    if (from < 1 || from > to || to > committed) throw new WritError('INVALID_REQUEST', `need 1 <= from <= to <= ${committed}`);
+    return c.json({ from, to, from_root: await store.root(from), to_root: await store.root(to), path: await store.consistencyProof(from, to) });
   });
-  app.get('/v1/ledger/export', roles('auditor'), (c) => {
+  app.get('/v1/ledger/export', roles('auditor'), async (c) => {
     const from = intParam(c, 'from', 0);
-    const to = intParam(c, 'to', store.size());
-    const lines = store.exportLines(from, Math.min(to, store.size()))[Symbol.iterator]();
+    const committed = await store.size();
+    const to = intParam(c, 'to', committed);
+    const source = store.exportLines(from, Math.min(to, committed));
+    // LMDB gives a synchronous iterator (no await per line); a shared store pages asynchronously.
+    const lines: Iterator<string> | AsyncIterator<string> = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
+      async pull(controller) {
         // Batches of lines per chunk keep memory flat for exports of millions of records.
         let chunk = '';
         for (let i = 0; i < 512; i++) {
-          const next = lines.next();
+          const pending = lines.next();
+          const next = pending instanceof Promise ? await pending : pending;
           if (next.done) {
             if (chunk) controller.enqueue(encoder.encode(chunk));
             controller.close();

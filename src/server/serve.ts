@@ -10,9 +10,9 @@ import { generateDevTokens, parseListen, type WritConfig } from '../config/confi
 import { TokenTable } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { buildApp } from '../http/app.js';
-import { Store } from '../store/store.js';
-import { ensureKeyRecord, loadOrCreateSigningKey } from '../ledger/keys.js';
-import { startCheckpointer } from '../ledger/checkpointer.js';
+import { openStore } from '../store/open.js';
+import { ensureKeyRecord, loadDeploymentKey } from '../checkpoints/keys.js';
+import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
@@ -32,12 +32,14 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   const faults = faultHooksFromEnv();
-  const store = await Store.open({ dataDir: config.data_dir, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}) });
+  const store = await openStore({
+    dataDir: config.data_dir, databaseUrl: config.database_url, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}),
+  });
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let server: Server | undefined;
   let created: Sidecar | undefined;
   try {
-    const key = loadOrCreateSigningKey(config.data_dir);
+    const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file });
     await ensureKeyRecord(store, key);
     const sidecar = new Sidecar(config, store, bundle);
     created = sidecar;
@@ -90,14 +92,14 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       sidecar.reloadIfChanged().catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`));
     }, config.policy_poll_ms);
     reloadTimer.unref();
-    sidecar.countExecutionStates();
+    await sidecar.countExecutionStates();
     const gaugeTimer = setInterval(() => updateExecutionGauge(sidecar), 5000);
     gaugeTimer.unref();
     updateExecutionGauge(sidecar);
 
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
-    log(`writ serve: data dir ${config.data_dir} (ledger ${store.size()} records, head ${store.head()})`);
+    log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
@@ -140,5 +142,5 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
 /** Executions by state (kept current by the sidecar, O(1) here) and the ledger size, for /metrics. */
 function updateExecutionGauge(sidecar: Sidecar): void {
   for (const [state, n] of Object.entries(sidecar.executionStates)) metrics.executionsByState.set({ state }, n);
-  metrics.ledgerRecords.set(sidecar.store.size());
+  metrics.ledgerRecords.set(sidecar.store.knownSize());
 }

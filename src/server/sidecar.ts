@@ -25,8 +25,8 @@ import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
-import type { Store } from '../store/store.js';
-import { EntityStore } from '../entities/entity-store.js';
+import type { LedgerStore, Table } from '../store/types.js';
+import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
@@ -40,6 +40,9 @@ const LEDGERED_REFUSALS = new Set([
   'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED',
   'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN',
 ]);
+
+/** The meta row of a shared store naming the policy set last recorded as loaded. */
+const POLICY_VERSION_KEY = 'policy_version';
 
 /** Thrown inside a write when the execution changed since it was evaluated: evaluate again. */
 class StaleSnapshot extends Error {}
@@ -89,7 +92,7 @@ export class Sidecar {
 
   constructor(
     readonly config: WritConfig,
-    readonly store: Store,
+    readonly store: LedgerStore,
     bundle: PolicyBundle,
   ) {
     this.bundle = bundle;
@@ -105,9 +108,28 @@ export class Sidecar {
   }
 
   /** Counts the executions by state from the store (once, at start; later transitions keep it current). */
-  countExecutionStates(): void {
+  async countExecutionStates(): Promise<void> {
     for (const k of Object.keys(this.executionStates)) this.executionStates[k] = 0;
-    for (const [, e] of this.store.entries<Execution>('executions')) this.executionStates[e.state] = (this.executionStates[e.state] ?? 0) + 1;
+    const count = (e: Execution) => (this.executionStates[e.state] = (this.executionStates[e.state] ?? 0) + 1);
+    const all = this.store.entries<Execution>('executions');
+    // LMDB iterates synchronously (no microtask per execution when there are millions of them).
+    if (Symbol.asyncIterator in all) for await (const [, e] of all) count(e);
+    else for (const [, e] of all) count(e);
+  }
+
+  /**
+   * Runs a write that reads the in-memory entities again while another replica moved them (shared
+   * store: the write's callback throws StaleEntities under the store's lock; reload and run again).
+   */
+  private async withFreshEntities<T>(run: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await run();
+      } catch (e) {
+        if (!(e instanceof StaleEntities) || attempt >= 20) throw e instanceof StaleEntities ? new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later') : e;
+        await this.entities.reload();
+      }
+    }
   }
 
   private moveExecutionState(from: string | undefined, to: string): void {
@@ -133,13 +155,14 @@ export class Sidecar {
 
   /** Ledgers the policy set in force when it differs from the last one recorded, and seeds entities. */
   async recordStartup(): Promise<void> {
-    const last = this.store.listRecords({ kind: 'policy', from: 0, limit: 1000 });
+    await this.entities.reload();
+    const last = await this.store.listRecords({ kind: 'policy', from: 0, limit: 1000 });
     let lastVersion: string | undefined;
     let page = last;
     for (;;) {
       for (const r of page.records) if (r.result !== 'rejected') lastVersion = r.policy_version as string;
       if (page.next === null) break;
-      page = this.store.listRecords({ kind: 'policy', from: page.next, limit: 1000 });
+      page = await this.store.listRecords({ kind: 'policy', from: page.next, limit: 1000 });
     }
     if (lastVersion !== this.bundle.policyVersion) await this.recordPolicyLoad(this.bundle, 'loaded');
     await this.syncEntitiesFile(true);
@@ -150,7 +173,14 @@ export class Sidecar {
     if (bundle) Object.assign(fields, { policy_version: bundle.policyVersion, files: bundle.files.map(([p]) => p), ids: bundle.ids });
     else fields.policy_version = version;
     if (error) fields.error = { code: error.code, message: error.message.slice(0, 4000) };
-    await this.store.write((tx) => tx.append(fields as { kind: string }), { label: 'policy' });
+    // Replicas loading the same set (at a joint start or from one mounted policy dir): the first
+    // records it, the others find it in force in the store (read under the store's write lock).
+    const shared = this.store.shared && result === 'loaded';
+    await this.store.write((tx) => {
+      if (shared && tx.get<string>('meta', POLICY_VERSION_KEY) === fields.policy_version) return;
+      if (shared) tx.put('meta', POLICY_VERSION_KEY, fields.policy_version);
+      tx.append(fields as { kind: string });
+    }, { label: 'policy', reads: [['meta', POLICY_VERSION_KEY]] });
   }
 
   /**
@@ -201,6 +231,10 @@ export class Sidecar {
     }
     const previous = this.lastEntitiesFileText === undefined ? undefined : safeParseEntities(this.lastEntitiesFileText);
     this.lastEntitiesFileText = text;
+    await this.withFreshEntities(() => this.applyEntitiesFile(parsed, previous, startup));
+  }
+
+  private async applyEntitiesFile(parsed: EntityJson[], previous: EntityJson[] | undefined, startup: boolean): Promise<void> {
     let changes: Array<{ entity: EntityJson; deleted?: boolean }>;
     if (startup) {
       // Seed: only entities the store does not hold yet, so admin updates survive restarts.
@@ -249,7 +283,7 @@ export class Sidecar {
 
     for (let attempt = 0; ; attempt++) {
       // 2. Evaluate against a snapshot of the execution, its approvals, the entities and the clock.
-      const snapshot = this.store.get<Execution>('executions', key);
+      const snapshot = await this.store.get<Execution>('executions', key);
       if (snapshot) {
         try {
           checkDecisionAllowed(snapshot, { phase, binding: bound.binding, envelope_digest: envDigest });
@@ -260,7 +294,7 @@ export class Sidecar {
       const now = this.now();
       let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
       if (typeof envelope.supersedes === 'string') {
-        const target = this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
+        const target = await this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
         try {
           takeSupersedeSlot(target, executionId, envelope.supersedes);
         } catch (e) {
@@ -270,7 +304,7 @@ export class Sidecar {
         if (target!.resolution) supersedes.resolution = target!.resolution;
       }
       const subject: Uid = envelope.subject;
-      const { valid, views } = this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
+      const { valid, views } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
       const engine = this.engine;
       const entitiesVersion = this.entities.version;
       const outcome = await this.evaluator.decide(engine, {
@@ -284,6 +318,7 @@ export class Sidecar {
         written = await this.store.write((tx) => {
           const current = tx.get<Execution>('executions', key);
           if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion) throw new StaleSnapshot();
+          this.entities.checkFresh(tx);
           if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
           if (typeof envelope.supersedes === 'string') {
             const targetKey = executionKey(actor, envelope.supersedes);
@@ -308,9 +343,11 @@ export class Sidecar {
               };
           tx.put('executions', key, next);
           return { seq: rec.seq, hash: rec.hash, state };
-        }, { label: snapshot ? 'decision' : 'reserve' });
+        }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
       } catch (e) {
-        if (e instanceof StaleSnapshot && attempt < 20) continue;
+        if (e instanceof StaleEntities && attempt < 20) await this.entities.reload();
+        if ((e instanceof StaleSnapshot || e instanceof StaleEntities) && attempt < 20) continue;
+        if (e instanceof StaleEntities) throw new WritError('EXECUTION_IN_FLIGHT', 'the entities keep changing; retry later');
         if (e instanceof StaleSnapshot) throw new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later');
         throw await this.refuse(e, key, refusalFields);
       }
@@ -330,13 +367,13 @@ export class Sidecar {
   }
 
   /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */
-  private approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): { valid: ValidApproval[]; views: ApprovalView[] } {
+  private async approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): Promise<{ valid: ValidApproval[]; views: ApprovalView[] }> {
     const valid: ValidApproval[] = [];
     const views: ApprovalView[] = [];
     if (!exec || exec.approvals.length === 0) return { valid, views };
     const current = { binding, envelope_digest: envDigest, subjectDigest: subjectDigest(this.entities.get(uidKey(subject))) };
     for (const id of exec.approvals) {
-      const a = this.store.get<Approval>('approvals', id);
+      const a = await this.store.get<Approval>('approvals', id);
       if (!a) continue;
       const reason = invalidReason(a, now, current);
       views.push(approvalView(a, reason));
@@ -418,13 +455,13 @@ export class Sidecar {
   }
 
   /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it. */
-  getExecution(actor: Uid, executionId: string): Record<string, unknown> {
-    const e = this.store.get<Execution>('executions', executionKey(actor, executionId));
+  async getExecution(actor: Uid, executionId: string): Promise<Record<string, unknown>> {
+    await this.entities.refresh();
+    const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
     if (!e) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
     const now = this.now();
     const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: subjectDigest(this.entities.get(uidKey(e.subject))) };
-    const approvals = e.approvals
-      .map((id) => this.store.get<Approval>('approvals', id))
+    const approvals = (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
       .filter((a): a is Approval => a !== undefined)
       .map((a) => approvalView(a, invalidReason(a, now, current)));
     const view: Record<string, unknown> = {
@@ -452,7 +489,8 @@ export class Sidecar {
     const actor: Uid = { type: body.actor.type, id: body.actor.id };
     const key = executionKey(actor, body.execution_id);
     const approvalId = `apr_${randomUUID()}`;
-    return this.store.write((tx) => {
+    return this.withFreshEntities(() => this.store.write((tx) => {
+      this.entities.checkFresh(tx);
       const e = tx.get<Execution>('executions', key);
       if (!e || e.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
         throw new WritError('APPROVAL_STALE', e ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests` : `no execution ${body.execution_id} for ${uidKey(actor)}`);
@@ -466,7 +504,7 @@ export class Sidecar {
       const rec = tx.append({ kind: 'approval', ...approval });
       tx.put('executions', key, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
       return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
-    }, { label: 'approval' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
   }
 
   async revoke(caller: Caller, approvalId: string): Promise<Record<string, unknown>> {
@@ -496,20 +534,28 @@ export class Sidecar {
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.bundle, checked);
     let staged: ReturnType<EntityStore['stage']> | undefined;
-    const rec = await this.store.write((tx) => {
+    const rec = await this.withFreshEntities(() => this.store.write((tx) => {
       staged = this.entities.stage(tx, [{ entity: checked }], 'api');
       return staged.records[0]!;
-    }, { label: 'entity' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
     staged!.commit();
-    const record = this.store.getRecord(rec);
+    const record = await this.store.getRecord(rec);
     return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };
   }
 
-  getEntity(type: string, id: string): EntityJson {
+  async getEntity(type: string, id: string): Promise<EntityJson> {
+    await this.entities.refresh();
     const e = this.entities.get(uidKey({ type, id }));
     if (!e) throw new WritError('NOT_FOUND', `no entity ${uidKey({ type, id })}`);
     return e;
   }
+}
+
+/** The rows a decision's write reads, fetched with its batch by a shared store. */
+function decisionReads(key: string, supersedesKey: string | undefined): Array<[Table, string]> {
+  const reads: Array<[Table, string]> = [['executions', key], ['meta', ENTITIES_VERSION_KEY]];
+  if (supersedesKey !== undefined) reads.push(['executions', supersedesKey]);
+  return reads;
 }
 
 function storeFailure(e: unknown): WritError {

@@ -14,7 +14,7 @@ import { uidKey } from '../util/uid.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
 import { hashToBytes, memoryReader, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
 import { chainBreakPayload, signPayload } from '../ledger/signing.js';
-import { loadSigningKey, SIGNING_KEY_FILE } from '../ledger/keys.js';
+import { loadSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
 import { lockDataDir } from './lock.js';
 import { INDEXES, indexTermsOf, openStoreDbs, settleCommitError, type StoreDbs } from './layout.js';
 import { scanChain } from './integrity.js';

@@ -12,11 +12,8 @@
  * behind it (built on top of it) reject with STORE_UNAVAILABLE, and the head is reloaded from disk —
  * LMDB commits are atomic, so the disk holds exactly the batches that committed.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import canonicalizeImpl from 'canonicalize';
 import { WritError } from '../errors.js';
-import { sha256Hex } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
@@ -24,30 +21,12 @@ import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
+import { checkAppendFields, indexTerm, MAX_TABLE_KEY_BYTES, sealedRecordText } from './seal.js';
+import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from './types.js';
+
 export type { Table } from './layout.js';
-
-export interface AppendedRecord {
-  seq: number;
-  hash: string;
-  record: LedgerRecord;
-}
-
-export interface WriteTx {
-  /** Appends one record: assigns v=1, seq (next), ts (now, RFC 3339 UTC), prev (head hash), computes
-   *  hash (recordHash), stores record + Merkle subtree nodes + indexes (kind; `actor` field as uidKey
-   *  when it is a {type,id}; `execution_id` field). Visible to later append() calls in the same tx. */
-  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord;
-  /** Reads a table; sees this tx's own writes and every earlier write. */
-  get<T>(table: Table, key: string): T | undefined;
-  put(table: Table, key: string, value: unknown): void;
-  del(table: Table, key: string): void;
-  /** Ledger size as of this point of the tx (the seq the next append gets). */
-  size(): number;
-  /** Hash of the last record as of this point of the tx. */
-  head(): string;
-  /** Merkle root ('sha256:<hex>') of the first `size()` records as of this point of the tx. */
-  root(): string;
-}
+export type { AppendedRecord, WriteTx } from './types.js';
+export { indexTerm } from './seal.js';
 
 export interface FaultHooks {
   /** Called before a write's callback runs and is committed; a throw (or rejection) fails that write
@@ -83,15 +62,6 @@ export interface StoreStats {
 
 const DEFAULT_WRITE_TIMEOUT_MS = 5000;
 const MAX_PAGE = 1000;
-const RESERVED_FIELDS = ['v', 'seq', 'ts', 'prev', 'hash'] as const;
-// LMDB keys are at most 1978 bytes; index terms longer than this are indexed by their digest.
-const MAX_INDEX_TERM_BYTES = 480;
-const MAX_TABLE_KEY_BYTES = 1900;
-
-/** The term an index stores for a value (long values by digest; lookups map the same way). */
-export function indexTerm(value: string): string {
-  return Buffer.byteLength(value, 'utf8') > MAX_INDEX_TERM_BYTES ? `sha256:${sha256Hex(value)}#` : value;
-}
 
 /** Writes buffered by one callback or one batch of callbacks, applied to LMDB together. */
 interface Overlay {
@@ -144,7 +114,9 @@ function settleWaiter(w: Waiter, ok: boolean, value: unknown): void {
   else w.reject(value);
 }
 
-export class Store {
+export class Store implements LedgerStore {
+  readonly kind = 'lmdb' as const;
+  readonly shared = false;
   readonly dataDir: string;
   readonly #dbs: StoreDbs;
   readonly #lock: DirLock;
@@ -215,7 +187,7 @@ export class Store {
    * propagates and nothing of it is written. A failed or timed-out commit rejects with
    * STORE_UNAVAILABLE (after a timeout the write's fate is unknown until the next read).
    */
-  async write<T>(fn: (tx: WriteTx) => T, opts: { label?: string } = {}): Promise<T> {
+  async write<T>(fn: (tx: WriteTx) => T, opts: WriteOptions = {}): Promise<T> {
     if (this.#closed) throw unavailable('the store is closed');
     const deadline = Date.now() + this.#writeTimeoutMs;
     const hook = this.#faults?.beforeCommit;
@@ -407,6 +379,10 @@ export class Store {
     return Buffer.from(v);
   }
 
+  get location(): string {
+    return this.dataDir;
+  }
+
   // ── reading committed state ──
 
   get<T>(table: Table, key: string): T | undefined {
@@ -427,6 +403,10 @@ export class Store {
     return this.#committedSize;
   }
 
+  knownSize(): number {
+    return this.#committedSize;
+  }
+
   /** Hash of the last committed record (ZERO_HASH when empty). */
   head(): string {
     return this.#committedHead;
@@ -443,7 +423,7 @@ export class Store {
    * kind, actor (uidKey) and execution_id — driven by an index, never a full scan. `next` is the
    * `from` of the next page, null when there is none.
    */
-  listRecords(q: { from?: number; limit?: number; kind?: string; actor?: string; execution_id?: string }): { records: LedgerRecord[]; next: number | null } {
+  listRecords(q: RecordQuery): { records: LedgerRecord[]; next: number | null } {
     const from = q.from ?? 0;
     const limit = q.limit ?? 100;
     if (!Number.isSafeInteger(from) || from < 0) throw new WritError('INVALID_REQUEST', 'from must be a non-negative integer');
@@ -567,35 +547,6 @@ function actorKeyOf(r: LedgerRecord): string | undefined {
   return a && typeof a === 'object' && typeof a.type === 'string' && typeof a.id === 'string' ? uidKey({ type: a.type, id: a.id }) : undefined;
 }
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-
-/**
- * The record's hash (docs/protocol.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
- * JCS(record with hash), from one canonicalisation of each top-level member: JCS writes an object
- * as its members sorted by key (UTF-16 code units, as Array.prototype.sort), each as
- * JSON-string(key) ":" JCS(value), members whose value has no JSON form left out.
- */
-function sealedRecordText(body: Record<string, unknown>): { hash: string; text: string } {
-  const keys = Object.keys(body).sort();
-  const members: string[] = [];
-  let hashAt = keys.length; // index in `members` where the hash member goes
-  for (const k of keys) {
-    if (hashAt === keys.length && k > 'hash') hashAt = members.length;
-    const v = canonicalizeMember(body[k]);
-    if (v !== undefined) members.push(`${JSON.stringify(k)}:${v}`);
-  }
-  if (hashAt === keys.length) hashAt = members.length;
-  const unsealed = `{${members.join(',')}}`;
-  const hash = 'sha256:' + createHash('sha256').update(LEAF_PREFIX).update(unsealed, 'utf8').digest('hex');
-  members.splice(hashAt, 0, `"hash":${JSON.stringify(hash)}`);
-  return { hash, text: `{${members.join(',')}}` };
-}
-
-/** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
-function canonicalizeMember(v: unknown): string | undefined {
-  return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
-}
-
 /** One write callback's view: its own buffer over the pending (queued, not yet durable) and committed state. */
 class BufferedTx implements WriteTx {
   readonly overlay: Overlay = newOverlay();
@@ -616,11 +567,7 @@ class BufferedTx implements WriteTx {
   }
 
   append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
-    if (fields === null || typeof fields !== 'object') throw new TypeError('append needs a fields object');
-    if (typeof fields.kind !== 'string' || fields.kind === '') throw new TypeError('a record needs a non-empty string kind');
-    for (const f of RESERVED_FIELDS) {
-      if (f in fields) throw new TypeError(`record field '${f}' is assigned by the store`);
-    }
+    checkAppendFields(fields);
     const seq = this.#size;
     const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
     // One canonicalisation per record (issue 8: this was two JCS passes and a JSON.parse, ~8 % of a

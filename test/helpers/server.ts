@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sharedPostgres } from './postgres.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const WRIT_BIN = join(REPO, 'bin', 'writ');
@@ -42,6 +43,8 @@ export const TEST_TOKENS: TestTokens = {
   auditor: 'test-auditor-token', reconciler: 'test-reconciler-token', admin: 'test-admin-token',
 };
 
+const matrixDatabases = new Map<string, string>();
+
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'writ-test-'));
   const configPath = join(dataDir, '..', `writ-config-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
@@ -66,6 +69,13 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     clock_file: opts.clockFile ?? null,
     ...opts.config,
   };
+  // The store matrix (CONTRACT.md §9): WRIT_TEST_STORE=postgres runs the same suite on a fresh database.
+  // A restart on the same data dir finds the same database.
+  if (process.env.WRIT_TEST_STORE === 'postgres' && !('database_url' in config)) {
+    let url = matrixDatabases.get(dataDir);
+    if (!url) matrixDatabases.set(dataDir, (url = await (await sharedPostgres()).createDatabase()));
+    (config as Record<string, unknown>).database_url = url;
+  }
   writeFileSync(configPath, JSON.stringify(config));
   const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], {
     stdio: ['ignore', 'pipe', 'pipe'],

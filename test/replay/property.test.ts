@@ -176,7 +176,8 @@ test('replaying a generated workload with the policies that produced it changes 
       let lines: string[];
       try {
         await runWorkload(running.sidecar, clockFile, specs, ops);
-        lines = [...running.sidecar.store.exportLines()];
+        lines = [];
+        for await (const line of running.sidecar.store.exportLines()) lines.push(line);
       } finally {
         await running.close();
         rmSync(dir, { recursive: true, force: true });

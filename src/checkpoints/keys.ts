@@ -8,9 +8,10 @@ import { randomBytes, type KeyObject } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { WritError } from '../errors.js';
-import { keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from './signing.js';
-import type { LedgerRecord } from './record.js';
+import { keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../ledger/signing.js';
+import type { LedgerRecord } from '../ledger/record.js';
 import type { Store } from '../store/store.js';
+import type { LedgerStore } from '../store/types.js';
 
 export const SIGNING_KEY_FILE = 'signing-key.json';
 
@@ -101,25 +102,49 @@ export function loadSigningKey(dataDir: string): SigningKey | undefined {
   return existsSync(path) ? readKeyFile(path) : undefined;
 }
 
+/** A deployment's key file named by `signing_key_file` (every replica names the same file). */
+export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null }): SigningKey {
+  return o.keyFile ? readKeyFile(o.keyFile) : loadOrCreateSigningKey(o.dataDir);
+}
+
+/** The meta row of a shared store naming the key its first key record announced. */
+const LEDGER_KEY = 'ledger_key';
+
 /**
  * Appends the first `key` record `{kind:'key', key_id, public_key, signature:null}` when the ledger
  * has none. When it has keys, the data dir key must be the latest of them (else checkpoints would be
  * signed by a key no verifier knows): a mismatch is refused.
  */
-export async function ensureKeyRecord(store: Store, key: SigningKey): Promise<LedgerRecord | undefined> {
-  const keys = store.keys();
+export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Promise<LedgerRecord | undefined> {
+  const keys = await store.keys();
   if (keys.length > 0) {
     const latest = keys[keys.length - 1]!;
     if (latest.key_id !== key.key_id || latest.public_key !== key.public_key) {
       throw new WritError(
         'STORE_CORRUPT',
-        `the signing key in ${store.dataDir} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate with 'writ keys rotate'`,
+        `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate with 'writ keys rotate'`,
         { details: { seq: null, key_id: key.key_id, ledger_key_id: latest.key_id } },
       );
     }
     return undefined;
   }
-  return store.write((tx) => tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record, { label: 'key' });
+  // Replicas starting together: the first transaction (under the store's write lock) writes the
+  // record; the others find the meta row and write nothing.
+  const record = await store.write((tx) => {
+    if (store.shared) {
+      const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
+      if (announced) return { announced: announced.key_id };
+      tx.put('meta', LEDGER_KEY, { key_id: key.key_id, public_key: key.public_key });
+    }
+    return { record: tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record };
+  }, { label: 'key', reads: [['meta', LEDGER_KEY]] });
+  if ('record' in record) return record.record;
+  if (record.announced !== key.key_id) {
+    throw new WritError('STORE_CORRUPT', `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${record.announced})`, {
+      details: { seq: null, key_id: key.key_id, ledger_key_id: record.announced },
+    });
+  }
+  return undefined;
 }
 
 /**

@@ -5,13 +5,18 @@
  * records (on `maybeCheckpoint`, called after each write), every `everyMs`, and on `stop`; never when
  * nothing was appended since the last checkpoint. Each one is also appended as its JCS line to
  * `<witnessDir>/checkpoints.jsonl` when a witness dir is set.
+ *
+ * On a shared store (replicas) each checkpoint also writes `meta/checkpoint_end` (its seq + 1) in its
+ * transaction, and every checkpoint write reads it under the store's write lock: whichever replica
+ * writes first covers the new records, the others find nothing new, so checkpoints are written by one
+ * replica at a time and never twice for the same range.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkpointPayload, signPayload } from './signing.js';
-import { recordLine, type LedgerRecord } from './record.js';
+import { checkpointPayload, signPayload } from '../ledger/signing.js';
+import { recordLine, type LedgerRecord } from '../ledger/record.js';
 import type { SigningKey } from './keys.js';
-import type { Store } from '../store/store.js';
+import type { LedgerStore } from '../store/types.js';
 
 export interface CheckpointerOptions {
   key: SigningKey;
@@ -44,26 +49,42 @@ function appendWitness(dir: string, record: LedgerRecord): void {
   }
 }
 
-export function startCheckpointer(store: Store, o: CheckpointerOptions): Checkpointer {
+/** The meta row of a shared store naming the ledger size right after the latest checkpoint. */
+const CHECKPOINT_END_KEY = 'checkpoint_end';
+
+export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): Checkpointer {
   const everyRecords = o.everyRecords ?? 1000;
   const onError = o.onError ?? ((e: unknown) => process.stderr.write(`writ: checkpoint failed: ${(e as Error)?.message ?? String(e)}\n`));
-  const last = store.latestCheckpoint();
+  const latest = store.latestCheckpoint();
   // The ledger size right after the last checkpoint: nothing is new while the size stays there.
-  let coveredEnd = last ? last.seq + 1 : 0;
+  let coveredEnd = 0;
+  const known = (last: LedgerRecord | undefined) => {
+    coveredEnd = last ? last.seq + 1 : 0;
+  };
+  // LMDB answers at once; a shared store answers later (every write waits for it).
+  let ready: Promise<unknown> = Promise.resolve();
+  if (latest instanceof Promise) ready = latest.then(known);
+  else known(latest);
   let chain: Promise<unknown> = Promise.resolve();
   let inFlight = 0;
   let stopped = false;
 
   const write = async (): Promise<LedgerRecord | undefined> => {
+    await ready;
     const record = await store.write(
       (tx) => {
         const size = tx.size();
+        if (store.shared) {
+          const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
+          if (end > coveredEnd) coveredEnd = end;
+        }
         if (size === coveredEnd || size === 0) return undefined;
         const root = tx.root();
         const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
+        if (store.shared) tx.put('meta', CHECKPOINT_END_KEY, size + 1);
         return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
       },
-      { label: 'checkpoint' },
+      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY]] },
     );
     if (record) {
       coveredEnd = record.seq + 1;
@@ -83,7 +104,7 @@ export function startCheckpointer(store: Store, o: CheckpointerOptions): Checkpo
   const timer =
     o.everyMs && o.everyMs > 0
       ? setInterval(() => {
-          if (inFlight === 0 && store.size() !== coveredEnd) checkpointNow().catch(onError);
+          if (inFlight === 0 && store.knownSize() !== coveredEnd) checkpointNow().catch(onError);
         }, o.everyMs)
       : undefined;
   timer?.unref();
@@ -92,7 +113,7 @@ export function startCheckpointer(store: Store, o: CheckpointerOptions): Checkpo
     checkpointNow,
     maybeCheckpoint() {
       if (stopped || inFlight > 0) return;
-      if (store.size() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
+      if (store.knownSize() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
     },
     async stop() {
       stopped = true;

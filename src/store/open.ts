@@ -1,0 +1,25 @@
+/**
+ * Opens the store a config names (CONTRACT.md §9): PostgreSQL when `database_url` is set (replicas
+ * share it), otherwise the LMDB store of `data_dir`, exactly as before.
+ */
+import { Store, type FaultHooks } from './store.js';
+import { PgStore } from './postgres/pg-store.js';
+import type { LedgerStore } from './types.js';
+
+export interface OpenStoreOptions {
+  dataDir: string;
+  databaseUrl?: string | null;
+  durability?: 'sync' | 'flushed';
+  writeTimeoutMs?: number;
+  faults?: FaultHooks;
+}
+
+export async function openStore(o: OpenStoreOptions): Promise<LedgerStore> {
+  if (o.databaseUrl) return PgStore.open({ url: o.databaseUrl, ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}) });
+  return Store.open({
+    dataDir: o.dataDir,
+    ...(o.durability ? { durability: o.durability } : {}),
+    ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}),
+    ...(o.faults ? { faults: o.faults } : {}),
+  });
+}

@@ -1,0 +1,634 @@
+/**
+ * The shared store on PostgreSQL (CONTRACT.md §9): any number of `writ serve` processes on one database
+ * are one PDP.
+ *
+ * Writes keep the synchronous-callback API of the LMDB store. One flusher per process takes every
+ * queued callback as one batch and runs it in ONE transaction (group commit):
+ *   BEGIN (READ COMMITTED) → SELECT … FROM ledger_head FOR UPDATE — the row lock every writer of every
+ *   replica takes first, so transactions that write run one at a time, and each one, reading after the
+ *   lock, sees everything committed before it → run each callback over an in-memory view whose rows
+ *   come from the database inside this transaction (a row not fetched yet makes the callback stop
+ *   with NeedRow; the flusher fetches it and runs the callback again from the start) → INSERT the
+ *   records, Merkle nodes and rows, UPDATE the head → COMMIT (synchronous_commit on). Waiters are
+ *   answered only after COMMIT returned. A callback that throws drops only its own writes.
+ * The unique keys (records.seq, merkle (level, idx), state (tbl, key)) back the invariants: a
+ * writer that somehow skipped the lock would fail on them rather than fork the chain.
+ *
+ * Reads outside writes go to the database (every replica sees what any replica committed). Merkle
+ * nodes are immutable once written, so they are cached in memory.
+ *
+ * Database unreachable: the pool fails fast (connect timeout), the write rejects with
+ * STORE_UNAVAILABLE, and the next write tries a fresh connection: recovery needs no restart.
+ */
+import pg from 'pg';
+import { WritError } from '../../errors.js';
+import type { LedgerRecord } from '../../ledger/record.js';
+import { ZERO_HASH } from '../../ledger/record.js';
+import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../../ledger/merkle.js';
+import { uidKey } from '../../util/uid.js';
+import { indexTermsOf } from '../layout.js';
+import { checkAppendFields, indexTerm, MAX_TABLE_KEY_BYTES, sealedRecordText } from '../seal.js';
+import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
+import { migrate } from './schema.js';
+
+const MAX_PAGE = 1000;
+const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
+const NODE_CACHE_LIMIT = 200_000;
+
+export interface PgStoreOptions {
+  url: string;
+  /** A write not committed within this time rejects with STORE_UNAVAILABLE (default 10 s). */
+  writeTimeoutMs?: number;
+  /** Connect timeout: how fast an unreachable database is reported (default 2 s). */
+  connectTimeoutMs?: number;
+  poolSize?: number;
+  /** Create or migrate the schema on open (default true). */
+  migrate?: boolean;
+}
+
+function unavailable(message: string, cause?: unknown): WritError {
+  return new WritError('STORE_UNAVAILABLE', message, cause === undefined ? {} : { cause });
+}
+
+function asUnavailable(e: unknown, what: string): unknown {
+  if (e instanceof WritError) return e;
+  if (e instanceof TypeError || e instanceof RangeError) return e;
+  return unavailable(`${what}: ${(e as Error)?.message ?? String(e)}`, e);
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable url)';
+  }
+}
+
+/** Thrown inside a callback when it reads a row the batch has not fetched yet. */
+class NeedRow {
+  constructor(readonly table: Table | null, readonly key: string, readonly level = 0, readonly index = 0) {}
+}
+
+const rowKey = (t: Table, k: string) => `${t}\u0000${k}`;
+const nodeKey = (level: number, index: number) => `${level}/${index}`;
+
+interface PendingRecord {
+  seq: number;
+  text: string;
+  kind: string;
+  actor: string | null;
+  execution_id: string | null;
+}
+
+/** The writes of one callback (or, merged, of a whole batch). */
+interface Overlay {
+  records: PendingRecord[];
+  nodes: Map<string, { level: number; index: number; hash: Buffer }>;
+  rows: Map<string, { table: Table; key: string; value: string | null }>;
+}
+
+const newOverlay = (): Overlay => ({ records: [], nodes: new Map(), rows: new Map() });
+
+interface Item {
+  fn: (tx: WriteTx) => unknown;
+  reads: Array<[Table, string]>;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+  result?: unknown;
+  error?: unknown;
+  failed: boolean;
+  settled: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** What the callbacks of one batch read and wrote so far. */
+interface BatchView {
+  size: number;
+  head: string;
+  written: Overlay;
+  /** Rows fetched from the database in this transaction (null: absent). */
+  fetched: Map<string, string | null>;
+}
+
+export class PgStore implements LedgerStore {
+  readonly kind = 'postgres' as const;
+  readonly shared = true;
+  readonly location: string;
+  readonly #pool: pg.Pool;
+  readonly #writeTimeoutMs: number;
+  #queue: Item[] = [];
+  #flushing = false;
+  #closed = false;
+  #idle: Array<() => void> = [];
+  /** Merkle subtree hashes are immutable once committed: cached across transactions. */
+  readonly #nodes = new Map<string, Buffer>();
+  #knownSize = 0;
+
+  private constructor(o: PgStoreOptions, pool: pg.Pool) {
+    this.location = redactUrl(o.url);
+    this.#pool = pool;
+    this.#writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+  }
+
+  static createPool(o: PgStoreOptions): pg.Pool {
+    const pool = new pg.Pool({
+      connectionString: o.url,
+      max: o.poolSize ?? 10,
+      connectionTimeoutMillis: o.connectTimeoutMs ?? 2000,
+      idleTimeoutMillis: 10_000,
+      query_timeout: o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS,
+      // An answer is sent only after COMMIT returned, and COMMIT returns only once the WAL is flushed.
+      options: '-c synchronous_commit=on',
+      keepAlive: true,
+    });
+    // A connection that dies (idle in the pool, or checked out between queries) must not crash the
+    // process: its error event is swallowed here, the query in flight rejects, and the pool drops it.
+    pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
+    return pool;
+  }
+
+  /** Connects, creates or migrates the schema (unless told not to), and returns the store. */
+  static async open(o: PgStoreOptions): Promise<PgStore> {
+    const pool = PgStore.createPool(o);
+    try {
+      if (o.migrate !== false) {
+        const client = await pool.connect();
+        try {
+          await migrate(client);
+        } finally {
+          client.release();
+        }
+      }
+      return new PgStore(o, pool);
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      throw asUnavailable(e, `cannot open the database ${redactUrl(o.url)}`);
+    }
+  }
+
+  // ── writing ──
+
+  write<T>(fn: (tx: WriteTx) => T, opts: WriteOptions = {}): Promise<T> {
+    if (this.#closed) return Promise.reject(unavailable('the store is closed'));
+    return new Promise<T>((resolve, reject) => {
+      const item: Item = {
+        fn, reads: opts.reads ?? [], resolve: resolve as (v: unknown) => void, reject, failed: false, settled: false, timer: undefined,
+      };
+      item.timer = setTimeout(() => settle(item, false, unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
+      this.#queue.push(item);
+      if (!this.#flushing) {
+        this.#flushing = true;
+        // One turn of the event loop lets writes that arrive together share the transaction.
+        setImmediate(() => void this.#flushLoop());
+      }
+    });
+  }
+
+  async #flushLoop(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue;
+        this.#queue = [];
+        await this.#commitBatch(batch.filter((i) => !i.settled));
+      }
+    } finally {
+      this.#flushing = false;
+      const ws = this.#idle;
+      this.#idle = [];
+      for (const w of ws) w();
+    }
+  }
+
+  async #commitBatch(items: Item[]): Promise<void> {
+    if (items.length === 0) return;
+    let client: pg.PoolClient | undefined;
+    let broken: unknown;
+    try {
+      client = await this.#pool.connect();
+      // BEGIN and the lock in one round trip (a simple-protocol query of two statements).
+      const opened = (await client.query('BEGIN; SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE')) as unknown as Array<pg.QueryResult<{ size: string; head: string }>>;
+      const head = opened[1]!;
+      if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
+      const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
+      await this.#prefetch(client, view, items.flatMap((i) => i.reads));
+      for (const item of items) {
+        if (item.settled) continue;
+        for (;;) {
+          const tx = new PgTx(view, this.#nodes);
+          try {
+            item.result = item.fn(tx);
+            if (item.result !== null && typeof item.result === 'object' && typeof (item.result as { then?: unknown }).then === 'function') {
+              throw new TypeError('Store.write callbacks must be synchronous');
+            }
+          } catch (e) {
+            if (e instanceof NeedRow) {
+              await this.#fetch(client, view, e);
+              continue;
+            }
+            item.failed = true;
+            item.error = e;
+            break;
+          }
+          tx.mergeInto(view);
+          break;
+        }
+      }
+      await this.#apply(client, view, Number(head.rows[0].size));
+      await client.query('COMMIT');
+      this.#knownSize = Math.max(this.#knownSize, view.size);
+      for (const [k, n] of view.written.nodes) this.#cacheNode(k, n.hash);
+    } catch (e) {
+      broken = e;
+      if (client) await client.query('ROLLBACK').catch(() => undefined);
+      const err = asUnavailable(e, 'store commit failed');
+      for (const item of items) settle(item, false, err);
+      return;
+    } finally {
+      // A connection that failed mid-transaction is destroyed, not returned to the pool.
+      client?.release(broken instanceof Error && !(broken instanceof WritError) ? broken : undefined);
+    }
+    for (const item of items) {
+      if (item.failed) settle(item, false, item.error);
+      else settle(item, true, item.result);
+    }
+  }
+
+  /**
+   * Fetches, in one round trip, the rows the batch's callbacks said they read and the Merkle nodes an
+   * append at the current size combines with (the frontier; cached unless another replica appended).
+   */
+  async #prefetch(client: pg.PoolClient, view: BatchView, reads: Array<[Table, string]>): Promise<void> {
+    const want = new Map<string, [Table, string]>();
+    for (const [t, k] of reads) want.set(rowKey(t, k), [t, k]);
+    const levels: number[] = [];
+    const indexes: number[] = [];
+    for (let level = 0; ; level++) {
+      const n = Math.floor(view.size / 2 ** level);
+      if (n === 0) break;
+      if (n % 2 === 1 && !this.#nodes.has(nodeKey(level, n - 1))) {
+        levels.push(level);
+        indexes.push(n - 1);
+      }
+    }
+    if (want.size === 0 && levels.length === 0) return;
+    const rows = await client.query<{ tbl: Table | null; key: string | null; value: string | null; level: number | null; idx: string | null; hash: Buffer | null }>(
+      `SELECT s.tbl, s.key, s.value, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
+         FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key
+       UNION ALL
+       SELECT NULL, NULL, NULL, m.level, m.idx, m.hash
+         FROM merkle m JOIN unnest($3::int[], $4::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx`,
+      [[...want.values()].map((r) => r[0]), [...want.values()].map((r) => r[1]), levels, indexes],
+    );
+    for (const k of want.keys()) view.fetched.set(k, null);
+    for (const r of rows.rows) {
+      if (r.tbl !== null && r.key !== null) view.fetched.set(rowKey(r.tbl, r.key), r.value);
+      else if (r.level !== null && r.idx !== null && r.hash) this.#cacheNode(nodeKey(r.level, Number(r.idx)), r.hash);
+    }
+  }
+
+  async #fetch(client: pg.ClientBase, view: BatchView, need: NeedRow): Promise<void> {
+    if (need.table === null) {
+      const hash = await this.#readNode(client, need.level, need.index);
+      this.#cacheNode(nodeKey(need.level, need.index), hash);
+      return;
+    }
+    const r = await client.query<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [need.table, need.key]);
+    view.fetched.set(rowKey(need.table, need.key), r.rows[0]?.value ?? null);
+  }
+
+  async #readNode(client: pg.ClientBase | pg.Pool, level: number, index: number): Promise<Buffer> {
+    const r = await client.query<{ hash: Buffer }>('SELECT hash FROM merkle WHERE level = $1 AND idx = $2', [level, index]);
+    const hash = r.rows[0]?.hash;
+    if (!hash || hash.length !== 32) throw new WritError('STORE_CORRUPT', `merkle node (${level}, ${index}) is missing`, { details: { seq: null } });
+    return hash;
+  }
+
+  #cacheNode(k: string, hash: Buffer): void {
+    if (this.#nodes.size >= NODE_CACHE_LIMIT) this.#nodes.clear();
+    this.#nodes.set(k, hash);
+  }
+
+  /**
+   * Writes a batch's records, nodes and rows, and moves the head, inside the open transaction: one
+   * statement (data-modifying CTEs), so a batch costs one round trip here whatever it holds.
+   */
+  async #apply(client: pg.ClientBase, view: BatchView, startSize: number): Promise<void> {
+    const w = view.written;
+    if (w.records.length === 0 && w.nodes.size === 0 && w.rows.size === 0) return;
+    const nodes = [...w.nodes.values()];
+    const puts = [...w.rows.values()].filter((r) => r.value !== null);
+    const dels = [...w.rows.values()].filter((r) => r.value === null);
+    await client.query(
+      `WITH r AS (INSERT INTO records (seq, text, kind, actor, execution_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])),
+            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($6::int[], $7::bigint[], $8::bytea[])),
+            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($9::text[], $10::text[], $11::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
+            d AS (DELETE FROM state s USING unnest($12::text[], $13::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
+       UPDATE ledger_head SET size = $14, head = $15 WHERE id = 1 AND size = $16`,
+      [
+        w.records.map((r) => r.seq), w.records.map((r) => r.text), w.records.map((r) => r.kind), w.records.map((r) => r.actor), w.records.map((r) => r.execution_id),
+        nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => n.hash),
+        puts.map((r) => r.table), puts.map((r) => r.key), puts.map((r) => r.value),
+        dels.map((r) => r.table), dels.map((r) => r.key),
+        view.size, view.head, startSize,
+      ],
+    );
+  }
+
+  // ── reading committed state ──
+
+  async #q<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    if (this.#closed) throw unavailable('the store is closed');
+    try {
+      return await this.#pool.query<R>(text, values);
+    } catch (e) {
+      throw asUnavailable(e, 'the database could not be read');
+    }
+  }
+
+  async get<T>(table: Table, key: string): Promise<T | undefined> {
+    const r = await this.#q<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [table, key]);
+    return r.rows[0] ? (JSON.parse(r.rows[0].value) as T) : undefined;
+  }
+
+  async *entries<T>(table: Table, prefix = ''): AsyncIterable<[string, T]> {
+    let after: string | undefined;
+    for (;;) {
+      const r = await this.#q<{ key: string; value: string }>(
+        `SELECT key, value FROM state WHERE tbl = $1 AND starts_with(key, $2) ${after === undefined ? '' : 'AND key > $3'} ORDER BY key LIMIT 1000`,
+        after === undefined ? [table, prefix] : [table, prefix, after],
+      );
+      for (const row of r.rows) yield [row.key, JSON.parse(row.value) as T];
+      if (r.rows.length < 1000) return;
+      after = r.rows[r.rows.length - 1]!.key;
+    }
+  }
+
+  async #head(): Promise<{ size: number; head: string }> {
+    const r = await this.#q<{ size: string; head: string }>('SELECT size, head FROM ledger_head WHERE id = 1');
+    const head = r.rows[0] ? { size: Number(r.rows[0].size), head: r.rows[0].head } : { size: 0, head: ZERO_HASH };
+    this.#knownSize = Math.max(this.#knownSize, head.size);
+    return head;
+  }
+
+  knownSize(): number {
+    return this.#knownSize;
+  }
+
+  async size(): Promise<number> {
+    return (await this.#head()).size;
+  }
+
+  async head(): Promise<string> {
+    return (await this.#head()).head;
+  }
+
+  async getRecord(seq: number): Promise<LedgerRecord | undefined> {
+    if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
+    const r = await this.#q<{ text: string }>('SELECT text FROM records WHERE seq = $1', [seq]);
+    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+  }
+
+  async listRecords(q: RecordQuery): Promise<{ records: LedgerRecord[]; next: number | null }> {
+    const from = q.from ?? 0;
+    const limit = q.limit ?? 100;
+    if (!Number.isSafeInteger(from) || from < 0) throw new WritError('INVALID_REQUEST', 'from must be a non-negative integer');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new WritError('INVALID_REQUEST', `limit must be 1..${MAX_PAGE}`);
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (q.kind !== undefined) where.push(`kind = $${values.push(q.kind)}`);
+    if (q.actor !== undefined) where.push(`actor = $${values.push(indexTerm(q.actor))}`);
+    if (q.execution_id !== undefined) where.push(`execution_id = $${values.push(indexTerm(q.execution_id))}`);
+    // Long terms are indexed by digest: the exact value is checked on the record itself.
+    const matches = (r: LedgerRecord): boolean =>
+      (q.kind === undefined || r.kind === q.kind) &&
+      (q.execution_id === undefined || r.execution_id === q.execution_id) &&
+      (q.actor === undefined || actorKeyOf(r) === q.actor);
+    const records: LedgerRecord[] = [];
+    let cursor = from;
+    for (;;) {
+      const page = await this.#q<{ seq: string; text: string }>(
+        `SELECT seq, text FROM records WHERE seq >= $${values.length + 1} ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY seq LIMIT ${limit + 1}`,
+        [...values, cursor],
+      );
+      for (const row of page.rows) {
+        const r = JSON.parse(row.text) as LedgerRecord;
+        if (!matches(r)) continue;
+        if (records.length === limit) return { records, next: Number(row.seq) };
+        records.push(r);
+      }
+      if (page.rows.length < limit + 1) return { records, next: null };
+      cursor = Number(page.rows[page.rows.length - 1]!.seq) + 1;
+    }
+  }
+
+  async *exportLines(from = 0, to?: number): AsyncIterable<string> {
+    const end = Math.min(to ?? Number.MAX_SAFE_INTEGER, await this.size());
+    let next = from;
+    while (next < end) {
+      const r = await this.#q<{ seq: string; text: string }>('SELECT seq, text FROM records WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 2000', [next, end]);
+      if (r.rows.length === 0) return;
+      for (const row of r.rows) yield row.text;
+      next = Number(r.rows[r.rows.length - 1]!.seq) + 1;
+    }
+  }
+
+  /** Runs a Merkle computation, fetching the nodes it asks for until it has them all. */
+  async #withNodes<T>(compute: (r: SubtreeReader) => T): Promise<T> {
+    const reader: SubtreeReader = {
+      subtree: (level, index) => {
+        const n = this.#nodes.get(nodeKey(level, index));
+        if (!n) throw new NeedRow(null, '', level, index);
+        return n;
+      },
+    };
+    for (;;) {
+      try {
+        return compute(reader);
+      } catch (e) {
+        if (!(e instanceof NeedRow)) throw e;
+        let hash: Buffer;
+        try {
+          hash = await this.#readNode(this.#pool, e.level, e.index);
+        } catch (err) {
+          throw asUnavailable(err, 'the database could not be read');
+        }
+        this.#cacheNode(nodeKey(e.level, e.index), hash);
+      }
+    }
+  }
+
+  async #checkSize(name: string, size: number): Promise<void> {
+    const committed = await this.size();
+    if (!Number.isSafeInteger(size) || size < 0 || size > committed) {
+      throw new WritError('INVALID_REQUEST', `${name} must be 0..${committed}, got ${size}`);
+    }
+  }
+
+  async root(size?: number): Promise<string> {
+    const n = size ?? (await this.size());
+    await this.#checkSize('size', n);
+    return this.#withNodes((r) => bytesToHash(rootAt(n, r)));
+  }
+
+  async inclusionProof(seq: number, size: number): Promise<string[]> {
+    await this.#checkSize('size', size);
+    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new WritError('INVALID_REQUEST', `need 0 <= seq < size (seq ${seq}, size ${size})`);
+    return this.#withNodes((r) => inclusionProof(seq, size, r).map((b) => b.toString('hex')));
+  }
+
+  async consistencyProof(from: number, to: number): Promise<string[]> {
+    await this.#checkSize('to', to);
+    if (!Number.isSafeInteger(from) || from < 0 || from > to) throw new WritError('INVALID_REQUEST', `need 0 <= from <= to (from ${from}, to ${to})`);
+    return this.#withNodes((r) => consistencyProof(from, to, r).map((b) => b.toString('hex')));
+  }
+
+  async latestCheckpoint(): Promise<LedgerRecord | undefined> {
+    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`);
+    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+  }
+
+  async keys(): Promise<Array<{ key_id: string; public_key: string }>> {
+    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'key' ORDER BY seq`);
+    return r.rows.map((row) => {
+      const rec = JSON.parse(row.text) as LedgerRecord;
+      return { key_id: String(rec.key_id), public_key: String(rec.public_key) };
+    });
+  }
+
+  /** A write transaction through the normal path (lock, commit): the database is reachable and writable. */
+  async writable(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      await this.write(() => undefined, { label: 'readyz' });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Waits for queued writes, then closes the pool. Later writes reject. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#flushing) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    await this.#pool.end().catch(() => undefined);
+  }
+}
+
+function settle(item: Item, ok: boolean, value: unknown): void {
+  if (item.settled) return;
+  item.settled = true;
+  if (item.timer) clearTimeout(item.timer);
+  if (ok) item.resolve(value);
+  else item.reject(value);
+}
+
+function actorKeyOf(r: LedgerRecord): string | undefined {
+  const a = r.actor as { type?: unknown; id?: unknown } | null | undefined;
+  return a && typeof a === 'object' && typeof a.type === 'string' && typeof a.id === 'string' ? uidKey({ type: a.type, id: a.id }) : undefined;
+}
+
+/** One callback's view: its own writes over the batch's earlier writes and the rows fetched in this transaction. */
+class PgTx implements WriteTx {
+  readonly own: Overlay = newOverlay();
+  #size: number;
+  #head: string;
+  readonly #view: BatchView;
+  readonly #reader: SubtreeReader;
+
+  constructor(view: BatchView, nodes: Map<string, Buffer>) {
+    this.#view = view;
+    this.#size = view.size;
+    this.#head = view.head;
+    this.#reader = {
+      subtree: (level, index) => {
+        const k = nodeKey(level, index);
+        const n = this.own.nodes.get(k)?.hash ?? view.written.nodes.get(k)?.hash ?? nodes.get(k);
+        if (!n) throw new NeedRow(null, '', level, index);
+        return n;
+      },
+    };
+  }
+
+  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
+    checkAppendFields(fields);
+    const seq = this.#size;
+    const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
+    const { hash, text } = sealedRecordText(body);
+    const leaf = hashToBytes(hash);
+    const completed = subtreesCompletedBy(seq, leaf, this.#reader);
+    const pending: PendingRecord = { seq, text, kind: String(body.kind), actor: null, execution_id: null };
+    for (const [name, value] of indexTermsOf(body, uidKey)) {
+      if (name === 'idx_actor') pending.actor = indexTerm(value);
+      else if (name === 'idx_exec') pending.execution_id = indexTerm(value);
+      else pending.kind = value;
+    }
+    this.own.records.push(pending);
+    this.own.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
+    for (const n of completed) this.own.nodes.set(nodeKey(n.level, n.index), n);
+    this.#size = seq + 1;
+    this.#head = hash;
+    let record: LedgerRecord | undefined;
+    return {
+      seq,
+      hash,
+      get record(): LedgerRecord {
+        return (record ??= JSON.parse(text) as LedgerRecord);
+      },
+    };
+  }
+
+  get<T>(table: Table, key: string): T | undefined {
+    const k = rowKey(table, key);
+    const own = this.own.rows.get(k) ?? this.#view.written.rows.get(k);
+    let v: string | null | undefined;
+    if (own) v = own.value;
+    else {
+      v = this.#view.fetched.get(k);
+      if (v === undefined) throw new NeedRow(table, key);
+    }
+    return v === null ? undefined : (JSON.parse(v) as T);
+  }
+
+  put(table: Table, key: string, value: unknown): void {
+    checkKey(table, key);
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new TypeError(`value for ${table}/${key} has no JSON form`);
+    this.own.rows.set(rowKey(table, key), { table, key, value: text });
+  }
+
+  del(table: Table, key: string): void {
+    checkKey(table, key);
+    this.own.rows.set(rowKey(table, key), { table, key, value: null });
+  }
+
+  size(): number {
+    return this.#size;
+  }
+
+  head(): string {
+    return this.#head;
+  }
+
+  root(): string {
+    return bytesToHash(rootAt(this.#size, this.#reader));
+  }
+
+  mergeInto(view: BatchView): void {
+    for (const r of this.own.records) view.written.records.push(r);
+    for (const [k, n] of this.own.nodes) view.written.nodes.set(k, n);
+    for (const [k, r] of this.own.rows) view.written.rows.set(k, r);
+    view.size = this.#size;
+    view.head = this.#head;
+  }
+}
+
+function checkKey(table: Table, key: string): void {
+  if (typeof key !== 'string' || key === '' || Buffer.byteLength(key, 'utf8') > MAX_TABLE_KEY_BYTES) {
+    throw new TypeError(`table keys are non-empty strings of at most ${MAX_TABLE_KEY_BYTES} bytes (${table})`);
+  }
+}

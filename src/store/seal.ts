@@ -1,0 +1,56 @@
+/**
+ * Sealing one ledger record (CONTRACT.md §6), shared by every store implementation so that the same
+ * fields give byte-identical record text and hash whichever store appends them.
+ */
+import { createHash } from 'node:crypto';
+import canonicalizeImpl from 'canonicalize';
+import { sha256Hex } from '../util/canonical.js';
+
+const RESERVED_FIELDS = ['v', 'seq', 'ts', 'prev', 'hash'] as const;
+// LMDB keys are at most 1978 bytes; index terms longer than this are indexed by their digest.
+const MAX_INDEX_TERM_BYTES = 480;
+export const MAX_TABLE_KEY_BYTES = 1900;
+
+/** The term an index stores for a value (long values by digest; lookups map the same way). */
+export function indexTerm(value: string): string {
+  return Buffer.byteLength(value, 'utf8') > MAX_INDEX_TERM_BYTES ? `sha256:${sha256Hex(value)}#` : value;
+}
+
+/** Refuses fields a caller may not set (the store assigns them) and records without a kind. */
+export function checkAppendFields(fields: { kind: string } & Record<string, unknown>): void {
+  if (fields === null || typeof fields !== 'object') throw new TypeError('append needs a fields object');
+  if (typeof fields.kind !== 'string' || fields.kind === '') throw new TypeError('a record needs a non-empty string kind');
+  for (const f of RESERVED_FIELDS) {
+    if (f in fields) throw new TypeError(`record field '${f}' is assigned by the store`);
+  }
+}
+
+const LEAF_PREFIX = Buffer.from([0x00]);
+
+/**
+ * The record's hash (CONTRACT.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
+ * JCS(record with hash), from one canonicalisation of each top-level member: JCS writes an object
+ * as its members sorted by key (UTF-16 code units, as Array.prototype.sort), each as
+ * JSON-string(key) ":" JCS(value), members whose value has no JSON form left out.
+ */
+export function sealedRecordText(body: Record<string, unknown>): { hash: string; text: string } {
+  const keys = Object.keys(body).sort();
+  const members: string[] = [];
+  let hashAt = keys.length; // index in `members` where the hash member goes
+  for (const k of keys) {
+    if (hashAt === keys.length && k > 'hash') hashAt = members.length;
+    const v = canonicalizeMember(body[k]);
+    if (v !== undefined) members.push(`${JSON.stringify(k)}:${v}`);
+  }
+  if (hashAt === keys.length) hashAt = members.length;
+  const unsealed = `{${members.join(',')}}`;
+  const hash = 'sha256:' + createHash('sha256').update(LEAF_PREFIX).update(unsealed, 'utf8').digest('hex');
+  members.splice(hashAt, 0, `"hash":${JSON.stringify(hash)}`);
+  return { hash, text: `{${members.join(',')}}` };
+}
+
+/** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
+function canonicalizeMember(v: unknown): string | undefined {
+  return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
+}
+

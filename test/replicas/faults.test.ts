@@ -1,0 +1,166 @@
+/**
+ * CONTRACT.md §9 faults, on real processes and a real PostgreSQL: kill -9 of a replica under load
+ * loses nothing acknowledged; PostgreSQL stopped under load gives 503s and never an allow, and the
+ * same processes serve again when it is back; `writ store copy` keeps an LMDB chain byte for byte.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { lineCount, newDeployment, startReplicas, verifiedExport } from './helpers.js';
+
+const readBody = (id: string) => offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+
+interface Ack { id: string; seq: number; hash: string }
+
+/** Concurrent decision workers over the servers until stopped; returns acks and every other answer. */
+function load(servers: () => TestServer[], prefix: string, workers = 6) {
+  const acks: Ack[] = [];
+  const others: Array<{ status: number; code?: string }> = [];
+  let stopped = false;
+  let n = 0;
+  const run = async (w: number) => {
+    while (!stopped) {
+      const list = servers();
+      const s = list[(n + w) % list.length]!;
+      const id = `${prefix}-${n++}`;
+      try {
+        const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id), timeoutMs: 15_000 });
+        if (r.status === 200) {
+          assert.equal(r.body.decision, 'allow');
+          acks.push({ id, seq: r.body.record.seq, hash: r.body.record.hash });
+        } else others.push({ status: r.status, code: r.body?.error?.code });
+      } catch {
+        others.push({ status: 0 }); // the connection died with the process: not acknowledged
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  const done = Promise.all(Array.from({ length: workers }, (_, w) => run(w)));
+  return { acks, others, stop: async () => { stopped = true; await done; } };
+}
+
+async function until(cond: () => Promise<boolean>, ms: number, what: () => string = () => ''): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`condition not met in time ${what()}`);
+}
+
+async function assertAcknowledged(s: TestServer, acks: Ack[]): Promise<void> {
+  for (const a of acks) {
+    const r = await call(s, 'GET', `/v1/ledger/records/${a.seq}`, { token: s.tokens.auditor });
+    assert.equal(r.status, 200, `acknowledged record ${a.seq} is missing`);
+    assert.equal(r.body.hash, a.hash);
+    assert.equal(r.body.execution_id, a.id);
+  }
+}
+
+describe('replica faults on one PostgreSQL', () => {
+  let pg: TestPostgres;
+  before(async () => {
+    pg = await startPostgres();
+  });
+  after(() => pg?.stop());
+
+  test('kill -9 of a replica under load: every acknowledged record is in the ledger, the chain verifies, the replica restarts', async () => {
+    const d = newDeployment(await pg.createDatabase());
+    let rs = await startReplicas(d, 2);
+    try {
+      const l = load(() => rs, 'KILL');
+      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      await rs[0]!.kill();
+      const acksAtKill = l.acks.length;
+      await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
+      await l.stop();
+      await assertAcknowledged(rs[1]!, l.acks);
+      await verifiedExport(rs[1]!);
+      const [again] = await startReplicas(d, 1);
+      rs = [again!, rs[1]!];
+      const r = await call(again!, 'POST', '/v1/decisions', { token: again!.tokens.pep, body: readBody('AFTER-KILL') });
+      assert.equal(r.status, 200, r.text);
+      const exported = await verifiedExport(again!);
+      assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
+    } finally {
+      for (const s of rs) await s.stop();
+      d.remove();
+    }
+  });
+
+  test('PostgreSQL stopped under load: 503 STORE_UNAVAILABLE, never an allow, then the same processes recover', async () => {
+    const d = newDeployment(await pg.createDatabase());
+    const rs = await startReplicas(d, 2);
+    try {
+      const l = load(() => rs, 'DOWN');
+      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      pg.pause();
+      const acksAtStop = l.acks.length;
+      await until(async () => l.others.filter((o) => o.status === 503).length >= 4, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
+      // While it is down nothing is acknowledged and readiness says so.
+      await new Promise((r) => setTimeout(r, 500));
+      const acksDown = l.acks.length;
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal(l.acks.length, acksDown, 'no decision is acknowledged while the database is down');
+      assert.ok(acksDown - acksAtStop <= 12, 'at most the commits in flight at the stop');
+      for (const s of rs) assert.equal((await call(s, 'GET', '/readyz')).status, 503);
+      pg.resume();
+      for (const s of rs) await until(async () => (await call(s, 'GET', '/readyz')).status === 200, 90_000);
+      const before = l.acks.length;
+      await until(async () => l.acks.length >= before + 5, 90_000);
+      await l.stop();
+      for (const o of l.others) {
+        assert.equal(o.status, 503, JSON.stringify(o));
+        assert.equal(o.code, 'STORE_UNAVAILABLE');
+      }
+      await assertAcknowledged(rs[0]!, l.acks);
+      const exported = await verifiedExport(rs[0]!);
+      assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
+    } finally {
+      pg.resume();
+      for (const s of rs) await s.stop();
+      d.remove();
+    }
+  });
+
+  test('store copy: an LMDB chain moves byte for byte, a second copy is refused, new decisions extend it', async () => {
+    const lmdb = await startTestServer();
+    let lmdbExport: string;
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await call(lmdb, 'POST', '/v1/decisions', { token: lmdb.tokens.pep, body: readBody(`COPY-${i}`) })).status, 200);
+    } finally {
+      assert.equal(await lmdb.stop({ keepData: true }), 0);
+    }
+    // The export as the stopped sidecar left it (its final checkpoint included).
+    const url = await pg.createDatabase();
+    const copy = spawnSync(process.execPath, [WRIT_BIN, 'store', 'copy', '--data-dir', lmdb.dataDir, '--database-url', url], { encoding: 'utf8' });
+    assert.equal(copy.status, 0, copy.stdout + copy.stderr);
+    const again = spawnSync(process.execPath, [WRIT_BIN, 'store', 'copy', '--data-dir', lmdb.dataDir, '--database-url', url], { encoding: 'utf8' });
+    assert.equal(again.status, 1, 'a database holding records is refused');
+    const migrate = spawnSync(process.execPath, [WRIT_BIN, 'store', 'migrate', '--database-url', url], { encoding: 'utf8' });
+    assert.equal(migrate.status, 0, migrate.stderr);
+    const relaunched = await startTestServer({ dataDir: lmdb.dataDir });
+    try {
+      lmdbExport = await verifiedExport(relaunched);
+    } finally {
+      await relaunched.stop({ keepData: true });
+    }
+    const [replica] = await startReplicas({ databaseUrl: url, keyFile: join(lmdb.dataDir, 'signing-key.json'), dir: lmdb.dataDir, remove: () => undefined }, 1);
+    try {
+      const copied = await verifiedExport(replica!);
+      const lmdbLines = lmdbExport.trim().split('\n');
+      // The relaunched LMDB sidecar appended only its own checkpoint after the copy was taken.
+      assert.ok(lmdbExport.startsWith(copied) || copied.startsWith(lmdbLines.slice(0, -1).join('\n')), 'the copied chain is the LMDB chain, byte for byte');
+      const next = await call(replica!, 'POST', '/v1/decisions', { token: replica!.tokens.pep, body: readBody('AFTER-COPY') });
+      assert.equal(next.status, 200, next.text);
+      const extended = await verifiedExport(replica!);
+      assert.ok(extended.startsWith(copied), 'new decisions extend the copied chain');
+      assert.equal(JSON.parse(extended.trim().split('\n').at(-1)!).seq >= next.body.record.seq, true);
+    } finally {
+      await replica!.stop();
+    }
+  });
+});
