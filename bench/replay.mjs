@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Benchmark: `writ policy replay` decisions/s (CONTRACT.md §12, issue 17) against bare cedar-wasm on
+// Benchmark: `writ policy replay` decisions/s (docs/protocol.md §12, issue 17) against bare cedar-wasm on
 // the same inputs, run once. Writes bench/results/replay.md.
 //
 // The export is generated once into bench/tmp/ as the sidecar would have written it: the bundled

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Replicas on a shared PostgreSQL (issue 13, CONTRACT.md §9): decisions/s, p50/p99 and CPU per
+// Replicas on a shared PostgreSQL (issue 13, docs/protocol.md §9): decisions/s, p50/p99 and CPU per
 // answer at 50 connections for
 //   - LMDB (one `writ serve`, the embedded default, durability flushed),
 //   - one replica on PostgreSQL,

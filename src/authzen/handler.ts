@@ -1,5 +1,5 @@
 /**
- * The AuthZEN PDP (CONTRACT.md §10) over the sidecar's engine, evaluator threads, entity store and
+ * The AuthZEN PDP (docs/protocol.md §10) over the sidecar's engine, evaluator threads, entity store and
  * ledger: parse and admit (request.ts) → who may ask → evaluate each item (in order, stopping where
  * a short-circuit semantic says so) → one ledger record per evaluation, every record of a request in
  * one durable store write (group commit) → answer.
@@ -64,7 +64,7 @@ export class AuthzenService {
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
     const request = parseAuthzenRequest(text, batch);
     if (caller.role === 'pep') {
-      // A pep token is bound to its actor: it may ask only about that subject (CONTRACT.md §10).
+      // A pep token is bound to its actor: it may ask only about that subject (docs/protocol.md §10).
       const foreign = caller.actor === undefined ? request.evaluations[0] : foreignSubject(request.evaluations, caller.actor);
       if (foreign !== undefined) {
         throw new WritError('ACTOR_MISMATCH', 'a pep token may ask only about its own actor as subject', { path: foreign.subjectPath });

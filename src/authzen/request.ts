@@ -1,5 +1,5 @@
 /**
- * AuthZEN Authorization API 1.0 requests (CONTRACT.md §10), pure: the raw body text in, the list of
+ * AuthZEN Authorization API 1.0 requests (docs/protocol.md §10), pure: the raw body text in, the list of
  * evaluations to run out — or one WritError with a JSON pointer into the body.
  *
  * The body is parsed once by writ's lossless parser (duplicate keys, lone surrogates refused), its
@@ -166,7 +166,7 @@ function cedarRecord(value: { [k: string]: Json }): Record<string, unknown> {
 
 /**
  * The entity Cedar sees for an AuthZEN subject or resource: the stored entity with the request's
- * properties added under its attributes (a stored attribute wins on a clash, CONTRACT.md §10), or,
+ * properties added under its attributes (a stored attribute wins on a clash, docs/protocol.md §10), or,
  * when the store does not hold it, an entity of the properties alone with no parents. Undefined when
  * the request adds nothing (the stored entity, or none, is used as is).
  */

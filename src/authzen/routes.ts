@@ -1,5 +1,5 @@
 /**
- * The AuthZEN routes (CONTRACT.md §10), registered on the sidecar's Hono app by one call from
+ * The AuthZEN routes (docs/protocol.md §10), registered on the sidecar's Hono app by one call from
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Hono } from 'hono';

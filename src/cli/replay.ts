@@ -1,6 +1,6 @@
 /**
  * `writ policy replay --dir CANDIDATE EXPORT.jsonl [--json] [--since TS] [--until TS] [--no-verify]`
- * (CONTRACT.md §12): what the candidate policies would have decided on the ledger's real traffic.
+ * (docs/protocol.md §12): what the candidate policies would have decided on the ledger's real traffic.
  *
  * Three streaming passes over the export, each holding one line at a time: (1) the chain is verified
  * with `writ verify`'s checks (unless --no-verify); (2) a byte search finds the executions that some

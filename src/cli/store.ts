@@ -1,6 +1,6 @@
 /**
  * `writ store migrate --database-url URL` and `writ store copy --data-dir DIR --database-url URL`
- * (CONTRACT.md §9). Exit 0 done, 1 refused or failed, 2 usage.
+ * (docs/protocol.md §9). Exit 0 done, 1 refused or failed, 2 usage.
  */
 import { parseArgs } from 'node:util';
 import { isWritError } from '../errors.js';

@@ -11,7 +11,7 @@ import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
-/** `evaluator`: an AuthZEN PEP (CONTRACT.md §10) that may ask about any subject; it names no actor. */
+/** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
 export const ROLES: readonly Role[] = ['pep', 'approver', 'auditor', 'reconciler', 'admin', 'evaluator'];
 
 export interface TokenSpec {
@@ -50,7 +50,7 @@ export interface WritConfig {
    * 0 disables. Emptied on a policy reload and on any entity change.
    */
   decision_memo_size: number;
-  /** PostgreSQL URL of a store shared by replicas (CONTRACT.md §9); null: the LMDB store of data_dir. */
+  /** PostgreSQL URL of a store shared by replicas (docs/protocol.md §9); null: the LMDB store of data_dir. */
   database_url: string | null;
   /** The deployment's signing key file (`writ keygen --out FILE`); null: `<data_dir>/signing-key.json`. */
   signing_key_file: string | null;

@@ -1,5 +1,5 @@
 /**
- * Serves the auditor console (CONTRACT.md §11) from the sidecar itself: the page and its assets
+ * Serves the auditor console (docs/protocol.md §11) from the sidecar itself: the page and its assets
  * need no auth (every data call the page makes carries the auditor token the user types).
  *
  * Where the files come from, so that a git checkout (after `npm ci`, whose `prepare` runs tsc) and an
@@ -21,7 +21,7 @@ export interface TokenChecker {
 const WEB_DIR = new URL('./web/', import.meta.url);
 const STATIC_DIR = new URL('../../../src/console/static/', import.meta.url);
 
-/** Nothing but this origin: scripts, styles, images and fetches (CONTRACT.md §11). */
+/** Nothing but this origin: scripts, styles, images and fetches (docs/protocol.md §11). */
 export const CONSOLE_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";

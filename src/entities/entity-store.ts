@@ -3,7 +3,7 @@
  * store's `entities` table; held in memory for evaluation. Every change goes through `stage()` inside a
  * store write (with its `entity` ledger record) and becomes visible here only after that write commits.
  *
- * On a shared store (replicas, CONTRACT.md §9) other processes change entities too: every change also
+ * On a shared store (replicas, docs/protocol.md §9) other processes change entities too: every change also
  * writes `meta/entities_version` in its transaction, and `checkFresh(tx)` (inside a write, under the
  * store's lock) throws StaleEntities when that version is not the one held here; the caller reloads
  * (`reload()`) and evaluates again.

@@ -183,7 +183,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
     return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
   });
 
-  // ── AuthZEN Authorization API 1.0 (CONTRACT.md §10) ──
+  // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
   registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes) });
 
   // ── approvals ──

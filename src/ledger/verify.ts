@@ -13,7 +13,7 @@
  *                       (UNKNOWN_KEY); checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
  *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
  *                       recomputed from server, tool, arguments (BINDING_MISMATCH). AuthZEN
- *                       decisions (`api: "authzen"`, CONTRACT.md §10) bind no tool call and carry
+ *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
  *                       no binding: they get every other check, and MCP decisions lose none.
  * So an edited field is HASH_MISMATCH at its seq; an edit whose hash was recomputed is PREV_MISMATCH
  * at the next seq; a recomputed chain is ROOT_MISMATCH at the next checkpoint, or against the held

@@ -18,7 +18,7 @@ export const decisionsTotal = new Counter({
   registers: [registry],
 });
 
-/** AuthZEN evaluations answered (CONTRACT.md §10), by writ's decision; kept apart from MCP decisions. */
+/** AuthZEN evaluations answered (docs/protocol.md §10), by writ's decision; kept apart from MCP decisions. */
 export const authzenEvaluationsTotal = new Counter({
   name: 'writ_authzen_evaluations_total',
   help: 'AuthZEN evaluations answered, by decision (allow, deny, approval_required).',

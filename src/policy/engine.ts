@@ -160,7 +160,7 @@ export function buildCedarContext(input: DecisionInput, approver?: ValidApproval
   return context;
 }
 
-/** A Cedar request given directly (AuthZEN, CONTRACT.md §10): no envelope, no approvals. */
+/** A Cedar request given directly (AuthZEN, docs/protocol.md §10): no envelope, no approvals. */
 export interface RequestInput {
   principal: Uid;
   /** The id of the Cedar action: Action::"<action>". */
@@ -463,7 +463,7 @@ export class PolicyEngine {
   }
 
   /**
-   * The evaluation without an approver, and `approval_required` derived from it (CONTRACT.md §2):
+   * The evaluation without an approver, and `approval_required` derived from it (docs/protocol.md §2):
    * shared by the MCP decision and the AuthZEN request (decideRequest).
    */
   private conclude(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
@@ -488,7 +488,7 @@ export class PolicyEngine {
   }
 
   /**
-   * A Cedar request named directly (AuthZEN, CONTRACT.md §10) rather than built from an MCP envelope:
+   * A Cedar request named directly (AuthZEN, docs/protocol.md §10) rather than built from an MCP envelope:
    * the same plans, narrowing and `approval_required` rule as decide(). Never throws (fail closed).
    */
   decideRequest(input: RequestInput): DecisionOutcome {

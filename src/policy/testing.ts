@@ -126,7 +126,7 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
 }
 
 /**
- * A case that is an AuthZEN request (CONTRACT.md §10) instead of a decision body:
+ * A case that is an AuthZEN request (docs/protocol.md §10) instead of a decision body:
  * `{name, now?, authzen: {subject, action, resource, context?}, expect}` — mapped and admitted exactly
  * as POST /access/v1/evaluation does, `properties` layered under the seed entities' attributes.
  */

@@ -1,5 +1,5 @@
 /**
- * AuthZEN decision records (CONTRACT.md §10: kind `decision`, `api: "authzen"`, no execution_id,
+ * AuthZEN decision records (docs/protocol.md §10: kind `decision`, `api: "authzen"`, no execution_id,
  * naming subject, action and resource, with the admitted AuthZEN `context`) in a replay.
  *
  * Re-deciding one exactly uses what the live AuthZEN path uses: its request mapping

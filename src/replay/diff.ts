@@ -1,4 +1,4 @@
-/** What counts as a changed decision in a replay (CONTRACT.md §12): the decision, or its reasons as a set. Pure. */
+/** What counts as a changed decision in a replay (docs/protocol.md §12): the decision, or its reasons as a set. Pure. */
 import type { RecordedDecision } from './request.js';
 
 export function sameReasonSet(a: readonly string[], b: readonly string[]): boolean {

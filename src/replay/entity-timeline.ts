@@ -1,6 +1,6 @@
 /**
  * The trusted entity store as it stood at any decision of a ledger export, rebuilt from the export's
- * `entity` records in seq order (policy replay, CONTRACT.md §12).
+ * `entity` records in seq order (policy replay, docs/protocol.md §12).
  *
  * Every change to the live store is one `entity` record (src/entities/entity-store.ts `stage`): admin
  * PUTs (source `api`) and `<policy_dir>/entities.json` — seeded at first start and applied on every

@@ -1,6 +1,6 @@
 /**
  * The state of superseded executions over a ledger export, so a replayed decision whose envelope
- * `supersedes` another execution sees that execution as it stood (CONTRACT.md §2, §4).
+ * `supersedes` another execution sees that execution as it stood (docs/protocol.md §2, §4).
  *
  * Tracking every execution of a long export would grow without bound, so replay first scans the
  * export for the executions that some decision supersedes (`supersedeTargetOf`, a cheap byte search

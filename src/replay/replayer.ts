@@ -1,5 +1,5 @@
 /**
- * Policy replay (CONTRACT.md §12), the pure core: fed a ledger export's records in seq order, it
+ * Policy replay (docs/protocol.md §12), the pure core: fed a ledger export's records in seq order, it
  * rebuilds the entity store and the superseded executions as they stood at each decision record,
  * re-decides the decision with the candidate policies through the same PolicyEngine the sidecar uses,
  * and reports the decisions that changed. No I/O: the CLI (src/cli/replay.ts) reads and prints.

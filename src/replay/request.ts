@@ -1,5 +1,5 @@
 /**
- * Rebuilding the engine's input of one recorded MCP decision (CONTRACT.md §2, §12): the recorded
+ * Rebuilding the engine's input of one recorded MCP decision (docs/protocol.md §2, §12): the recorded
  * envelope, phase and binding; the Cedar view of the stored admitted arguments, recomputed by the
  * binding module exactly as the live path computes it; the PDP clock the record names (`now`); the
  * approvals the record lists as valid at that moment (the engine orders them earliest first, as live);

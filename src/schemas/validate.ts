@@ -175,7 +175,7 @@ export function validateEntityUpsert(body: unknown): void {
 const authzenEvaluationFn = VALIDATORS.get('authzen-evaluation-request.json')!;
 const authzenEvaluationsFn = VALIDATORS.get('authzen-evaluations-request.json')!;
 
-/** One AuthZEN evaluation (CONTRACT.md §10), or a batch item with its defaults filled in. The first issue, or null. */
+/** One AuthZEN evaluation (docs/protocol.md §10), or a batch item with its defaults filled in. The first issue, or null. */
 export function authzenEvaluationIssue(body: unknown): SchemaIssue | null {
   return authzenEvaluationFn(body) ? null : describe(authzenEvaluationFn.errors![0]!);
 }

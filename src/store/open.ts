@@ -1,5 +1,5 @@
 /**
- * Opens the store a config names (CONTRACT.md §9): PostgreSQL when `database_url` is set (replicas
+ * Opens the store a config names (docs/protocol.md §9): PostgreSQL when `database_url` is set (replicas
  * share it), otherwise the LMDB store of `data_dir`, exactly as before.
  */
 import { Store, type FaultHooks } from './store.js';

@@ -1,5 +1,5 @@
 /**
- * Sealing one ledger record (CONTRACT.md §6), shared by every store implementation so that the same
+ * Sealing one ledger record (docs/protocol.md §6), shared by every store implementation so that the same
  * fields give byte-identical record text and hash whichever store appends them.
  */
 import { createHash } from 'node:crypto';
@@ -28,7 +28,7 @@ export function checkAppendFields(fields: { kind: string } & Record<string, unkn
 const LEAF_PREFIX = Buffer.from([0x00]);
 
 /**
- * The record's hash (CONTRACT.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
+ * The record's hash (docs/protocol.md §6: SHA-256(0x00 ‖ JCS(record without hash))) and its stored text
  * JCS(record with hash), from one canonicalisation of each top-level member: JCS writes an object
  * as its members sorted by key (UTF-16 code units, as Array.prototype.sort), each as
  * JSON-string(key) ":" JCS(value), members whose value has no JSON form left out.

@@ -1,5 +1,5 @@
 /**
- * The store seam (CONTRACT.md §6, §9): what the decision path, the state machine, approvals, entities,
+ * The store seam (docs/protocol.md §6, §9): what the decision path, the state machine, approvals, entities,
  * the checkpointer, key handling and the auditor routes need from a durable store, whichever one it is:
  * the embedded LMDB store of a data dir (store.ts) or a PostgreSQL database shared by replicas
  * (postgres/pg-store.ts).

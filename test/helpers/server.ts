@@ -69,7 +69,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     clock_file: opts.clockFile ?? null,
     ...opts.config,
   };
-  // The store matrix (CONTRACT.md §9): WRIT_TEST_STORE=postgres runs the same suite on a fresh database.
+  // The store matrix (docs/protocol.md §9): WRIT_TEST_STORE=postgres runs the same suite on a fresh database.
   // A restart on the same data dir finds the same database.
   if (process.env.WRIT_TEST_STORE === 'postgres' && !('database_url' in config)) {
     let url = matrixDatabases.get(dataDir);

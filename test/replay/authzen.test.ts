@@ -1,5 +1,5 @@
 /**
- * Replay of AuthZEN decision records (CONTRACT.md §10, §12), recorded by the real sidecar over HTTP
+ * Replay of AuthZEN decision records (docs/protocol.md §10, §12), recorded by the real sidecar over HTTP
  * with the Todo example: properties given per request, a todo the store does not hold, a change of a
  * user's stored roles between evaluations. The same policies replay with 0 changed; a candidate
  * without `todo-update-any` changes exactly the updates that only that policy allowed.

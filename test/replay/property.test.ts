@@ -1,5 +1,5 @@
 /**
- * Replay is exact (CONTRACT.md §12): over generated workloads run through the in-process sidecar —
+ * Replay is exact (docs/protocol.md §12): over generated workloads run through the in-process sidecar —
  * proposes and executes of several tools and subjects, approvals by HR and by others, revocations,
  * admin PUTs of the subject's record, outcomes, reconciliations, supersedes, a moving clock, and bursts
  * of concurrent requests that group-commit together with an entity change — replaying the ledger with

@@ -1,5 +1,5 @@
 /**
- * Policy replay (CONTRACT.md §12) on a ledger recorded by the real sidecar: the offboarding story (with
+ * Policy replay (docs/protocol.md §12) on a ledger recorded by the real sidecar: the offboarding story (with
  * admin PUTs of the subject's record between decisions, and a few `hris/read_employee` calls) is
  * recorded over HTTP with a pinned PDP clock, exported, and replayed by `bin/writ policy replay`
  * against the same policies and against candidates.

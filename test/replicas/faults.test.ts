@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md §9 faults, on real processes and a real PostgreSQL: kill -9 of a replica under load
+ * docs/protocol.md §9 faults, on real processes and a real PostgreSQL: kill -9 of a replica under load
  * loses nothing acknowledged; PostgreSQL stopped under load gives 503s and never an allow, and the
  * same processes serve again when it is back; `writ store copy` keeps an LMDB chain byte for byte.
  */

@@ -1,5 +1,5 @@
 /**
- * CONTRACT.md §9: three `writ serve` processes on one PostgreSQL database are one PDP — at most one
+ * docs/protocol.md §9: three `writ serve` processes on one PostgreSQL database are one PDP — at most one
  * reservation per execution whichever replicas the calls reach, approvals and entity changes in force
  * on every replica for the next request, one gap-free chain exported byte-identically by every replica.
  */

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store's own properties (CONTRACT.md §9) beside the shared contract suite: the schema
+ * The PostgreSQL store's own properties (docs/protocol.md §9) beside the shared contract suite: the schema
  * migration is idempotent and safe when many processes run it at once, and an unreachable database
  * fails fast and closed (STORE_UNAVAILABLE), never hangs.
  */

@@ -1,5 +1,5 @@
 /**
- * The auditor console (CONTRACT.md §11): sign in with the auditor token (kept in this module's
+ * The auditor console (docs/protocol.md §11): sign in with the auditor token (kept in this module's
  * memory only), read one execution's story with a proof per record, or browse the ledger.
  * Only the active view is in the document, so each view's `Execution id` field is unambiguous.
  */

@@ -1,5 +1,5 @@
 /**
- * Proving one record in the browser, from the recipe of CONTRACT.md §6 alone:
+ * Proving one record in the browser, from the recipe of docs/protocol.md §6 alone:
  *   leaf  = SHA-256(0x00 ‖ JCS(record without hash)), compared with record.hash;
  *   root  = the RFC 9162 §2.1.3.2 walk of the inclusion proof from that leaf, compared with the
  *           latest checkpoint's root;

@@ -1,5 +1,5 @@
 /**
- * `writ store copy` (CONTRACT.md §9): an LMDB data dir's ledger and state into an empty PostgreSQL
+ * `writ store copy` (docs/protocol.md §9): an LMDB data dir's ledger and state into an empty PostgreSQL
  * database (no writ schema, or a migrated one holding no record), in ONE transaction, every record
  * text (hence every hash) and every Merkle node unchanged, so a deployment moves from one sidecar to
  * replicas without breaking its chain. A database holding records or state is refused. The data dir

@@ -1,5 +1,5 @@
 /**
- * The shared store on PostgreSQL (CONTRACT.md §9): any number of `writ serve` processes on one database
+ * The shared store on PostgreSQL (docs/protocol.md §9): any number of `writ serve` processes on one database
  * are one PDP.
  *
  * Writes keep the synchronous-callback API of the LMDB store. One flusher per process takes every

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema of a shared store (CONTRACT.md §9), created or migrated idempotently. Replicas
+ * The PostgreSQL schema of a shared store (docs/protocol.md §9), created or migrated idempotently. Replicas
  * that start together serialise on a transaction-scoped advisory lock, so exactly one of them creates
  * the tables and the others find them done.
  *
