@@ -136,10 +136,17 @@ export async function call(
   if (opts.rawBody !== undefined) body = opts.rawBody;
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
   if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-  const res = await fetch(server.url + path, {
-    method, headers, ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
-    ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}),
-  });
+  let res: Response;
+  try {
+    res = await fetch(server.url + path, {
+      method, headers, ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
+      ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}),
+    });
+  } catch (e) {
+    // undici says only "fetch failed"; name the request and the cause (ECONNRESET, ECONNREFUSED, …).
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${method} ${path}: ${(e as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}`, { cause: e });
+  }
   const text = await res.text();
   let parsed: any = text;
   try {
