@@ -88,8 +88,18 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const addr = server.address() as AddressInfo;
     const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
 
+    // One reload at a time: a reload that outlasts the poll interval (a slow fsync, a loaded machine)
+    // must not overlap the next, which would see the same new files and ledger the same load twice.
+    let reloading = false;
     const reloadTimer = setInterval(() => {
-      sidecar.reloadIfChanged().catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`));
+      if (reloading) return;
+      reloading = true;
+      sidecar
+        .reloadIfChanged()
+        .catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`))
+        .finally(() => {
+          reloading = false;
+        });
     }, config.policy_poll_ms);
     reloadTimer.unref();
     await sidecar.countExecutionStates();
