@@ -257,7 +257,7 @@ if (!a['no-write']) {
   const md = `# AuthZEN evaluations/s (bench/authzen.mjs)
 
 Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, load average at start ${load0.toFixed(2)}
-(the machine is shared with other work: figures are indicative). ${DURATION} s measured after ${WARMUP} s warm-up, one run per row.
+(figures are from one run; check the load average). ${DURATION} s measured after ${WARMUP} s warm-up, one run per row.
 
 writ: \`writ serve\` on \`examples/authzen-todo\` (schema, 7 policies), default config (durable ledger, \`durability: flushed\`,
 default evaluator threads); Morty asks \`can_update_todo\` with \`resource.properties.ownerID\`. Every evaluation is one ledger record,

@@ -389,7 +389,7 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
   \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
   **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
   memo answers it). **distinct**: \`task_id\` differs on every call, so every call is a new question to Cedar.
-- **Cerbos 0.55.0**: \`../shared/peers/cerbos/run.sh cerbos\` (an external, optional peer: its own scenario,
+- **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
   Both writ workloads are compared with the same Cerbos runs.
 - **Hono floor**: \`bench/hono-floor.mjs\` (same Hono + @hono/node-server; parses the same body, answers a small JSON).
@@ -406,7 +406,7 @@ compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
 |---:|---|---|---:|---|---|---|---:|
 ${ratios.join('\n')}
 
-Reproduce: \`npm run build && node bench/http.mjs\` (Cerbos needs the external peer at \`../shared/peers/cerbos\`; without it
+Reproduce: \`npm run build && node bench/http.mjs\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
 run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/http-raw.jsonl\`).
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'http.md'), md);
