@@ -11,7 +11,8 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isWritError, WritError } from '../errors.js';
 import { ExportVerifier, parseKeysFile, type VerifyOptions, type VerifyResult } from '../ledger/verify.js';
-import { NEWLINE, pushLineBytes } from '../ledger/verify-block.js';
+import { pushLineBytes } from '../ledger/verify-block.js';
+import { splitLines } from '../util/lines.js';
 import { streamReader, verifyInParallel, type ReadBytes } from '../ledger/verify-parallel.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
@@ -42,36 +43,8 @@ prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
  */
 export async function verifyStream(stream: NodeJS.ReadableStream, opts: VerifyOptions): Promise<VerifyResult> {
   const verifier = new ExportVerifier(opts);
-  let carry: Buffer | undefined;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    let buf = chunk;
-    let pos = 0;
-    if (carry) {
-      const nl = chunk.indexOf(NEWLINE);
-      if (nl < 0) {
-        carry = Buffer.concat([carry, chunk]);
-        continue;
-      }
-      const line = Buffer.concat([carry, chunk.subarray(0, nl)]);
-      carry = undefined;
-      const failure = pushLineBytes(verifier, line, 0, line.length);
-      if (failure) return failure;
-      pos = nl + 1;
-    }
-    for (;;) {
-      const nl = buf.indexOf(NEWLINE, pos);
-      if (nl < 0) break;
-      const failure = pushLineBytes(verifier, buf, pos, nl);
-      if (failure) return failure;
-      pos = nl + 1;
-    }
-    if (pos < buf.length) carry = Buffer.from(buf.subarray(pos));
-  }
-  // A final line without a newline still counts.
-  if (carry && carry.length > 0) {
-    const failure = pushLineBytes(verifier, carry, 0, carry.length);
-    if (failure) return failure;
-  }
+  const failure = await splitLines(stream as AsyncIterable<Buffer>, (buf, start, end) => pushLineBytes(verifier, buf, start, end));
+  if (failure) return failure;
   return verifier.finish();
 }
 

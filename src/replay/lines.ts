@@ -4,7 +4,7 @@
  * without one still counts, an empty final segment does not.
  */
 import { createReadStream } from 'node:fs';
-import { NEWLINE } from '../ledger/verify-block.js';
+import { splitLines } from '../util/lines.js';
 
 /**
  * Calls `onLine(buf, start, end)` for the bytes of each line (`buf` is only valid during the call), and
@@ -17,32 +17,15 @@ export async function forEachLine(
   afterChunk?: () => Promise<void> | void,
 ): Promise<void> {
   const stream = createReadStream(path, { highWaterMark: 1 << 20 });
-  let carry: Buffer | undefined;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let pos = 0;
-      if (carry) {
-        const nl = chunk.indexOf(NEWLINE);
-        if (nl < 0) {
-          carry = Buffer.concat([carry, chunk]);
-          continue;
-        }
-        const line = Buffer.concat([carry, chunk.subarray(0, nl)]);
-        carry = undefined;
-        onLine(line, 0, line.length);
-        pos = nl + 1;
-      }
-      for (;;) {
-        const nl = chunk.indexOf(NEWLINE, pos);
-        if (nl < 0) break;
-        onLine(chunk, pos, nl);
-        pos = nl + 1;
-      }
-      if (pos < chunk.length) carry = Buffer.from(chunk.subarray(pos));
-      if (afterChunk) await afterChunk();
-    }
-    if (carry && carry.length > 0) onLine(carry, 0, carry.length);
-    if (afterChunk) await afterChunk();
+    await splitLines(
+      stream as AsyncIterable<Buffer>,
+      (buf, start, end) => {
+        onLine(buf, start, end);
+        return undefined;
+      },
+      afterChunk,
+    );
   } finally {
     stream.destroy();
   }

@@ -16,12 +16,12 @@ import { mkdirSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
-import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
+import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../ledger/merkle.js';
 import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
-import { checkAppendFields, indexTerm, MAX_TABLE_KEY_BYTES, sealedRecordText } from './seal.js';
+import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord } from './seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from './types.js';
 
 export type { Table } from './layout.js';
@@ -567,31 +567,15 @@ class BufferedTx implements WriteTx {
   }
 
   append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
-    checkAppendFields(fields);
     const seq = this.#size;
-    const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
-    // One canonicalisation per record (issue 8: this was two JCS passes and a JSON.parse, ~8 % of a
-    // decision's CPU): JCS of an object is its members sorted by key, so the record's text with and
-    // without `hash` share every member's canonical text (see sealedRecordText; equal to
-    // recordHash + jcs, checked by the store tests and the ledger vectors).
-    const { hash, text } = sealedRecordText(body);
-    const leaf = hashToBytes(hash);
-    const completed = subtreesCompletedBy(seq, leaf, this.#reader);
+    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader);
     this.overlay.records.set(seq, text);
     this.overlay.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
     for (const n of completed) this.overlay.nodes.set(nodeKey(n.level, n.index), n);
     for (const [name, value] of indexTermsOf(body, uidKey)) this.overlay.index.push([name, [indexTerm(value), seq]]);
     this.#size = seq + 1;
     this.#head = hash;
-    // The record as stored (undefined fields dropped exactly as JCS drops them), parsed only if asked for.
-    let record: LedgerRecord | undefined;
-    return {
-      seq,
-      hash,
-      get record(): LedgerRecord {
-        return (record ??= JSON.parse(text) as LedgerRecord);
-      },
-    };
+    return appendedRecord(seq, hash, text);
   }
 
   get<T>(table: Table, key: string): T | undefined {

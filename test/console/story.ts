@@ -4,37 +4,21 @@
  * invalid → legal hold → deny → hold lifted, fresh approval → allow → outcome committed.
  */
 import assert from 'node:assert/strict';
+import { offboardingSteps } from '../helpers/offboarding.js';
 import { call, offboardingBody, type TestServer } from '../helpers/server.js';
 
 export const STORY_EXECUTION = 'OFF-2048:disable-sign-in';
 export const STORY_ACTOR = 'Agent::"offboarding-agent-prod"';
 
-const employee = (over: Record<string, unknown>) => ({
-  attrs: { employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } }, ...over },
-  parents: [],
-});
-
 /** Runs the story; `at` pins the PDP clock (the server's clock file). */
 export async function runOffboardingStory(s: TestServer, at: (t: string) => void): Promise<void> {
   const t = s.tokens;
-  const propose = offboardingBody();
-  const execute = offboardingBody({ phase: 'execute' });
+  const steps = offboardingSteps(s);
+  const { propose, execute, approve, putEmployee } = steps;
   const decide = async (body: unknown, expected: string) => {
-    const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
-    assert.equal(r.status, 200, r.text);
-    assert.equal(r.body.decision, expected, r.text);
-    return r.body;
-  };
-  const approve = async (p: { binding: string; envelope_digest: string }) => {
-    const r = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: { actor: propose.envelope.actor, execution_id: propose.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
-    });
-    assert.equal(r.status, 201, r.text);
-  };
-  const putEmployee = async (over: Record<string, unknown>) => {
-    const r = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: employee(over) });
-    assert.equal(r.status, 200, r.text);
+    const r = await steps.decide(body);
+    assert.equal(r.decision, expected, JSON.stringify(r));
+    return r;
   };
 
   at('2026-08-24T15:30:00+07:00');

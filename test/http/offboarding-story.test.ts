@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { offboardingEmployee, offboardingSteps } from '../helpers/offboarding.js';
+import { call, startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;
 let dir: string;
@@ -26,28 +27,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const employee = (over: Record<string, unknown>) => ({
-  attrs: { employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } }, ...over },
-  parents: [],
-});
-
 test('the offboarding story, end to end', async () => {
   const t = s.tokens;
-  const propose = offboardingBody();
-  const execute = offboardingBody({ phase: 'execute' });
-  const decide = async (body: unknown) => {
-    const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
-    assert.equal(r.status, 200, r.text);
-    return r.body;
-  };
-  const approve = async (p: { binding: string; envelope_digest: string }) => {
-    const r = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: { actor: propose.envelope.actor, execution_id: propose.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
-    });
-    assert.equal(r.status, 201, r.text);
-    return r.body.approval_id as string;
-  };
+  const { propose, execute, decide, approve } = offboardingSteps(s);
 
   // 15:30 — the manager's request needs HR.
   const p = await decide(propose);
@@ -67,7 +49,7 @@ test('the offboarding story, end to end', async () => {
 
   // 16:45 — the termination is delayed: the subject's record changes, the 15:35 approval stops counting.
   at('2026-08-24T16:45:00+07:00');
-  const changed = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: employee({ status: 'termination_delayed' }) });
+  const changed = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ status: 'termination_delayed' }) });
   assert.equal(changed.status, 200, changed.text);
   at('2026-08-24T17:01:00+07:00');
   const stale = await decide(execute);
@@ -76,14 +58,14 @@ test('the offboarding story, end to end', async () => {
   assert.deepEqual(view.body.approvals.map((a: { approval_id: string; valid: boolean; invalid_reason?: string }) => [a.approval_id, a.valid, a.invalid_reason]), [[first, false, 'subject_changed']]);
 
   // 16:50 (recorded later) — legal places a hold: deny, even with a fresh approval.
-  await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: employee({ status: 'termination_delayed', legal_hold: true }) });
+  await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ status: 'termination_delayed', legal_hold: true }) });
   const second = await approve(p);
   const held = await decide(execute);
   assert.equal(held.decision, 'deny');
   assert.ok(held.reasons.includes('legal-hold'));
 
   // The hold is lifted; after 17:00 a fresh approval allows, and the outcome is recorded.
-  await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: employee({ status: 'terminated', legal_hold: false }) });
+  await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ status: 'terminated', legal_hold: false }) });
   at('2026-08-24T17:10:00+07:00');
   const third = await approve(p);
   const allowed = await decide(execute);

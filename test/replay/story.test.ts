@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { offboardingSteps } from '../helpers/offboarding.js';
 import { REPO, WRIT_BIN, call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;
@@ -19,11 +20,6 @@ let exportPath: string;
 let decisions: Array<{ seq: number; execution_id: string; tool: string; decision: string; reasons: string[]; now: string }>;
 
 const at = (t: string) => writeFileSync(join(dir, 'now'), t);
-
-const employee = (over: Record<string, unknown>) => ({
-  attrs: { employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } }, ...over },
-  parents: [],
-});
 
 function replay(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [WRIT_BIN, 'policy', 'replay', ...args], { encoding: 'utf8' });
@@ -44,25 +40,8 @@ before(async () => {
   at('2026-08-24T15:30:00+07:00');
   s = await startTestServer({ clockFile: join(dir, 'now') });
   const t = s.tokens;
-  const propose = offboardingBody();
-  const execute = offboardingBody({ phase: 'execute' });
+  const { propose, execute, decide, approve, putEmployee: put } = offboardingSteps(s);
   const read = (n: number) => offboardingBody({ execution_id: `OFF-2048:read-${n}`, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
-  const decide = async (body: unknown) => {
-    const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
-    assert.equal(r.status, 200, r.text);
-    return r.body;
-  };
-  const approve = async (p: { binding: string; envelope_digest: string }) => {
-    const r = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: { actor: propose.envelope.actor, execution_id: propose.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
-    });
-    assert.equal(r.status, 201, r.text);
-  };
-  const put = async (over: Record<string, unknown>) => {
-    const r = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: employee(over) });
-    assert.equal(r.status, 200, r.text);
-  };
 
   const p = await decide(propose); // approval_required
   assert.equal((await decide(read(1))).decision, 'allow');

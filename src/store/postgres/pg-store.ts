@@ -24,10 +24,10 @@ import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { ZERO_HASH } from '../../ledger/record.js';
-import { bytesToHash, consistencyProof, hashToBytes, inclusionProof, rootAt, subtreesCompletedBy, type SubtreeReader } from '../../ledger/merkle.js';
+import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
 import { uidKey } from '../../util/uid.js';
 import { indexTermsOf } from '../layout.js';
-import { checkAppendFields, indexTerm, MAX_TABLE_KEY_BYTES, sealedRecordText } from '../seal.js';
+import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
 
@@ -555,12 +555,8 @@ class PgTx implements WriteTx {
   }
 
   append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
-    checkAppendFields(fields);
     const seq = this.#size;
-    const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: this.#head };
-    const { hash, text } = sealedRecordText(body);
-    const leaf = hashToBytes(hash);
-    const completed = subtreesCompletedBy(seq, leaf, this.#reader);
+    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader);
     const pending: PendingRecord = { seq, text, kind: String(body.kind), actor: null, execution_id: null };
     for (const [name, value] of indexTermsOf(body, uidKey)) {
       if (name === 'idx_actor') pending.actor = indexTerm(value);
@@ -572,14 +568,7 @@ class PgTx implements WriteTx {
     for (const n of completed) this.own.nodes.set(nodeKey(n.level, n.index), n);
     this.#size = seq + 1;
     this.#head = hash;
-    let record: LedgerRecord | undefined;
-    return {
-      seq,
-      hash,
-      get record(): LedgerRecord {
-        return (record ??= JSON.parse(text) as LedgerRecord);
-      },
-    };
+    return appendedRecord(seq, hash, text);
   }
 
   get<T>(table: Table, key: string): T | undefined {
