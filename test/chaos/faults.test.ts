@@ -6,7 +6,9 @@
  *   - no partial state: the execution is exactly as before, and no record of the failed write exists;
  *   - the next request sees a consistent store and the retry succeeds;
  *   - the ledger export still verifies (`writ verify`, keys + latest checkpoint).
- * Plus a real disk-full run on a 4 MiB tmpfs data dir where mounting is permitted.
+ * Plus a real disk-full run on a 4 MiB tmpfs data dir where mounting is permitted (LMDB only).
+ * The store matrix (kill.postgres.test.ts) runs the injected faults on PostgreSQL too: PgStore takes the
+ * same test-only hooks.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,11 +20,8 @@ import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server
 import { AGENT_Q, assertConsistent, assertLedgerVerifies, readBody, req, sleep, type Reply } from './harness.js';
 
 const T = TEST_TOKENS;
-/** The store matrix (kill.postgres.test.ts): which of these boundaries exist on PostgreSQL. */
+/** The store matrix (kill.postgres.test.ts): the injected faults run on both stores; the tmpfs one is LMDB's. */
 const ON_POSTGRES = process.env.WRIT_TEST_STORE === 'postgres';
-const NO_PG_FAULT_HOOKS = ON_POSTGRES
-  ? 'PostgreSQL store: WRIT_FAULT_FILE hooks exist only in the LMDB store; database faults on PostgreSQL (server stopped under load → 503, recovery) are in test/replicas/faults.test.ts'
-  : false;
 const NO_PG_DATA_DIR_DISK = ON_POSTGRES
   ? 'PostgreSQL store: the records live in the database, not in the data dir, so a full tmpfs data dir proves nothing about them'
   : false;
@@ -35,7 +34,7 @@ function assertUnavailable(r: Reply, what: string): void {
   assert.equal(typeof r.body.error.message, 'string');
 }
 
-describe('injected store faults', { skip: NO_PG_FAULT_HOOKS }, () => {
+describe('injected store faults', () => {
   let s: TestServer;
   let base: string;
   let faultFile: string;
