@@ -15,7 +15,13 @@ export interface OpenStoreOptions {
 }
 
 export async function openStore(o: OpenStoreOptions): Promise<LedgerStore> {
-  if (o.databaseUrl) return PgStore.open({ url: o.databaseUrl, ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}) });
+  if (o.databaseUrl) {
+    return PgStore.open({
+      url: o.databaseUrl,
+      ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}),
+      ...(o.faults ? { faults: o.faults } : {}),
+    });
+  }
   return Store.open({
     dataDir: o.dataDir,
     ...(o.durability ? { durability: o.durability } : {}),

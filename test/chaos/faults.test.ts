@@ -6,7 +6,9 @@
  *   - no partial state: the execution is exactly as before, and no record of the failed write exists;
  *   - the next request sees a consistent store and the retry succeeds;
  *   - the ledger export still verifies (`writ verify`, keys + latest checkpoint).
- * Plus a real disk-full run on a 4 MiB tmpfs data dir where mounting is permitted.
+ * Plus a real disk-full run on a 4 MiB tmpfs data dir where mounting is permitted (LMDB only).
+ * The store matrix (kill.postgres.test.ts) runs the injected faults on PostgreSQL too: PgStore takes the
+ * same test-only hooks.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +20,11 @@ import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server
 import { AGENT_Q, assertConsistent, assertLedgerVerifies, readBody, req, sleep, type Reply } from './harness.js';
 
 const T = TEST_TOKENS;
+/** The store matrix (kill.postgres.test.ts): the injected faults run on both stores; the tmpfs one is LMDB's. */
+const ON_POSTGRES = process.env.WRIT_TEST_STORE === 'postgres';
+const NO_PG_DATA_DIR_DISK = ON_POSTGRES
+  ? 'PostgreSQL store: the records live in the database, not in the data dir, so a full tmpfs data dir proves nothing about them'
+  : false;
 /** Longer than the server's store write timeout (10 s, serve.ts). */
 const STALL_MS = 12_500;
 
@@ -340,7 +347,7 @@ function fillDisk(dir: string): string {
   }
 }
 
-describe('real disk full (4 MiB tmpfs data dir)', () => {
+describe('real disk full (4 MiB tmpfs data dir)', { skip: NO_PG_DATA_DIR_DISK }, () => {
   test('writes fail closed with 503 while the disk is full; freeing space or a restart recovers; nothing is corrupted', async (t) => {
     const base = mkdtempSync(join(tmpdir(), 'writ-chaos-tmpfs-'));
     const mnt = join(base, 'mnt');

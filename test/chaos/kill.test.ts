@@ -18,6 +18,9 @@
  *     decision after its terminal outcome.
  *
  * Knobs: CHAOS_SEED, CHAOS_CLIENTS (16), CHAOS_KILLS (6), CHAOS_REPORT (append a JSON summary line).
+ * The store matrix: with WRIT_TEST_STORE=postgres (kill.postgres.test.ts) the same test runs with every
+ * server life on one PostgreSQL database; everything is checked through the HTTP API, so nothing here
+ * reads the store directly.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +36,7 @@ const CLIENTS = Number(process.env.CHAOS_CLIENTS ?? 16);
 const KILLS = Number(process.env.CHAOS_KILLS ?? 6);
 /** Acknowledged records each server life must carry before it is killed. */
 const MIN_ACKS = 15;
+const STORE = process.env.WRIT_TEST_STORE === 'postgres' ? 'postgres' : 'lmdb';
 const TERMINAL = new Set(['committed', 'rejected', 'unknown', 'reconciled']);
 
 type Target = 'proposed' | 'invoking' | 'committed' | 'rejected' | 'unknown';
@@ -58,7 +62,7 @@ interface Ctl {
   stop: boolean;
 }
 
-test(`chaos: SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, seed ${SEED}`, { timeout: 150_000 }, async () => {
+test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, seed ${SEED}`, { timeout: 150_000 }, async () => {
   const rand = prng(SEED);
   const base = mkdtempSync(join(tmpdir(), 'writ-chaos-kill-'));
   const dataDir = join(base, 'data');
@@ -298,7 +302,7 @@ test(`chaos: SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, seed ${SEED
     // 4. The refusals just written keep the ledger verifiable; a graceful stop still works.
     await assertLedgerVerifies(url, [held[0]!]);
     const summary = {
-      seed: SEED, clients: CLIENTS, kills, startup_kills: startupKills, executions, acknowledged: acks.length, unanswered,
+      store: STORE, seed: SEED, clients: CLIENTS, kills, startup_kills: startupKills, executions, acknowledged: acks.length, unanswered,
       ledger: snap.lines.length, acks_per_life: epochAcks, states: byState, load_ms: loadMs, total_ms: Date.now() - t0,
     };
     process.stdout.write(`chaos summary ${JSON.stringify(summary)}\n`);

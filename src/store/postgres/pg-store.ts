@@ -30,6 +30,7 @@ import { indexTermsOf } from '../layout.js';
 import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
+import type { FaultHooks } from '../store.js';
 
 const MAX_PAGE = 1000;
 const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
@@ -44,6 +45,9 @@ export interface PgStoreOptions {
   poolSize?: number;
   /** Create or migrate the schema on open (default true). */
   migrate?: boolean;
+  /** Test-only fault injection (WRIT_FAULT_FILE, src/server/faults.ts): `beforeCommit` runs before a
+   *  write joins a transaction, so a failure leaves nothing of that write, as in the LMDB store. */
+  faults?: FaultHooks;
 }
 
 function unavailable(message: string, cause?: unknown): WritError {
@@ -119,6 +123,7 @@ export class PgStore implements LedgerStore {
   readonly location: string;
   readonly #pool: pg.Pool;
   readonly #writeTimeoutMs: number;
+  readonly #faults: FaultHooks | undefined;
   #queue: Item[] = [];
   #flushing = false;
   #closed = false;
@@ -131,6 +136,7 @@ export class PgStore implements LedgerStore {
     this.location = redactUrl(o.url);
     this.#pool = pool;
     this.#writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+    this.#faults = o.faults;
   }
 
   static createPool(o: PgStoreOptions): pg.Pool {
@@ -173,6 +179,31 @@ export class PgStore implements LedgerStore {
   // ── writing ──
 
   write<T>(fn: (tx: WriteTx) => T, opts: WriteOptions = {}): Promise<T> {
+    if (this.#closed) return Promise.reject(unavailable('the store is closed'));
+    if (this.#faults?.beforeCommit) return this.#injectFault(opts.label).then(() => this.#queueWrite(fn, opts));
+    return this.#queueWrite(fn, opts);
+  }
+
+  /** Runs the test-only fault hook with the write timeout: a throw or a stall fails only this write. */
+  async #injectFault(label: string | undefined): Promise<void> {
+    const faults = this.#faults!;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => faults.beforeCommit!(label)),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
+        }),
+      ]);
+    } catch (e) {
+      if (e instanceof WritError && e.code === 'STORE_UNAVAILABLE') throw e;
+      throw unavailable(`store write failed: ${(e as Error)?.message ?? String(e)}`, e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #queueWrite<T>(fn: (tx: WriteTx) => T, opts: WriteOptions): Promise<T> {
     if (this.#closed) return Promise.reject(unavailable('the store is closed'));
     return new Promise<T>((resolve, reject) => {
       const item: Item = {
