@@ -32,12 +32,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
   const pool = PgStore.createPool({ url, connectTimeoutMs: 5000, writeTimeoutMs: 600_000 });
   try {
     const { size, head } = checkIntegrity(dbs, dataDir);
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (e) {
-      throw new WritError('STORE_UNAVAILABLE', `cannot connect to ${redactUrl(url)}: ${(e as Error).message}`);
-    }
+    const client = await connectOrUnavailable(pool, url);
     try {
       await migrate(client);
       await client.query('BEGIN');
@@ -136,12 +131,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
 export async function migrateDatabase(url: string): Promise<number> {
   const pool = PgStore.createPool({ url, connectTimeoutMs: 5000 });
   try {
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (e) {
-      throw new WritError('STORE_UNAVAILABLE', `cannot connect to ${redactUrl(url)}: ${(e as Error).message}`);
-    }
+    const client = await connectOrUnavailable(pool, url);
     try {
       return await migrate(client);
     } finally {
@@ -149,5 +139,14 @@ export async function migrateDatabase(url: string): Promise<number> {
     }
   } finally {
     await pool.end().catch(() => undefined);
+  }
+}
+
+/** One client of `pool`, or STORE_UNAVAILABLE naming the (redacted) URL it could not reach. */
+async function connectOrUnavailable(pool: pg.Pool, url: string): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch (e) {
+    throw new WritError('STORE_UNAVAILABLE', `cannot connect to ${redactUrl(url)}: ${(e as Error).message}`);
   }
 }
