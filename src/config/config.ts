@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
+import { frontsSupported } from '../front/support.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
@@ -46,6 +47,12 @@ export interface WritConfig {
    */
   evaluator_threads: number;
   /**
+   * HTTP front threads (src/front/): threads that accept connections on the listen port (SO_REUSEPORT)
+   * and admit and evaluate decisions, in front of the one ledger writer on the main thread. 0 = HTTP
+   * on the main thread. Needs Node ≥ 22.12; ignored (0) on older Node. Default: one per core, at most 4.
+   */
+  http_threads: number;
+  /**
    * Decisions remembered by exact Cedar-visible input (src/policy/memo.ts), least recently used out;
    * 0 disables. Emptied on a policy reload and on any entity change.
    */
@@ -71,6 +78,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   clock_file: null,
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
+  http_threads: frontsSupported() ? Math.min(availableParallelism(), 4) : 0,
   decision_memo_size: 4096,
   database_url: null,
   signing_key_file: null,
@@ -161,6 +169,11 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (!Number.isInteger(config.evaluator_threads) || config.evaluator_threads < 0 || config.evaluator_threads > 64) {
     fail('evaluator_threads must be an integer from 0 to 64');
   }
+  if (!Number.isInteger(config.http_threads) || config.http_threads < 0 || config.http_threads > 64) {
+    fail('http_threads must be an integer from 0 to 64');
+  }
+  // With fronts, Cedar runs on them; the main thread evaluates only what it decides again itself.
+  if (file.evaluator_threads === undefined && config.http_threads > 0 && frontsSupported()) config.evaluator_threads = 0;
   if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
     fail('decision_memo_size must be an integer from 0 to 1000000');
   }

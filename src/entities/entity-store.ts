@@ -22,6 +22,8 @@ export class StaleEntities extends Error {}
 export class EntityStore implements EntitySource {
   private readonly byKey = new Map<string, EntityJson>();
   private currentVersion: string;
+  /** Told after every change of the entities held here (the HTTP front threads keep copies, src/front/). */
+  private readonly listeners: Array<() => void> = [];
 
   constructor(private readonly store: LedgerStore) {
     this.currentVersion = entitiesVersionOf([]);
@@ -36,6 +38,16 @@ export class EntityStore implements EntitySource {
     this.byKey.clear();
     for (const [k, v] of loaded) this.byKey.set(k, v);
     this.currentVersion = entitiesVersionOf([...this.byKey.values()]);
+    this.changed();
+  }
+
+  /** Calls `listener` after every change of the entities held here. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
   }
 
   /** Shared store only: reloads when the stored entities version is not the one held here. */
@@ -106,6 +118,7 @@ export class EntityStore implements EntitySource {
         this.byKey.clear();
         for (const [k, v] of next) this.byKey.set(k, v);
         this.currentVersion = version;
+        this.changed();
       },
     };
   }

@@ -16,6 +16,7 @@ import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
+import { Fronts, frontsSupported } from '../front/fronts.js';
 import * as metrics from '../metrics/metrics.js';
 
 export interface RunningSidecar {
@@ -37,6 +38,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   });
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let server: Server | undefined;
+  let fronts: Fronts | undefined;
   let created: Sidecar | undefined;
   try {
     const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file });
@@ -69,6 +71,12 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const cp = checkpointer;
 
     const { host, port } = parseListen(config.listen);
+    // With HTTP front threads (src/front/) the fronts own the public port and this thread's listener is
+    // a loopback one: the fronts pass through to it every request they do not decide themselves.
+    const frontCount = frontsSupported() ? config.http_threads : 0;
+    if (config.http_threads > 0 && frontCount === 0) {
+      log(`writ serve: http_threads ${config.http_threads} needs Node >= 22.12 (SO_REUSEPORT); serving HTTP on the main thread`);
+    }
     server = await new Promise<Server>((resolve, reject) => {
       // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
       // routes would never run: a route that answers ends the chain.)
@@ -78,7 +86,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         if (request.url.includes('/v1/')) cp.maybeCheckpoint();
         return res;
       };
-      const s = serveHttp({ fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
+      const s = serveHttp({ fetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
     });
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
@@ -86,7 +94,15 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     server.requestTimeout = 30_000;
     server.keepAliveTimeout = 5_000;
     const addr = server.address() as AddressInfo;
-    const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+    if (frontCount > 0) {
+      fronts = await Fronts.start({
+        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
+        afterAnswer: () => cp.maybeCheckpoint(),
+      });
+    }
+    const publicPort = fronts ? fronts.port : addr.port;
+    const publicHost = fronts ? host : addr.address;
+    const url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
 
     // One reload at a time: a reload that outlasts the poll interval (a slow fsync, a loaded machine)
     // must not overlap the next, which would see the same new files and ledger the same load twice.
@@ -107,7 +123,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     gaugeTimer.unref();
     updateExecutionGauge(sidecar);
 
-    log(`writ serve: listening on ${url}`);
+    log(`writ serve: listening on ${url}${fronts ? ` (${frontCount} HTTP front threads)` : ''}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
     log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
@@ -122,6 +138,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         shuttingDown = true;
         clearInterval(reloadTimer);
         clearInterval(gaugeTimer);
+        // Fronts first: their in-flight decisions are answered by this thread's writes.
+        await fronts?.close();
         await new Promise<void>((resolve) => {
           httpServer.close(() => resolve());
           httpServer.closeIdleConnections();
@@ -141,6 +159,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     if (devTokens) running.devTokens = devTokens;
     return running;
   } catch (e) {
+    await fronts?.close().catch(() => undefined);
     server?.close();
     await checkpointer?.stop().catch(() => undefined);
     await created?.close().catch(() => undefined);

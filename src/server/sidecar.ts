@@ -13,7 +13,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigest, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { parseLossless, toPlain, type Json } from '../binding/index.js';
+import {
+  admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, type DecisionResponse, type PreparedCommit, type PreparedDecision,
+} from './decision-admission.js';
 import {
   applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
   type Execution, type OutcomeStatus, type Resolution,
@@ -26,6 +29,7 @@ import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/en
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
+import { CanonicalJson } from '../store/seal.js';
 import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
@@ -47,26 +51,7 @@ const POLICY_VERSION_KEY = 'policy_version';
 /** Thrown inside a write when the execution changed since it was evaluated: evaluate again. */
 class StaleSnapshot extends Error {}
 
-export interface DecisionResponse {
-  decision: DecisionOutcome['decision'];
-  decision_id: string;
-  execution_id: string;
-  state: string;
-  binding: string;
-  envelope_digest: string;
-  arguments: Json;
-  policy_version: string;
-  entities_version: string;
-  reasons: string[];
-  errors: DecisionOutcome['errors'];
-  obligations: DecisionOutcome['obligations'];
-  approval_used?: string;
-  record: { seq: number; hash: string };
-}
-
-export function executionKey(actor: Uid, executionId: string): string {
-  return `${uidKey(actor)}\n${executionId}`;
-}
+export { executionKey, type DecisionResponse } from './decision-admission.js';
 
 /** Parses a JSON body (non-decision routes) with the same lossless, duplicate-refusing parser. */
 function parseBody(text: string): Json {
@@ -100,6 +85,13 @@ export class Sidecar {
     this.evaluator = new EvaluatorPool(config.evaluator_threads);
     this.evaluator.register(this.engine, bundle);
     this.entities = new EntityStore(store);
+  }
+
+  private readonly policyListeners: Array<(bundle: PolicyBundle) => void> = [];
+
+  /** Calls `listener` with every policy set that comes into force by a reload. */
+  onPolicyChange(listener: (bundle: PolicyBundle) => void): void {
+    this.policyListeners.push(listener);
   }
 
   /** Stops the evaluator threads (decisions still in them are finished in-process). */
@@ -140,15 +132,7 @@ export class Sidecar {
 
   /** The PDP clock; `clock_file` (tests only) pins it. */
   now(): Date {
-    if (this.config.clock_file) {
-      try {
-        const t = Date.parse(readFileSync(this.config.clock_file, 'utf8').trim());
-        if (!Number.isNaN(t)) return new Date(t);
-      } catch {
-        /* fall through to the real clock */
-      }
-    }
-    return new Date();
+    return pdpNow(this.config.clock_file);
   }
 
   // ── startup and hot reload ────────────────────────────────────────────────────────────────────
@@ -198,6 +182,7 @@ export class Sidecar {
         this.evaluator.register(engine, bundle);
         this.bundle = bundle;
         this.engine = engine;
+        for (const l of this.policyListeners) l(bundle);
         this.lastRejectedVersion = undefined;
         metrics.policyReloads.inc({ result: 'ok' });
         process.stderr.write(`writ: policies reloaded (${bundle.policyVersion})\n`);
@@ -263,22 +248,8 @@ export class Sidecar {
     // ("Deoptimizer … unreachable code") in hot code timed with BigInt (also noted in bench/decide.mjs).
     const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
-    const raw = parseLossless(text);
-    const body = toPlain(raw) as Record<string, any>;
-    validateDecisionRequest(body);
-    const envelope = body.envelope as Record<string, any>;
-    const actor = caller.actor!;
-    if (!sameUid(envelope.actor, actor)) {
-      throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
-    }
-    const executionId: string = body.execution_id;
-    const phase: 'propose' | 'execute' = body.phase;
-    const server: string = body.action.server;
-    const tool: string = body.action.tool;
-    const admittedArgs = admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments');
-    const bound = bindCall(server, tool, admittedArgs);
-    const envDigest = envelopeDigest(envelope as Json);
-    const key = executionKey(actor, executionId);
+    const admitted = admitDecision(caller, text);
+    const { envelope, actor, executionId, phase, server, tool, bound, envDigest, key } = admitted;
     const refusalFields = { actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest };
 
     for (let attempt = 0; ; attempt++) {
@@ -326,13 +297,7 @@ export class Sidecar {
             if (target.superseded_by !== undefined) tx.put('executions', targetKey, { ...target, rev: (target.rev ?? 0) + 1 });
           }
           const state = stateAfterDecision(phase, outcome.decision);
-          const fields: Record<string, unknown> = {
-            kind: 'decision', decision_id: decisionId, execution_id: executionId, actor, phase, envelope,
-            envelope_digest: envDigest, server, tool, arguments: bound.arguments, binding: bound.binding,
-            decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
-            approvals: views, policy_version: engine.policyVersion, entities_version: entitiesVersion, now: now.toISOString(), state,
-          };
-          if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used;
+          const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state });
           const rec = tx.append(fields as { kind: string });
           const next: Execution = current
             ? { ...current, state, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }
@@ -355,15 +320,47 @@ export class Sidecar {
       this.moveExecutionState(snapshot?.state, written.state);
       metrics.decisionsTotal.inc({ decision: outcome.decision });
       metrics.decisionLatency.observe((performance.now() - started) / 1e3);
-      const response: DecisionResponse = {
-        decision: outcome.decision, decision_id: decisionId, execution_id: executionId, state: written.state,
-        binding: bound.binding, envelope_digest: envDigest, arguments: bound.arguments, policy_version: engine.policyVersion,
-        entities_version: entitiesVersion, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
-        record: { seq: written.seq, hash: written.hash },
-      };
-      if (outcome.approval_used !== undefined) response.approval_used = outcome.approval_used;
-      return response;
+      return decisionResponseOf(admitted, { decisionId, outcome, policyVersion: engine.policyVersion, entitiesVersion, state: written.state }, written);
     }
+  }
+
+  /**
+   * Commits a decision an HTTP front thread prepared (src/front/): one durable write that reserves the
+   * execution and appends the record the front built, if everything the front assumed still holds
+   * under the write — no execution under the key (so no approvals and no snapshot to check), the policy
+   * set and the entities it evaluated against. Otherwise the request is decided here again from
+   * scratch, exactly as if it had come straight to decide().
+   */
+  async commitPrepared(p: PreparedDecision): Promise<PreparedCommit> {
+    if (p.policyVersion !== this.engine.policyVersion || p.entitiesVersion !== this.entities.version) {
+      return { response: await this.decide(p.caller, p.text) };
+    }
+    let written: { seq: number; hash: string };
+    try {
+      written = await this.store.write((tx) => {
+        if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion) throw new StaleSnapshot();
+        this.entities.checkFresh(tx);
+        const fields: Record<string, unknown> = { kind: 'decision', actor: p.actor, execution_id: p.executionId };
+        for (const [name, text] of p.members) fields[name] = new CanonicalJson(text);
+        const rec = tx.append(fields as { kind: string });
+        const next: Execution = {
+          execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
+          server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,
+        };
+        tx.put('executions', p.key, next);
+        return { seq: rec.seq, hash: rec.hash };
+      }, { label: 'reserve', reads: decisionReads(p.key, undefined) });
+    } catch (e) {
+      if (e instanceof StaleSnapshot || e instanceof StaleEntities) {
+        if (e instanceof StaleEntities) await this.entities.reload();
+        return { response: await this.decide(p.caller, p.text) };
+      }
+      throw storeFailure(e);
+    }
+    this.moveExecutionState(undefined, p.state);
+    metrics.decisionsTotal.inc({ decision: p.decision });
+    metrics.decisionLatency.observe((performance.timeOrigin + performance.now() - p.startedAt) / 1e3);
+    return { record: written };
   }
 
   /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */

@@ -84,8 +84,18 @@ export function appendedRecord(seq: number, hash: string, text: string): Appende
   };
 }
 
+/**
+ * A member value whose JCS text was already computed (by an HTTP front thread, src/front/), so the
+ * single ledger writer only joins and hashes: `text` must be exactly JCS of the value it stands for
+ * (the front computes it with the same canonicalize). Only `append` reads it; nothing indexes it.
+ */
+export class CanonicalJson {
+  constructor(readonly text: string) {}
+}
+
 /** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
 function canonicalizeMember(v: unknown): string | undefined {
+  if (v instanceof CanonicalJson) return v.text;
   return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
 }
 

@@ -1,0 +1,272 @@
+/**
+ * An HTTP front thread (issue 14): one of several threads that accept the sidecar's connections on
+ * the same port (SO_REUSEPORT), so HTTP parsing, admission, Cedar and the canonical text of a decision
+ * record use every core, while the main thread stays the one ledger writer.
+ *
+ * A front decides nothing on its own authority. It takes the fast path only for the hot request — a
+ * `POST /v1/decisions` from an authenticated `pep` with a declared JSON body — and there it admits the
+ * text, evaluates it (same engine, same policy set, the entities as last sent by the sidecar, its own
+ * decision memo) and hands the prepared record to the sidecar, which commits it only if the execution
+ * id is still fresh and the policy set and entities are still the ones used (else it decides the text
+ * again itself). The answer goes out only after the sidecar's durable commit. Anything else — other
+ * routes, a request that fails admission, a `supersedes`, any doubt — is passed through unchanged to
+ * the sidecar's own HTTP listener on loopback, so every route, refusal and error answers exactly as it
+ * does without fronts.
+ */
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
+import canonicalizeImpl from 'canonicalize';
+import { TokenTable, type Caller } from '../http/auth.js';
+import { closeAfterAnswer } from '../http/linger.js';
+import { PolicyEngine, type DecisionOutcome } from '../policy/engine.js';
+import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
+import { stateAfterDecision } from '../executions/machine.js';
+import {
+  admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
+  type PreparedDecision,
+} from '../server/decision-admission.js';
+import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+
+const start = workerData as FrontStart;
+const tokens = new TokenTable(start.tokens);
+const canonicalize = canonicalizeImpl as unknown as (v: unknown) => string | undefined;
+const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Record members the writer indexes, sent as plain values; every other member travels as JCS text. */
+const INDEXED = new Set(['kind', 'actor', 'execution_id']);
+
+let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
+let entities = entitySourceOf(start.entities.version, start.entities.list);
+
+function entitySourceOf(version: string, list: FrontStart['entities']['list']): EntitySource {
+  const source = new StaticEntitySource(list);
+  // The sidecar's version of the same set (computed the same way); carried, not recomputed.
+  return { get: (key: string) => source.get(key), version };
+}
+
+// ── the sidecar, across the thread boundary ──────────────────────────────────────────────────────
+
+const port = parentPort!;
+let nextAskId = 0;
+const waiting = new Map<number, { resolve(a: SidecarAnswer): void }>();
+let outbox: FrontAsk[] = [];
+
+function post(message: FromFront): void {
+  port.postMessage(message);
+}
+
+function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } }): Promise<SidecarAnswer> {
+  const id = nextAskId++;
+  if (outbox.length === 0) setImmediate(flush);
+  outbox.push({ id, ...a } as FrontAsk);
+  return new Promise((resolve) => waiting.set(id, { resolve }));
+}
+
+function flush(): void {
+  if (outbox.length === 0) return;
+  const batch = outbox;
+  outbox = [];
+  post({ type: 'asks', batch });
+}
+
+port.on('message', (m: ToFront) => {
+  switch (m.type) {
+    case 'answers':
+      for (const a of m.batch) {
+        const w = waiting.get(a.id);
+        waiting.delete(a.id);
+        w?.resolve(a);
+      }
+      return;
+    case 'policy':
+      engine = new PolicyEngine(m.bundle, { memoSize: start.memoSize });
+      return;
+    case 'entities':
+      entities = entitySourceOf(m.version, m.list);
+      return;
+    case 'close':
+      closeServer();
+      return;
+  }
+});
+
+// ── HTTP ─────────────────────────────────────────────────────────────────────────────────────────
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
+  if ('error' in a) sendJson(res, a.error.status, a.error.body);
+  else sendJson(res, 200, build(a.ok));
+}
+
+/** The caller of a fast-path decision, or undefined when the sidecar must answer (no/unknown token, another role). */
+function pepCaller(req: IncomingMessage): Caller | undefined {
+  try {
+    const caller = tokens.authenticate(req.headers.authorization);
+    return caller.role === 'pep' && caller.actor !== undefined ? caller : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const upstream = new http.Agent({ keepAlive: true, maxSockets: 1024 });
+const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection'];
+
+/** Passes a request through to the sidecar's own listener, and its answer back, unchanged. */
+function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
+  const headers: http.OutgoingHttpHeaders = { ...req.headers };
+  for (const h of HOP_BY_HOP) delete headers[h];
+  if (body !== undefined) headers['content-length'] = body.byteLength;
+  const up = http.request({ host: '127.0.0.1', port: start.mainPort, method: req.method, path: req.url, headers, agent: upstream });
+  up.on('response', (answer) => {
+    const out: http.OutgoingHttpHeaders = { ...answer.headers };
+    const last = String(answer.headers.connection ?? '').toLowerCase() === 'close';
+    for (const h of HOP_BY_HOP) delete out[h];
+    if (last) {
+      // The sidecar answered before reading the body (413): answer the client the same way — lingering close.
+      req.unpipe(up);
+      closeAfterAnswer({ incoming: req, outgoing: res });
+    }
+    res.writeHead(answer.statusCode ?? 502, out);
+    answer.pipe(res);
+  });
+  up.on('error', () => {
+    if (!res.headersSent) sendJson(res, 503, { error: { code: 'STORE_UNAVAILABLE', message: 'the sidecar could not complete the request' } });
+    else res.destroy();
+  });
+  res.on('close', () => {
+    if (!res.writableFinished) up.destroy();
+  });
+  if (body !== undefined) up.end(body);
+  else req.pipe(up);
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> {
+  let bytes: Buffer;
+  try {
+    bytes = await readBody(req);
+  } catch {
+    res.destroy();
+    return;
+  }
+  const startedAt = performance.timeOrigin + performance.now();
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    passThrough(req, res, bytes); // the sidecar refuses it (INVALID_JSON)
+    return;
+  }
+  let prepared: { admitted: AdmittedDecision; outcome: DecisionOutcome; decisionId: string; state: string; policyVersion: string; entitiesVersion: string; p: PreparedDecision } | undefined;
+  try {
+    prepared = prepare(caller, text, startedAt);
+  } catch {
+    prepared = undefined; // the sidecar decides it, and refuses it with the right code
+  }
+  if (prepared === undefined) {
+    const a = await ask({ decide: { caller, text } });
+    sendAnswer(res, a, (ok) => ('response' in ok ? ok.response : unreachable()));
+    return;
+  }
+  const { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, p } = prepared;
+  const a = await ask({ prepared: p });
+  sendAnswer(res, a, (ok) =>
+    'response' in ok ? ok.response : decisionResponseOf(admitted, { decisionId, outcome, policyVersion, entitiesVersion, state }, ok.record),
+  );
+}
+
+function unreachable(): never {
+  throw new Error('the sidecar answered a decide with a bare record');
+}
+
+/** Admission, evaluation and the record's canonical members: everything of a fresh decision but the write. */
+function prepare(caller: Caller, text: string, startedAt: number) {
+  const admitted = admitDecision(caller, text);
+  // A supersedes reads another execution's state: only the sidecar can see it.
+  if (typeof admitted.envelope.supersedes === 'string') return undefined;
+  const now = pdpNow(start.clockFile);
+  const { actor, server, tool, envelope, phase, bound } = admitted;
+  const subject = envelope.subject;
+  const usedEngine = engine;
+  const usedEntities = entities;
+  // A fresh execution has no approvals; were this id not fresh, the sidecar decides it again.
+  const outcome = usedEngine.decide({
+    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], entities: usedEntities,
+  });
+  const decisionId = randomUUID();
+  const state = stateAfterDecision(phase, outcome.decision);
+  const policyVersion = usedEngine.policyVersion;
+  const entitiesVersion = usedEntities.version;
+  const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
+  const members: Array<[string, string]> = [];
+  for (const [name, value] of Object.entries(fields)) {
+    if (INDEXED.has(name)) continue;
+    const jcs = canonicalize(value);
+    if (jcs !== undefined) members.push([name, jcs]);
+  }
+  const p: PreparedDecision = {
+    caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
+    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, members, startedAt,
+  };
+  return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, p };
+}
+
+function handle(req: IncomingMessage, res: ServerResponse): void {
+  if (req.method === 'POST' && req.url === '/v1/decisions') {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    const type = req.headers['content-type'];
+    const caller = Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && type !== undefined && JSON_TYPE.test(type.trim())
+      ? pepCaller(req)
+      : undefined;
+    if (caller !== undefined) {
+      decide(req, res, caller).catch(() => {
+        if (!res.headersSent) sendJson(res, 503, { error: { code: 'STORE_UNAVAILABLE', message: 'the sidecar could not complete the request' } });
+      });
+      return;
+    }
+  }
+  passThrough(req, res);
+}
+
+const server = http.createServer(handle);
+// Slow or idle clients must not hold resources forever (the same limits as the sidecar's listener).
+server.headersTimeout = 10_000;
+server.requestTimeout = 30_000;
+server.keepAliveTimeout = 5_000;
+server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }));
+server.listen({ host: start.host, port: start.port, reusePort: true } as unknown as http.ServerOptions & { port: number }, () => {
+  const addr = server.address();
+  post({ type: 'listening', port: typeof addr === 'object' && addr ? addr.port : start.port });
+});
+
+let closing = false;
+function closeServer(): void {
+  if (closing) return;
+  closing = true;
+  server.close(() => {
+    flush();
+    upstream.destroy();
+    post({ type: 'closed' });
+  });
+  server.closeIdleConnections();
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  const hard = setTimeout(() => server.closeAllConnections(), 10_000);
+  server.once('close', () => {
+    clearInterval(idle);
+    clearTimeout(hard);
+  });
+}

@@ -1,0 +1,179 @@
+/**
+ * The sidecar's side of its HTTP front threads (front-thread.ts, issue 14): starts them on the public
+ * port, keeps their policy set and entities current, and answers their asks — commit a prepared
+ * decision (Sidecar.commitPrepared) or decide a request text (Sidecar.decide) — after the durable
+ * write, in batches.
+ *
+ * Fronts need SO_REUSEPORT listeners (`reusePort`, Node ≥ 22.12 / ≥ 23.1); on older Node the sidecar
+ * serves HTTP on its own event loop as before (frontsSupported()).
+ */
+import { createServer } from 'node:net';
+import { Worker } from 'node:worker_threads';
+import { isWritError, WritError } from '../errors.js';
+import type { TokenSpec } from '../config/config.js';
+import type { Sidecar } from '../server/sidecar.js';
+import * as metrics from '../metrics/metrics.js';
+export { frontsSupported } from './support.js';
+import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+
+const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
+const MAX_RESTARTS = 10;
+
+/**
+ * Binds the public address once without SO_REUSEPORT, so a port held by anyone else (another sidecar
+ * included) fails here with EADDRINUSE instead of being silently shared, and port 0 resolves to a port.
+ */
+function probePort(host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => {
+      const addr = probe.address();
+      const bound = typeof addr === 'object' && addr ? addr.port : port;
+      probe.close(() => resolve(bound));
+    });
+  });
+}
+
+function errorAnswer(id: number, e: unknown): SidecarAnswer {
+  if (isWritError(e)) {
+    // Counted here, once, as the HTTP layer's onError counts the refusals it answers.
+    if (e.status >= 400 && e.status < 500) metrics.refusalsTotal.inc({ code: e.code });
+    return { id, error: { status: e.status, body: e.toBody() } };
+  }
+  process.stderr.write(`writ: unexpected error on a front's decision: ${(e as Error)?.stack ?? e}\n`);
+  const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
+  return { id, error: { status: 503, body: refusal.toBody() } };
+}
+
+interface Front {
+  worker: Worker;
+  outbox: SidecarAnswer[];
+  closed?: () => void;
+}
+
+export interface FrontsOptions {
+  count: number;
+  host: string;
+  port: number;
+  /** The sidecar's loopback listener, where fronts pass through everything they do not decide. */
+  mainPort: number;
+  tokens: TokenSpec[];
+  maxBodyBytes: number;
+  sidecar: Sidecar;
+  /** After each answered ask (the checkpoint cadence). */
+  afterAnswer: () => void;
+}
+
+export class Fronts {
+  private readonly fronts: Front[] = [];
+  private restarts = 0;
+  private closing = false;
+  readonly port: number;
+
+  private constructor(private readonly o: FrontsOptions, port: number) {
+    this.port = port;
+  }
+
+  static async start(o: FrontsOptions): Promise<Fronts> {
+    const port = await probePort(o.host, o.port);
+    const fronts = new Fronts(o, port);
+    const { sidecar } = o;
+    // The fronts hold the policy set and entities in force; the sidecar tells them of every change.
+    sidecar.entities.onChange(() => fronts.broadcast({ type: 'entities', version: sidecar.entities.version, list: sidecar.entities.all() }));
+    sidecar.onPolicyChange((bundle) => fronts.broadcast({ type: 'policy', bundle }));
+    try {
+      await Promise.all(Array.from({ length: o.count }, () => fronts.spawn()));
+    } catch (e) {
+      await fronts.close();
+      throw e;
+    }
+    return fronts;
+  }
+
+  private startData(): FrontStart {
+    const { sidecar } = this.o;
+    return {
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes,
+      clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
+      entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
+    };
+  }
+
+  private spawn(): Promise<void> {
+    const worker = new Worker(THREAD_SCRIPT, { workerData: this.startData() });
+    const front: Front = { worker, outbox: [] };
+    this.fronts.push(front);
+    return new Promise((resolve, reject) => {
+      let listening = false;
+      worker.on('message', (m: FromFront) => {
+        switch (m.type) {
+          case 'listening':
+            listening = true;
+            resolve();
+            return;
+          case 'failed':
+            if (!listening) reject(new WritError('INVALID_REQUEST', `cannot listen on ${this.o.host}:${this.port}: ${m.message}`));
+            return;
+          case 'asks':
+            for (const a of m.batch) this.answer(front, a);
+            return;
+          case 'closed':
+            front.closed?.();
+            return;
+        }
+      });
+      worker.on('error', (e) => process.stderr.write(`writ: HTTP front thread failed: ${e.stack ?? e}\n`));
+      worker.on('exit', () => {
+        const i = this.fronts.indexOf(front);
+        if (i >= 0) this.fronts.splice(i, 1);
+        front.closed?.();
+        if (!listening) reject(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
+        else if (!this.closing && this.restarts++ < MAX_RESTARTS) {
+          // Its connections are gone with it; the port stays served by the others and by its replacement.
+          this.spawn().catch((e) => process.stderr.write(`writ: HTTP front thread not replaced: ${(e as Error).message}\n`));
+        }
+      });
+    });
+  }
+
+  private answer(front: Front, a: FrontAsk): void {
+    const { sidecar } = this.o;
+    const work = 'prepared' in a ? sidecar.commitPrepared(a.prepared) : sidecar.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
+    work.then(
+      (ok) => this.reply(front, { id: a.id, ok }),
+      (e) => this.reply(front, errorAnswer(a.id, e)),
+    );
+  }
+
+  private reply(front: Front, answer: SidecarAnswer): void {
+    if (front.outbox.length === 0) {
+      setImmediate(() => {
+        const batch = front.outbox;
+        front.outbox = [];
+        front.worker.postMessage({ type: 'answers', batch } satisfies ToFront);
+      });
+    }
+    front.outbox.push(answer);
+    this.o.afterAnswer();
+  }
+
+  private broadcast(m: ToFront): void {
+    for (const f of this.fronts) f.worker.postMessage(m);
+  }
+
+  /** Stops accepting; in-flight requests are answered (the sidecar must still be running); threads end. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(
+      this.fronts.map(
+        (f) =>
+          new Promise<void>((resolve) => {
+            f.closed = resolve;
+            f.worker.postMessage({ type: 'close' } satisfies ToFront);
+          }),
+      ),
+    );
+    await Promise.all([...this.fronts].map((f) => f.worker.terminate()));
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Messages between the sidecar (the one ledger writer, on the main thread) and its HTTP front threads
+ * (front-thread.ts). Both directions travel in batches, one message per event-loop turn.
+ */
+import type { TokenSpec } from '../config/config.js';
+import type { Caller } from '../http/auth.js';
+import type { EntityJson } from '../policy/entities.js';
+import type { PolicyBundle } from '../policy/load.js';
+import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+
+export interface FrontStart {
+  host: string;
+  port: number;
+  /** The sidecar's own HTTP listener (loopback): every request a front does not decide itself goes there. */
+  mainPort: number;
+  tokens: TokenSpec[];
+  maxBodyBytes: number;
+  clockFile: string | null;
+  memoSize: number;
+  policy: PolicyBundle;
+  entities: { version: string; list: EntityJson[] };
+}
+
+/** A decision for the sidecar: commit what the front prepared, or decide the text itself. */
+export type FrontAsk =
+  | { id: number; prepared: PreparedDecision }
+  | { id: number; decide: { caller: Caller; text: string } };
+
+export type SidecarAnswer =
+  | { id: number; ok: PreparedCommit }
+  | { id: number; error: { status: number; body: unknown } };
+
+export type ToFront =
+  | { type: 'policy'; bundle: PolicyBundle }
+  | { type: 'entities'; version: string; list: EntityJson[] }
+  | { type: 'answers'; batch: SidecarAnswer[] }
+  | { type: 'close' };
+
+export type FromFront =
+  | { type: 'listening'; port: number }
+  | { type: 'failed'; message: string }
+  | { type: 'asks'; batch: FrontAsk[] }
+  | { type: 'closed' };

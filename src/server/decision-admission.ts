@@ -1,0 +1,157 @@
+/**
+ * The parts of a decision (POST /v1/decisions) that need no store: admitting the request text, the
+ * decision record's fields and the answer's shape. One code path for the sidecar's own decide() and
+ * for the HTTP front threads (src/front/), so a decision prepared on a front is the one the sidecar
+ * would have made, field for field.
+ */
+import { readFileSync } from 'node:fs';
+import { WritError } from '../errors.js';
+import { admitValue, bindCall, envelopeDigest, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { validateDecisionRequest } from '../schemas/validate.js';
+import type { DecisionOutcome } from '../policy/engine.js';
+import type { ApprovalView } from '../approvals/approvals.js';
+import type { Caller } from '../http/auth.js';
+import { sameUid, uidKey, type Uid } from '../util/uid.js';
+
+export interface DecisionResponse {
+  decision: DecisionOutcome['decision'];
+  decision_id: string;
+  execution_id: string;
+  state: string;
+  binding: string;
+  envelope_digest: string;
+  arguments: Json;
+  policy_version: string;
+  entities_version: string;
+  reasons: string[];
+  errors: DecisionOutcome['errors'];
+  obligations: DecisionOutcome['obligations'];
+  approval_used?: string;
+  record: { seq: number; hash: string };
+}
+
+/** The execution table's key of an actor's execution id. */
+export function executionKey(actor: Uid, executionId: string): string {
+  return `${uidKey(actor)}\n${executionId}`;
+}
+
+/** A decision request admitted (docs/protocol.md §3): what evaluation and the record are built from. */
+export interface AdmittedDecision {
+  envelope: Record<string, any>;
+  actor: Uid;
+  executionId: string;
+  phase: 'propose' | 'execute';
+  server: string;
+  tool: string;
+  bound: ReturnType<typeof bindCall>;
+  envDigest: string;
+  /** executionKey(actor, executionId). */
+  key: string;
+}
+
+/** Step 1 of a decision: lossless parse of the raw text, the envelope schema, the actor, the arguments. */
+export function admitDecision(caller: Caller, text: string): AdmittedDecision {
+  const raw = parseLossless(text);
+  const body = toPlain(raw) as Record<string, any>;
+  validateDecisionRequest(body);
+  const envelope = body.envelope as Record<string, any>;
+  const actor = caller.actor!;
+  if (!sameUid(envelope.actor, actor)) {
+    throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
+  }
+  const executionId: string = body.execution_id;
+  const server: string = body.action.server;
+  const tool: string = body.action.tool;
+  const admittedArgs = admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments');
+  const bound = bindCall(server, tool, admittedArgs);
+  return {
+    envelope, actor, executionId, phase: body.phase, server, tool, bound,
+    envDigest: envelopeDigest(envelope as Json), key: executionKey(actor, executionId),
+  };
+}
+
+/** What a decision record says beyond the admitted request (docs/protocol.md §6). */
+export interface DecisionRecordFacts {
+  decisionId: string;
+  outcome: DecisionOutcome;
+  views: ApprovalView[];
+  policyVersion: string;
+  entitiesVersion: string;
+  now: Date;
+  state: string;
+}
+
+/** The fields of a `decision` record, in the order the sidecar has always built them. */
+export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts): Record<string, unknown> {
+  const { outcome } = f;
+  const fields: Record<string, unknown> = {
+    kind: 'decision', decision_id: f.decisionId, execution_id: a.executionId, actor: a.actor, phase: a.phase, envelope: a.envelope,
+    envelope_digest: a.envDigest, server: a.server, tool: a.tool, arguments: a.bound.arguments, binding: a.bound.binding,
+    decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
+    approvals: f.views, policy_version: f.policyVersion, entities_version: f.entitiesVersion, now: f.now.toISOString(), state: f.state,
+  };
+  if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used;
+  return fields;
+}
+
+/** The answer to a decision once its record is durable. */
+export function decisionResponseOf(
+  a: { executionId: string; bound: { binding: string; arguments: Json }; envDigest: string },
+  f: { decisionId: string; outcome: DecisionOutcome; policyVersion: string; entitiesVersion: string; state: string },
+  record: { seq: number; hash: string },
+): DecisionResponse {
+  const { outcome } = f;
+  const response: DecisionResponse = {
+    decision: outcome.decision, decision_id: f.decisionId, execution_id: a.executionId, state: f.state,
+    binding: a.bound.binding, envelope_digest: a.envDigest, arguments: a.bound.arguments, policy_version: f.policyVersion,
+    entities_version: f.entitiesVersion, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
+    record: { seq: record.seq, hash: record.hash },
+  };
+  if (outcome.approval_used !== undefined) response.approval_used = outcome.approval_used;
+  return response;
+}
+
+/** The PDP clock; `clock_file` (tests only) pins it. */
+export function pdpNow(clockFile: string | null): Date {
+  if (clockFile) {
+    try {
+      const t = Date.parse(readFileSync(clockFile, 'utf8').trim());
+      if (!Number.isNaN(t)) return new Date(t);
+    } catch {
+      /* fall through to the real clock */
+    }
+  }
+  return new Date();
+}
+
+/**
+ * A decision an HTTP front thread (src/front/) admitted and evaluated for a fresh execution id (no
+ * `supersedes`), to be committed by the sidecar that owns the store. The sidecar commits it only if
+ * what the front assumed still holds under the store's write (no execution under `key`, the same
+ * policy set and entities); otherwise it decides `text` again itself, from scratch.
+ */
+export interface PreparedDecision {
+  caller: Caller;
+  /** The request text, for deciding it again. */
+  text: string;
+  key: string;
+  actor: Uid;
+  executionId: string;
+  phase: 'propose' | 'execute';
+  server: string;
+  tool: string;
+  subject: Uid;
+  binding: string;
+  envDigest: string;
+  decision: DecisionOutcome['decision'];
+  state: string;
+  policyVersion: string;
+  entitiesVersion: string;
+  /** The record's other members as JCS text (computed on the front; the writer only joins and hashes). */
+  members: Array<[string, string]>;
+  /** performance.timeOrigin + performance.now() when the request was read, for the latency metric. */
+  startedAt: number;
+}
+
+/** What the sidecar answers a prepared decision with: its record, or the whole answer decided again. */
+export type PreparedCommit = { record: { seq: number; hash: string } } | { response: DecisionResponse };
