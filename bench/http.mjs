@@ -16,7 +16,7 @@
 //
 //   node bench/http.mjs [--reps 3] [--duration 10] [--warmup 2] [--connections "10 50"]
 //                       [--targets writ,hono,cerbos] [--workloads "repeated distinct"]
-//                       [--evaluator-threads "1"] [--memo-sizes "4096"] [--node-bins "PATH ..."]
+//                       [--http-threads "default"] [--memo-sizes "4096"] [--node-bins "PATH ..."]
 //                       [--cpu-prof DIR] [--no-write] [--render-only]
 // --node-bins runs writ under each Node binary given (default: this one), started directly (the Node 20
 // wasm-inlining flag is applied by the engine itself on Node 20 only).
@@ -40,9 +40,13 @@ const { values: a } = parseArgs({
     targets: { type: 'string', default: 'writ,hono,cerbos' },
     workloads: { type: 'string', default: 'repeated distinct' },
     'cpu-prof': { type: 'string' },
-    // writ's evaluator_threads settings to run, the first being the headline row (the default config
-    // on this machine: one thread per core beyond the first); 0 = Cedar on the event loop.
-    'evaluator-threads': { type: 'string', default: '1' },
+    // writ's http_threads settings to run (HTTP front threads, src/front/), the first being the headline
+    // row; "default" leaves the setting out (one front per core where Node supports fronts, else none);
+    // 0 = HTTP on the main thread with Cedar on the evaluator thread(s), as before fronts.
+    'http-threads': { type: 'string', default: 'default' },
+    // writ's durability setting (both fsync before answering): 'flushed' (the bench's long-standing
+    // setting) or 'sync'.
+    durability: { type: 'string', default: 'flushed' },
     // decision_memo_size settings to run (0 = no memo); the first is the headline.
     'memo-sizes': { type: 'string', default: '4096' },
     // Node binaries to run writ under; the first is the headline.
@@ -57,17 +61,17 @@ const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const WORKLOADS = a.workloads.split(/[ ,]+/).filter(Boolean);
-const EVALUATOR_THREADS = a['evaluator-threads'].split(/[ ,]+/).filter(Boolean).map(Number);
+const HTTP_THREADS = a['http-threads'].split(/[ ,]+/).filter(Boolean).map((v) => (v === 'default' ? v : Number(v)));
 const MEMO_SIZES = a['memo-sizes'].split(/[ ,]+/).filter(Boolean).map(Number);
 const NODE_BINS = a['node-bins'].split(/[ ,]+/).filter(Boolean);
 const nodeVersionOf = (bin) => execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim();
 const WRIT_CONFIGS = [];
 for (const bin of NODE_BINS) {
   const node = nodeVersionOf(bin);
-  for (const threads of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, threads, memo });
+  for (const fronts of HTTP_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, memo });
 }
-const writConfigLabel = ({ node, threads, memo }) =>
-  `Node ${node}, ${threads} evaluator thread${threads === 1 ? '' : 's'}, memo ${memo === 0 ? 'off' : memo}`;
+const writConfigLabel = ({ node, fronts, memo }) =>
+  `Node ${node}, ${fronts === 'default' ? 'default threads' : `http_threads ${fronts}`}, memo ${memo === 0 ? 'off' : memo}`;
 const TARGETS = a.targets.split(',');
 const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
@@ -237,7 +241,8 @@ async function runWrit(rep, cfg) {
   const config = {
     listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
-    evaluator_threads: cfg.threads,
+    ...(cfg.fronts === 'default' ? {} : { http_threads: cfg.fronts }),
+    durability: a.durability,
     decision_memo_size: cfg.memo,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));

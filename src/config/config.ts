@@ -49,7 +49,9 @@ export interface WritConfig {
   /**
    * HTTP front threads (src/front/): threads that accept connections on the listen port (SO_REUSEPORT)
    * and admit and evaluate decisions, in front of the one ledger writer on the main thread. 0 = HTTP
-   * on the main thread. Needs Node ≥ 22.12; ignored (0) on older Node. Default: one per core, at most 4.
+   * on the main thread. Needs Node ≥ 22.12; ignored (0) on older Node. Default: one per core beyond the
+   * first (at least 1, at most 4): the writer keeps part of a core busy, and on 2 cores one front
+   * measured faster than two (bench/RESULTS.md).
    */
   http_threads: number;
   /**
@@ -78,7 +80,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   clock_file: null,
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
-  http_threads: frontsSupported() ? Math.min(availableParallelism(), 4) : 0,
+  http_threads: frontsSupported() ? Math.min(Math.max(availableParallelism() - 1, 1), 4) : 0,
   decision_memo_size: 4096,
   database_url: null,
   signing_key_file: null,

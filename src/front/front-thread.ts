@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
-import canonicalizeImpl from 'canonicalize';
+import { presealMembers } from '../store/seal.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { PolicyEngine, type DecisionOutcome } from '../policy/engine.js';
@@ -30,11 +30,8 @@ import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './
 
 const start = workerData as FrontStart;
 const tokens = new TokenTable(start.tokens);
-const canonicalize = canonicalizeImpl as unknown as (v: unknown) => string | undefined;
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-/** Record members the writer indexes, sent as plain values; every other member travels as JCS text. */
-const INDEXED = new Set(['kind', 'actor', 'execution_id']);
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
 let entities = entitySourceOf(start.entities.version, start.entities.list);
@@ -56,11 +53,19 @@ function post(message: FromFront): void {
   port.postMessage(message);
 }
 
+/**
+ * Asks travel in small batches: at the end of the event-loop turn, or as soon as ASK_BATCH are ready.
+ * A whole turn's worth (up to every open connection's request) held back until the last is prepared
+ * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
+ */
+const ASK_BATCH = Number(process.env.WRIT_FRONT_ASK_BATCH ?? 8);
 function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } }): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
-  return new Promise((resolve) => waiting.set(id, { resolve }));
+  const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve }));
+  if (outbox.length >= ASK_BATCH) flush();
+  return answer;
 }
 
 function flush(): void {
@@ -212,15 +217,10 @@ function prepare(caller: Caller, text: string, startedAt: number) {
   const policyVersion = usedEngine.policyVersion;
   const entitiesVersion = usedEntities.version;
   const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
-  const members: Array<[string, string]> = [];
-  for (const [name, value] of Object.entries(fields)) {
-    if (INDEXED.has(name)) continue;
-    const jcs = canonicalize(value);
-    if (jcs !== undefined) members.push([name, jcs]);
-  }
+  const { parts } = presealMembers(fields as { kind: string });
   const p: PreparedDecision = {
     caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
-    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, members, startedAt,
+    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
   };
   return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, p };
 }

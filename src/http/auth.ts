@@ -2,7 +2,7 @@
  * Bearer-token authentication. Tokens are compared as SHA-256 digests with timingSafeEqual, so neither
  * plain nor hashed configured tokens leak through timing; every configured token is compared, always.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import { WritError } from '../errors.js';
 import type { Role, TokenSpec } from '../config/config.js';
 import type { Uid } from '../util/uid.js';
@@ -18,8 +18,18 @@ interface Entry {
   caller: Caller;
 }
 
+/** Authorization header values already authenticated, remembered up to this many (then forgotten). */
+const KNOWN_HEADERS = 1024;
+
 export class TokenTable {
   private readonly entries: Entry[];
+  /**
+   * Header values that authenticated, and their callers: a PEP sends the same header on every call,
+   * and hashing it and comparing it against every token each time was ~2 % of a decision's CPU.
+   * Only successes are kept (an attacker's guesses cannot fill it); a lookup by the presented value
+   * tells its timing only to someone who already holds that token.
+   */
+  private readonly known = new Map<string, Caller>();
 
   constructor(specs: TokenSpec[]) {
     this.entries = specs.map((s) => {
@@ -33,14 +43,18 @@ export class TokenTable {
 
   /** The caller of an `Authorization` header value; 401 UNAUTHENTICATED when absent or unknown. */
   authenticate(header: string | undefined): Caller {
+    const remembered = header === undefined ? undefined : this.known.get(header);
+    if (remembered !== undefined) return remembered;
     const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
     if (!m) throw new WritError('UNAUTHENTICATED', 'a bearer token is required');
-    const presented = createHash('sha256').update(m[1]!, 'utf8').digest();
+    const presented = hash('sha256', m[1]!, 'buffer');
     let found: Caller | undefined;
     for (const e of this.entries) {
       if (timingSafeEqual(presented, e.digest) && !found) found = e.caller;
     }
     if (!found) throw new WritError('UNAUTHENTICATED', 'unknown bearer token');
+    if (this.known.size >= KNOWN_HEADERS) this.known.clear();
+    this.known.set(header!, found);
     return found;
   }
 }

@@ -147,8 +147,9 @@ export interface PreparedDecision {
   state: string;
   policyVersion: string;
   entitiesVersion: string;
-  /** The record's other members as JCS text (computed on the front; the writer only joins and hashes). */
-  members: Array<[string, string]>;
+  /** The whole record's members as canonical text (src/store/seal.ts presealMembers, computed on the
+   *  front; the writer only joins and hashes). */
+  parts: string[];
   /** performance.timeOrigin + performance.now() when the request was read, for the latency metric. */
   startedAt: number;
 }

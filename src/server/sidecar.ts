@@ -29,7 +29,6 @@ import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/en
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
-import { CanonicalJson } from '../store/seal.js';
 import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
@@ -340,9 +339,7 @@ export class Sidecar {
       written = await this.store.write((tx) => {
         if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion) throw new StaleSnapshot();
         this.entities.checkFresh(tx);
-        const fields: Record<string, unknown> = { kind: 'decision', actor: p.actor, execution_id: p.executionId };
-        for (const [name, text] of p.members) fields[name] = new CanonicalJson(text);
-        const rec = tx.append(fields as { kind: string });
+        const rec = tx.append({ kind: 'decision', actor: p.actor, execution_id: p.executionId }, { parts: p.parts });
         const next: Execution = {
           execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
           server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,

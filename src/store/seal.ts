@@ -2,7 +2,6 @@
  * Sealing one ledger record (docs/protocol.md §6), shared by every store implementation so that the same
  * fields give byte-identical record text and hash whichever store appends them.
  */
-import { createHash } from 'node:crypto';
 import canonicalizeImpl from 'canonicalize';
 import { sha256Hex } from '../util/canonical.js';
 import { hashToBytes, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
@@ -28,8 +27,6 @@ export function checkAppendFields(fields: { kind: string } & Record<string, unkn
   }
 }
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-
 /** One appended record as sealed, before a store files it (see sealNextRecord). */
 export interface SealedRecord {
   /** The record without `hash`, as a store indexes it (kind, actor, execution id). */
@@ -43,33 +40,68 @@ export interface SealedRecord {
   completed: Array<{ level: number; index: number; hash: Buffer }>;
 }
 
+/** The members a store assigns, in JCS order: where they fall among a record's own members. */
+const ASSIGNED = ['hash', 'prev', 'seq', 'ts', 'v'] as const;
+
+/**
+ * A record's own members (everything but the store-assigned v, seq, ts, prev, hash) as canonical text,
+ * grouped by where the assigned members fall among them in JCS order: `parts[i]` holds, comma-joined,
+ * the members that sort after ASSIGNED[i-1] and before ASSIGNED[i]. The expensive part of sealing —
+ * canonicalising the values — is done here, off the write path when an HTTP front thread does it
+ * (src/front/), so the one ledger writer only joins the parts and hashes.
+ */
+export interface PresealedMembers {
+  readonly parts: readonly string[];
+}
+
+/**
+ * Canonicalises a record's own members (docs/protocol.md §6). JCS writes an object as its members
+ * sorted by key (UTF-16 code units, as Array.prototype.sort), each as JSON-string(key) ":" JCS(value),
+ * members whose value has no JSON form left out; so the text with and without `hash` share every
+ * member's canonical text, and one canonicalisation serves both (issue 8: this was two JCS passes and
+ * a JSON.parse, ~8 % of a decision's CPU).
+ */
+export function presealMembers(fields: { kind: string } & Record<string, unknown>): PresealedMembers {
+  checkAppendFields(fields);
+  const keys = Object.keys(fields).sort();
+  const parts: string[][] = [[], [], [], [], [], []];
+  let slot = 0;
+  for (const k of keys) {
+    while (slot < ASSIGNED.length && k > ASSIGNED[slot]!) slot++;
+    const v = canonicalizeMember(fields[k]);
+    if (v !== undefined) parts[slot]!.push(`${JSON.stringify(k)}:${v}`);
+  }
+  return { parts: parts.map((p) => p.join(',')) };
+}
+
 /**
  * Seals the record a store appends at `seq` after `head` (docs/protocol.md §6), shared by every store so
  * that the same fields give byte-identical record text, hash and Merkle nodes whichever store appends
  * them: assigns v=1, seq, ts (now), prev; the hash is SHA-256(0x00 ‖ JCS(record without hash)) and the
- * text JCS(record with hash), both from one canonicalisation of each top-level member (issue 8: this
- * was two JCS passes and a JSON.parse, ~8 % of a decision's CPU). JCS writes an object as its members
- * sorted by key (UTF-16 code units, as Array.prototype.sort), each as JSON-string(key) ":" JCS(value),
- * members whose value has no JSON form left out, so the text with and without `hash` share every
- * member's canonical text (equal to recordHash + jcs, checked by the store tests and the ledger vectors).
+ * text JCS(record with hash). `presealed`, when given, is presealMembers(fields) computed earlier
+ * (elsewhere); `fields` then serve only the store's indexes (kind, actor, execution id).
  */
-export function sealNextRecord(fields: { kind: string } & Record<string, unknown>, seq: number, head: string, reader: SubtreeReader): SealedRecord {
-  checkAppendFields(fields);
-  const body: Record<string, unknown> = { ...fields, v: 1, seq, ts: new Date().toISOString(), prev: head };
-  const keys = Object.keys(body).sort();
-  const members: string[] = [];
-  let hashAt = keys.length; // index in `members` where the hash member goes
-  for (const k of keys) {
-    if (hashAt === keys.length && k > 'hash') hashAt = members.length;
-    const v = canonicalizeMember(body[k]);
-    if (v !== undefined) members.push(`${JSON.stringify(k)}:${v}`);
-  }
-  if (hashAt === keys.length) hashAt = members.length;
-  const unsealed = `{${members.join(',')}}`;
-  const hash = 'sha256:' + createHash('sha256').update(LEAF_PREFIX).update(unsealed, 'utf8').digest('hex');
-  members.splice(hashAt, 0, `"hash":${JSON.stringify(hash)}`);
+export function sealNextRecord(
+  fields: { kind: string } & Record<string, unknown>, seq: number, head: string, reader: SubtreeReader, presealed?: PresealedMembers,
+): SealedRecord {
+  const p = (presealed ?? presealMembers(fields)).parts;
+  if (p.length !== ASSIGNED.length + 1) throw new TypeError('presealed members need one part per gap between assigned members');
+  const ts = new Date().toISOString();
+  const body: Record<string, unknown> = { ...fields, v: 1, seq, ts, prev: head };
+  const after = [`"prev":${JSON.stringify(head)}`, `"seq":${seq}`, `"ts":${JSON.stringify(ts)}`, '"v":1'];
+  const tail = [p[1]!, after[0]!, p[2]!, after[1]!, p[3]!, after[2]!, p[4]!, after[3]!, p[5]!];
+  const unsealed = `{${joinMembers([p[0]!, ...tail])}}`;
+  const hash = 'sha256:' + sha256Hex('\u0000' + unsealed);
   const leaf = hashToBytes(hash);
-  return { body, hash, text: `{${members.join(',')}}`, leaf, completed: subtreesCompletedBy(seq, leaf, reader) };
+  const text = `{${joinMembers([p[0]!, `"hash":${JSON.stringify(hash)}`, ...tail])}}`;
+  return { body, hash, text, leaf, completed: subtreesCompletedBy(seq, leaf, reader) };
+}
+
+/** Comma-joins the non-empty member groups. */
+function joinMembers(groups: string[]): string {
+  let out = '';
+  for (const g of groups) if (g !== '') out = out === '' ? g : `${out},${g}`;
+  return out;
 }
 
 /** What append returns: the record as stored (undefined fields dropped exactly as JCS drops them), parsed only if asked for. */
@@ -84,18 +116,8 @@ export function appendedRecord(seq: number, hash: string, text: string): Appende
   };
 }
 
-/**
- * A member value whose JCS text was already computed (by an HTTP front thread, src/front/), so the
- * single ledger writer only joins and hashes: `text` must be exactly JCS of the value it stands for
- * (the front computes it with the same canonicalize). Only `append` reads it; nothing indexes it.
- */
-export class CanonicalJson {
-  constructor(readonly text: string) {}
-}
-
 /** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
 function canonicalizeMember(v: unknown): string | undefined {
-  if (v instanceof CanonicalJson) return v.text;
   return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
 }
 

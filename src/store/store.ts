@@ -21,7 +21,7 @@ import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
-import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord } from './seal.js';
+import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from './types.js';
 
 export type { Table } from './layout.js';
@@ -566,9 +566,9 @@ class BufferedTx implements WriteTx {
     };
   }
 
-  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
+  append(fields: { kind: string } & Record<string, unknown>, presealed?: PresealedMembers): AppendedRecord {
     const seq = this.#size;
-    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader);
+    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader, presealed);
     this.overlay.records.set(seq, text);
     this.overlay.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
     for (const n of completed) this.overlay.nodes.set(nodeKey(n.level, n.index), n);

@@ -13,6 +13,7 @@
  * (PostgreSQL): callers always `await` them, and iterate `entries`/`exportLines` with `for await`.
  */
 import type { LedgerRecord } from '../ledger/record.js';
+import type { PresealedMembers } from './seal.js';
 
 export type Table = 'executions' | 'approvals' | 'entities' | 'meta';
 export type MaybePromise<T> = T | Promise<T>;
@@ -27,8 +28,10 @@ export interface AppendedRecord {
 export interface WriteTx {
   /** Appends one record: assigns v=1, seq (next), ts (now, RFC 3339 UTC), prev (head hash), computes
    *  hash (recordHash), stores record + Merkle subtree nodes + indexes (kind; `actor` field as uidKey
-   *  when it is a {type,id}; `execution_id` field). Visible to later append() calls in the same tx. */
-  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord;
+   *  when it is a {type,id}; `execution_id` field). Visible to later append() calls in the same tx.
+   *  `presealed`: the record's members already canonicalised (seal.ts presealMembers of the whole
+   *  record); `fields` then need carry only kind, actor and execution_id, for the indexes. */
+  append(fields: { kind: string } & Record<string, unknown>, presealed?: PresealedMembers): AppendedRecord;
   /** Reads a table; sees this tx's own writes and every earlier write. */
   get<T>(table: Table, key: string): T | undefined;
   put(table: Table, key: string, value: unknown): void;

@@ -2,7 +2,7 @@
  * The one canonicalization (RFC 8785 JCS, via canonicalize@5.1.0) and the one digest helper.
  * Every hash in writ — bindings, envelope digests, versions, ledger records — goes through here.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalizeImpl from 'canonicalize';
 
 const canonicalizeFn = canonicalizeImpl as unknown as (v: unknown) => string | undefined;
@@ -16,7 +16,8 @@ export function jcs(value: unknown): string {
 
 /** Lower-case hex SHA-256 of a UTF-8 string or raw bytes. */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  // One-shot (Node ≥ 20.12): no Hash object per digest, on every request's several digests.
+  return hash('sha256', data, 'hex');
 }
 
 /** `sha256:` + hex SHA-256 — the tagged form used for every digest in the contract. */

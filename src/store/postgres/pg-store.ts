@@ -27,7 +27,7 @@ import { ZERO_HASH } from '../../ledger/record.js';
 import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
 import { uidKey } from '../../util/uid.js';
 import { indexTermsOf } from '../layout.js';
-import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord } from '../seal.js';
+import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
 import type { FaultHooks } from '../store.js';
@@ -585,9 +585,9 @@ class PgTx implements WriteTx {
     };
   }
 
-  append(fields: { kind: string } & Record<string, unknown>): AppendedRecord {
+  append(fields: { kind: string } & Record<string, unknown>, presealed?: PresealedMembers): AppendedRecord {
     const seq = this.#size;
-    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader);
+    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader, presealed);
     const pending: PendingRecord = { seq, text, kind: String(body.kind), actor: null, execution_id: null };
     for (const [name, value] of indexTermsOf(body, uidKey)) {
       if (name === 'idx_actor') pending.actor = indexTerm(value);
