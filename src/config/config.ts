@@ -174,8 +174,6 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (!Number.isInteger(config.http_threads) || config.http_threads < 0 || config.http_threads > 64) {
     fail('http_threads must be an integer from 0 to 64');
   }
-  // With fronts, Cedar runs on them; the main thread evaluates only what it decides again itself.
-  if (file.evaluator_threads === undefined && config.http_threads > 0 && frontsSupported()) config.evaluator_threads = 0;
   if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
     fail('decision_memo_size must be an integer from 0 to 1000000');
   }

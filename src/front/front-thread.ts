@@ -20,6 +20,7 @@ import { presealMembers } from '../store/seal.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { PolicyEngine, type DecisionOutcome } from '../policy/engine.js';
+import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import { stateAfterDecision } from '../executions/machine.js';
 import {
@@ -34,6 +35,10 @@ const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
+// Cedar misses run beside the front (memo hits are answered here, before any hop): the front's own
+// event loop is then left to HTTP, admission and the record's canonical text.
+const evaluator = new EvaluatorPool(start.evaluatorThreads);
+evaluator.register(engine, start.policy);
 let entities = entitySourceOf(start.entities.version, start.entities.list);
 
 function entitySourceOf(version: string, list: FrontStart['entities']['list']): EntitySource {
@@ -86,6 +91,7 @@ port.on('message', (m: ToFront) => {
       return;
     case 'policy':
       engine = new PolicyEngine(m.bundle, { memoSize: start.memoSize });
+      evaluator.register(engine, m.bundle);
       return;
     case 'entities':
       entities = entitySourceOf(m.version, m.list);
@@ -178,7 +184,7 @@ async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller)
   }
   let prepared: { admitted: AdmittedDecision; outcome: DecisionOutcome; decisionId: string; state: string; policyVersion: string; entitiesVersion: string; p: PreparedDecision } | undefined;
   try {
-    prepared = prepare(caller, text, startedAt);
+    prepared = await prepare(caller, text, startedAt);
   } catch {
     prepared = undefined; // the sidecar decides it, and refuses it with the right code
   }
@@ -199,7 +205,7 @@ function unreachable(): never {
 }
 
 /** Admission, evaluation and the record's canonical members: everything of a fresh decision but the write. */
-function prepare(caller: Caller, text: string, startedAt: number) {
+async function prepare(caller: Caller, text: string, startedAt: number) {
   const admitted = admitDecision(caller, text);
   // A supersedes reads another execution's state: only the sidecar can see it.
   if (typeof admitted.envelope.supersedes === 'string') return undefined;
@@ -209,7 +215,7 @@ function prepare(caller: Caller, text: string, startedAt: number) {
   const usedEngine = engine;
   const usedEntities = entities;
   // A fresh execution has no approvals; were this id not fresh, the sidecar decides it again.
-  const outcome = usedEngine.decide({
+  const outcome = await evaluator.decide(usedEngine, {
     actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], entities: usedEntities,
   });
   const decisionId = randomUUID();
@@ -260,7 +266,7 @@ function closeServer(): void {
   server.close(() => {
     flush();
     upstream.destroy();
-    post({ type: 'closed' });
+    void evaluator.close().finally(() => post({ type: 'closed' }));
   });
   server.closeIdleConnections();
   const idle = setInterval(() => server.closeIdleConnections(), 100);

@@ -48,6 +48,7 @@ function errorAnswer(id: number, e: unknown): SidecarAnswer {
 
 interface Front {
   worker: Worker;
+  index: number;
   outbox: SidecarAnswer[];
   closed?: () => void;
 }
@@ -60,6 +61,8 @@ export interface FrontsOptions {
   mainPort: number;
   tokens: TokenSpec[];
   maxBodyBytes: number;
+  /** Evaluator threads, shared out among the fronts (each front runs Cedar beside itself on its share). */
+  evaluatorThreads: number;
   sidecar: Sidecar;
   /** After each answered ask (the checkpoint cadence). */
   afterAnswer: () => void;
@@ -83,7 +86,7 @@ export class Fronts {
     sidecar.entities.onChange(() => fronts.broadcast({ type: 'entities', version: sidecar.entities.version, list: sidecar.entities.all() }));
     sidecar.onPolicyChange((bundle) => fronts.broadcast({ type: 'policy', bundle }));
     try {
-      await Promise.all(Array.from({ length: o.count }, () => fronts.spawn()));
+      await Promise.all(Array.from({ length: o.count }, (_, i) => fronts.spawn(i)));
     } catch (e) {
       await fronts.close();
       throw e;
@@ -91,18 +94,20 @@ export class Fronts {
     return fronts;
   }
 
-  private startData(): FrontStart {
+  private startData(index: number): FrontStart {
     const { sidecar } = this.o;
+    const { count, evaluatorThreads } = this.o;
     return {
+      evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
       host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes,
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
     };
   }
 
-  private spawn(): Promise<void> {
-    const worker = new Worker(THREAD_SCRIPT, { workerData: this.startData() });
-    const front: Front = { worker, outbox: [] };
+  private spawn(index: number): Promise<void> {
+    const worker = new Worker(THREAD_SCRIPT, { workerData: this.startData(index) });
+    const front: Front = { worker, outbox: [], index };
     this.fronts.push(front);
     return new Promise((resolve, reject) => {
       let listening = false;
@@ -131,7 +136,7 @@ export class Fronts {
         if (!listening) reject(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
         else if (!this.closing && this.restarts++ < MAX_RESTARTS) {
           // Its connections are gone with it; the port stays served by the others and by its replacement.
-          this.spawn().catch((e) => process.stderr.write(`writ: HTTP front thread not replaced: ${(e as Error).message}\n`));
+          this.spawn(front.index).catch((e) => process.stderr.write(`writ: HTTP front thread not replaced: ${(e as Error).message}\n`));
         }
       });
     });

@@ -17,6 +17,8 @@ export interface FrontStart {
   maxBodyBytes: number;
   clockFile: string | null;
   memoSize: number;
+  /** Threads that run this front's Cedar misses beside it (0: on the front itself). */
+  evaluatorThreads: number;
   policy: PolicyBundle;
   entities: { version: string; list: EntityJson[] };
 }

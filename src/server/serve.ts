@@ -43,7 +43,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   try {
     const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file });
     await ensureKeyRecord(store, key);
-    const sidecar = new Sidecar(config, store, bundle);
+    // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
+    // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
+    // what it decides again itself.
+    const frontCount = frontsSupported() ? config.http_threads : 0;
+    const sidecar = new Sidecar(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
     created = sidecar;
     await sidecar.recordStartup();
     checkpointer = startCheckpointer(store, {
@@ -71,9 +75,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const cp = checkpointer;
 
     const { host, port } = parseListen(config.listen);
-    // With HTTP front threads (src/front/) the fronts own the public port and this thread's listener is
-    // a loopback one: the fronts pass through to it every request they do not decide themselves.
-    const frontCount = frontsSupported() ? config.http_threads : 0;
+    // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
+    // they do not decide themselves.
     if (config.http_threads > 0 && frontCount === 0) {
       log(`writ serve: http_threads ${config.http_threads} needs Node >= 22.12 (SO_REUSEPORT); serving HTTP on the main thread`);
     }
@@ -97,6 +100,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     if (frontCount > 0) {
       fronts = await Fronts.start({
         count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
+        evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
       });
     }
