@@ -24,6 +24,7 @@ export {
   canonicalText,
   cedarView,
   envelopeDigest,
+  envelopeDigestOfCanonical,
   type BoundCall,
   type CedarValue,
 } from './views.js';

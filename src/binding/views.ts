@@ -74,7 +74,12 @@ export function bindingOf(server: string, tool: string, admittedArgs: Json): str
 
 /** 'sha256:' + hex SHA-256("writ-envelope/1\n" + JCS(admitted envelope)). */
 export function envelopeDigest(admittedEnvelope: Json): string {
-  return sha256Tagged(ENVELOPE_DOMAIN + jcs(admittedEnvelope));
+  return envelopeDigestOfCanonical(jcs(admittedEnvelope));
+}
+
+/** envelopeDigest of an envelope whose JCS text is already known. */
+export function envelopeDigestOfCanonical(canonicalEnvelope: string): string {
+  return sha256Tagged(ENVELOPE_DOMAIN + canonicalEnvelope);
 }
 
 export interface BoundCall {

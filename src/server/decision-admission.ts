@@ -6,7 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { WritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigest, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { KnownJcs } from '../store/seal.js';
+import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import type { ApprovalView } from '../approvals/approvals.js';
@@ -44,6 +46,8 @@ export interface AdmittedDecision {
   server: string;
   tool: string;
   bound: ReturnType<typeof bindCall>;
+  /** JCS of the envelope (its digest's input; the record reuses it). */
+  envelopeJcs: string;
   envDigest: string;
   /** executionKey(actor, executionId). */
   key: string;
@@ -64,9 +68,10 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   const tool: string = body.action.tool;
   const admittedArgs = admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments');
   const bound = bindCall(server, tool, admittedArgs);
+  const envelopeJcs = jcs(envelope);
   return {
     envelope, actor, executionId, phase: body.phase, server, tool, bound,
-    envDigest: envelopeDigest(envelope as Json), key: executionKey(actor, executionId),
+    envelopeJcs, envDigest: envelopeDigestOfCanonical(envelopeJcs), key: executionKey(actor, executionId),
   };
 }
 
@@ -81,12 +86,15 @@ export interface DecisionRecordFacts {
   state: string;
 }
 
-/** The fields of a `decision` record, in the order the sidecar has always built them. */
-export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts): Record<string, unknown> {
+/**
+ * The fields of a `decision` record, in the order the sidecar has always built them, for sealing: the
+ * envelope and arguments carry the JCS text admission already computed (KnownJcs), not re-canonicalised.
+ */
+export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts): { kind: string } & Record<string, unknown> {
   const { outcome } = f;
-  const fields: Record<string, unknown> = {
-    kind: 'decision', decision_id: f.decisionId, execution_id: a.executionId, actor: a.actor, phase: a.phase, envelope: a.envelope,
-    envelope_digest: a.envDigest, server: a.server, tool: a.tool, arguments: a.bound.arguments, binding: a.bound.binding,
+  const fields: { kind: string } & Record<string, unknown> = {
+    kind: 'decision', decision_id: f.decisionId, execution_id: a.executionId, actor: a.actor, phase: a.phase, envelope: new KnownJcs(a.envelopeJcs),
+    envelope_digest: a.envDigest, server: a.server, tool: a.tool, arguments: new KnownJcs(a.bound.canonical), binding: a.bound.binding,
     decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
     approvals: f.views, policy_version: f.policyVersion, entities_version: f.entitiesVersion, now: f.now.toISOString(), state: f.state,
   };

@@ -116,8 +116,18 @@ export function appendedRecord(seq: number, hash: string, text: string): Appende
   };
 }
 
+/**
+ * A member value whose JCS text is already known (a decision's envelope and arguments were
+ * canonicalised for their digests at admission): sealing uses the text instead of canonicalising the
+ * value again. `text` must be JCS of the value; only sealing reads it.
+ */
+export class KnownJcs {
+  constructor(readonly text: string) {}
+}
+
 /** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
 function canonicalizeMember(v: unknown): string | undefined {
+  if (v instanceof KnownJcs) return v.text;
   return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
 }
 
