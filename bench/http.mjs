@@ -117,6 +117,16 @@ function threadCpuSeconds(pid) {
   }
   return out;
 }
+/** CPU seconds the whole machine has spent busy (all cores, /proc/stat), or null off Linux. */
+function machineBusySeconds() {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+    return (user + nice + system + irq + softirq + steal) / clkTck;
+  } catch {
+    return null;
+  }
+}
 function pct(sorted, p) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
 }
@@ -162,6 +172,7 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
   const cpu0 = procCpuSeconds(pid);
   const threads0 = threadCpuSeconds(pid);
   const self0 = process.cpuUsage();
+  const machine0 = machineBusySeconds();
   const t0 = process.hrtime.bigint();
   const inst = autocannon(opts);
   inst.on('response', (_c, status, _b, rt) => {
@@ -172,6 +183,7 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
   const cpu1 = procCpuSeconds(pid);
   const threads1 = threadCpuSeconds(pid);
   const self = process.cpuUsage(self0);
+  const machine1 = machineBusySeconds();
   lat.sort((x, y) => x - y);
   const threadCores = {};
   for (const [name, s1] of Object.entries(threads1)) {
@@ -191,6 +203,8 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
     server_cpu_cores: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / wall,
     server_thread_cores: threadCores,
     loadgen_cpu_cores: (self.user + self.system) / 1e6 / wall,
+    // Every process on the machine (server, load generator, anything else): what is left idle of the cores.
+    machine_busy_cores: machine0 === null || machine1 === null ? null : (machine1 - machine0) / wall,
     wall_s: wall,
   };
 }
@@ -358,7 +372,7 @@ for (const c of connsSeen) {
     const k = keyOf(t, cfg, w, c);
     if (!groups.has(k)) continue;
     const g = groups.get(k);
-    rows.push(`| ${t} | ${cfg} | ${w || '–'} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(cpuPerAnswer(k), 3)} | ${threadsNote(k) || '–'} | ${g.length} |`);
+    rows.push(`| ${t} | ${cfg} | ${w || '–'} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(cpuPerAnswer(k), 3)} | ${fmt(med(k, 'loadgen_cpu_cores'), 2)} | ${fmt(med(k, 'machine_busy_cores'), 2)} | ${threadsNote(k) || '–'} | ${g.length} |`);
   }
 }
 const ratios = [];
@@ -399,13 +413,17 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
   Both writ workloads are compared with the same Cerbos runs.
 - **Hono floor**: \`bench/hono-floor.mjs\` (same Hono + @hono/node-server; parses the same body, answers a small JSON).
 
-| target | config | workload | connections | req/s (min–max) | p50 ms | p99 ms | server CPU cores | server CPU ms / answer | cores by thread | runs |
-|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|
+| target | config | workload | connections | req/s (min–max) | p50 ms | p99 ms | server CPU cores | server CPU ms / answer | load generator cores | machine busy cores | cores by thread | runs |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|
 ${rows.join('\n')}
 
-Threads: "event loop" is the main thread (HTTP, admission, memo, ledger records, LMDB commit calls); the
-evaluator thread (Cedar) is named \`node\` on Node 20 and \`WorkerThread\` on Node 24; \`V8Worker\` = V8's GC and
-compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
+Threads: "event loop" is the main thread: with HTTP front threads (\`http_threads\`, Node ≥ 22.12) it is the one
+ledger writer (record sealing, the LMDB commit) and passes through what fronts do not decide; without them it also
+does HTTP, admission and the memo. \`WorkerThread\` (Node 24) / \`node\` (Node 20) are worker threads: the HTTP
+fronts (HTTP, admission, memo, the record's canonical text) and the evaluator threads (Cedar misses);
+\`V8Worker\` = V8's GC and compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
+"load generator cores" is autocannon in the bench process; "machine busy cores" is every process on the machine
+(of ${cpus().length}), so what it leaves idle is time no one could use.
 
 | connections | writ configuration | workload | writ / Cerbos audit-on req/s (per-rep range) | p99 ms writ vs Cerbos | CPU ms / answer writ vs Cerbos | cores busy writ vs Cerbos | writ / Hono floor |
 |---:|---|---|---:|---|---|---|---:|

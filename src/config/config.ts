@@ -8,7 +8,6 @@ import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
-import { frontsSupported } from '../front/support.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
@@ -47,9 +46,9 @@ export interface WritConfig {
    */
   evaluator_threads: number;
   /**
-   * HTTP front threads (src/front/): threads that accept connections on the listen port (SO_REUSEPORT)
-   * and admit and evaluate decisions, in front of the one ledger writer on the main thread. 0 = HTTP
-   * on the main thread. Needs Node ≥ 22.12; ignored (0) on older Node. Default: one per core beyond the
+   * HTTP fronts (src/front/): threads (Node ≥ 22.12: SO_REUSEPORT) or, on older Node, cluster processes
+   * that accept connections on the listen port and admit and evaluate decisions, in front of the one
+   * ledger writer on the main thread. 0 = HTTP on the main thread. Default: one per core beyond the
    * first (at least 1, at most 4): the writer keeps part of a core busy, and on 2 cores one front
    * measured faster than two (bench/RESULTS.md).
    */
@@ -80,7 +79,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   clock_file: null,
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
-  http_threads: frontsSupported() ? Math.min(Math.max(availableParallelism() - 1, 1), 4) : 0,
+  http_threads: Math.min(Math.max(availableParallelism() - 1, 1), 4),
   decision_memo_size: 4096,
   database_url: null,
   signing_key_file: null,

@@ -15,6 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { presealMembers } from '../store/seal.js';
 import { TokenTable, type Caller } from '../http/auth.js';
@@ -29,7 +30,21 @@ import {
 } from '../server/decision-admission.js';
 import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 
-const start = workerData as FrontStart;
+/**
+ * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
+ * Node has no SO_REUSEPORT — the process's IPC channel, whose first message is the start data.
+ */
+interface Link {
+  post(message: FromFront): void;
+  onMessage(listener: (m: ToFront) => void): void;
+}
+const link: Link = parentPort
+  ? { post: (m) => parentPort!.postMessage(m), onMessage: (l) => parentPort!.on('message', l) }
+  : { post: (m) => process.send!(m), onMessage: (l) => process.on('message', l as (m: unknown) => void) };
+if (!parentPort) process.on('disconnect', () => process.exit(0)); // the sidecar is gone: so is this front
+const start: FrontStart = parentPort
+  ? (workerData as FrontStart)
+  : await new Promise<FrontStart>((resolve) => process.once('message', (m: { type: 'start'; data: FrontStart }) => resolve(m.data)));
 const tokens = new TokenTable(start.tokens);
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -49,13 +64,12 @@ function entitySourceOf(version: string, list: FrontStart['entities']['list']): 
 
 // ── the sidecar, across the thread boundary ──────────────────────────────────────────────────────
 
-const port = parentPort!;
 let nextAskId = 0;
 const waiting = new Map<number, { resolve(a: SidecarAnswer): void }>();
 let outbox: FrontAsk[] = [];
 
 function post(message: FromFront): void {
-  port.postMessage(message);
+  link.post(message);
 }
 
 /**
@@ -63,7 +77,7 @@ function post(message: FromFront): void {
  * A whole turn's worth (up to every open connection's request) held back until the last is prepared
  * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
  */
-const ASK_BATCH = Number(process.env.WRIT_FRONT_ASK_BATCH ?? 8);
+const ASK_BATCH = 8;
 function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } }): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
@@ -80,7 +94,7 @@ function flush(): void {
   post({ type: 'asks', batch });
 }
 
-port.on('message', (m: ToFront) => {
+link.onMessage((m: ToFront) => {
   switch (m.type) {
     case 'answers':
       for (const a of m.batch) {
@@ -163,6 +177,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     req.on('error', reject);
+    // A client gone before its body ended: nothing to decide, nobody to answer.
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('the client closed the connection before the body ended'));
+    });
   });
 }
 
@@ -254,7 +272,9 @@ server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;
 server.keepAliveTimeout = 5_000;
 server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }));
-server.listen({ host: start.host, port: start.port, reusePort: true } as unknown as http.ServerOptions & { port: number }, () => {
+// Threads share the port by SO_REUSEPORT; cluster processes through the sidecar's shared handle.
+const listenOptions = parentPort ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };
+server.listen(listenOptions as ListenOptions, () => {
   const addr = server.address();
   post({ type: 'listening', port: typeof addr === 'object' && addr ? addr.port : start.port });
 });

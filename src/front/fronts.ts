@@ -4,16 +4,19 @@
  * decision (Sidecar.commitPrepared) or decide a request text (Sidecar.decide) — after the durable
  * write, in batches.
  *
- * Fronts need SO_REUSEPORT listeners (`reusePort`, Node ≥ 22.12 / ≥ 23.1); on older Node the sidecar
- * serves HTTP on its own event loop as before (frontsSupported()).
+ * Fronts are worker threads that listen with SO_REUSEPORT (`reusePort`, Node ≥ 22.12 / ≥ 23.1), or on
+ * an older Node processes forked by node:cluster that share the port through the cluster's handle.
  */
+import cluster from 'node:cluster';
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { WASM_INLINE_GUARD_FLAG, wasmInlineGuardNeeded } from '../policy/wasm-inline-guard.js';
 import { Worker } from 'node:worker_threads';
 import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
-export { frontsSupported } from './support.js';
+import { frontThreadsSupported } from './support.js';
 import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
@@ -46,8 +49,61 @@ function errorAnswer(id: number, e: unknown): SidecarAnswer {
   return { id, error: { status: 503, body: refusal.toBody() } };
 }
 
+/** A front thread or process, as the sidecar talks to it. */
+interface FrontLink {
+  send(m: ToFront): void;
+  onMessage(listener: (m: FromFront) => void): void;
+  onExit(listener: () => void): void;
+  stop(): Promise<void>;
+}
+
+/** A worker thread that listens with SO_REUSEPORT beside the others. */
+function threadFront(start: FrontStart): FrontLink {
+  const worker = new Worker(THREAD_SCRIPT, { workerData: start });
+  worker.on('error', (e) => process.stderr.write(`writ: HTTP front thread failed: ${e.stack ?? e}\n`));
+  return {
+    send: (m) => worker.postMessage(m),
+    onMessage: (l) => worker.on('message', l),
+    onExit: (l) => worker.on('exit', l),
+    stop: async () => void (await worker.terminate()),
+  };
+}
+
+let clusterSetUp = false;
+/**
+ * A process forked by node:cluster, for a Node without SO_REUSEPORT (Node 20, 22 before 22.12): it
+ * listens on the port through the cluster's shared handle (the sidecar's process accepts and hands out
+ * connections, round-robin), and talks to the sidecar over IPC with structured-clone serialization.
+ */
+function processFront(start: FrontStart): FrontLink {
+  if (!clusterSetUp) {
+    clusterSetUp = true;
+    cluster.setupPrimary({
+      exec: fileURLToPath(THREAD_SCRIPT), args: [], serialization: 'advanced',
+      // The V8 flag cedar-wasm needs on this Node (src/policy/wasm-inline-guard.ts), before anything loads.
+      execArgv: wasmInlineGuardNeeded() ? [WASM_INLINE_GUARD_FLAG] : [],
+    });
+  }
+  const worker = cluster.fork();
+  worker.send({ type: 'start', data: start });
+  worker.on('error', (e) => process.stderr.write(`writ: HTTP front process failed: ${e.stack ?? e}\n`));
+  return {
+    send: (m) => {
+      if (worker.isConnected()) worker.send(m);
+    },
+    onMessage: (l) => worker.on('message', l),
+    onExit: (l) => worker.on('exit', l),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (worker.isDead()) return resolve();
+        worker.once('exit', () => resolve());
+        worker.kill();
+      }),
+  };
+}
+
 interface Front {
-  worker: Worker;
+  link: FrontLink;
   index: number;
   outbox: SidecarAnswer[];
   closed?: () => void;
@@ -106,12 +162,12 @@ export class Fronts {
   }
 
   private spawn(index: number): Promise<void> {
-    const worker = new Worker(THREAD_SCRIPT, { workerData: this.startData(index) });
-    const front: Front = { worker, outbox: [], index };
+    const link = frontThreadsSupported() ? threadFront(this.startData(index)) : processFront(this.startData(index));
+    const front: Front = { link, outbox: [], index };
     this.fronts.push(front);
     return new Promise((resolve, reject) => {
       let listening = false;
-      worker.on('message', (m: FromFront) => {
+      link.onMessage((m: FromFront) => {
         switch (m.type) {
           case 'listening':
             listening = true;
@@ -128,8 +184,7 @@ export class Fronts {
             return;
         }
       });
-      worker.on('error', (e) => process.stderr.write(`writ: HTTP front thread failed: ${e.stack ?? e}\n`));
-      worker.on('exit', () => {
+      link.onExit(() => {
         const i = this.fronts.indexOf(front);
         if (i >= 0) this.fronts.splice(i, 1);
         front.closed?.();
@@ -156,7 +211,7 @@ export class Fronts {
       setImmediate(() => {
         const batch = front.outbox;
         front.outbox = [];
-        front.worker.postMessage({ type: 'answers', batch } satisfies ToFront);
+        front.link.send({ type: 'answers', batch } satisfies ToFront);
       });
     }
     front.outbox.push(answer);
@@ -164,7 +219,7 @@ export class Fronts {
   }
 
   private broadcast(m: ToFront): void {
-    for (const f of this.fronts) f.worker.postMessage(m);
+    for (const f of this.fronts) f.link.send(m);
   }
 
   /** Stops accepting; in-flight requests are answered (the sidecar must still be running); threads end. */
@@ -175,10 +230,10 @@ export class Fronts {
         (f) =>
           new Promise<void>((resolve) => {
             f.closed = resolve;
-            f.worker.postMessage({ type: 'close' } satisfies ToFront);
+            f.link.send({ type: 'close' } satisfies ToFront);
           }),
       ),
     );
-    await Promise.all([...this.fronts].map((f) => f.worker.terminate()));
+    await Promise.all([...this.fronts].map((f) => f.link.stop()));
   }
 }

@@ -16,7 +16,7 @@ import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
-import { Fronts, frontsSupported } from '../front/fronts.js';
+import { Fronts } from '../front/fronts.js';
 import * as metrics from '../metrics/metrics.js';
 
 export interface RunningSidecar {
@@ -46,7 +46,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
     // what it decides again itself.
-    const frontCount = frontsSupported() ? config.http_threads : 0;
+    const frontCount = config.http_threads;
     const sidecar = new Sidecar(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
     created = sidecar;
     await sidecar.recordStartup();
@@ -77,9 +77,6 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const { host, port } = parseListen(config.listen);
     // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
     // they do not decide themselves.
-    if (config.http_threads > 0 && frontCount === 0) {
-      log(`writ serve: http_threads ${config.http_threads} needs Node >= 22.12 (SO_REUSEPORT); serving HTTP on the main thread`);
-    }
     server = await new Promise<Server>((resolve, reject) => {
       // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
       // routes would never run: a route that answers ends the chain.)

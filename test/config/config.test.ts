@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
-import { frontsSupported } from '../../src/front/support.js';
+import { frontThreadsSupported } from '../../src/front/support.js';
 
 function withConfigFile(content: unknown, fn: (path: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
@@ -31,10 +31,10 @@ test('evaluator_threads accepts 0..64 and refuses anything else', () => {
   }
 });
 
-test('http_threads defaults to one per core beyond the first (at least 1, at most 4) where fronts run, else 0', () => {
+test('http_threads defaults to one per core beyond the first, at least 1, at most 4', () => {
   withConfigFile({}, (path) => {
     const { config } = loadConfig({ configPath: path });
-    assert.equal(config.http_threads, frontsSupported() ? Math.min(Math.max(availableParallelism() - 1, 1), 4) : 0);
+    assert.equal(config.http_threads, Math.min(Math.max(availableParallelism() - 1, 1), 4));
   });
 });
 
@@ -45,7 +45,7 @@ test('http_threads accepts 0..64 and refuses anything else', () => {
   }
 });
 
-test('fronts need reusePort: Node 22.12+, 23.1+, 24', () => {
-  for (const v of ['20.20.2', '22.11.0', '23.0.0']) assert.equal(frontsSupported(v), false, v);
-  for (const v of ['22.12.0', '22.23.5', '23.1.0', '24.22.3', '25.0.0']) assert.equal(frontsSupported(v), true, v);
+test('fronts are threads where listen has reusePort (Node 22.12+, 23.1+, 24), else cluster processes', () => {
+  for (const v of ['20.20.2', '22.11.0', '23.0.0']) assert.equal(frontThreadsSupported(v), false, v);
+  for (const v of ['22.12.0', '22.23.5', '23.1.0', '24.22.3', '25.0.0']) assert.equal(frontThreadsSupported(v), true, v);
 });
