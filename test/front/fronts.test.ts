@@ -243,6 +243,45 @@ describe('HTTP front threads', { skip }, () => {
     }
   });
 
+  test('decisions racing entity changes never use facts older than the last change answered before they were sent', async () => {
+    const t = fronts.tokens;
+    setClock('2026-08-24T17:05:00+07:00');
+    // Every change gives a distinct entities_version (status differs); legal hold on every other one.
+    const versions: Array<{ version: string; hold: boolean }> = [];
+    const put = async (i: number) => {
+      const hold = i % 2 === 1;
+      const r = await call(fronts, 'PUT', '/v1/entities/Employee/7731', { token: t.admin, body: offboardingEmployee({ employee_id: '7731', legal_hold: hold, status: `s-${i}` }) });
+      assert.equal(r.status, 200, r.text);
+      versions.push({ version: r.body.entities_version, hold });
+    };
+    await put(0);
+    let changing = true;
+    const changes = (async () => {
+      for (let i = 1; i <= 15; i++) await put(i);
+      changing = false;
+    })();
+    let n = 0;
+    const checked: Array<{ known: number; body: any }> = [];
+    const decider = async () => {
+      while (changing) {
+        const known = versions.length - 1; // the last change answered before this request is sent
+        const body = offboardingBody({
+          execution_id: `RACE-${n++}`, phase: 'execute', envelope: { subject: { type: 'Employee', id: '7731' } }, action: { arguments: { employee_id: '7731' } },
+        });
+        const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
+        assert.equal(r.status, 200, r.text);
+        checked.push({ known, body: r.body });
+      }
+    };
+    await Promise.all([changes, decider(), decider(), decider()]);
+    assert.ok(checked.length >= 15, `${checked.length} decisions raced the changes`);
+    for (const { known, body } of checked) {
+      const used = versions.findIndex((v) => v.version === body.entities_version);
+      assert.ok(used >= known, `${body.execution_id} used entities version #${used} though #${known} was answered before it was sent`);
+      assert.equal(body.decision, versions[used]!.hold ? 'deny' : 'approval_required', `${body.execution_id} under version #${used}`);
+    }
+  });
+
   test('a policy reload is honoured by the very next decision through the fronts', async () => {
     const t = fronts.tokens;
     const policyLoads = async () => (await call(fronts, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((r: any) => r.result === 'loaded');
