@@ -469,12 +469,22 @@ describe('HTTP front threads', { skip }, () => {
       assert.match(r.answer, /"code":"PAYLOAD_TOO_LARGE"/, path);
       assert.match(r.answer, /\r\nconnection: close\r\n/i, path);
     }
+    // The same with a chunked body (no declared length): the sidecar finds out while reading, through the front.
+    const frame = Buffer.concat([Buffer.from((64 * 1024).toString(16) + '\r\n'), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
+    for (const s of [fronts, plain]) {
+      const head = `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+      const r = await rawExchange(s.url, head, { chunk: frame, total: 32 * frame.length });
+      assert.equal(r.error, undefined, `chunked (${s === fronts ? 'fronts' : 'plain'}): reset (${r.error}) after ${r.sentBytes} bytes; answer so far: ${r.answer.slice(0, 200)}`);
+      assert.match(r.answer, /^HTTP\/1\.1 413 /, r.answer.slice(0, 200));
+      assert.match(r.answer, /"code":"PAYLOAD_TOO_LARGE"/);
+    }
     assert.equal((await call(fronts, 'GET', '/healthz')).status, 200);
   });
 
   test('a second sidecar on the port of one with fronts fails to start instead of sharing the port', async () => {
-    const { port } = new URL(fronts.url);
-    for (const threads of [FRONTS, 0]) {
+    // A sidecar with fronts on the port of one with fronts, or of one without; and one without on the port of one with.
+    for (const [held, threads] of [[fronts, FRONTS], [fronts, 0], [plain, FRONTS]] as const) {
+      const { port } = new URL(held.url);
       await assert.rejects(
         startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }),
         (e: Error) => {
@@ -482,7 +492,7 @@ describe('HTTP front threads', { skip }, () => {
           assert.match(e.message, /EADDRINUSE|in use/i, e.message);
           return true;
         },
-        `http_threads ${threads}`,
+        `http_threads ${threads} on the port of the ${held === fronts ? 'fronts' : 'plain'} server`,
       );
     }
     // The first one still answers, and every decision on its port is still its own.
