@@ -310,7 +310,14 @@ export class Sidecar {
         }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
       } catch (e) {
         if (e instanceof StaleEntities && attempt < 20) await this.entities.reload();
-        if ((e instanceof StaleSnapshot || e instanceof StaleEntities) && attempt < 20) continue;
+        if (e instanceof StaleSnapshot && attempt < 20) {
+          // The snapshot reads only durable state; the write saw the execution moved by one not yet
+          // durable. Retry once that is durable, so the next snapshot sees it (an execute then meets
+          // `invoking` and is refused, ledgered) — not in a tight loop that runs out of attempts first.
+          await this.store.write(() => undefined, { label: 'settle' }).catch(() => undefined);
+          continue;
+        }
+        if (e instanceof StaleEntities && attempt < 20) continue;
         if (e instanceof StaleEntities) throw new WritError('EXECUTION_IN_FLIGHT', 'the entities keep changing; retry later');
         if (e instanceof StaleSnapshot) throw new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later');
         throw await this.refuse(e, key, refusalFields);

@@ -1,0 +1,574 @@
+/**
+ * HTTP front threads (issue 14) against the real server: the fronts on the public port must answer
+ * exactly as the sidecar alone does (http_threads: 0) — same decisions, states, records and refusals —
+ * never with a stale policy set or stale entities, with one reservation per execution id however many
+ * fronts race for it, every other route passed through unchanged (streaming, 405, 401, 413 with a
+ * lingering close), no silently shared port, and a SIGTERM that loses no acknowledged decision.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { offboardingEmployee } from '../helpers/offboarding.js';
+import { frontsSupported } from '../../src/front/support.js';
+import { hashToBytes, verifyInclusion } from '../../src/ledger/merkle.js';
+
+const skip = frontsSupported() ? false : `HTTP front threads need Node >= 22.12 (SO_REUSEPORT); this is Node ${process.versions.node}`;
+const FRONTS = 2;
+const ACTOR = offboardingBody().envelope.actor;
+
+const readBody = (id: string, phase: 'propose' | 'execute' = 'execute', subject = '7721') =>
+  offboardingBody({ execution_id: id, phase, envelope: { subject: { type: 'Employee', id: subject } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: subject } } });
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 150; i++) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** What must be equal between two servers' answers: everything but ids, ledger positions and hashes. */
+const VOLATILE = new Set(['decision_id', 'approval_id', 'approval_used', 'seq', 'ts', 'prev', 'hash', 'record', 'records', 'created_at', 'revoked_at']);
+function stable(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stable);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = VOLATILE.has(k) ? typeof x : stable(x);
+  return out;
+}
+
+/** The whole ledger as an auditor exports it. */
+async function exportLedger(s: TestServer): Promise<{ text: string; records: any[] }> {
+  const r = await call(s, 'GET', '/v1/ledger/export', { token: s.tokens.auditor });
+  assert.equal(r.status, 200, r.text);
+  const lines = r.text.trim().split('\n');
+  return { text: r.text, records: lines.map((l) => JSON.parse(l)) };
+}
+
+/** Runs `writ verify` over an export with the server's keys and checkpoint; the parsed report. */
+function verifyExport(text: string, keys: unknown, checkpoint: unknown): { status: number | null; out: any; raw: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-front-export-'));
+  try {
+    writeFileSync(join(dir, 'export.jsonl'), text);
+    writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys));
+    writeFileSync(join(dir, 'cp.json'), JSON.stringify(checkpoint));
+    const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')], { encoding: 'utf8' });
+    let out: any;
+    try {
+      out = JSON.parse(r.stdout);
+    } catch {
+      out = undefined;
+    }
+    return { status: r.status, out, raw: r.stdout + r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A raw HTTP/1.1 exchange: writes `head` (+ `body` chunks, paced), collects everything until the server closes. */
+function rawExchange(url: string, head: string, body: { chunk: Buffer; total: number } | Buffer[] = []): Promise<{ answer: string; error?: string; sentBytes: number }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    const received: Buffer[] = [];
+    let sent = 0;
+    let error: string | undefined;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      const out: { answer: string; error?: string; sentBytes: number } = { answer: Buffer.concat(received).toString('latin1'), sentBytes: sent };
+      if (error !== undefined) out.error = error;
+      resolve(out);
+    };
+    socket.on('data', (d) => received.push(d));
+    socket.on('error', (e) => {
+      error = (e as NodeJS.ErrnoException).code ?? e.message;
+    });
+    socket.on('end', () => socket.end());
+    socket.on('close', finish);
+    socket.on('connect', () => {
+      socket.write(head);
+      if (Array.isArray(body)) {
+        for (const b of body) socket.write(b);
+        return;
+      }
+      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile.
+      const pump = () => {
+        if (socket.destroyed || !socket.writable || sent >= body.total) return;
+        const n = Math.min(body.chunk.length, body.total - sent);
+        sent += n;
+        socket.write(n === body.chunk.length ? body.chunk : body.chunk.subarray(0, n), () => setTimeout(pump, 25));
+      };
+      pump();
+    });
+  });
+}
+
+describe('HTTP front threads', { skip }, () => {
+  let fronts: TestServer;
+  let plain: TestServer;
+  let dir: string;
+  let clock: string;
+  const policies = () => join(dir, 'policies');
+  const setClock = (t: string) => writeFileSync(clock, t);
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'writ-fronts-'));
+    clock = join(dir, 'now');
+    setClock('2026-08-24T15:30:00+07:00');
+    // The fronts' server reads a copy of the policy dir (the reload test edits it); same content, same policy_version.
+    cpSync(join(REPO, 'policies'), policies(), { recursive: true });
+    [fronts, plain] = await Promise.all([
+      startTestServer({ policyDir: policies(), clockFile: clock, config: { http_threads: FRONTS } }),
+      startTestServer({ clockFile: clock, config: { http_threads: 0 } }),
+    ]);
+  });
+  after(async () => {
+    const codes = await Promise.all([fronts?.stop(), plain?.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+    assert.deepEqual(codes, [0, 0], 'SIGTERM exits 0');
+  });
+
+  test('the log names the front threads; the plain server has none', () => {
+    assert.match(fronts.output(), new RegExp(`listening on http://127\\.0\\.0\\.1:\\d+ \\(${FRONTS} HTTP front threads\\)`), fronts.output());
+    assert.doesNotMatch(plain.output(), /front threads/, plain.output());
+  });
+
+  test('a decision sequence answers and ledgers exactly as without fronts, and its export verifies', async () => {
+    type Step = { status: number; body: any; contentType: string | null };
+    const story = async (s: TestServer): Promise<{ steps: Step[]; from: number }> => {
+      const t = s.tokens;
+      const from = (await exportLedger(s)).records.length;
+      const steps: Step[] = [];
+      const step = async (method: string, path: string, token: string, body: unknown) => {
+        const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const text = await res.text();
+        const parsed = JSON.parse(text);
+        steps.push({ status: res.status, body: parsed, contentType: res.headers.get('content-type') });
+        return parsed;
+      };
+      setClock('2026-08-24T15:30:00+07:00');
+      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read', 'propose')); // fresh allow, proposed
+      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read-x')); // fresh allow, invoking
+      await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-early', phase: 'execute' })); // fresh deny (early)
+      await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-other', action: { arguments: { employee_id: '9999' } } })); // deny: wrong account
+      const p = await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off' })); // approval_required
+      setClock('2026-08-24T15:40:00+07:00');
+      await step('POST', '/v1/approvals', t.approver, {
+        actor: ACTOR, execution_id: 'SEQ-off', binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00',
+      });
+      setClock('2026-08-24T17:05:00+07:00');
+      await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off', phase: 'execute' })); // allow with the approval
+      await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off', phase: 'execute' })); // in flight
+      await step('POST', '/v1/executions/SEQ-off/outcome', t.pep, { status: 'committed', downstream_ref: 'idp:audit:1' });
+      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read-x')); // still invoking: in flight
+      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read', 'propose', '7722')); // conflict
+      await step('POST', '/v1/decisions', t.pep2, readBody('SEQ-read')); // actor mismatch
+      return { steps, from };
+    };
+    const a = await story(fronts);
+    const b = await story(plain);
+    assert.deepEqual(
+      a.steps.map((x) => [x.status, x.body.decision ?? x.body.error?.code ?? x.body.state, x.body.state]),
+      [
+        [200, 'allow', 'proposed'], [200, 'allow', 'invoking'], [200, 'deny', 'proposed'], [200, 'deny', 'proposed'], [200, 'approval_required', 'proposed'],
+        [201, undefined, undefined], [200, 'allow', 'invoking'], [409, 'EXECUTION_IN_FLIGHT', undefined], [200, 'committed', 'committed'],
+        [409, 'EXECUTION_IN_FLIGHT', undefined], [409, 'EXECUTION_CONFLICT', undefined], [403, 'ACTOR_MISMATCH', undefined],
+      ].map(([status, what, state]) => [status, status === 201 ? undefined : what, state]),
+      JSON.stringify(a.steps.map((x) => [x.status, x.body])),
+    );
+    assert.deepEqual(a.steps.map((x) => stable(x.body)), b.steps.map((x) => stable(x.body)));
+    // Same members in the same order, same media type.
+    assert.deepEqual(a.steps.map((x) => JSON.stringify(Object.keys(x.body))), b.steps.map((x) => JSON.stringify(Object.keys(x.body))));
+    assert.deepEqual(a.steps.map((x) => x.contentType), b.steps.map((x) => x.contentType));
+    const allowed = a.steps[6]!.body;
+    assert.equal(typeof allowed.approval_used, 'string');
+
+    // The records the steps wrote: same kinds, same content (a front builds the record's canonical members itself).
+    const ra = (await exportLedger(fronts)).records.slice(a.from).filter((r) => r.kind !== 'checkpoint');
+    const rb = (await exportLedger(plain)).records.slice(b.from).filter((r) => r.kind !== 'checkpoint');
+    assert.deepEqual(ra.map((r) => r.kind), ['decision', 'decision', 'decision', 'decision', 'decision', 'approval', 'decision', 'refusal', 'outcome', 'refusal', 'refusal']);
+    assert.deepEqual(rb.map((r) => r.kind), ra.map((r) => r.kind));
+    assert.deepEqual(ra.map(stable), rb.map(stable));
+    for (const [i, step] of a.steps.entries()) {
+      if (step.body.record) assert.ok(ra.some((r) => r.seq === step.body.record.seq && r.hash === step.body.record.hash), `step ${i}'s record is in the export`);
+    }
+
+    // The export made with fronts verifies offline against the signed checkpoint, and an inclusion proof of a front's record holds.
+    const t = fronts.tokens;
+    const { text, records } = await exportLedger(fronts);
+    const keys = (await call(fronts, 'GET', '/v1/ledger/keys', { token: t.auditor })).body;
+    const cp = (await call(fronts, 'GET', '/v1/ledger/checkpoint', { token: t.auditor })).body;
+    const v = verifyExport(text, keys, cp);
+    assert.equal(v.status, 0, v.raw);
+    assert.equal(v.out.ok, true, v.raw);
+    assert.equal(v.out.records, records.length);
+    const first = a.steps[0]!.body.record;
+    const inc = await call(fronts, 'GET', `/v1/ledger/proofs/inclusion?seq=${first.seq}&size=${records.length}`, { token: t.auditor });
+    assert.equal(inc.status, 200, inc.text);
+    assert.equal(inc.body.leaf, first.hash);
+    assert.ok(verifyInclusion(first.seq, records.length, hashToBytes(first.hash), inc.body.path.map((h: string) => Buffer.from(h, 'hex')), hashToBytes(inc.body.root)));
+  });
+
+  test('an admin entity change is honoured by the very next decision through the fronts', async () => {
+    const t = fronts.tokens;
+    setClock('2026-08-24T17:05:00+07:00');
+    // Toggle legal hold on a fresh subject, each change followed at once by a fresh decision, several times over.
+    const employee = (legalHold: boolean) => ({ ...offboardingEmployee({ employee_id: '7730', legal_hold: legalHold }) });
+    for (let i = 0; i < 6; i++) {
+      const hold = i % 2 === 0;
+      const put = await call(fronts, 'PUT', '/v1/entities/Employee/7730', { token: t.admin, body: employee(hold) });
+      assert.equal(put.status, 200, put.text);
+      const body = offboardingBody({
+        execution_id: `HOLD-${i}`, phase: 'execute', envelope: { subject: { type: 'Employee', id: '7730' } }, action: { arguments: { employee_id: '7730' } },
+      });
+      const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.entities_version, put.body.entities_version, `decision ${i} used the entities after the change`);
+      // Fresh execution, no approval: the HR forbid always answers approval_required — unless legal hold denies.
+      if (hold) {
+        assert.equal(r.body.decision, 'deny', r.text);
+        assert.ok(r.body.reasons.includes('legal-hold'), r.text);
+      } else {
+        assert.equal(r.body.decision, 'approval_required', r.text);
+        assert.ok(!r.body.reasons.includes('legal-hold'), r.text);
+      }
+    }
+  });
+
+  test('decisions racing entity changes never use facts older than the last change answered before they were sent', async () => {
+    const t = fronts.tokens;
+    setClock('2026-08-24T17:05:00+07:00');
+    // Every change gives a distinct entities_version (status differs); legal hold on every other one.
+    const versions: Array<{ version: string; hold: boolean }> = [];
+    const put = async (i: number) => {
+      const hold = i % 2 === 1;
+      const r = await call(fronts, 'PUT', '/v1/entities/Employee/7731', { token: t.admin, body: offboardingEmployee({ employee_id: '7731', legal_hold: hold, status: `s-${i}` }) });
+      assert.equal(r.status, 200, r.text);
+      versions.push({ version: r.body.entities_version, hold });
+    };
+    await put(0);
+    let changing = true;
+    const changes = (async () => {
+      for (let i = 1; i <= 15; i++) await put(i);
+      changing = false;
+    })();
+    let n = 0;
+    const checked: Array<{ known: number; body: any }> = [];
+    const decider = async () => {
+      while (changing) {
+        const known = versions.length - 1; // the last change answered before this request is sent
+        const body = offboardingBody({
+          execution_id: `RACE-${n++}`, phase: 'execute', envelope: { subject: { type: 'Employee', id: '7731' } }, action: { arguments: { employee_id: '7731' } },
+        });
+        const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
+        assert.equal(r.status, 200, r.text);
+        checked.push({ known, body: r.body });
+      }
+    };
+    await Promise.all([changes, decider(), decider(), decider()]);
+    assert.ok(checked.length >= 3, 'each decider ran while the changes were under way');
+    for (const { known, body } of checked) {
+      const used = versions.findIndex((v) => v.version === body.entities_version);
+      assert.ok(used >= known, `${body.execution_id} used entities version #${used} though #${known} was answered before it was sent`);
+      assert.equal(body.decision, versions[used]!.hold ? 'deny' : 'approval_required', `${body.execution_id} under version #${used}`);
+    }
+  });
+
+  test('a policy reload is honoured by the very next decision through the fronts', async () => {
+    const t = fronts.tokens;
+    const policyLoads = async () => (await call(fronts, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((r: any) => r.result === 'loaded');
+    const before = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-0') });
+    assert.equal(before.body.decision, 'allow', before.text);
+    const v1 = before.body.policy_version;
+    const loads = (await policyLoads()).length;
+
+    // Forbid reads: once the reload is ledgered, the next decision through a front must deny under the new version.
+    writeFileSync(join(policies(), 'zz-no-reads.cedar'), '@id("no-reads")\nforbid (principal, action == Action::"hris/read_employee", resource);\n');
+    const loaded = await until(async () => {
+      const l = await policyLoads();
+      return l.length > loads ? l[l.length - 1] : undefined;
+    }, 'the reload record');
+    // The record is written just before the set is swapped in: wait for the swap on the sidecar (a pass-through probe).
+    await until(async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} [1-9]/) ? true : undefined), 'the swap');
+    for (let i = 0; i < 4; i++) {
+      const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody(`REL-1-${i}`) });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.policy_version, loaded.policy_version);
+      assert.notEqual(r.body.policy_version, v1);
+      assert.equal(r.body.decision, 'deny', r.text);
+      assert.deepEqual(r.body.reasons, ['no-reads']);
+    }
+
+    // And back: the old version again, allowing.
+    rmSync(join(policies(), 'zz-no-reads.cedar'));
+    await until(async () => {
+      const l = await policyLoads();
+      return l.length > loads + 1 ? true : undefined;
+    }, 'the second reload record');
+    await until(async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([2-9]|\d\d)/) ? true : undefined), 'the second swap');
+    const back = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-2') });
+    assert.equal(back.body.policy_version, v1, back.text);
+    assert.equal(back.body.decision, 'allow', back.text);
+  });
+
+  test('50 concurrent decisions on one execution id: one reservation, the rest refused as without fronts', async () => {
+    const race = async (s: TestServer, id: string) => {
+      const results = await Promise.all(Array.from({ length: 50 }, () => call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id) })));
+      const decisions = (await call(s, 'GET', `/v1/ledger/records?kind=decision&execution_id=${id}&limit=1000`, { token: s.tokens.auditor })).body.records;
+      const refusals = (await call(s, 'GET', `/v1/ledger/records?kind=refusal&execution_id=${id}&limit=1000`, { token: s.tokens.auditor })).body.records;
+      const view = (await call(s, 'GET', `/v1/executions/${id}`, { token: s.tokens.pep })).body;
+      return { results, decisions, refusals, view };
+    };
+    setClock('2026-08-24T15:30:00+07:00');
+    const f = await race(fronts, 'CONC-1');
+    const wins = f.results.filter((r) => r.status === 200);
+    assert.equal(wins.length, 1, JSON.stringify(f.results.map((r) => [r.status, r.body.error?.code])));
+    assert.equal(wins[0]!.body.decision, 'allow');
+    assert.equal(wins[0]!.body.state, 'invoking');
+    for (const r of f.results.filter((x) => x.status !== 200)) {
+      assert.equal(r.status, 409, r.text);
+      assert.equal(r.body.error.code, 'EXECUTION_IN_FLIGHT', r.text);
+    }
+    assert.equal(f.decisions.length, 1, JSON.stringify(f.decisions));
+    assert.equal(f.decisions[0].seq, wins[0]!.body.record.seq);
+    assert.equal(f.decisions[0].hash, wins[0]!.body.record.hash);
+    assert.equal(f.view.state, 'invoking');
+    const ledgered = (x: typeof f) => x.results.filter((r) => /is being invoked/.test(r.body.error?.message ?? '')).length;
+    // Every refusal is ledgered before it is answered (docs/protocol.md §4).
+    assert.equal(f.refusals.length, 49, JSON.stringify(f.results.filter((r) => r.status !== 200).map((r) => r.body.error.message)));
+    assert.equal(ledgered(f), 49);
+    assert.ok(f.refusals.every((r: any) => r.code === 'EXECUTION_IN_FLIGHT'));
+    assert.deepEqual(f.view.records, [f.decisions[0].seq, ...f.refusals.map((r: any) => r.seq)]);
+
+    const p = await race(plain, 'CONC-1');
+    const summary = (x: typeof f) => x.results.map((r) => `${r.status} ${r.body.error?.code ?? r.body.state}`).sort();
+    assert.deepEqual(summary(f), summary(p));
+    assert.equal(p.decisions.length, 1);
+    assert.equal(p.refusals.length, 49);
+
+    // 50 distinct ids at once: every one reserved once, in 50 distinct records.
+    const many = await Promise.all(Array.from({ length: 50 }, (_, i) => call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody(`CONC-M-${i}`) })));
+    assert.deepEqual(many.map((r) => r.status), many.map(() => 200), JSON.stringify(many.filter((r) => r.status !== 200).map((r) => r.body)));
+    assert.equal(new Set(many.map((r) => r.body.record.seq)).size, 50);
+  });
+
+  test('other routes pass through unchanged: streaming export, proofs, 404, 405 with Allow, 401, 403', async () => {
+    const t = fronts.tokens;
+    // The export streams (no declared length) and ends with the records the sidecar holds.
+    const res = await fetch(fronts.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    assert.equal(res.status, 200);
+    const plainRes = await fetch(plain.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    assert.equal(res.headers.get('content-type'), plainRes.headers.get('content-type'));
+    await plainRes.text();
+    const lines = (await res.text()).trim().split('\n');
+    const size = (await call(fronts, 'GET', '/v1/ledger/checkpoint', { token: t.auditor })).body.size as number;
+    assert.ok(lines.length >= size);
+    const cons = await call(fronts, 'GET', `/v1/ledger/proofs/consistency?from=${size}&to=${lines.length}`, { token: t.auditor });
+    assert.equal(cons.status, 200, cons.text);
+    assert.ok(Array.isArray(cons.body.path));
+    const ranged = await call(fronts, 'GET', '/v1/ledger/export?from=2&to=5', { token: t.auditor });
+    assert.deepEqual(ranged.text.trim().split('\n'), lines.slice(2, 5));
+
+    for (const [method, path, allow] of [['GET', '/v1/decisions', 'POST'], ['PUT', '/v1/executions/X-1/outcome', 'POST'], ['POST', '/healthz', 'GET, HEAD']] as const) {
+      const r = await fetch(fronts.url + path, { method, headers: { authorization: `Bearer ${t.admin}` } });
+      assert.equal(r.status, 405, `${method} ${path}`);
+      assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
+      assert.equal(((await r.json()) as any).error.code, 'METHOD_NOT_ALLOWED');
+    }
+    const cases: Array<[string, string, Parameters<typeof call>[3]]> = [
+      ['POST', '/v1/decisions', { body: readBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: 'not-a-token', body: readBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: t.auditor, body: readBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: t.admin, body: readBody('PT-1') }],
+      ['GET', '/v1/nothing-here', { token: t.auditor }],
+      ['GET', '/v1/ledger/records', { token: t.pep }],
+    ];
+    for (const [method, path, init] of cases) {
+      const a = await call(fronts, method, path, init);
+      const b = await call(plain, method, path, init);
+      assert.equal(a.status, b.status, `${method} ${path}: ${a.text}`);
+      assert.deepEqual(a.body, b.body, `${method} ${path}`);
+      assert.ok(a.status >= 400, a.text);
+    }
+    assert.equal((await call(fronts, 'GET', '/v1/executions/PT-1', { token: t.pep })).status, 404, 'nothing was decided for PT-1');
+    assert.equal((await call(fronts, 'GET', '/healthz')).status, 200);
+    assert.equal((await call(fronts, 'GET', '/readyz')).status, 200);
+  });
+
+  test('bad decision bodies are refused with the same status and code as without fronts', async () => {
+    const t = fronts.tokens;
+    const { execution_id: _drop, ...noId } = readBody('BAD-0');
+    const cases: Array<[string, Parameters<typeof call>[3]]> = [
+      ['truncated JSON', { token: t.pep, rawBody: '{"execution_id":' }],
+      ['empty body', { token: t.pep, rawBody: '' }],
+      ['not UTF-8', { token: t.pep, rawBody: Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]) }],
+      ['text/plain', { token: t.pep, rawBody: JSON.stringify(readBody('BAD-1')), headers: { 'content-type': 'text/plain' } }],
+      ['JSON array', { token: t.pep, rawBody: '[]' }],
+      ['no execution id', { token: t.pep, body: noId }],
+      ['bad phase', { token: t.pep, body: { ...readBody('BAD-3'), phase: 'run' } }],
+      ['invalid envelope', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-4', envelope: { extra: 1 } }) }],
+      ['execute_after without offset', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-5', envelope: { execute_after: '2026-08-24T17:00:00' } }) }],
+      ['lossy number', { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-6' })).replace('"employee_id":"7721"', '"employee_id":1.0') }],
+      ['duplicate key', { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-7' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"') }],
+      ['actor mismatch', { token: t.pep2, body: readBody('BAD-8') }],
+      ['supersedes a missing execution', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-9', envelope: { supersedes: 'NOPE' } }) }],
+      ['over the body limit', { token: t.pep, rawBody: '{"a":"' + 'x'.repeat(1024 * 1024 + 10) + '"}' }],
+    ];
+    for (const [what, init] of cases) {
+      const a = await call(fronts, 'POST', '/v1/decisions', init);
+      const b = await call(plain, 'POST', '/v1/decisions', init);
+      assert.ok(a.status >= 400 && a.status < 500, `${what}: ${a.status} ${a.text}`);
+      assert.equal(a.status, b.status, `${what}: ${a.text} vs ${b.text}`);
+      assert.deepEqual(a.body, b.body, what);
+    }
+    // No content-type at all (call() would add one).
+    const untyped = async (s: TestServer) => {
+      const res = await fetch(s.url + '/v1/decisions', { method: 'POST', headers: { authorization: `Bearer ${t.pep}` }, body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))) });
+      return { status: res.status, body: await res.json() };
+    };
+    const [ua, ub] = [await untyped(fronts), await untyped(plain)];
+    assert.equal(ua.status, 415, JSON.stringify(ua.body));
+    assert.deepEqual(ua, ub);
+  });
+
+  test('a chunked decision body passes through and is decided like any other', async () => {
+    const { port } = new URL(fronts.url);
+    const json = Buffer.from(JSON.stringify(readBody('CHUNKED-1')));
+    const head =
+      `POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${fronts.tokens.pep}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
+    const half = Math.floor(json.length / 2);
+    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(b.length.toString(16) + '\r\n'), b, Buffer.from('\r\n')]);
+    const r = await rawExchange(fronts.url, head, [chunk(json.subarray(0, half)), chunk(json.subarray(half)), Buffer.from('0\r\n\r\n')]);
+    assert.equal(r.error, undefined, r.answer);
+    assert.match(r.answer, /^HTTP\/1\.1 200 /, r.answer);
+    const body = JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, ''));
+    assert.equal(body.decision, 'allow');
+    assert.equal(body.execution_id, 'CHUNKED-1');
+    const again = await call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody('CHUNKED-1') });
+    assert.equal(again.body.error?.code, 'EXECUTION_IN_FLIGHT', again.text);
+  });
+
+  test('2 MiB to any route is 413 PAYLOAD_TOO_LARGE, then a clean close while the client keeps sending', async () => {
+    const { hostname } = new URL(fronts.url);
+    for (const path of ['/v1/approvals/some-approval/revoke', '/v1/decisions', '/v1/executions/X-1/outcome']) {
+      const token = path.includes('approvals') ? fronts.tokens.approver : fronts.tokens.pep;
+      const head = `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`;
+      const r = await rawExchange(fronts.url, head, { chunk: Buffer.alloc(64 * 1024, 0x20), total: 2 * 1024 * 1024 });
+      assert.equal(r.error, undefined, `${path}: the connection was reset (${r.error}) after ${r.sentBytes} bytes; answer so far: ${r.answer.slice(0, 200)}`);
+      assert.match(r.answer, /^HTTP\/1\.1 413 /, path);
+      assert.match(r.answer, /"code":"PAYLOAD_TOO_LARGE"/, path);
+      assert.match(r.answer, /\r\nconnection: close\r\n/i, path);
+    }
+    // The same with a chunked body (no declared length): the sidecar finds out while reading, through the front.
+    const frame = Buffer.concat([Buffer.from((64 * 1024).toString(16) + '\r\n'), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
+    for (const s of [fronts, plain]) {
+      const head = `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+      const r = await rawExchange(s.url, head, { chunk: frame, total: 32 * frame.length });
+      assert.equal(r.error, undefined, `chunked (${s === fronts ? 'fronts' : 'plain'}): reset (${r.error}) after ${r.sentBytes} bytes; answer so far: ${r.answer.slice(0, 200)}`);
+      assert.match(r.answer, /^HTTP\/1\.1 413 /, r.answer.slice(0, 200));
+      assert.match(r.answer, /"code":"PAYLOAD_TOO_LARGE"/);
+    }
+    assert.equal((await call(fronts, 'GET', '/healthz')).status, 200);
+  });
+
+  test('a second sidecar on the port of one with fronts fails to start instead of sharing the port', async () => {
+    // A sidecar with fronts on the port of one with fronts, or of one without; and one without on the port of one with.
+    for (const [held, threads] of [[fronts, FRONTS], [fronts, 0], [plain, FRONTS]] as const) {
+      const { port } = new URL(held.url);
+      await assert.rejects(
+        startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }),
+        (e: Error) => {
+          assert.match(e.message, /exited with [1-9]\d* before listening/, e.message);
+          assert.match(e.message, /EADDRINUSE|in use/i, e.message);
+          return true;
+        },
+        `http_threads ${threads} on the port of the ${held === fronts ? 'fronts' : 'plain'} server`,
+      );
+    }
+    // The first one still answers, and every decision on its port is still its own.
+    const r = await call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody('PORT-1') });
+    assert.equal(r.status, 200, r.text);
+    const seen = await call(fronts, 'GET', `/v1/ledger/records/${r.body.record.seq}`, { token: fronts.tokens.auditor });
+    assert.equal(seen.body.hash, r.body.record.hash);
+  });
+});
+
+describe('HTTP front threads: SIGTERM with decisions in flight', { skip }, () => {
+  test('exits 0; every answered decision is in the ledger, covered by the final checkpoint', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'writ-fronts-term-'));
+    try {
+      const s = await startTestServer({ dataDir, config: { http_threads: FRONTS } });
+      // Warm up (the first decision loads the engine), then a burst: SIGTERM lands with the first answer of
+      // the burst, while the rest are in flight; a trickle keeps arriving during the shutdown.
+      const warm = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody('TERM-warm') });
+      assert.equal(warm.status, 200, warm.text);
+      let stopping: Promise<number | null> | undefined;
+      let answeredAfterTerm = 0;
+      const decide = async (id: string) => {
+        try {
+          const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id), timeoutMs: 20_000 });
+          if (r.status === 200) {
+            if (stopping) answeredAfterTerm++;
+            stopping ??= s.stop({ keepData: true });
+          }
+          return r;
+        } catch (e) {
+          return { status: 0, body: undefined, text: (e as Error).message };
+        }
+      };
+      const burst = Array.from({ length: 80 }, (_, i) => decide(`TERM-${i}`));
+      const trickle = Array.from({ length: 20 }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, 5 * i));
+        return decide(`TERM-late-${i}`);
+      });
+      const results = [warm, ...(await Promise.all([...burst, ...trickle]))];
+      const code = await (stopping ?? s.stop({ keepData: true }));
+      assert.equal(code, 0, s.output());
+      const acked = results.filter((r) => r.status === 200).map((r) => r.body);
+      // (Diagnostic, not a timing assertion: how many were answered after SIGTERM.)
+      process.stdout.write(`# SIGTERM test: ${acked.length} answered, ${answeredAfterTerm} of them after SIGTERM, ${results.length - acked.length} refused or cut off\n`);
+      assert.ok(acked.length >= 1);
+      for (const r of results) {
+        // Refused or cut off while stopping; never an error page, never an allow without its record.
+        if (r.status !== 200 && r.status !== 0) assert.equal(r.status, 503, r.text);
+      }
+
+      // A restart on the same data dir (no fronts) writes nothing at start: the ledger ends with the SIGTERM checkpoint.
+      const s2 = await startTestServer({ dataDir, config: { http_threads: 0 } });
+      try {
+        const { text, records } = await exportLedger(s2);
+        const last = records[records.length - 1];
+        assert.equal(last.kind, 'checkpoint', 'the chain ends with the final (SIGTERM) checkpoint');
+        assert.equal(last.size, last.seq, 'it covers every record before it');
+        for (const a of acked) {
+          const rec = records[a.record.seq];
+          assert.ok(rec, `acknowledged seq ${a.record.seq} is in the export`);
+          assert.equal(rec.hash, a.record.hash);
+          assert.equal(rec.kind, 'decision');
+          assert.equal(rec.execution_id, a.execution_id);
+          assert.ok(a.record.seq < last.size);
+        }
+        const keys = (await call(s2, 'GET', '/v1/ledger/keys', { token: s2.tokens.auditor })).body;
+        const v = verifyExport(text, keys, last);
+        assert.equal(v.status, 0, v.raw);
+        assert.equal(v.out.ok, true, v.raw);
+        // Each acknowledged execution is reserved: the same id again is in flight, not decided anew.
+        const again = await call(s2, 'POST', '/v1/decisions', { token: s2.tokens.pep, body: readBody(acked[0].execution_id) });
+        assert.equal(again.body.error?.code, 'EXECUTION_IN_FLIGHT', again.text);
+      } finally {
+        assert.equal(await s2.stop({ keepData: true }), 0);
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
