@@ -44,6 +44,8 @@ const { values: a } = parseArgs({
     // row; "default" leaves the setting out (one front per core where Node supports fronts, else none);
     // 0 = HTTP on the main thread with Cedar on the evaluator thread(s), as before fronts.
     'http-threads': { type: 'string', default: 'default' },
+    // writ's evaluator_threads settings (Cedar beside the fronts, or beside the event loop without them).
+    'evaluator-threads': { type: 'string', default: 'default' },
     // writ's durability setting (both fsync before answering): 'flushed' (the bench's long-standing
     // setting) or 'sync'.
     durability: { type: 'string', default: 'flushed' },
@@ -61,17 +63,19 @@ const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const WORKLOADS = a.workloads.split(/[ ,]+/).filter(Boolean);
-const HTTP_THREADS = a['http-threads'].split(/[ ,]+/).filter(Boolean).map((v) => (v === 'default' ? v : Number(v)));
+const settingList = (v) => v.split(/[ ,]+/).filter(Boolean).map((x) => (x === 'default' ? x : Number(x)));
+const HTTP_THREADS = settingList(a['http-threads']);
+const EVALUATOR_THREADS = settingList(a['evaluator-threads']);
 const MEMO_SIZES = a['memo-sizes'].split(/[ ,]+/).filter(Boolean).map(Number);
 const NODE_BINS = a['node-bins'].split(/[ ,]+/).filter(Boolean);
 const nodeVersionOf = (bin) => execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim();
 const WRIT_CONFIGS = [];
 for (const bin of NODE_BINS) {
   const node = nodeVersionOf(bin);
-  for (const fronts of HTTP_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, memo });
+  for (const fronts of HTTP_THREADS) for (const evaluators of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, evaluators, memo });
 }
-const writConfigLabel = ({ node, fronts, memo }) =>
-  `Node ${node}, ${fronts === 'default' ? 'default threads' : `http_threads ${fronts}`}, memo ${memo === 0 ? 'off' : memo}`;
+const writConfigLabel = ({ node, fronts, evaluators, memo }) =>
+  `Node ${node}, ${fronts === 'default' && evaluators === 'default' ? 'default threads' : `http_threads ${fronts}, evaluator_threads ${evaluators}`}, memo ${memo === 0 ? 'off' : memo}`;
 const TARGETS = a.targets.split(',');
 const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
@@ -87,33 +91,65 @@ if (!RENDER_ONLY) writeFileSync(rawFile, '');
 const log = (s) => process.stderr.write(s + '\n');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function procCpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / clkTck;
-  } catch {
-    return null;
+/** A process and its descendants (writ's HTTP fronts are child processes on a Node without SO_REUSEPORT). */
+function processTree(pid) {
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(name);
+    } catch {
+      /* gone */
+    }
   }
+  const out = [];
+  const walk = (p) => {
+    out.push(String(p));
+    for (const c of children.get(String(p)) ?? []) walk(c);
+  };
+  walk(pid);
+  return out;
 }
-/** CPU seconds per thread of a process, by thread name (/proc/PID/task/TID/stat; names summed). */
+/** CPU seconds of a process and its descendants. */
+function procCpuSeconds(pid) {
+  let total = 0;
+  let found = false;
+  for (const p of processTree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(f[11]) + Number(f[12])) / clkTck;
+      found = true;
+    } catch {
+      /* gone */
+    }
+  }
+  return found ? total : null;
+}
+/** CPU seconds per thread of a process and its descendants, by thread name (names summed; a child
+ *  process's main thread is "front process"). */
 function threadCpuSeconds(pid) {
   const out = {};
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        // The first thread is the event loop whatever its name.
-        const key = tid === String(pid) ? 'event loop' : name;
-        out[key] = (out[key] ?? 0) + (Number(f[11]) + Number(f[12])) / clkTck;
-      } catch {
-        /* thread gone */
+  for (const p of processTree(pid)) {
+    try {
+      for (const tid of readdirSync(`/proc/${p}/task`)) {
+        try {
+          const stat = readFileSync(`/proc/${p}/task/${tid}/stat`, 'utf8');
+          const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+          const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          // The first thread is the event loop whatever its name.
+          const key = tid === String(pid) ? 'event loop' : tid === p ? 'front process' : name;
+          out[key] = (out[key] ?? 0) + (Number(f[11]) + Number(f[12])) / clkTck;
+        } catch {
+          /* thread gone */
+        }
       }
+    } catch {
+      /* process gone */
     }
-  } catch {
-    /* process gone */
   }
   return out;
 }
@@ -121,7 +157,7 @@ function threadCpuSeconds(pid) {
 function machineBusySeconds() {
   try {
     const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+    const [user, nice, system, , , irq, softirq, steal] = f;
     return (user + nice + system + irq + softirq + steal) / clkTck;
   } catch {
     return null;
@@ -256,6 +292,7 @@ async function runWrit(rep, cfg) {
     listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
     ...(cfg.fronts === 'default' ? {} : { http_threads: cfg.fronts }),
+    ...(cfg.evaluators === 'default' ? {} : { evaluator_threads: cfg.evaluators }),
     durability: a.durability,
     decision_memo_size: cfg.memo,
   };

@@ -41,10 +41,20 @@ interface Link {
 const link: Link = parentPort
   ? { post: (m) => parentPort!.postMessage(m), onMessage: (l) => parentPort!.on('message', l) }
   : { post: (m) => process.send!(m), onMessage: (l) => process.on('message', l as (m: unknown) => void) };
-if (!parentPort) process.on('disconnect', () => process.exit(0)); // the sidecar is gone: so is this front
+if (!parentPort) {
+  process.on('disconnect', () => process.exit(0)); // the sidecar is gone: so is this front
+  // A terminal's Ctrl-C (or a group-wide SIGTERM) reaches every process of the group: a front process
+  // leaves its shutdown to the sidecar, which first lets it answer what it holds (the `close` message).
+  process.on('SIGINT', () => undefined);
+  process.on('SIGTERM', () => undefined);
+}
+// A process asks for its start data once it listens for it: IPC messages sent before a listener exists are lost.
 const start: FrontStart = parentPort
   ? (workerData as FrontStart)
-  : await new Promise<FrontStart>((resolve) => process.once('message', (m: { type: 'start'; data: FrontStart }) => resolve(m.data)));
+  : await new Promise<FrontStart>((resolve) => {
+      process.once('message', (m: { type: 'start'; data: FrontStart }) => resolve(m.data));
+      process.send!({ type: 'hello' });
+    });
 const tokens = new TokenTable(start.tokens);
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -85,7 +85,7 @@ function processFront(start: FrontStart): FrontLink {
     });
   }
   const worker = cluster.fork();
-  worker.send({ type: 'start', data: start });
+  worker.once('message', () => worker.send({ type: 'start', data: start })); // its hello
   worker.on('error', (e) => process.stderr.write(`writ: HTTP front process failed: ${e.stack ?? e}\n`));
   return {
     send: (m) => {
@@ -97,7 +97,7 @@ function processFront(start: FrontStart): FrontLink {
       new Promise<void>((resolve) => {
         if (worker.isDead()) return resolve();
         worker.once('exit', () => resolve());
-        worker.kill();
+        worker.process.kill('SIGKILL'); // it has closed and answered everything (or is wedged); it ignores SIGTERM
       }),
   };
 }

@@ -39,6 +39,7 @@ export type ToFront =
   | { type: 'close' };
 
 export type FromFront =
+  | { type: 'hello' }
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string }
   | { type: 'asks'; batch: FrontAsk[] }

@@ -17,6 +17,7 @@ import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
+import { frontThreadsSupported } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
 
 export interface RunningSidecar {
@@ -124,7 +125,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     gaugeTimer.unref();
     updateExecutionGauge(sidecar);
 
-    log(`writ serve: listening on ${url}${fronts ? ` (${frontCount} HTTP front threads)` : ''}`);
+    log(`writ serve: listening on ${url}${fronts ? ` (${frontCount} HTTP front ${frontThreadsSupported() ? 'thread' : 'process'}${frontCount === 1 ? '' : frontThreadsSupported() ? 's' : 'es'})` : ''}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
     log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {

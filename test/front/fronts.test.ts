@@ -14,10 +14,11 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
-import { frontsSupported } from '../../src/front/support.js';
+import { frontThreadsSupported } from '../../src/front/support.js';
 import { hashToBytes, verifyInclusion } from '../../src/ledger/merkle.js';
 
-const skip = frontsSupported() ? false : `HTTP front threads need Node >= 22.12 (SO_REUSEPORT); this is Node ${process.versions.node}`;
+// Fronts are threads where listen has reusePort (Node >= 22.12), else cluster processes: the same tests hold for both.
+const FRONT_KIND = frontThreadsSupported() ? 'threads' : 'processes';
 const FRONTS = 2;
 const ACTOR = offboardingBody().envelope.actor;
 
@@ -111,7 +112,7 @@ function rawExchange(url: string, head: string, body: { chunk: Buffer; total: nu
   });
 }
 
-describe('HTTP front threads', { skip }, () => {
+describe(`HTTP fronts (${FRONT_KIND})`, () => {
   let fronts: TestServer;
   let plain: TestServer;
   let dir: string;
@@ -136,9 +137,9 @@ describe('HTTP front threads', { skip }, () => {
     assert.deepEqual(codes, [0, 0], 'SIGTERM exits 0');
   });
 
-  test('the log names the front threads; the plain server has none', () => {
-    assert.match(fronts.output(), new RegExp(`listening on http://127\\.0\\.0\\.1:\\d+ \\(${FRONTS} HTTP front threads\\)`), fronts.output());
-    assert.doesNotMatch(plain.output(), /front threads/, plain.output());
+  test('the log names the fronts; the plain server has none', () => {
+    assert.match(fronts.output(), new RegExp(`listening on http://127\\.0\\.0\\.1:\\d+ \\(${FRONTS} HTTP front ${FRONT_KIND}\\)`), fronts.output());
+    assert.doesNotMatch(plain.output(), /HTTP front/, plain.output());
   });
 
   test('a decision sequence answers and ledgers exactly as without fronts, and its export verifies', async () => {
@@ -502,7 +503,7 @@ describe('HTTP front threads', { skip }, () => {
   });
 });
 
-describe('HTTP front threads: SIGTERM with decisions in flight', { skip }, () => {
+describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => {
   test('exits 0; every answered decision is in the ledger, covered by the final checkpoint', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'writ-fronts-term-'));
     try {
