@@ -8,11 +8,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
 import { hashToBytes, verifyInclusion } from '../../src/ledger/merkle.js';
@@ -70,46 +70,6 @@ function verifyExport(text: string, keys: unknown, checkpoint: unknown): { statu
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** A raw HTTP/1.1 exchange: writes `head` (+ `body` chunks, paced), collects everything until the server closes. */
-function rawExchange(url: string, head: string, body: { chunk: Buffer; total: number } | Buffer[] = []): Promise<{ answer: string; error?: string; sentBytes: number }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname);
-    const received: Buffer[] = [];
-    let sent = 0;
-    let error: string | undefined;
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      const out: { answer: string; error?: string; sentBytes: number } = { answer: Buffer.concat(received).toString('latin1'), sentBytes: sent };
-      if (error !== undefined) out.error = error;
-      resolve(out);
-    };
-    socket.on('data', (d) => received.push(d));
-    socket.on('error', (e) => {
-      error = (e as NodeJS.ErrnoException).code ?? e.message;
-    });
-    socket.on('end', () => socket.end());
-    socket.on('close', finish);
-    socket.on('connect', () => {
-      socket.write(head);
-      if (Array.isArray(body)) {
-        for (const b of body) socket.write(b);
-        return;
-      }
-      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile.
-      const pump = () => {
-        if (socket.destroyed || !socket.writable || sent >= body.total) return;
-        const n = Math.min(body.chunk.length, body.total - sent);
-        sent += n;
-        socket.write(n === body.chunk.length ? body.chunk : body.chunk.subarray(0, n), () => setTimeout(pump, 25));
-      };
-      pump();
-    });
-  });
 }
 
 describe(`HTTP fronts (${FRONT_KIND})`, () => {

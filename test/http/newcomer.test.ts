@@ -6,50 +6,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { rawExchange } from '../helpers/raw-http.js';
 
 /** Sends a request with a declared body of `bodyBytes` through a raw socket, in paced chunks, and
  *  collects everything the server sends until it ends (or resets) the connection. */
 function rawOversizedRequest(url: string, path: string, token: string, bodyBytes: number): Promise<{ answer: string; error?: string; sentBytes: number }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect(Number(port), hostname);
-    const received: Buffer[] = [];
-    let sent = 0;
-    let error: string | undefined;
-    let finished = false;
-    const chunk = Buffer.alloc(64 * 1024, 0x20);
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      const out: { answer: string; error?: string; sentBytes: number } = { answer: Buffer.concat(received).toString('latin1'), sentBytes: sent };
-      if (error !== undefined) out.error = error;
-      resolve(out);
-    };
-    socket.on('data', (d) => received.push(d));
-    socket.on('error', (e) => {
-      error = (e as NodeJS.ErrnoException).code ?? e.message;
-    });
-    socket.on('end', () => socket.end());
-    socket.on('close', finish);
-    socket.on('connect', () => {
-      socket.write(
-        `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`,
-      );
-      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile.
-      const pump = () => {
-        if (socket.destroyed || !socket.writable || sent >= bodyBytes) return;
-        const n = Math.min(chunk.length, bodyBytes - sent);
-        sent += n;
-        socket.write(n === chunk.length ? chunk : chunk.subarray(0, n), () => setTimeout(pump, 25));
-      };
-      pump();
-    });
-  });
+  const { hostname } = new URL(url);
+  const head = `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`;
+  return rawExchange(url, head, { chunk: Buffer.alloc(64 * 1024, 0x20), total: bodyBytes });
 }
 
 describe('what a new user tripped on', () => {
