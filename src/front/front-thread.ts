@@ -13,21 +13,16 @@
  * the sidecar's own HTTP listener on loopback, so every route, refusal and error answers exactly as it
  * does without fronts.
  */
-import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
-import { presealMembers } from '../store/seal.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
-import { PolicyEngine, type DecisionOutcome } from '../policy/engine.js';
+import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
-import { stateAfterDecision } from '../executions/machine.js';
-import {
-  admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
-  type PreparedDecision,
-} from '../server/decision-admission.js';
+import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 
 /**
@@ -210,9 +205,9 @@ async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller)
     passThrough(req, res, bytes); // the sidecar refuses it (INVALID_JSON)
     return;
   }
-  let prepared: { admitted: AdmittedDecision; outcome: DecisionOutcome; decisionId: string; state: string; policyVersion: string; entitiesVersion: string; p: PreparedDecision } | undefined;
+  let prepared: Prepared | undefined;
   try {
-    prepared = await prepare(caller, text, startedAt);
+    prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
   } catch {
     prepared = undefined; // the sidecar decides it, and refuses it with the right code
   }
@@ -221,42 +216,13 @@ async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller)
     sendAnswer(res, a, (ok) => ('response' in ok ? ok.response : unreachable()));
     return;
   }
-  const { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, p } = prepared;
-  const a = await ask({ prepared: p });
-  sendAnswer(res, a, (ok) =>
-    'response' in ok ? ok.response : decisionResponseOf(admitted, { decisionId, outcome, policyVersion, entitiesVersion, state }, ok.record),
-  );
+  const made = prepared;
+  const a = await ask({ prepared: made.ask });
+  sendAnswer(res, a, (ok) => preparedAnswer(made, ok));
 }
 
 function unreachable(): never {
   throw new Error('the sidecar answered a decide with a bare record');
-}
-
-/** Admission, evaluation and the record's canonical members: everything of a fresh decision but the write. */
-async function prepare(caller: Caller, text: string, startedAt: number) {
-  const admitted = admitDecision(caller, text);
-  // A supersedes reads another execution's state: only the sidecar can see it.
-  if (typeof admitted.envelope.supersedes === 'string') return undefined;
-  const now = pdpNow(start.clockFile);
-  const { actor, server, tool, envelope, phase, bound } = admitted;
-  const subject = envelope.subject;
-  const usedEngine = engine;
-  const usedEntities = entities;
-  // A fresh execution has no approvals; were this id not fresh, the sidecar decides it again.
-  const outcome = await evaluator.decide(usedEngine, {
-    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], entities: usedEntities,
-  });
-  const decisionId = randomUUID();
-  const state = stateAfterDecision(phase, outcome.decision);
-  const policyVersion = usedEngine.policyVersion;
-  const entitiesVersion = usedEntities.version;
-  const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
-  const { parts } = presealMembers(fields as { kind: string });
-  const p: PreparedDecision = {
-    caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
-    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
-  };
-  return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, p };
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {

@@ -1,0 +1,72 @@
+/**
+ * What an HTTP front does with a fresh decision before the write (front-thread.ts): admission,
+ * evaluation against the policy set and entities it holds, and the decision record's canonical
+ * members — everything of Sidecar.decide for an execution id not seen before, except the write that
+ * Sidecar.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
+ * in-process against the sidecar itself.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../http/auth.js';
+import type { DecisionInput, DecisionOutcome, PolicyEngine } from '../policy/engine.js';
+import type { EntitySource } from '../policy/entities.js';
+import { stateAfterDecision } from '../executions/machine.js';
+import { presealMembers } from '../store/seal.js';
+import {
+  admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
+  type PreparedDecision,
+} from '../server/decision-admission.js';
+
+export interface FrontState {
+  engine: PolicyEngine;
+  entities: EntitySource;
+  clockFile: string | null;
+  /** Where Cedar runs: the front's evaluator pool, or the engine in-process. */
+  evaluate(engine: PolicyEngine, input: DecisionInput): DecisionOutcome | Promise<DecisionOutcome>;
+}
+
+export interface Prepared {
+  admitted: AdmittedDecision;
+  outcome: DecisionOutcome;
+  decisionId: string;
+  state: string;
+  policyVersion: string;
+  entitiesVersion: string;
+  /** What the ledger writer commits. */
+  ask: PreparedDecision;
+}
+
+/**
+ * Prepares a decision for the writer, or undefined when only the sidecar can decide it (a `supersedes`
+ * reads another execution's state). Throws what admission throws; the caller then lets the sidecar
+ * decide the text, so the refusal is the sidecar's own.
+ */
+export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<Prepared | undefined> {
+  const admitted = admitDecision(caller, text);
+  if (typeof admitted.envelope.supersedes === 'string') return undefined;
+  const now = pdpNow(front.clockFile);
+  const { actor, server, tool, envelope, phase, bound } = admitted;
+  const subject = envelope.subject;
+  const { engine, entities } = front;
+  // A fresh execution has no approvals; were this id not fresh, the writer decides it again.
+  const outcome = await front.evaluate(engine, {
+    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], entities,
+  });
+  const decisionId = randomUUID();
+  const state = stateAfterDecision(phase, outcome.decision);
+  const policyVersion = engine.policyVersion;
+  const entitiesVersion = entities.version;
+  const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
+  const { parts } = presealMembers(fields);
+  const ask: PreparedDecision = {
+    caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
+    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
+  };
+  return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, ask };
+}
+
+/** The answer to a prepared decision, once the writer has committed it (or decided it again). */
+export function preparedAnswer(prepared: Prepared, commit: PreparedCommit): DecisionResponse {
+  if ('response' in commit) return commit.response;
+  const { admitted, decisionId, outcome, policyVersion, entitiesVersion, state } = prepared;
+  return decisionResponseOf(admitted, { decisionId, outcome, policyVersion, entitiesVersion, state }, commit.record);
+}

@@ -1,0 +1,114 @@
+// The ledger writer's side of an HTTP front, in-process against the real sidecar and LMDB store: a
+// decision a front prepared (src/front/prepare.ts) is committed as the very record the sidecar would
+// have written itself; and whenever what the front assumed no longer holds — the entities or the
+// policy set moved, or the execution id is not fresh — the sidecar decides the text again itself.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
+import { Store } from '../../src/store/store.js';
+import { Sidecar } from '../../src/server/sidecar.js';
+import { loadPolicyDir } from '../../src/policy/load.js';
+import { PolicyEngine } from '../../src/policy/engine.js';
+import { prepareDecision, preparedAnswer, type FrontState } from '../../src/front/prepare.js';
+import { recordHash } from '../../src/ledger/record.js';
+import type { Caller } from '../../src/http/auth.js';
+import { offboardingBody, REPO } from '../helpers/server.js';
+
+const CALLER: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
+const read = (id: string, phase: 'propose' | 'execute' = 'execute') =>
+  JSON.stringify(offboardingBody({ execution_id: id, phase, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }));
+/** What two records of the same question share: everything but what is unique to each call. */
+const UNIQUE = new Set(['decision_id', 'execution_id', 'now', 'ts', 'seq', 'prev', 'hash']);
+const shared = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !UNIQUE.has(k)));
+
+describe('Sidecar.commitPrepared', () => {
+  let dir: string;
+  let store: Store;
+  let sidecar: Sidecar;
+  let front: FrontState;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'writ-commit-prepared-'));
+    const config: WritConfig = {
+      ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
+    };
+    store = await Store.open({ dataDir: config.data_dir });
+    sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
+    await sidecar.recordStartup();
+    front = { engine: new PolicyEngine(loadPolicyDir(config.policy_dir)), entities: sidecar.entities, clockFile: null, evaluate: (e, i) => e.decide(i) };
+  });
+  after(async () => {
+    await sidecar.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a fresh decision is committed as the record the sidecar writes itself, and answered the same', async () => {
+    const own = await sidecar.decide(CALLER, read('own-1'));
+    const prepared = (await prepareDecision(front, CALLER, read('front-1'), performance.timeOrigin + performance.now()))!;
+    const commit = await sidecar.commitPrepared(prepared.ask);
+    assert.ok('record' in commit, 'committed as prepared, not decided again');
+    const answer = preparedAnswer(prepared, commit);
+    assert.equal(answer.decision, 'allow');
+    assert.equal(answer.state, 'invoking');
+    assert.deepEqual({ ...answer, decision_id: '', execution_id: '', record: null }, { ...own, decision_id: '', execution_id: '', record: null });
+    const mine = (await store.getRecord(own.record.seq))!;
+    const theirs = (await store.getRecord(commit.record.seq))!;
+    assert.deepEqual(shared(theirs), shared(mine));
+    assert.equal(theirs.hash, recordHash(theirs));
+    assert.equal(theirs.prev, (await store.getRecord(commit.record.seq - 1))!.hash, 'chained on the head');
+    assert.equal((await sidecar.getExecution(CALLER.actor!, 'front-1')).state, 'invoking');
+  });
+
+  test('entities that moved since the front evaluated: decided again, on the entities in force', async () => {
+    const stale: FrontState = { ...front, entities: { get: (k) => sidecar.entities.get(k), version: 'sha256:' + '0'.repeat(64) } };
+    const prepared = (await prepareDecision(stale, CALLER, read('front-2'), 0))!;
+    const commit = await sidecar.commitPrepared(prepared.ask);
+    assert.ok('response' in commit, 'not committed as prepared');
+    assert.equal(commit.response.entities_version, sidecar.entities.version);
+    const record = (await store.getRecord(commit.response.record.seq))!;
+    assert.equal(record.entities_version, sidecar.entities.version);
+    assert.equal(record.execution_id, 'front-2');
+  });
+
+  test('a policy set the sidecar no longer holds: decided again with the one in force', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'writ-commit-prepared-policies-'));
+    try {
+      const src = join(REPO, 'policies');
+      for (const f of readdirSync(src)) if (statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(other, f));
+      writeFileSync(join(other, 'deny-reads.cedar'), '@id("deny-reads")\nforbid (principal, action == Action::"hris/read_employee", resource);\n');
+      const elsewhere: FrontState = { ...front, engine: new PolicyEngine(loadPolicyDir(other)) };
+      const prepared = (await prepareDecision(elsewhere, CALLER, read('front-3'), 0))!;
+      assert.equal(prepared.outcome.decision, 'deny', 'the front alone would have denied');
+      const commit = await sidecar.commitPrepared(prepared.ask);
+      assert.ok('response' in commit);
+      assert.equal(commit.response.decision, 'allow');
+      assert.equal(commit.response.policy_version, sidecar.engine.policyVersion);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test('an execution id that is not fresh: decided again against its state, never reserved twice', async () => {
+    const proposed = await sidecar.decide(CALLER, read('front-4', 'propose'));
+    assert.equal(proposed.state, 'proposed');
+    const prepared = (await prepareDecision(front, CALLER, read('front-4', 'execute'), 0))!;
+    const commit = await sidecar.commitPrepared(prepared.ask);
+    assert.ok('response' in commit);
+    assert.equal(commit.response.state, 'invoking');
+    const execution = await sidecar.getExecution(CALLER.actor!, 'front-4');
+    assert.equal(execution.state, 'invoking');
+    assert.equal((execution.records as number[]).length, 2, 'one execution, two decision records');
+    // And once invoking, a second prepared execute is refused exactly as decide refuses it.
+    const again = (await prepareDecision(front, CALLER, read('front-4', 'execute'), 0))!;
+    await assert.rejects(sidecar.commitPrepared(again.ask), (e: { code?: string }) => e.code === 'EXECUTION_IN_FLIGHT');
+  });
+
+  test('a supersedes is left to the sidecar', async () => {
+    const body = offboardingBody({ execution_id: 'front-5', phase: 'execute', envelope: { supersedes: 'front-4' }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+    assert.equal(await prepareDecision(front, CALLER, JSON.stringify(body), 0), undefined);
+  });
+});
