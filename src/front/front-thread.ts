@@ -18,6 +18,7 @@ import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
+import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
@@ -259,16 +260,9 @@ let closing = false;
 function closeServer(): void {
   if (closing) return;
   closing = true;
-  server.close(() => {
+  void closeGracefully(server).then(() => {
     flush();
     upstream.destroy();
     void evaluator.close().finally(() => post({ type: 'closed' }));
-  });
-  server.closeIdleConnections();
-  const idle = setInterval(() => server.closeIdleConnections(), 100);
-  const hard = setTimeout(() => server.closeAllConnections(), 10_000);
-  server.once('close', () => {
-    clearInterval(idle);
-    clearTimeout(hard);
   });
 }

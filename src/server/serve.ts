@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { TokenTable } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
+import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
 import { ensureKeyRecord, loadDeploymentKey } from '../checkpoints/keys.js';
@@ -142,16 +143,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         clearInterval(gaugeTimer);
         // Fronts first: their in-flight decisions are answered by this thread's writes.
         await fronts?.close();
-        await new Promise<void>((resolve) => {
-          httpServer.close(() => resolve());
-          httpServer.closeIdleConnections();
-          const idle = setInterval(() => httpServer.closeIdleConnections(), 100);
-          const hard = setTimeout(() => httpServer.closeAllConnections(), 10_000);
-          httpServer.once('close', () => {
-            clearInterval(idle);
-            clearTimeout(hard);
-          });
-        });
+        await closeGracefully(httpServer);
         await cp.stop();
         await sidecar.close();
         await store.close();

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
@@ -24,15 +25,6 @@ const ACTOR = offboardingBody().envelope.actor;
 
 const readBody = (id: string, phase: 'propose' | 'execute' = 'execute', subject = '7721') =>
   offboardingBody({ execution_id: id, phase, envelope: { subject: { type: 'Employee', id: subject } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: subject } } });
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 150; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** What must be equal between two servers' answers: everything but ids, ledger positions and hashes. */
 const VOLATILE = new Set(['decision_id', 'approval_id', 'approval_used', 'seq', 'ts', 'prev', 'hash', 'record', 'records', 'created_at', 'revoked_at']);

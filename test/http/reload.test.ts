@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
 
 let s: TestServer;
 let dir: string;
@@ -24,15 +25,6 @@ after(async () => {
   await s.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 100; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const readBody = (id: string) => offboardingBody({ execution_id: id, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 
