@@ -22,7 +22,7 @@ import {
   type Execution, type OutcomeStatus, type Resolution,
 } from '../executions/machine.js';
 import { approvalView, invalidReason, subjectDigest, type Approval, type ApprovalView } from '../approvals/approvals.js';
-import { PolicyEngine, type DecisionOutcome, type ValidApproval } from '../policy/engine.js';
+import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
 import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities } from '../entities/entity-store.js';
 import {
-  validateApprovalRequest, validateDecisionRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
+  validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
 import * as metrics from '../metrics/metrics.js';
 import type { Caller } from '../http/auth.js';
