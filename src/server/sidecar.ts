@@ -171,9 +171,15 @@ export class Sidecar {
    * set when the new one does not load. Entity file edits are applied as `entity` records.
    */
   private lastRejectedVersion: string | undefined;
+  /** The policy files' version first seen changed; loaded only when the next poll sees it again. */
+  private settlingVersion: string | undefined;
   async reloadIfChanged(): Promise<void> {
     const probe = probePolicyVersion(this.config.policy_dir);
-    if (probe !== this.bundle.policyVersion && probe !== this.lastRejectedVersion) {
+    // A file being written (truncated, half its text) must not be loaded as a policy set of its own:
+    // a change is loaded once the files read the same on two polls in a row.
+    const settled = probe === this.settlingVersion;
+    this.settlingVersion = probe === this.bundle.policyVersion ? undefined : probe;
+    if (settled && probe !== this.bundle.policyVersion && probe !== this.lastRejectedVersion) {
       try {
         const bundle = loadPolicyDir(this.config.policy_dir);
         const engine = new PolicyEngine(bundle, { memoSize: this.config.decision_memo_size });
