@@ -126,7 +126,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     gaugeTimer.unref();
     updateExecutionGauge(sidecar);
 
-    log(`writ serve: listening on ${url}${fronts ? ` (${frontCount} HTTP front ${frontThreadsSupported() ? 'thread' : 'process'}${frontCount === 1 ? '' : frontThreadsSupported() ? 's' : 'es'})` : ''}`);
+    log(`writ serve: listening on ${url}`);
+    if (fronts) {
+      const kind = frontThreadsSupported() ? (frontCount === 1 ? 'thread' : 'threads') : frontCount === 1 ? 'process' : 'processes';
+      log(`writ serve: ${frontCount} HTTP front ${kind} (http_threads), the main thread writes the ledger`);
+    }
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
     log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {

@@ -90,7 +90,8 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
   });
 
   test('the log names the fronts; the plain server has none', () => {
-    assert.match(fronts.output(), new RegExp(`listening on http://127\\.0\\.0\\.1:\\d+ \\(${FRONTS} HTTP front ${FRONT_KIND}\\)`), fronts.output());
+    assert.match(fronts.output(), /listening on http:\/\/127\.0\.0\.1:\d+\n/, fronts.output());
+    assert.match(fronts.output(), new RegExp(`\\nwrit serve: ${FRONTS} HTTP front ${FRONT_KIND} \\(http_threads\\)`), fronts.output());
     assert.doesNotMatch(plain.output(), /HTTP front/, plain.output());
   });
 
