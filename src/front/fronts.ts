@@ -21,6 +21,7 @@ import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
+const CLOSE_WAIT_MS = 15_000;
 
 /**
  * Binds the public address once without SO_REUSEPORT, so a port held by anyone else (another sidecar
@@ -229,7 +230,13 @@ export class Fronts {
       this.fronts.map(
         (f) =>
           new Promise<void>((resolve) => {
-            f.closed = resolve;
+            // A front cuts its last connections after 10 s; one that has not closed by 15 s is wedged
+            // and is stopped regardless, so a shutdown always ends.
+            const wedged = setTimeout(resolve, CLOSE_WAIT_MS);
+            f.closed = () => {
+              clearTimeout(wedged);
+              resolve();
+            };
             f.link.send({ type: 'close' } satisfies ToFront);
           }),
       ),

@@ -126,11 +126,12 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     gaugeTimer.unref();
     updateExecutionGauge(sidecar);
 
-    log(`writ serve: listening on ${url}`);
     if (fronts) {
       const kind = frontThreadsSupported() ? (frontCount === 1 ? 'thread' : 'threads') : frontCount === 1 ? 'process' : 'processes';
       log(`writ serve: ${frontCount} HTTP front ${kind} (http_threads), the main thread writes the ledger`);
     }
+    // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.
+    log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} policies)`);
     log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
