@@ -16,6 +16,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
+import { WritError } from '../errors.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
@@ -130,6 +131,12 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** The sidecar could not be reached or failed unexpectedly: the same refusal its own HTTP layer gives. */
+function sendUnavailable(res: ServerResponse): void {
+  const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
+  sendJson(res, refusal.status, refusal.toBody());
+}
+
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
   else sendJson(res, 200, build(a.ok));
@@ -167,7 +174,7 @@ function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): 
     answer.pipe(res);
   });
   up.on('error', () => {
-    if (!res.headersSent) sendJson(res, 503, { error: { code: 'STORE_UNAVAILABLE', message: 'the sidecar could not complete the request' } });
+    if (!res.headersSent) sendUnavailable(res);
     else res.destroy();
   });
   res.on('close', () => {
@@ -235,7 +242,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       : undefined;
     if (caller !== undefined) {
       decide(req, res, caller).catch(() => {
-        if (!res.headersSent) sendJson(res, 503, { error: { code: 'STORE_UNAVAILABLE', message: 'the sidecar could not complete the request' } });
+        if (!res.headersSent) sendUnavailable(res);
       });
       return;
     }

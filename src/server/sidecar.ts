@@ -303,7 +303,7 @@ export class Sidecar {
           }
           const state = stateAfterDecision(phase, outcome.decision);
           const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state });
-          const rec = tx.append(fields as { kind: string });
+          const rec = tx.append(fields);
           const next: Execution = current
             ? { ...current, state, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }
             : {
