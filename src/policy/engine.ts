@@ -177,6 +177,19 @@ export interface RequestInput {
   entities: EntitySource;
 }
 
+/**
+ * A decision without approvals (a fresh execution's) as the exact Cedar inputs: its action, the context
+ * narrowed to what the kept policies read, and the entity slice with only the attributes they read. Built
+ * once, beside the memo key, and evaluated as is: an evaluator thread rebuilds none of it.
+ */
+export interface PreparedCall {
+  actionId: string;
+  principal: Uid;
+  resource: Uid;
+  context: Record<string, unknown>;
+  entities: EntityJson[];
+}
+
 /** The principal, action and resource Cedar is asked about. */
 interface CedarTarget {
   principal: Uid;
@@ -417,29 +430,76 @@ export class PolicyEngine {
   memoKeyOf(input: DecisionInput): string | undefined {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(`${input.server}/${input.tool}`);
+    return this.memoKeyFor(plan, input, narrowed(buildCedarContext(input), plan.contextKeys));
+  }
+
+  private memoKeyFor(plan: ActionPlan, input: DecisionInput, narrowedContext: Record<string, unknown>): string | undefined {
     const approvals: unknown[] = [];
     for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
     return memoKeyText([
       plan.setId, input.actor, input.server, input.tool, input.subject, requesterOf(input.envelope),
-      narrowed(buildCedarContext(input), plan.contextKeys), approvals, input.entities.version,
+      narrowedContext, approvals, input.entities.version,
     ]);
+  }
+
+  /**
+   * A decision without approvals as its Cedar inputs (PreparedCall), with its memo key (undefined when
+   * the memo is off). The context and key are built at once; the entity slice only when asked for, so a
+   * memo hit never cuts one. Throws where decideOrThrow would (a malformed envelope).
+   */
+  prepareCall(input: DecisionInput): { memoKey: string | undefined; call(): PreparedCall } {
+    if (input.approvals.length > 0) throw new TypeError('prepareCall: a decision with approvals is evaluated once per approval (decide)');
+    const actionId = `${input.server}/${input.tool}`;
+    const plan = this.planFor(actionId);
+    // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
+    const context = narrowed(buildCedarContext(input), plan.contextKeys);
+    return {
+      memoKey: this.memo === undefined ? undefined : this.memoKeyFor(plan, input, context),
+      call: () => ({
+        actionId, principal: input.actor, resource: input.subject, context,
+        entities: withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes),
+      }),
+    };
+  }
+
+  /** Evaluates a PreparedCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */
+  decidePrepared(call: PreparedCall): DecisionOutcome {
+    try {
+      return this.concludePrepared(call);
+    } catch (e) {
+      return denyOf(e);
+    }
+  }
+
+  private concludePrepared(call: PreparedCall): DecisionOutcome {
+    const plan = this.planFor(call.actionId);
+    return this.conclude(plan, { principal: call.principal, actionId: call.actionId, resource: call.resource }, call.context, call.entities);
   }
 
   /** Never throws for evaluation problems: every failure is a deny with `errors` (fail closed). */
   decide(input: DecisionInput): DecisionOutcome {
     try {
+      if (input.approvals.length === 0) {
+        // A fresh execution's shape: the context is built once, for the key and for Cedar.
+        const prepared = this.prepareCall(input);
+        if (prepared.memoKey === undefined) return this.concludePrepared(prepared.call());
+        return this.memoized(prepared.memoKey, input.entities.version, () => this.concludePrepared(prepared.call()));
+      }
       const key = this.memoKeyOf(input);
       if (key === undefined) return this.decideOrThrow(input);
-      const version = input.entities.version;
-      const hit = this.memo!.get(key, version);
-      if (hit !== undefined) return hit;
-      const outcome = this.decideOrThrow(input);
-      this.memo!.set(key, version, outcome);
-      return outcome;
+      return this.memoized(key, input.entities.version, () => this.decideOrThrow(input));
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
-      return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };
+      return denyOf(e);
     }
+  }
+
+  /** The memo's answer for `key`, else `decideOrThrow`'s, kept (a throw is neither kept nor caught here). */
+  private memoized(key: string, entitiesVersion: string, decideOrThrow: () => DecisionOutcome): DecisionOutcome {
+    const hit = this.memo!.get(key, entitiesVersion);
+    if (hit !== undefined) return hit;
+    const outcome = decideOrThrow();
+    this.memo!.set(key, entitiesVersion, outcome);
+    return outcome;
   }
 
   private decideOrThrow(input: DecisionInput): DecisionOutcome {
@@ -498,8 +558,13 @@ export class PolicyEngine {
       const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
       return this.conclude(plan, target, narrowed(input.context, plan.contextKeys), entities);
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
-      return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };
+      return denyOf(e);
     }
   }
+}
+
+/** The deny a decision that could not be made gives (fail closed), with what went wrong. */
+function denyOf(e: unknown): DecisionOutcome {
+  const message = e instanceof Error ? e.message : String(e);
+  return { decision: 'deny', reasons: [], errors: [{ message }], obligations: [] };
 }

@@ -10,19 +10,20 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, type RequestInput, entityRootsOf, requestEntitySlice } from './engine.js';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput, entityRootsOf, requestEntitySlice } from './engine.js';
 import { type EntityJson, entitySlice } from './entities.js';
 import type { PolicyBundle } from './load.js';
 
-export interface DecideRequest {
-  id: number;
-  engineId: string;
-  /** An MCP decision (PolicyEngine.decide) … */
-  input?: Omit<DecisionInput, 'entities'>;
+/** What a thread is asked to evaluate. */
+export type DecideWork =
+  /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.decidePrepared): the common case … */
+  | { call: PreparedCall }
+  /** … an MCP decision with approvals (PolicyEngine.decide, on the shipped slice) … */
+  | { input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] }
   /** … or a direct Cedar request (PolicyEngine.decideRequest; its request entities are already in the slice). */
-  request?: Omit<RequestInput, 'entities' | 'requestEntities'>;
-  entities: EntityJson[];
-}
+  | { request: Omit<RequestInput, 'entities' | 'requestEntities'>; entities: EntityJson[] };
+
+export type DecideRequest = { id: number; engineId: string } & DecideWork;
 
 /**
  * Decisions travel in batches: everything asked in one turn of the event loop is one message, and its
@@ -102,23 +103,31 @@ export class EvaluatorPool {
   decide(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
     if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
-    let entities: EntityJson[];
+    let work: DecideWork;
     let memoKey: string | undefined;
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
       // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
       // without crossing to a thread at all.
-      memoKey = engine.memoKeyOf(input);
-      if (memoKey !== undefined) {
-        const hit = engine.memo!.get(memoKey, entitiesVersion);
+      if (input.approvals.length === 0 && engine.memo !== undefined) {
+        // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
+        // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
+        const prepared = engine.prepareCall(input);
+        memoKey = prepared.memoKey;
+        const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
         if (hit !== undefined) return hit;
+        work = { call: prepared.call() };
+      } else {
+        memoKey = engine.memoKeyOf(input);
+        const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
+        if (hit !== undefined) return hit;
+        const { entities: source, ...portable } = input;
+        work = { input: portable, entities: entitySlice(source, entityRootsOf(input)) };
       }
-      entities = entitySlice(input.entities, entityRootsOf(input));
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
-    const { entities: _source, ...portable } = input;
-    const answer = this.dispatch(thread, engine, () => engine.decide(input), { input: portable, entities });
+    const answer = this.dispatch(thread, engine, () => engine.decide(input), work);
     if (memoKey === undefined) return answer;
     const key = memoKey;
     return answer.then((outcome) => {
@@ -141,7 +150,7 @@ export class EvaluatorPool {
     return this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities });
   }
 
-  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, message: Omit<DecideRequest, 'id' | 'engineId'>): Promise<DecisionOutcome> {
+  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {
     if (!thread.loaded.has(engine.engineId)) {
       thread.worker.postMessage({ type: 'load', engineId: engine.engineId, bundle: this.engines.get(engine.engineId)!.bundle } satisfies EvaluatorRequest);
       thread.loaded.add(engine.engineId);
@@ -149,7 +158,7 @@ export class EvaluatorPool {
     const id = this.nextId++;
     return new Promise<DecisionOutcome>((resolve) => {
       thread.pending.set(id, { redo, sentAt: Date.now(), resolve });
-      if (thread.outbox.push({ id, engineId: engine.engineId, ...message }) === 1) {
+      if (thread.outbox.push({ id, engineId: engine.engineId, ...work }) === 1) {
         setImmediate(() => this.send(thread));
       }
     });

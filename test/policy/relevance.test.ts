@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { PolicyEngine, type ValidApproval } from '../../src/policy/engine.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { contextReadsOf, mayApplyToAction, relevanceOf } from '../../src/policy/relevance.js';
@@ -79,12 +80,17 @@ const MIXED_ENTITIES = [
   { uid: { type: 'Doc', id: 'd2' }, attrs: { secret: true, owner: { __entity: { type: 'User', id: 'req' } }, title: 't' }, parents: [] },
 ];
 
-test('narrowed decisions equal whole-set, whole-context decisions (500 random requests)', () => {
+test('narrowed decisions equal whole-set, whole-context decisions (500 random requests), in-process and on an evaluator thread', async () => {
   const { dir, cleanup } = tempPolicyDir({ 'mixed.cedar': MIXED_POLICIES });
+  const pool = new EvaluatorPool(1);
   try {
     const bundle = loadPolicyDir(dir);
     const narrowed = new PolicyEngine(bundle);
     const reference = new PolicyEngine(bundle, { narrowRequests: false });
+    // With a memo, a thread is handed the narrowed Cedar call itself (PreparedCall) when there are no
+    // approvals (a one-entry memo: nearly every request still goes to the thread).
+    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
+    pool.register(threaded, bundle);
     const entities = new StaticEntitySource(MIXED_ENTITIES);
     const random = prng(20261130);
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
@@ -106,12 +112,16 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
         entities,
       });
       const got = narrowed.decide(request);
-      assert.deepEqual(got, reference.decide(request), JSON.stringify({ tool: request.tool, phase: request.phase, args: request.cedarArguments }));
+      const expected = reference.decide(request);
+      const what = JSON.stringify({ tool: request.tool, phase: request.phase, args: request.cedarArguments, approvals: request.approvals.length });
+      assert.deepEqual(got, expected, what);
+      assert.deepEqual(await pool.decide(threaded, request), expected, `on the thread: ${what}`);
       seen.add(got.decision);
     }
     // The sample reached every kind of answer, so the comparison covered each path.
     assert.deepEqual([...seen].sort(), ['allow', 'approval_required', 'deny']);
   } finally {
+    await pool.close();
     cleanup();
   }
 });
