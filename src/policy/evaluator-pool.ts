@@ -26,10 +26,9 @@ export type DecideWork =
 export type DecideRequest = { id: number; engineId: string } & DecideWork;
 
 /**
- * Decisions travel in small batches: what is asked in one turn of the event loop goes as one message
- * (or several of SEND_CHUNK), and answers come back REPLY_CHUNK at a time (evaluator-thread.ts), so a
- * busy sidecar pays a few cross-thread wake-ups per turn rather than two per decision, without one
- * side waiting for the other's whole batch.
+ * Decisions travel in batches: everything asked in one turn of the event loop is one message, and its
+ * answers come back as one message, so a busy sidecar pays one cross-thread wake-up per turn rather
+ * than two per decision.
  */
 export type EvaluatorRequest =
   | { type: 'load'; engineId: string; bundle: PolicyBundle }
@@ -56,8 +55,6 @@ interface Thread {
 
 /** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
 const STALL_MS = 10_000;
-/** A turn's decisions go to the thread as soon as this many are queued (and the rest at the turn's end), so it starts on them while the caller admits the others. */
-const SEND_CHUNK = 8;
 const MAX_RESTARTS = 10;
 const KEEP_ENGINES = 4;
 const THREAD_SCRIPT = new URL('./evaluator-thread.js', import.meta.url);
@@ -161,9 +158,9 @@ export class EvaluatorPool {
     const id = this.nextId++;
     return new Promise<DecisionOutcome>((resolve) => {
       thread.pending.set(id, { redo, sentAt: Date.now(), resolve });
-      const queued = thread.outbox.push({ id, engineId: engine.engineId, ...work });
-      if (queued === 1) setImmediate(() => this.send(thread));
-      else if (queued >= SEND_CHUNK) this.send(thread);
+      if (thread.outbox.push({ id, engineId: engine.engineId, ...work }) === 1) {
+        setImmediate(() => this.send(thread));
+      }
     });
   }
 
