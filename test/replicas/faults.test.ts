@@ -18,7 +18,7 @@ interface Ack { id: string; seq: number; hash: string }
 /** Concurrent decision workers over the servers until stopped; returns acks and every other answer. */
 function load(servers: () => TestServer[], prefix: string, workers = 6) {
   const acks: Ack[] = [];
-  const others: Array<{ status: number; code?: string }> = [];
+  const others: Array<{ status: number; code?: string; error?: string }> = [];
   let stopped = false;
   let n = 0;
   const run = async (w: number) => {
@@ -32,13 +32,15 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
           assert.equal(r.body.decision, 'allow');
           acks.push({ id, seq: r.body.record.seq, hash: r.body.record.hash });
         } else others.push({ status: r.status, code: r.body?.error?.code });
-      } catch {
-        others.push({ status: 0 }); // the connection died with the process: not acknowledged
+      } catch (e) {
+        // The connection died with the process: not acknowledged. (Which server and why, for a failure's message.)
+        others.push({ status: 0, error: `${s.url}: ${(e as Error).message}` });
         await new Promise((r) => setTimeout(r, 20));
       }
     }
   };
   const done = Promise.all(Array.from({ length: workers }, (_, w) => run(w)));
+  // stop() may be called more than once (the test body, then its finally).
   return { acks, others, stop: async () => { stopped = true; await done; } };
 }
 
@@ -70,8 +72,10 @@ describe('replica faults on one PostgreSQL', () => {
   test('kill -9 of a replica under load: every acknowledged record is in the ledger, the chain verifies, the replica restarts', async () => {
     const d = newDeployment(await pg.createDatabase());
     let rs = await startReplicas(d, 2);
+    // Started outside the try so the finally always stops it: a failed wait must not leave the load
+    // running (the test process would never end).
+    const l = load(() => rs, 'KILL');
     try {
-      const l = load(() => rs, 'KILL');
       await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
       await rs[0]!.kill();
       const acksAtKill = l.acks.length;
@@ -86,6 +90,7 @@ describe('replica faults on one PostgreSQL', () => {
       const exported = await verifiedExport(again!);
       assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
     } finally {
+      await l.stop();
       for (const s of rs) await s.stop();
       d.remove();
     }
@@ -94,8 +99,10 @@ describe('replica faults on one PostgreSQL', () => {
   test('PostgreSQL stopped under load: 503 STORE_UNAVAILABLE, never an allow, then the same processes recover', async () => {
     const d = newDeployment(await pg.createDatabase());
     const rs = await startReplicas(d, 2);
+    // Started outside the try so the finally always stops it: a failed wait must not leave the load
+    // running (the test process would never end).
+    const l = load(() => rs, 'DOWN');
     try {
-      const l = load(() => rs, 'DOWN');
       await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
       pg.pause();
       const acksAtStop = l.acks.length;
@@ -121,6 +128,7 @@ describe('replica faults on one PostgreSQL', () => {
       assert.equal(await verifiedExport(rs[1]!, lineCount(exported)), exported);
     } finally {
       pg.resume();
+      await l.stop();
       for (const s of rs) await s.stop();
       d.remove();
     }
