@@ -482,19 +482,20 @@ export class PolicyEngine {
       if (input.approvals.length === 0) {
         // A fresh execution's shape: the context is built once, for the key and for Cedar.
         const prepared = this.prepareCall(input);
-        if (prepared.memoKey === undefined) return this.concludePrepared(prepared.call());
         return this.memoized(prepared.memoKey, input.entities.version, () => this.concludePrepared(prepared.call()));
       }
-      const key = this.memoKeyOf(input);
-      if (key === undefined) return this.decideOrThrow(input);
-      return this.memoized(key, input.entities.version, () => this.decideOrThrow(input));
+      return this.memoized(this.memoKeyOf(input), input.entities.version, () => this.decideOrThrow(input));
     } catch (e) {
       return denyOf(e);
     }
   }
 
-  /** The memo's answer for `key`, else `decideOrThrow`'s, kept (a throw is neither kept nor caught here). */
-  private memoized(key: string, entitiesVersion: string, decideOrThrow: () => DecisionOutcome): DecisionOutcome {
+  /**
+   * The memo's answer for `key`, else `decideOrThrow`'s, kept (a throw is neither kept nor caught here);
+   * without a key (memo off, or an input it cannot key exactly) simply `decideOrThrow`'s.
+   */
+  private memoized(key: string | undefined, entitiesVersion: string, decideOrThrow: () => DecisionOutcome): DecisionOutcome {
+    if (key === undefined) return decideOrThrow();
     const hit = this.memo!.get(key, entitiesVersion);
     if (hit !== undefined) return hit;
     const outcome = decideOrThrow();

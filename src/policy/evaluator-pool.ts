@@ -107,23 +107,25 @@ export class EvaluatorPool {
     let memoKey: string | undefined;
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
-      // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
-      // without crossing to a thread at all.
+      let workOf: () => DecideWork;
       if (input.approvals.length === 0 && engine.memo !== undefined) {
         // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
         // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
         const prepared = engine.prepareCall(input);
         memoKey = prepared.memoKey;
-        const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
-        if (hit !== undefined) return hit;
-        work = { call: prepared.call() };
+        workOf = () => ({ call: prepared.call() });
       } else {
         memoKey = engine.memoKeyOf(input);
-        const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
-        if (hit !== undefined) return hit;
-        const { entities: source, ...portable } = input;
-        work = { input: portable, entities: entitySlice(source, entityRootsOf(input)) };
+        workOf = () => {
+          const { entities: source, ...portable } = input;
+          return { input: portable, entities: entitySlice(source, entityRootsOf(input)) };
+        };
       }
+      // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
+      // without crossing to a thread at all (and without cutting an entity slice).
+      const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
+      if (hit !== undefined) return hit;
+      work = workOf();
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
