@@ -40,6 +40,8 @@ const { values: a } = parseArgs({
     targets: { type: 'string', default: 'writ,hono,cerbos' },
     workloads: { type: 'string', default: 'repeated distinct' },
     'cpu-prof': { type: 'string' },
+    // Extra Node flags for writ (e.g. "--max-semi-space-size=16"), split on spaces.
+    'node-args': { type: 'string', default: '' },
     // writ's http_threads settings to run (HTTP front threads, src/front/), the first being the headline
     // row; "default" leaves the setting out (one front per core where Node supports fronts, else none);
     // 0 = HTTP on the main thread with Cedar on the evaluator thread(s), as before fronts.
@@ -297,7 +299,7 @@ async function runWrit(rep, cfg) {
     decision_memo_size: cfg.memo,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  const nodeArgs = a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : [];
+  const nodeArgs = [...(a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : []), ...a['node-args'].split(' ').filter(Boolean)];
   const child = spawn(cfg.bin, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitHealthy(`http://127.0.0.1:${WRIT_PORT}/healthz`, child);

@@ -25,6 +25,12 @@ export function cedarDatetimeText(rfc3339: string): string {
 
 /** A Cedar `datetime` extension value (JSON form) for an RFC 3339 string or a Date. */
 export function cedarDatetime(value: string | Date): { __extn: { fn: 'datetime'; arg: string } } {
-  const text = typeof value === 'string' ? value : value.toISOString();
-  return { __extn: { fn: 'datetime', arg: cedarDatetimeText(text) } };
+  if (typeof value !== 'string') {
+    // A Date (the decision's clock) prints as YYYY-MM-DDThh:mm:ss.SSSZ, already Cedar's form — unless
+    // its year needs more than four digits (then the checked path refuses it as before).
+    const iso = value.toISOString();
+    if (iso.length === 24) return { __extn: { fn: 'datetime', arg: iso } };
+    return { __extn: { fn: 'datetime', arg: cedarDatetimeText(iso) } };
+  }
+  return { __extn: { fn: 'datetime', arg: cedarDatetimeText(value) } };
 }

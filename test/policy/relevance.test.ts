@@ -126,6 +126,82 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
   }
 });
 
+/**
+ * Entities that carry nothing once narrowed (no attributes read, no parents) are left out of the first
+ * evaluation (engine.ts evaluate). Every way a policy can touch such an entity — `has`, `in` either
+ * way round, `is`, `==`, an attribute read that errors, a parent edge pointing at it — must answer,
+ * and record errors, exactly as the whole slice does.
+ */
+const EMPTY_ENTITY_POLICIES = `
+@id("has-on-empty") permit(principal, action == Action::"s/a", resource) when { !(resource has owner) && !(context.requester has level) };
+@id("in-empty-role") permit(principal, action == Action::"s/b", resource) when { context.requester in Role::"staff" };
+@id("empty-in-itself") permit(principal, action == Action::"s/c", resource) when { resource in resource && !(resource in Role::"staff") };
+@id("read-of-empty") permit(principal, action == Action::"s/d", resource) when { resource.owner == context.requester };
+@id("is-and-eq") permit(principal is Agent, action == Action::"s/e", resource is Doc) when { resource == Doc::"d3" || principal == Agent::"a1" };
+@id("forbid-read-of-empty") forbid(principal, action == Action::"s/f", resource) when { context.requester.level > 1 };
+@id("f-permit") permit(principal, action == Action::"s/f", resource);
+@id("owner-read") permit(principal, action == Action::"s/g", resource) when { resource has owner && resource.owner.level > 1 };
+@id("needs-staff") @requires_approval("Role::\\"staff\\"") forbid(principal, action == Action::"s/h", resource) unless { context has approver && context.approver in Role::"staff" };
+@id("h-permit") permit(principal, action == Action::"s/h", resource);
+`;
+
+const EMPTY_ENTITY_SET = [
+  { uid: { type: 'Role', id: 'staff' }, attrs: {}, parents: [] },
+  { uid: { type: 'Role', id: 'hr' }, attrs: {}, parents: [] },
+  { uid: { type: 'User', id: 'alice' }, attrs: {}, parents: [{ type: 'Role', id: 'staff' }] },
+  { uid: { type: 'User', id: 'bob' }, attrs: { level: 3 }, parents: [] },
+  { uid: { type: 'User', id: 'req' }, attrs: { nickname: 'r' }, parents: [] },
+  { uid: { type: 'Agent', id: 'a1' }, attrs: {}, parents: [] },
+  { uid: { type: 'Agent', id: 'a2' }, attrs: { trusted: true }, parents: [] },
+  { uid: { type: 'Doc', id: 'd1' }, attrs: { title: 'not read by any policy' }, parents: [] },
+  { uid: { type: 'Doc', id: 'd2' }, attrs: { owner: { __entity: { type: 'User', id: 'bob' } } }, parents: [] },
+  { uid: { type: 'Doc', id: 'd3' }, attrs: {}, parents: [{ type: 'Role', id: 'staff' }] },
+  { uid: { type: 'Doc', id: 'd4' }, attrs: { owner: { __entity: { type: 'User', id: 'req' } } }, parents: [] },
+];
+
+test('leaving empty entities out of the first evaluation changes no decision and no error text (400 random requests)', async () => {
+  const { dir, cleanup } = tempPolicyDir({ 'empty.cedar': EMPTY_ENTITY_POLICIES });
+  const pool = new EvaluatorPool(1);
+  try {
+    const bundle = loadPolicyDir(dir);
+    const narrowed = new PolicyEngine(bundle);
+    const reference = new PolicyEngine(bundle, { narrowRequests: false });
+    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
+    pool.register(threaded, bundle);
+    const entities = new StaticEntitySource(EMPTY_ENTITY_SET);
+    const random = prng(20261201);
+    const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const staff: ValidApproval = { approval_id: 'ap-staff', approver: { type: 'User', id: 'alice' }, approved_at: '2026-08-24T07:00:00Z', expires_at: '2026-08-25T00:00:00Z' };
+    const outsider: ValidApproval = { approval_id: 'ap-bob', approver: { type: 'User', id: 'bob' }, approved_at: '2026-08-24T08:00:00Z', expires_at: '2026-08-25T00:00:00Z' };
+    const seen = new Set<string>();
+    let errored = 0;
+    for (let i = 0; i < 400; i++) {
+      const requester = pick([{ type: 'User', id: 'alice' }, { type: 'User', id: 'bob' }, { type: 'User', id: 'req' }, { type: 'User', id: 'ghost' }]);
+      const request = input({
+        server: 's',
+        tool: pick(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']),
+        actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'a2' }]),
+        subject: pick([{ type: 'Doc', id: 'd1' }, { type: 'Doc', id: 'd2' }, { type: 'Doc', id: 'd3' }, { type: 'Doc', id: 'd4' }, { type: 'Doc', id: 'gone' }]),
+        envelope: { task_id: 'T-1', purpose: 'testing', requester },
+        approvals: pick([[], [staff], [outsider], [outsider, staff]]),
+        entities,
+      });
+      const expected = reference.decide(request);
+      const what = JSON.stringify({ tool: request.tool, subject: request.subject, requester, approvals: request.approvals.length });
+      assert.deepEqual(narrowed.decide(request), expected, what);
+      assert.deepEqual(await pool.decide(threaded, request), expected, `on the thread: ${what}`);
+      seen.add(expected.decision);
+      if (expected.errors.length > 0) errored++;
+    }
+    assert.deepEqual([...seen].sort(), ['allow', 'approval_required', 'deny']);
+    // Attribute reads of empty (and of absent) entities happened, so the error-text path was compared.
+    assert.ok(errored > 20, `only ${errored} requests errored`);
+  } finally {
+    await pool.close();
+    cleanup();
+  }
+});
+
 test('narrowed decisions equal reference decisions on the bundled offboarding policies', () => {
   const bundle = loadPolicyDir(BUNDLED_DIR);
   const narrowed = new PolicyEngine(bundle);
