@@ -316,7 +316,7 @@ export class PolicyEngine {
   constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean; memoSize?: number } = {}) {
     this.bundle = bundle;
     this.narrowRequests = options.narrowRequests ?? true;
-    this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!) : undefined;
+    this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!, { admitOnSecondSight: true }) : undefined;
     this.policyVersion = bundle.policyVersion;
     this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.

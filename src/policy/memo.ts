@@ -78,15 +78,44 @@ export function memoKeyText(value: unknown): string | undefined {
   return text.length > MAX_KEY_CHARS ? undefined : text;
 }
 
+/** FNV-1a over the UTF-16 code units, never 0 (0 marks an empty doorkeeper slot). */
+function keyHash(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0 || 1;
+}
+
+export interface MemoOptions {
+  /**
+   * Keep an answer only when its key was seen before (a doorkeeper, as in TinyLFU): a question asked
+   * once is never kept, so a stream of distinct questions does not churn the memo — every kept entry
+   * would otherwise live long enough to be promoted to V8's old generation and die there, which cost
+   * 10–25 % of throughput on distinct decisions (bench/results/http-notes.md). A repeated question is
+   * kept on its second answer and served from its third.
+   */
+  admitOnSecondSight?: boolean;
+}
+
 export class DecisionMemo {
   private readonly entries = new Map<string, DecisionOutcome>();
   /** The entities_version the entries were made under. */
   private entitiesVersion: string | undefined;
+  /** Hashes of keys answered once and not kept (admitOnSecondSight): one per slot, overwritten freely. */
+  private readonly seenOnce: Uint32Array | undefined;
   hits = 0;
   misses = 0;
 
   /** `capacity` 0 keeps nothing. */
-  constructor(readonly capacity: number) {}
+  constructor(readonly capacity: number, options: MemoOptions = {}) {
+    if (options.admitOnSecondSight && capacity > 0) {
+      let slots = 64;
+      while (slots < capacity * 2) slots *= 2;
+      this.seenOnce = new Uint32Array(slots);
+    }
+  }
 
   get size(): number {
     return this.entries.size;
@@ -118,6 +147,15 @@ export class DecisionMemo {
   set(key: string, entitiesVersion: string, outcome: DecisionOutcome): void {
     // Only under the version the last lookup saw: a late answer for entities since replaced is dropped.
     if (this.capacity <= 0 || this.entitiesVersion !== entitiesVersion) return;
+    if (this.seenOnce !== undefined && !this.entries.has(key)) {
+      const h = keyHash(key);
+      const slot = h & (this.seenOnce.length - 1);
+      if (this.seenOnce[slot] !== h) {
+        this.seenOnce[slot] = h; // first sight: remembered by its hash only
+        return;
+      }
+      this.seenOnce[slot] = 0;
+    }
     this.entries.delete(key);
     this.entries.set(key, copyOutcome(outcome));
     while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);

@@ -216,6 +216,23 @@ test('the memo key changes with now exactly when a kept policy reads now', () =>
   assert.notEqual(at('s/write', NOWS[0]!), at('s/write', NOWS[1]!)); // not-before reads now
 });
 
+test('memo with admitOnSecondSight: an answer is kept on the second answer for its key, so a stream of distinct keys keeps nothing', () => {
+  const outcome: DecisionOutcome = { decision: 'allow', reasons: ['r'], errors: [], obligations: [] };
+  const memo = new DecisionMemo(8, { admitOnSecondSight: true });
+  assert.equal(memo.get('a', 'v1'), undefined);
+  memo.set('a', 'v1', outcome);
+  assert.equal(memo.size, 0); // first sight: not kept
+  assert.equal(memo.get('a', 'v1'), undefined);
+  memo.set('a', 'v1', outcome);
+  assert.equal(memo.size, 1); // second: kept
+  assert.deepEqual(memo.get('a', 'v1'), outcome); // third: served
+  for (let i = 0; i < 10_000; i++) memo.set(`distinct-${i}`, 'v1', outcome);
+  assert.equal(memo.size, 1, 'questions asked once are never kept');
+  assert.deepEqual(memo.get('a', 'v1'), outcome);
+  // The engine's memo admits on second sight.
+  assert.equal(new PolicyEngine(bundle, { memoSize: 4 }).memo!.capacity, 4);
+});
+
 test('memo: bounded least-recently-used, emptied when the entities version moves, disabled at 0', () => {
   const outcome = (d: DecisionOutcome['decision']): DecisionOutcome => ({ decision: d, reasons: ['r'], errors: [], obligations: [] });
   const memo = new DecisionMemo(2);
