@@ -30,6 +30,8 @@ const { values: a } = parseArgs({
     batch: { type: 'string', default: '20' },
     'no-cerbos': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
+    // writ's http_threads (default: its own default, HTTP fronts on; 0 = HTTP on the main thread).
+    'http-threads': { type: 'string' },
   },
 });
 const DURATION = Number(a.duration);
@@ -138,6 +140,7 @@ async function runWrit() {
   const config = {
     listen: '127.0.0.1:0', policy_dir: join(root, 'examples', 'authzen-todo'), data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'evaluator' }],
+    ...(a['http-threads'] === undefined ? {} : { http_threads: Number(a['http-threads']) }),
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   // A free port chosen by the OS (the machine is shared): the URL is read from the start-up line.

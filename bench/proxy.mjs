@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false }, 'http-threads': { type: 'string' }, 'no-write': { type: 'boolean', default: false } } });
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
 const MEMORY = join(REPO, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
@@ -34,7 +34,9 @@ if (values['fake-pdp']) {
   pdpKind = 'fake PDP (test/pep/fake-pdp.ts: no Cedar, no ledger)';
 } else {
   const { startTestServer } = await import(join(REPO, 'dist/test/helpers/server.js'));
-  const s = await startTestServer({ policyDir: join(REPO, 'test/pep/policies') });
+  // --http-threads N sets the sidecar's http_threads (default: its own default, fronts on).
+  const config = values['http-threads'] === undefined ? {} : { http_threads: Number(values['http-threads']) };
+  const s = await startTestServer({ policyDir: join(REPO, 'test/pep/policies'), config });
   pdp = { url: s.url, token: s.tokens.pep, stop: () => s.stop() };
   pdpKind = 'real sidecar (`writ serve`, Cedar, durable ledger; policies test/pep/policies)';
 }
@@ -114,5 +116,5 @@ outcome \`committed\`, a fresh execution id per call. ${CALLS} calls each, alter
 Median added latency per call: **${f2(q(diff, 0.5))} ms** (p50 proxied − p50 bare = ${f2(q(p, 0.5) - q(b, 0.5))} ms).
 Reproduce: \`npm run build && node bench/proxy.mjs${values['fake-pdp'] ? ' --fake-pdp' : ''} --calls ${CALLS}\`.
 `;
-writeFileSync(join(REPO, 'bench/results/proxy.md'), md);
+if (!values['no-write']) writeFileSync(join(REPO, 'bench/results/proxy.md'), md);
 process.stdout.write(md);

@@ -15,7 +15,7 @@ import type { DecisionOutcome } from '../policy/engine.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { StaleEntities } from '../entities/entity-store.js';
-import { foreignSubject, parseAuthzenRequest, requestInputOf, stopsAfter, type AuthzenEvaluation } from './request.js';
+import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PreparedAuthzen } from './request.js';
 
 export interface AuthzenDecision {
   decision: boolean;
@@ -62,19 +62,45 @@ export class AuthzenService {
 
   /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
-    const request = parseAuthzenRequest(text, batch);
-    if (caller.role === 'pep') {
-      // A pep token is bound to its actor: it may ask only about that subject (docs/protocol.md §10).
-      const foreign = caller.actor === undefined ? request.evaluations[0] : foreignSubject(request.evaluations, caller.actor);
-      if (foreign !== undefined) {
-        throw new WritError('ACTOR_MISMATCH', 'a pep token may ask only about its own actor as subject', { path: foreign.subjectPath });
-      }
-    }
-    const decisions = await this.decideAndRecord(caller, request.evaluations, request.semantic);
+    const request = admitAuthzen(caller, text, batch);
+    const decisions = await this.decideAndRecord(caller, request);
     return request.single ? decisions[0]! : { evaluations: decisions };
   }
 
-  private async decideAndRecord(caller: Caller, evaluations: AuthzenEvaluation[], semantic: Parameters<typeof stopsAfter>[0]): Promise<AuthzenDecision[]> {
+  /**
+   * Records what a front evaluated (PreparedAuthzen) and answers it — the same records and answer as
+   * evaluate() gives, unless the policy set or entities moved since: then evaluate() itself.
+   */
+  async recordPrepared(caller: Caller, text: string, batch: boolean, p: PreparedAuthzen): Promise<AuthzenAnswer> {
+    const sidecar = this.sidecar;
+    const request = admitAuthzen(caller, text, batch);
+    if (p.policyVersion !== sidecar.engine.policyVersion || p.entitiesVersion !== sidecar.entities.version || p.outcomes.length > request.evaluations.length) {
+      return this.evaluate(caller, text, batch);
+    }
+    const ids = p.outcomes.map(() => randomUUID());
+    const versions = { policy_version: p.policyVersion, entities_version: p.entitiesVersion };
+    const now = new Date(p.now);
+    try {
+      await sidecar.store.write((tx) => {
+        if (sidecar.entities.version !== p.entitiesVersion) throw new StaleEntities();
+        sidecar.entities.checkFresh(tx);
+        p.outcomes.forEach((outcome, i) => tx.append(recordOf(request.evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
+      }, { label: 'authzen' });
+    } catch (e) {
+      if (e instanceof StaleEntities) {
+        if (sidecar.entities.version === p.entitiesVersion) await sidecar.entities.reload();
+        return this.evaluate(caller, text, batch);
+      }
+      if (isWritError(e)) throw e;
+      throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+    }
+    for (const outcome of p.outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
+    const decisions = p.outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
+    return request.single ? decisions[0]! : { evaluations: decisions };
+  }
+
+  private async decideAndRecord(caller: Caller, request: AuthzenRequest): Promise<AuthzenDecision[]> {
+    const evaluations = request.evaluations;
     const sidecar = this.sidecar;
     // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
     // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
@@ -84,18 +110,7 @@ export class AuthzenService {
       const entitiesVersion = sidecar.entities.version;
       const now = sidecar.now();
       const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
-      let outcomes: DecisionOutcome[];
-      if (semantic === 'execute_all') {
-        outcomes = await Promise.all(evaluations.map(decide));
-      } else {
-        // In order, one at a time: the items after the deciding one are never evaluated.
-        outcomes = [];
-        for (const e of evaluations) {
-          const outcome = await decide(e);
-          outcomes.push(outcome);
-          if (stopsAfter(semantic, outcome.decision === 'allow')) break;
-        }
-      }
+      const outcomes = await evaluateItems(request, decide);
       const ids = outcomes.map(() => randomUUID());
       const versions = { policy_version: engine.policyVersion, entities_version: entitiesVersion };
       try {

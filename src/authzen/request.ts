@@ -16,7 +16,8 @@ import {
 } from '../binding/index.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
-import type { RequestInput } from '../policy/engine.js';
+import type { DecisionOutcome, RequestInput } from '../policy/engine.js';
+import type { Caller } from '../http/auth.js';
 import { type Uid, uidKey } from '../util/uid.js';
 
 export type EvaluationsSemantic = 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit';
@@ -200,4 +201,45 @@ export function requestInputOf(e: AuthzenEvaluation, store: EntitySource): Reque
     requestEntities,
     entities: store,
   };
+}
+
+/** Parses a request and checks who may ask it; throws the refusal the route answers. */
+export function admitAuthzen(caller: Caller, text: string, batch: boolean): AuthzenRequest {
+  const request = parseAuthzenRequest(text, batch);
+  if (caller.role === 'pep') {
+    // A pep token is bound to its actor: it may ask only about that subject (docs/protocol.md §10).
+    const foreign = caller.actor === undefined ? request.evaluations[0] : foreignSubject(request.evaluations, caller.actor);
+    if (foreign !== undefined) {
+      throw new WritError('ACTOR_MISMATCH', 'a pep token may ask only about its own actor as subject', { path: foreign.subjectPath });
+    }
+  }
+  return request;
+}
+
+/** Evaluates a request's items: all at once (execute_all), else in order, stopping where its semantic says. */
+export async function evaluateItems(
+  request: AuthzenRequest, decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+): Promise<DecisionOutcome[]> {
+  if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(decide));
+  // In order, one at a time: the items after the deciding one are never evaluated.
+  const outcomes: DecisionOutcome[] = [];
+  for (const e of request.evaluations) {
+    const outcome = await decide(e);
+    outcomes.push(outcome);
+    if (stopsAfter(request.semantic, outcome.decision === 'allow')) break;
+  }
+  return outcomes;
+}
+
+/**
+ * An AuthZEN request an HTTP front evaluated (src/front/): its outcomes, and the policy set, entities
+ * and time they were evaluated with. The sidecar records them only if the policy set and entities are
+ * still those; otherwise it evaluates the request again itself.
+ */
+export interface PreparedAuthzen {
+  outcomes: DecisionOutcome[];
+  policyVersion: string;
+  entitiesVersion: string;
+  /** RFC 3339, the PDP time of the evaluation. */
+  now: string;
 }

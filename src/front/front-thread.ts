@@ -25,7 +25,9 @@ import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
-import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import { admitAuthzen, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
+import { pdpNow } from '../server/decision-admission.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
@@ -85,7 +87,7 @@ function post(message: FromFront): void {
  * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
  */
 const ASK_BATCH = 8;
-function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } }): Promise<SidecarAnswer> {
+function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk }): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
@@ -125,9 +127,9 @@ link.onMessage((m: ToFront) => {
 
 // ── HTTP ─────────────────────────────────────────────────────────────────────────────────────────
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers?: http.OutgoingHttpHeaders): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -139,6 +141,7 @@ function sendUnavailable(res: ServerResponse): void {
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
+  else if ('authzen' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
 }
 
@@ -147,6 +150,16 @@ function pepCaller(req: IncomingMessage): Caller | undefined {
   try {
     const caller = tokens.authenticate(req.headers.authorization);
     return caller.role === 'pep' && caller.actor !== undefined ? caller : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The caller of an AuthZEN evaluation the sidecar may answer by message: an `evaluator` or a `pep` (src/authzen/routes.ts). */
+function authzenCaller(req: IncomingMessage): Caller | undefined {
+  try {
+    const caller = tokens.authenticate(req.headers.authorization);
+    return caller.role === 'evaluator' || caller.role === 'pep' ? caller : undefined;
   } catch {
     return undefined;
   }
@@ -230,18 +243,73 @@ async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller)
 }
 
 function unreachable(): never {
-  throw new Error('the sidecar answered a decide with a bare record');
+  throw new Error('the sidecar answered with another kind of answer than was asked');
+}
+
+/**
+ * An AuthZEN evaluation (docs/protocol.md §10): the sidecar evaluates and records it exactly as its own
+ * route does (AuthzenService), handed the body by message; the front echoes X-Request-ID as the route
+ * does, on errors too.
+ */
+async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller, batch: boolean): Promise<void> {
+  let bytes: Buffer;
+  try {
+    bytes = await readBody(req);
+  } catch {
+    res.destroy();
+    return;
+  }
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    passThrough(req, res, bytes); // the sidecar refuses it (INVALID_JSON)
+    return;
+  }
+  const requestId = req.headers['x-request-id'];
+  const headers = typeof requestId === 'string' && REQUEST_ID.test(requestId) ? { 'x-request-id': requestId } : undefined;
+  // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
+  // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
+  // all, so the answer is its own.
+  let prepared: PreparedAuthzen | undefined;
+  try {
+    const request = admitAuthzen(caller, text, batch);
+    const [e, source, now] = [engine, entities, pdpNow(start.clockFile)];
+    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(e, requestInputOf(item, source)));
+    prepared = { outcomes, policyVersion: e.policyVersion, entitiesVersion: source.version, now: now.toISOString() };
+  } catch {
+    prepared = undefined;
+  }
+  const a = await ask({ authzen: { caller, text, batch, ...(prepared ? { prepared } : {}) } });
+  if ('error' in a) sendJson(res, a.error.status, a.error.body, headers);
+  else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen, headers);
+  else unreachable();
+}
+const REQUEST_ID = /^[\x21-\x7e]{1,256}$/;
+const AUTHZEN_PATHS = new Map([['/access/v1/evaluation', false], ['/access/v1/evaluations', true]]);
+
+/** A declared JSON body within the limit: what the fast paths read themselves (else the sidecar refuses it). */
+function declaredJson(req: IncomingMessage): boolean {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  const type = req.headers['content-type'];
+  return Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && type !== undefined && JSON_TYPE.test(type.trim());
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
   if (req.method === 'POST' && req.url === '/v1/decisions') {
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    const type = req.headers['content-type'];
-    const caller = Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && type !== undefined && JSON_TYPE.test(type.trim())
-      ? pepCaller(req)
-      : undefined;
+    const caller = declaredJson(req) ? pepCaller(req) : undefined;
     if (caller !== undefined) {
       decide(req, res, caller).catch(() => {
+        if (!res.headersSent) sendUnavailable(res);
+      });
+      return;
+    }
+  }
+  const batch = req.method === 'POST' ? AUTHZEN_PATHS.get(req.url ?? '') : undefined;
+  if (batch !== undefined) {
+    const caller = declaredJson(req) ? authzenCaller(req) : undefined;
+    if (caller !== undefined) {
+      authzen(req, res, caller, batch).catch(() => {
         if (!res.headersSent) sendUnavailable(res);
       });
       return;

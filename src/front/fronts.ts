@@ -18,6 +18,8 @@ import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { frontThreadsSupported } from './support.js';
 import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import type { PreparedCommit } from '../server/decision-admission.js';
+import { AuthzenService } from '../authzen/handler.js';
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
@@ -129,6 +131,8 @@ export class Fronts {
   private readonly fronts: Front[] = [];
   private restarts = 0;
   private closing = false;
+  /** Answers the AuthZEN evaluations the fronts hand over (made on first use). */
+  private authzen: AuthzenService | undefined;
   readonly port: number;
 
   private constructor(private readonly o: FrontsOptions, port: number) {
@@ -200,7 +204,15 @@ export class Fronts {
 
   private answer(front: Front, a: FrontAsk): void {
     const { sidecar } = this.o;
-    const work = 'prepared' in a ? sidecar.commitPrepared(a.prepared) : sidecar.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
+    let work: Promise<PreparedCommit | { authzen: unknown }>;
+    if ('prepared' in a) work = sidecar.commitPrepared(a.prepared);
+    else if ('decide' in a) work = sidecar.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
+    else {
+      this.authzen ??= new AuthzenService(sidecar);
+      const { caller, text, batch, prepared } = a.authzen;
+      const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPrepared(caller, text, batch, prepared);
+      work = answer.then((authzen) => ({ authzen }));
+    }
     work.then(
       (ok) => this.reply(front, { id: a.id, ok }),
       (e) => this.reply(front, errorAnswer(a.id, e)),

@@ -7,6 +7,7 @@ import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import type { PreparedAuthzen } from '../authzen/request.js';
 
 export interface FrontStart {
   host: string;
@@ -23,13 +24,27 @@ export interface FrontStart {
   entities: { version: string; list: EntityJson[] };
 }
 
-/** A decision for the sidecar: commit what the front prepared, or decide the text itself. */
+/**
+ * A request for the sidecar: commit a decision the front prepared, decide a decision's text itself, or
+ * record (or evaluate) an AuthZEN request — handed over as a message rather than passed through over
+ * loopback HTTP, which cost a third of AuthZEN's throughput.
+ */
 export type FrontAsk =
   | { id: number; prepared: PreparedDecision }
-  | { id: number; decide: { caller: Caller; text: string } };
+  | { id: number; decide: { caller: Caller; text: string } }
+  | { id: number; authzen: AuthzenAsk };
+
+/** An AuthZEN request: evaluated by the front (`prepared`), or left to the sidecar to evaluate. */
+export interface AuthzenAsk {
+  caller: Caller;
+  text: string;
+  /** /access/v1/evaluations rather than /access/v1/evaluation. */
+  batch: boolean;
+  prepared?: PreparedAuthzen;
+}
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit }
+  | { id: number; ok: PreparedCommit | { authzen: unknown } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =

@@ -16,6 +16,8 @@ import { prepareDecision, preparedAnswer, type FrontState } from '../../src/fron
 import { recordHash } from '../../src/ledger/record.js';
 import type { Caller } from '../../src/http/auth.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
+import { AuthzenService } from '../../src/authzen/handler.js';
+import type { DecisionOutcome } from '../../src/policy/engine.js';
 
 const CALLER: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
 const read = (id: string, phase: 'propose' | 'execute' = 'execute') =>
@@ -110,5 +112,67 @@ describe('Sidecar.commitPrepared', () => {
   test('a supersedes is left to the sidecar', async () => {
     const body = offboardingBody({ execution_id: 'front-5', phase: 'execute', envelope: { supersedes: 'front-4' }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
     assert.equal(await prepareDecision(front, CALLER, JSON.stringify(body), 0), undefined);
+  });
+});
+
+describe('AuthzenService.recordPrepared', () => {
+  let dir: string;
+  let store: Store;
+  let sidecar: Sidecar;
+  let service: AuthzenService;
+  const EVALUATOR: Caller = { role: 'evaluator' };
+  const text = JSON.stringify({ subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'read' }, resource: { type: 'Employee', id: '7721' } });
+  // An outcome the bundled policies never give for this request (they name no AuthZEN action): it shows
+  // whether the sidecar recorded the front's outcome or evaluated the request itself.
+  const fabricated: DecisionOutcome = { decision: 'allow', reasons: ['as-the-front-evaluated'], errors: [], obligations: [] };
+  const prepared = (over: Record<string, unknown> = {}) => ({
+    outcomes: [fabricated], policyVersion: sidecar.engine.policyVersion, entitiesVersion: sidecar.entities.version, now: '2026-08-24T08:30:00.000Z', ...over,
+  });
+  const recordOf = async (decisionId: string) => {
+    const size = await store.size();
+    for (let seq = size - 1; seq >= 0; seq--) {
+      const r = (await store.getRecord(seq))!;
+      if (r.decision_id === decisionId) return r;
+    }
+    throw new Error(`no record for ${decisionId}`);
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'writ-record-prepared-'));
+    const config: WritConfig = {
+      ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
+    };
+    store = await Store.open({ dataDir: config.data_dir });
+    sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
+    await sidecar.recordStartup();
+    service = new AuthzenService(sidecar);
+  });
+  after(async () => {
+    await sidecar.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('what the front evaluated on the policy set and entities in force is recorded as it evaluated it', async () => {
+    const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared())) as any;
+    assert.deepEqual([answer.decision, answer.context.reasons], [true, ['as-the-front-evaluated']]);
+    const r = await recordOf(answer.context.decision_id);
+    assert.deepEqual([r.api, r.decision, r.reasons, r.now, r.entities_version], ['authzen', 'allow', ['as-the-front-evaluated'], '2026-08-24T08:30:00.000Z', sidecar.entities.version]);
+    assert.equal(r.hash, recordHash(r));
+  });
+
+  test('entities or a policy set that moved since the front evaluated: evaluated again by the sidecar', async () => {
+    const own = (await service.evaluate(EVALUATOR, text, false)) as any;
+    for (const over of [{ entitiesVersion: 'sha256:' + '0'.repeat(64) }, { policyVersion: 'sha256:' + '1'.repeat(64) }]) {
+      const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared(over))) as any;
+      assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons], JSON.stringify(over));
+      const r = await recordOf(answer.context.decision_id);
+      assert.deepEqual([r.decision, r.entities_version, r.policy_version], [own.decision ? 'allow' : 'deny', sidecar.entities.version, sidecar.engine.policyVersion]);
+    }
+  });
+
+  test('a refusal is the same as the route gives: a pep asking about another actor', async () => {
+    const pep: Caller = { role: 'pep', actor: { type: 'Agent', id: 'someone-else' } };
+    await assert.rejects(service.recordPrepared(pep, text, false, prepared()), (e: any) => e.code === 'ACTOR_MISMATCH');
   });
 });

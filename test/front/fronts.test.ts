@@ -526,3 +526,108 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
     }
   });
 });
+
+describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
+  // The AuthZEN test policies (test/authzen/http.test.ts): AuthZEN names actions without a "/".
+  const POLICIES = `
+@id("read-doc") permit (principal is user, action == Action::"read", resource is doc) when { principal.clearance >= resource.level };
+@id("write-needs-approval") @requires_approval("group::\\"editors\\"") forbid (principal, action == Action::"write", resource) when { context.size > 10 };
+@id("write") permit (principal is user, action == Action::"write", resource is doc);
+`;
+  const ENTITIES = [
+    { uid: { type: 'user', id: 'alice' }, attrs: { clearance: 2 }, parents: [] },
+    { uid: { type: 'user', id: 'bob' }, attrs: { clearance: 5 }, parents: [] },
+    { uid: { type: 'doc', id: 'public' }, attrs: { level: 1 }, parents: [] },
+    { uid: { type: 'doc', id: 'secret' }, attrs: { level: 5 }, parents: [] },
+  ];
+  const TOKENS = { evaluator: 'fronts-authzen-evaluator', pep: 'fronts-authzen-pep-alice', auditor: 'fronts-authzen-auditor', admin: 'fronts-authzen-admin' };
+  let dir: string;
+  let fronts: TestServer;
+  let plain: TestServer;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'writ-fronts-authzen-'));
+    writeFileSync(join(dir, 'docs.cedar'), POLICIES);
+    writeFileSync(join(dir, 'entities.json'), JSON.stringify(ENTITIES));
+    const config = (httpThreads: number) => ({
+      http_threads: httpThreads,
+      tokens: [
+        { token: TOKENS.evaluator, role: 'evaluator' },
+        { token: TOKENS.pep, role: 'pep', actor: { type: 'user', id: 'alice' } },
+        { token: TOKENS.auditor, role: 'auditor' },
+        { token: TOKENS.admin, role: 'admin' },
+      ],
+    });
+    // One fixed PDP time for both, so the records' `now` compare equal.
+    writeFileSync(join(dir, 'now'), '2026-08-24T15:30:00+07:00');
+    const clockFile = join(dir, 'now');
+    [fronts, plain] = await Promise.all([startTestServer({ policyDir: dir, clockFile, config: config(FRONTS) }), startTestServer({ policyDir: dir, clockFile, config: config(0) })]);
+  });
+  after(async () => {
+    const codes = await Promise.all([fronts?.stop(), plain?.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+    assert.deepEqual(codes, [0, 0], 'SIGTERM exits 0');
+  });
+
+  const records = async (s: TestServer) => {
+    const r = await call(s, 'GET', '/v1/ledger/export', { token: TOKENS.auditor });
+    assert.equal(r.status, 200, r.text);
+    return r.text.trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.kind === 'decision');
+  };
+  const user = (id: string) => ({ type: 'user', id });
+  const doc = (id: string) => ({ type: 'doc', id });
+  const read = (who: string, what: string) => ({ subject: user(who), action: { name: 'read' }, resource: doc(what) });
+
+  test('evaluated on a front and recorded by the sidecar: the same answers, headers and records as without fronts', async () => {
+    type Step = { status: number; body: any; requestId: string | null; contentType: string | null };
+    const story = async (s: TestServer): Promise<{ steps: Step[]; from: number }> => {
+      const from = (await records(s)).length;
+      const steps: Step[] = [];
+      const step = async (path: string, body: unknown, token = TOKENS.evaluator, rawBody?: string) => {
+        const res = await fetch(s.url + path, {
+          method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': `rq-${steps.length}` }, body: rawBody ?? JSON.stringify(body),
+        });
+        steps.push({ status: res.status, body: JSON.parse(await res.text()), requestId: res.headers.get('x-request-id'), contentType: res.headers.get('content-type') });
+      };
+      await step('/access/v1/evaluation', read('bob', 'secret'));
+      await step('/access/v1/evaluation', read('alice', 'secret'));
+      await step('/access/v1/evaluation', { subject: user('alice'), action: { name: 'write' }, resource: doc('public'), context: { size: 50 } }); // approval_required
+      await step('/access/v1/evaluations', { evaluations: [read('bob', 'secret'), read('alice', 'secret'), read('alice', 'public')] });
+      for (const semantic of ['deny_on_first_deny', 'permit_on_first_permit']) {
+        await step('/access/v1/evaluations', { evaluations: [read('alice', 'secret'), read('bob', 'secret'), read('alice', 'public')], options: { evaluations_semantic: semantic } });
+      }
+      await step('/access/v1/evaluation', read('alice', 'public'), TOKENS.pep); // a pep asking about its own actor
+      await step('/access/v1/evaluation', read('bob', 'public'), TOKENS.pep); // ACTOR_MISMATCH
+      await step('/access/v1/evaluation', undefined, TOKENS.evaluator, '{"subject":'); // INVALID_JSON
+      await step('/access/v1/evaluation', { subject: user('bob') }); // a schema refusal with its pointer
+      return { steps, from };
+    };
+    const a = await story(fronts);
+    const b = await story(plain);
+    assert.deepEqual(a.steps.map((x) => x.status), [200, 200, 200, 200, 200, 200, 200, 403, 400, 400], JSON.stringify(a.steps));
+    assert.deepEqual(a.steps.map((x) => stable(x.body)), b.steps.map((x) => stable(x.body)));
+    // Same members in the same order.
+    assert.deepEqual(a.steps.map((x) => JSON.stringify(Object.keys(x.body))), b.steps.map((x) => JSON.stringify(Object.keys(x.body))));
+    assert.deepEqual(a.steps.map((x) => [x.requestId, x.contentType]), b.steps.map((x) => [x.requestId, x.contentType]));
+    assert.deepEqual(a.steps.slice(0, 3).map((x) => [x.body.decision, x.body.context.obligations?.length]), [[true, undefined], [false, undefined], [false, 1]]);
+    const ra = (await records(fronts)).slice(a.from);
+    const rb = (await records(plain)).slice(b.from);
+    // 3 singles, 3 in the batch, 1 and 2 where the semantics stopped, the pep's 1; nothing for the refusals.
+    assert.equal(ra.length, 10);
+    assert.deepEqual(ra.map(stable), rb.map(stable));
+    const ids = a.steps.flatMap((x) => (x.body.evaluations ?? [x.body]).map((d: any) => d.context?.decision_id)).filter(Boolean);
+    assert.deepEqual(ra.map((r) => r.decision_id), ids);
+  });
+
+  test('an entity change is honoured by the very next evaluation through the fronts', async () => {
+    for (let i = 0; i < 6; i++) {
+      const clearance = i % 2 === 0 ? 9 : 1;
+      const put = await call(fronts, 'PUT', '/v1/entities/user/carol', { token: TOKENS.admin, body: { attrs: { clearance }, parents: [] } });
+      assert.equal(put.status, 200, put.text);
+      const r = await call(fronts, 'POST', '/access/v1/evaluation', { token: TOKENS.evaluator, body: read('carol', 'secret') });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.decision, clearance >= 5, `evaluation ${i} used the entities after the change`);
+      const rec = (await records(fronts)).find((x) => x.decision_id === r.body.context.decision_id);
+      assert.equal(rec.entities_version, put.body.entities_version);
+    }
+  });
+});
