@@ -6,9 +6,9 @@ import type { Context, Hono } from 'hono';
 import { requireRole, type Caller, type TokenTable } from '../http/auth.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { AuthzenService } from './handler.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId } from './request.js';
 
-export const AUTHZEN_EVALUATION_PATH = '/access/v1/evaluation';
-export const AUTHZEN_EVALUATIONS_PATH = '/access/v1/evaluations';
+export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
 export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
 
 export interface AuthzenDeps {
@@ -26,9 +26,8 @@ function originOf(c: Context): string {
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.sidecar);
   const authenticate = (c: Context): Caller => {
-    // AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID (so a PEP can match answers and logs), errors included.
-    const requestId = c.req.header('x-request-id');
-    if (requestId !== undefined && /^[\x21-\x7e]{1,256}$/.test(requestId)) c.header('X-Request-ID', requestId);
+    const requestId = echoedRequestId(c.req.header('x-request-id'));
+    if (requestId !== undefined) c.header('X-Request-ID', requestId);
     const caller = deps.tokens.authenticate(c.req.header('authorization'));
     requireRole(caller, ['evaluator', 'pep']);
     return caller;

@@ -26,7 +26,9 @@ import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import { admitAuthzen, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
+import {
+  admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId, evaluateItems, requestInputOf, type PreparedAuthzen,
+} from '../authzen/request.js';
 import { pdpNow } from '../server/decision-admission.js';
 
 /**
@@ -210,22 +212,31 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> {
+/**
+ * The body of a fast-path request as text; undefined when it has been dealt with otherwise: a client
+ * gone before its body ended is dropped, a body that is not UTF-8 is passed to the sidecar (which
+ * refuses it with INVALID_JSON).
+ */
+async function readText(req: IncomingMessage, res: ServerResponse): Promise<string | undefined> {
   let bytes: Buffer;
   try {
     bytes = await readBody(req);
   } catch {
     res.destroy();
-    return;
+    return undefined;
   }
-  const startedAt = performance.timeOrigin + performance.now();
-  let text: string;
   try {
-    text = utf8.decode(bytes);
+    return utf8.decode(bytes);
   } catch {
-    passThrough(req, res, bytes); // the sidecar refuses it (INVALID_JSON)
-    return;
+    passThrough(req, res, bytes);
+    return undefined;
   }
+}
+
+async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> {
+  const text = await readText(req, res);
+  if (text === undefined) return;
+  const startedAt = performance.timeOrigin + performance.now();
   let prepared: Prepared | undefined;
   try {
     prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
@@ -252,22 +263,10 @@ function unreachable(): never {
  * does, on errors too.
  */
 async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller, batch: boolean): Promise<void> {
-  let bytes: Buffer;
-  try {
-    bytes = await readBody(req);
-  } catch {
-    res.destroy();
-    return;
-  }
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    passThrough(req, res, bytes); // the sidecar refuses it (INVALID_JSON)
-    return;
-  }
-  const requestId = req.headers['x-request-id'];
-  const headers = typeof requestId === 'string' && REQUEST_ID.test(requestId) ? { 'x-request-id': requestId } : undefined;
+  const text = await readText(req, res);
+  if (text === undefined) return;
+  const requestId = echoedRequestId(req.headers['x-request-id']);
+  const headers = requestId === undefined ? undefined : { 'x-request-id': requestId };
   // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
   // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
   // all, so the answer is its own.
@@ -285,8 +284,7 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen, headers);
   else unreachable();
 }
-const REQUEST_ID = /^[\x21-\x7e]{1,256}$/;
-const AUTHZEN_PATHS = new Map([['/access/v1/evaluation', false], ['/access/v1/evaluations', true]]);
+const AUTHZEN_PATHS = new Map([[AUTHZEN_EVALUATION_PATH, false], [AUTHZEN_EVALUATIONS_PATH, true]]);
 
 /** A declared JSON body within the limit: what the fast paths read themselves (else the sidecar refuses it). */
 function declaredJson(req: IncomingMessage): boolean {

@@ -55,6 +55,28 @@ test('relevance: any other use of context means the whole context', () => {
 });
 
 /**
+ * Runs `fn` with three engines over `policies`: narrowed (the default), the reference that hands Cedar
+ * the whole set, context and slice, and one behind an evaluator thread — with a one-entry memo, so a
+ * thread is handed the narrowed Cedar call itself (PreparedCall) and nearly every request still goes to it.
+ */
+async function withEngines(
+  policies: Record<string, string>,
+  fn: (e: { narrowed: PolicyEngine; reference: PolicyEngine; threaded: PolicyEngine; pool: EvaluatorPool }) => Promise<void>,
+): Promise<void> {
+  const { dir, cleanup } = tempPolicyDir(policies);
+  const pool = new EvaluatorPool(1);
+  try {
+    const bundle = loadPolicyDir(dir);
+    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
+    pool.register(threaded, bundle);
+    await fn({ narrowed: new PolicyEngine(bundle), reference: new PolicyEngine(bundle, { narrowRequests: false }), threaded, pool });
+  } finally {
+    await pool.close();
+    cleanup();
+  }
+}
+
+/**
  * The narrowing must be invisible: over many requests against a policy set that mixes every scope
  * kind, context reads, errors and approval obligations, the narrowed engine answers exactly what
  * the engine that hands Cedar the whole set and context answers.
@@ -80,17 +102,8 @@ const MIXED_ENTITIES = [
   { uid: { type: 'Doc', id: 'd2' }, attrs: { secret: true, owner: { __entity: { type: 'User', id: 'req' } }, title: 't' }, parents: [] },
 ];
 
-test('narrowed decisions equal whole-set, whole-context decisions (500 random requests), in-process and on an evaluator thread', async () => {
-  const { dir, cleanup } = tempPolicyDir({ 'mixed.cedar': MIXED_POLICIES });
-  const pool = new EvaluatorPool(1);
-  try {
-    const bundle = loadPolicyDir(dir);
-    const narrowed = new PolicyEngine(bundle);
-    const reference = new PolicyEngine(bundle, { narrowRequests: false });
-    // With a memo, a thread is handed the narrowed Cedar call itself (PreparedCall) when there are no
-    // approvals (a one-entry memo: nearly every request still goes to the thread).
-    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
-    pool.register(threaded, bundle);
+test('narrowed decisions equal whole-set, whole-context decisions (500 random requests), in-process and on an evaluator thread', () =>
+  withEngines({ 'mixed.cedar': MIXED_POLICIES }, async ({ narrowed, reference, threaded, pool }) => {
     const entities = new StaticEntitySource(MIXED_ENTITIES);
     const random = prng(20261130);
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
@@ -120,11 +133,7 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
     }
     // The sample reached every kind of answer, so the comparison covered each path.
     assert.deepEqual([...seen].sort(), ['allow', 'approval_required', 'deny']);
-  } finally {
-    await pool.close();
-    cleanup();
-  }
-});
+  }));
 
 /**
  * Entities that carry nothing once narrowed (no attributes read, no parents) are left out of the first
@@ -159,15 +168,8 @@ const EMPTY_ENTITY_SET = [
   { uid: { type: 'Doc', id: 'd4' }, attrs: { owner: { __entity: { type: 'User', id: 'req' } } }, parents: [] },
 ];
 
-test('leaving empty entities out of the first evaluation changes no decision and no error text (400 random requests)', async () => {
-  const { dir, cleanup } = tempPolicyDir({ 'empty.cedar': EMPTY_ENTITY_POLICIES });
-  const pool = new EvaluatorPool(1);
-  try {
-    const bundle = loadPolicyDir(dir);
-    const narrowed = new PolicyEngine(bundle);
-    const reference = new PolicyEngine(bundle, { narrowRequests: false });
-    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
-    pool.register(threaded, bundle);
+test('leaving empty entities out of the first evaluation changes no decision and no error text (400 random requests)', () =>
+  withEngines({ 'empty.cedar': EMPTY_ENTITY_POLICIES }, async ({ narrowed, reference, threaded, pool }) => {
     const entities = new StaticEntitySource(EMPTY_ENTITY_SET);
     const random = prng(20261201);
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
@@ -196,11 +198,7 @@ test('leaving empty entities out of the first evaluation changes no decision and
     assert.deepEqual([...seen].sort(), ['allow', 'approval_required', 'deny']);
     // Attribute reads of empty (and of absent) entities happened, so the error-text path was compared.
     assert.ok(errored > 20, `only ${errored} requests errored`);
-  } finally {
-    await pool.close();
-    cleanup();
-  }
-});
+  }));
 
 test('narrowed decisions equal reference decisions on the bundled offboarding policies', () => {
   const bundle = loadPolicyDir(BUNDLED_DIR);
