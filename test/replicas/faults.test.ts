@@ -79,7 +79,12 @@ describe('replica faults on one PostgreSQL', () => {
       await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
       await rs[0]!.kill();
       const acksAtKill = l.acks.length;
-      await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
+      // On failure, say what became of the survivor too (seen once: it stopped acknowledging after the kill).
+      const survivor = () => {
+        const c = rs[1]!.child;
+        return `survivor pid ${c.pid} exit ${c.exitCode} signal ${c.signalCode}; its output ends:\n${rs[1]!.output().slice(-3000)}`;
+      };
+      await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => `${JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)])}\n${survivor()}`);
       await l.stop();
       await assertAcknowledged(rs[1]!, l.acks);
       await verifiedExport(rs[1]!);
