@@ -57,14 +57,25 @@ function recordOf(
   };
 }
 
+/** What one request's items were evaluated with, and what came of them. */
+interface Evaluated {
+  outcomes: DecisionOutcome[];
+  policyVersion: string;
+  entitiesVersion: string;
+  now: Date;
+}
+
+function answerTo(request: AuthzenRequest, decisions: AuthzenDecision[]): AuthzenAnswer {
+  return request.single ? decisions[0]! : { evaluations: decisions };
+}
+
 export class AuthzenService {
   constructor(private readonly sidecar: Sidecar) {}
 
   /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
     const request = admitAuthzen(caller, text, batch);
-    const decisions = await this.decideAndRecord(caller, request);
-    return request.single ? decisions[0]! : { evaluations: decisions };
+    return answerTo(request, await this.decideAndRecord(caller, request));
   }
 
   /**
@@ -77,30 +88,16 @@ export class AuthzenService {
     if (p.policyVersion !== sidecar.engine.policyVersion || p.entitiesVersion !== sidecar.entities.version || p.outcomes.length > request.evaluations.length) {
       return this.evaluate(caller, text, batch);
     }
-    const ids = p.outcomes.map(() => randomUUID());
-    const versions = { policy_version: p.policyVersion, entities_version: p.entitiesVersion };
-    const now = new Date(p.now);
     try {
-      await sidecar.store.write((tx) => {
-        if (sidecar.entities.version !== p.entitiesVersion) throw new StaleEntities();
-        sidecar.entities.checkFresh(tx);
-        p.outcomes.forEach((outcome, i) => tx.append(recordOf(request.evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
-      }, { label: 'authzen' });
+      return answerTo(request, await this.record(caller, request, { ...p, now: new Date(p.now) }));
     } catch (e) {
-      if (e instanceof StaleEntities) {
-        if (sidecar.entities.version === p.entitiesVersion) await sidecar.entities.reload();
-        return this.evaluate(caller, text, batch);
-      }
-      if (isWritError(e)) throw e;
-      throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+      if (!(e instanceof StaleEntities)) throw e;
+      if (sidecar.entities.version === p.entitiesVersion) await sidecar.entities.reload();
+      return this.evaluate(caller, text, batch);
     }
-    for (const outcome of p.outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
-    const decisions = p.outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
-    return request.single ? decisions[0]! : { evaluations: decisions };
   }
 
   private async decideAndRecord(caller: Caller, request: AuthzenRequest): Promise<AuthzenDecision[]> {
-    const evaluations = request.evaluations;
     const sidecar = this.sidecar;
     // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
     // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
@@ -111,25 +108,37 @@ export class AuthzenService {
       const now = sidecar.now();
       const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
       const outcomes = await evaluateItems(request, decide);
-      const ids = outcomes.map(() => randomUUID());
-      const versions = { policy_version: engine.policyVersion, entities_version: entitiesVersion };
       try {
-        await sidecar.store.write((tx) => {
-          if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
-          sidecar.entities.checkFresh(tx);
-          outcomes.forEach((outcome, i) => tx.append(recordOf(evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
-        }, { label: 'authzen' });
+        return await this.record(caller, request, { outcomes, policyVersion: engine.policyVersion, entitiesVersion, now });
       } catch (e) {
-        if (e instanceof StaleEntities && attempt < MAX_ATTEMPTS) {
-          if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
-          continue;
-        }
-        if (e instanceof StaleEntities) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
-        if (isWritError(e)) throw e;
-        throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+        if (!(e instanceof StaleEntities)) throw e;
+        if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
+        if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
       }
-      for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
-      return outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
     }
+  }
+
+  /**
+   * One ledger record per outcome, all in one durable write (group commit), and their answers. Throws
+   * StaleEntities when the entities moved since the evaluation (the caller evaluates again), else a
+   * WritError.
+   */
+  private async record(caller: Caller, request: AuthzenRequest, evaluated: Evaluated): Promise<AuthzenDecision[]> {
+    const sidecar = this.sidecar;
+    const { outcomes, entitiesVersion, now } = evaluated;
+    const ids = outcomes.map(() => randomUUID());
+    const versions = { policy_version: evaluated.policyVersion, entities_version: entitiesVersion };
+    try {
+      await sidecar.store.write((tx) => {
+        if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
+        sidecar.entities.checkFresh(tx);
+        outcomes.forEach((outcome, i) => tx.append(recordOf(request.evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
+      }, { label: 'authzen' });
+    } catch (e) {
+      if (e instanceof StaleEntities || isWritError(e)) throw e;
+      throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
+    }
+    for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
+    return outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
   }
 }

@@ -273,9 +273,12 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   let prepared: PreparedAuthzen | undefined;
   try {
     const request = admitAuthzen(caller, text, batch);
-    const [e, source, now] = [engine, entities, pdpNow(start.clockFile)];
-    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(e, requestInputOf(item, source)));
-    prepared = { outcomes, policyVersion: e.policyVersion, entitiesVersion: source.version, now: now.toISOString() };
+    // This request's policy set and entities, whatever the sidecar sends meanwhile.
+    const usedEngine = engine;
+    const usedEntities = entities;
+    const now = pdpNow(start.clockFile);
+    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(usedEngine, requestInputOf(item, usedEntities)));
+    prepared = { outcomes, policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
   } catch {
     prepared = undefined;
   }

@@ -252,24 +252,22 @@ function withAttributes(entities: EntityJson[], keep: ReadonlySet<string> | unde
 
 /**
  * The slice without its entities that carry nothing (no attributes, no parents, no tags); undefined
- * when there is none to leave out, or when a uid appears twice (Cedar refuses that slice: it must see it).
+ * when there is none to leave out, or when a left-out uid appears twice (Cedar refuses that slice: it
+ * must see it).
  */
 function withoutEmptyEntities(entities: EntityJson[]): EntityJson[] | undefined {
   let lean: EntityJson[] | undefined;
   for (let i = 0; i < entities.length; i++) {
     const e = entities[i]!;
-    if (isEmptyEntity(e)) {
-      lean ??= entities.slice(0, i);
-    } else if (lean !== undefined) {
-      lean.push(e);
+    if (!isEmptyEntity(e)) {
+      lean?.push(e);
+      continue;
     }
-  }
-  if (lean === undefined) return undefined;
-  const seen = new Set<string>();
-  for (const e of entities) {
-    const key = `${e.uid.type}\u0000${e.uid.id}`;
-    if (seen.has(key)) return undefined;
-    seen.add(key);
+    for (let j = 0; j < entities.length; j++) {
+      const other = entities[j]!;
+      if (j !== i && other.uid.type === e.uid.type && other.uid.id === e.uid.id) return undefined;
+    }
+    lean ??= entities.slice(0, i);
   }
   return lean;
 }

@@ -26,27 +26,37 @@ const read = (id: string, phase: 'propose' | 'execute' = 'execute') =>
 const UNIQUE = new Set(['decision_id', 'execution_id', 'now', 'ts', 'seq', 'prev', 'hash']);
 const shared = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !UNIQUE.has(k)));
 
+/** A sidecar on the bundled policies and a fresh LMDB store in a temp dir, as `writ serve` wires them. */
+async function openSidecar(prefix: string): Promise<{ config: WritConfig; store: Store; sidecar: Sidecar; close(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const config: WritConfig = {
+    ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
+  };
+  const store = await Store.open({ dataDir: config.data_dir });
+  const sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
+  await sidecar.recordStartup();
+  return {
+    config, store, sidecar,
+    async close() {
+      await sidecar.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 describe('Sidecar.commitPrepared', () => {
-  let dir: string;
+  let opened: Awaited<ReturnType<typeof openSidecar>>;
   let store: Store;
   let sidecar: Sidecar;
   let front: FrontState;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'writ-commit-prepared-'));
-    const config: WritConfig = {
-      ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
-    };
-    store = await Store.open({ dataDir: config.data_dir });
-    sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
-    await sidecar.recordStartup();
-    front = { engine: new PolicyEngine(loadPolicyDir(config.policy_dir)), entities: sidecar.entities, clockFile: null, evaluate: (e, i) => e.decide(i) };
+    opened = await openSidecar('writ-commit-prepared-');
+    ({ store, sidecar } = opened);
+    front = { engine: new PolicyEngine(loadPolicyDir(opened.config.policy_dir)), entities: sidecar.entities, clockFile: null, evaluate: (e, i) => e.decide(i) };
   });
-  after(async () => {
-    await sidecar.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => opened?.close());
 
   test('a fresh decision is committed as the record the sidecar writes itself, and answered the same', async () => {
     const own = await sidecar.decide(CALLER, read('own-1'));
@@ -116,7 +126,7 @@ describe('Sidecar.commitPrepared', () => {
 });
 
 describe('AuthzenService.recordPrepared', () => {
-  let dir: string;
+  let opened: Awaited<ReturnType<typeof openSidecar>>;
   let store: Store;
   let sidecar: Sidecar;
   let service: AuthzenService;
@@ -138,20 +148,11 @@ describe('AuthzenService.recordPrepared', () => {
   };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'writ-record-prepared-'));
-    const config: WritConfig = {
-      ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
-    };
-    store = await Store.open({ dataDir: config.data_dir });
-    sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
-    await sidecar.recordStartup();
+    opened = await openSidecar('writ-record-prepared-');
+    ({ store, sidecar } = opened);
     service = new AuthzenService(sidecar);
   });
-  after(async () => {
-    await sidecar.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => opened?.close());
 
   test('what the front evaluated on the policy set and entities in force is recorded as it evaluated it', async () => {
     const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared())) as any;
