@@ -604,13 +604,33 @@ export class PolicyEngine {
    */
   decideRequest(input: RequestInput): DecisionOutcome {
     try {
-      const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
-      const plan = this.planFor(target.actionId);
-      const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
-      return this.conclude(plan, target, narrowed(input.context, plan.contextKeys), entities);
+      return this.memoized(this.requestMemoKeyOf(input), input.entities.version, () => this.decideRequestOrThrow(input));
     } catch (e) {
       return denyOf(e);
     }
+  }
+
+  private decideRequestOrThrow(input: RequestInput): DecisionOutcome {
+    const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
+    const plan = this.planFor(target.actionId);
+    const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
+    return this.conclude(plan, target, narrowed(input.context, plan.contextKeys), entities);
+  }
+
+  /**
+   * The memo key of a RequestInput (memo.ts): everything decideRequest's evaluations read — the kept
+   * set, principal, action, resource, the narrowed context, the request's own entities as given (they
+   * replace stored ones in the slice) and the entities_version of the store the rest of the slice is
+   * cut from. Tagged and of another length than a decision's key, so the two can never be equal.
+   * Undefined when the memo is off or the input cannot be keyed exactly.
+   */
+  requestMemoKeyOf(input: RequestInput): string | undefined {
+    if (this.memo === undefined) return undefined;
+    const plan = this.planFor(input.action);
+    return memoKeyText([
+      'request', plan.setId, input.principal, input.action, input.resource,
+      narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
+    ]);
   }
 }
 

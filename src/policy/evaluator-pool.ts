@@ -143,13 +143,25 @@ export class EvaluatorPool {
     const thread = this.leastBusy();
     if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decideRequest(input);
     let entities: EntityJson[];
+    let memoKey: string | undefined;
+    const entitiesVersion = input.entities.version;
     try {
+      // As for decide(): the memo answers a repeated question here, before any hop to a thread.
+      memoKey = engine.requestMemoKeyOf(input);
+      const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
+      if (hit !== undefined) return hit;
       entities = requestEntitySlice(input);
     } catch {
       return engine.decideRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
-    return this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities });
+    const answer = this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities });
+    if (memoKey === undefined) return answer;
+    const key = memoKey;
+    return answer.then((outcome) => {
+      engine.memo!.set(key, entitiesVersion, outcome);
+      return outcome;
+    });
   }
 
   private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { PolicyEngine, type DecisionInput, type DecisionOutcome, type ValidApproval } from '../../src/policy/engine.js';
+import { PolicyEngine, type DecisionInput, type DecisionOutcome, type RequestInput, type ValidApproval } from '../../src/policy/engine.js';
 import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { type EntityJson, type EntitySource, entitiesVersionOf } from '../../src/policy/entities.js';
 import { DecisionMemo, MAX_KEY_CHARS, memoKeyText } from '../../src/policy/memo.js';
@@ -204,6 +204,100 @@ test('decisions answered through the evaluator pool with the memo equal the unca
   } finally {
     await pool.close();
   }
+});
+
+/**
+ * A Cedar request named directly (AuthZEN): the context in Cedar JSON, and the request's own versions of
+ * principal or resource (its properties over the stored entity), which the key must capture as well.
+ */
+const directArb = fc.record({
+  principal: fc.constantFrom('a1', 'a2', 'nobody'),
+  action: fc.constantFrom('s/read', 's/write', 's/err', 's/late', 's/other'),
+  resource: fc.constantFrom('d1', 'd2'),
+  requester: fc.constantFrom('req', 'mgr', 'alice'),
+  task_id: fc.constantFrom('T-1', 'T-X'),
+  phase: fc.constantFrom('propose', 'execute'),
+  now: fc.constantFrom(...NOWS),
+  args: fc.constantFrom<unknown>({ n: 1 }, { n: 5 }, {}),
+  ownPrincipal: fc.option(fc.record({ trusted: fc.boolean(), role: fc.option(fc.constantFrom('hr', 'manager'), { nil: undefined }) }), { nil: undefined }),
+  ownResource: fc.option(fc.record({ limit: fc.integer({ min: 0, max: 12 }), open: fc.boolean() }), { nil: undefined }),
+});
+type Direct = typeof directArb extends fc.Arbitrary<infer T> ? T : never;
+const DIRECT_FIELDS = ['principal', 'action', 'resource', 'requester', 'task_id', 'phase', 'now', 'args', 'ownPrincipal', 'ownResource'] as const;
+const directStepArb = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...DIRECT_FIELDS), directArb), { freq: 2, nil: undefined }) })
+      .map((d) => ({ type: 'decide' as const, ...d })),
+  },
+  { weight: 1, arbitrary: changeArb.map((c) => ({ type: 'change' as const, c })) },
+);
+
+function toRequestInput(r: Direct, entities: EntitySource): RequestInput {
+  const requestEntities: EntityJson[] = [];
+  if (r.ownPrincipal) {
+    requestEntities.push({ uid: uid('Agent', r.principal), attrs: { trusted: r.ownPrincipal.trusted }, parents: r.ownPrincipal.role ? [uid('Role', r.ownPrincipal.role)] : [] });
+  }
+  if (r.ownResource) requestEntities.push({ uid: uid('Doc', r.resource), attrs: { ...r.ownResource }, parents: [] });
+  return {
+    principal: uid('Agent', r.principal), action: r.action, resource: uid('Doc', r.resource),
+    context: {
+      requester: { __entity: uid('User', r.requester) }, task_id: r.task_id, phase: r.phase, arguments: r.args,
+      now: { __extn: { fn: 'datetime', arg: r.now } },
+    },
+    requestEntities, entities,
+  };
+}
+
+test('AuthZEN requests: the memoized engine, in-process and through the evaluator pool, answers exactly as the uncached engine', async () => {
+  const uncached = new PolicyEngine(bundle);
+  const memoized = new PolicyEngine(bundle, { memoSize: 64 });
+  const pooled = new PolicyEngine(bundle, { memoSize: 64 });
+  const pool = new EvaluatorPool(1);
+  pool.register(pooled, bundle);
+  try {
+    const bases = fc.sample(directArb, { seed: 15, numRuns: 4 });
+    const entities = new MutableEntities(seedEntities());
+    let asked = 0;
+    for (const step of fc.sample(directStepArb, { seed: 10, numRuns: 600 })) {
+      if (step.type === 'change') {
+        apply(entities, step.c);
+        continue;
+      }
+      const base = bases[step.base % bases.length]!;
+      const r = step.tweak === undefined ? base : { ...base, [step.tweak[0]]: step.tweak[1][step.tweak[0]] };
+      const input = toRequestInput(r, entities);
+      const expected = uncached.decideRequest(input);
+      const got = memoized.decideRequest(input);
+      assert.deepStrictEqual(got, expected);
+      got.reasons.push('mutated'); // what the memo served cannot be altered by its receiver
+      const [a, b] = await Promise.all([pool.decideRequest(pooled, input), pool.decideRequest(pooled, input)]);
+      assert.deepStrictEqual(a, expected);
+      assert.deepStrictEqual(b, expected);
+      assert.deepStrictEqual(await pool.decideRequest(pooled, input), expected);
+      asked++;
+    }
+    // Not vacuous: both memos answered a good share.
+    assert.ok(memoized.memo!.hits > asked / 5, `in-process memo hits ${memoized.memo!.hits} of ${asked}`);
+    assert.ok(pooled.memo!.hits > asked / 5, `pool memo hits ${pooled.memo!.hits} of ${asked}`);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('AuthZEN request keys: the request\'s own entities and the store version are part of the key, and no decision key equals one', () => {
+  const engine = new PolicyEngine(bundle, { memoSize: 8 });
+  const entities = new MutableEntities(seedEntities());
+  const base: Direct = { principal: 'a1', action: 's/write', resource: 'd1', requester: 'mgr', task_id: 'T-1', phase: 'execute', now: NOWS[0]!, args: { n: 1 }, ownPrincipal: undefined, ownResource: undefined };
+  const key = (r: Direct) => engine.requestMemoKeyOf(toRequestInput(r, entities));
+  const plain = key(base);
+  assert.ok(plain !== undefined);
+  assert.notEqual(key({ ...base, ownResource: { limit: 3, open: false } }), plain);
+  assert.notEqual(key({ ...base, ownResource: { limit: 3, open: false } }), key({ ...base, ownResource: { limit: 4, open: false } }));
+  assert.notEqual(key({ ...base, ownPrincipal: { trusted: true, role: undefined } }), key({ ...base, ownPrincipal: { trusted: true, role: 'hr' } }));
+  apply(entities, { kind: 'limit', id: 'd2', value: 7 });
+  assert.notEqual(key(base), plain);
+  assert.ok(JSON.parse(plain!)[0] === 'request' && JSON.parse(plain!).length !== JSON.parse(engine.memoKeyOf(toInput({ actor: 'a1', action: 's/write', subject: 'd1', requester: 'mgr', task_id: 'T-1', purpose: 'p', phase: 'execute', now: NOWS[0]!, execute_after: undefined, args: { n: 1 }, approvals: [], binding: 'b1' }, entities))!).length);
 });
 
 test('the memo key changes with now exactly when a kept policy reads now', () => {
