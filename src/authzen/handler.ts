@@ -8,7 +8,6 @@
  * evaluation and the write, the request is evaluated again (as MCP decisions are), so a record never
  * names an entities_version older than an entity change recorded before it.
  */
-import { randomUUID } from 'node:crypto';
 import { WritError, isWritError } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
@@ -16,6 +15,7 @@ import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { StaleEntities } from '../entities/entity-store.js';
 import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PreparedAuthzen } from './request.js';
+import { AUTHZEN_RECORD_INDEX_FIELDS, presealAuthzenRecords, type PresealedAuthzenRecord } from './records.js';
 
 export interface AuthzenDecision {
   decision: boolean;
@@ -24,49 +24,19 @@ export interface AuthzenDecision {
 
 export type AuthzenAnswer = AuthzenDecision | { evaluations: AuthzenDecision[] };
 
-/** Thrown inside the write when the entities moved since evaluation: evaluate again. */
-
+/** Evaluations of one request again and again while the entities keep moving under it, before giving up. */
 const MAX_ATTEMPTS = 20;
 
-function answerOf(outcome: DecisionOutcome, decisionId: string): AuthzenDecision {
+/** The answer's entry for one outcome. */
+function decisionOf(outcome: DecisionOutcome, decisionId: string): AuthzenDecision {
   const context: AuthzenDecision['context'] = { decision_id: decisionId, reasons: outcome.reasons };
   if (outcome.decision === 'approval_required') context.obligations = outcome.obligations;
   return { decision: outcome.decision === 'allow', context };
 }
 
-/** The ledger record of one evaluation (kind `decision`, `api: "authzen"`, no execution_id). */
-function recordOf(
-  e: AuthzenEvaluation, outcome: DecisionOutcome, decisionId: string, caller: Caller,
-  versions: { policy_version: string; entities_version: string }, now: Date,
-): { kind: string } & Record<string, unknown> {
-  return {
-    kind: 'decision',
-    api: 'authzen',
-    decision_id: decisionId,
-    subject: e.subject,
-    action: e.action,
-    resource: e.resource,
-    context: e.context,
-    caller: caller.actor === undefined ? { role: caller.role } : { role: caller.role, actor: caller.actor },
-    decision: outcome.decision,
-    reasons: outcome.reasons,
-    errors: outcome.errors,
-    obligations: outcome.obligations,
-    ...versions,
-    now: now.toISOString(),
-  };
-}
-
-/** What one request's items were evaluated with, and what came of them. */
-interface Evaluated {
-  outcomes: DecisionOutcome[];
-  policyVersion: string;
-  entitiesVersion: string;
-  now: Date;
-}
-
-function answerTo(request: AuthzenRequest, decisions: AuthzenDecision[]): AuthzenAnswer {
-  return request.single ? decisions[0]! : { evaluations: decisions };
+/** The answer: one decision (the single route, or a batch without items), or `{ evaluations }`. */
+function answerOf(single: boolean, decisions: AuthzenDecision[]): AuthzenAnswer {
+  return single ? decisions[0]! : { evaluations: decisions };
 }
 
 export class AuthzenService {
@@ -75,21 +45,21 @@ export class AuthzenService {
   /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
     const request = admitAuthzen(caller, text, batch);
-    return answerTo(request, await this.decideAndRecord(caller, request));
+    return answerOf(request.single, await this.decideAndRecord(caller, request));
   }
 
   /**
-   * Records what a front evaluated (PreparedAuthzen) and answers it — the same records and answer as
-   * evaluate() gives, unless the policy set or entities moved since: then evaluate() itself.
+   * Records what a front evaluated and sealed (PreparedAuthzen) and answers it — the same records and
+   * answer as evaluate() gives — unless the policy set or entities moved since: then evaluate() itself.
+   * The front admitted the text for this caller; the sidecar admits it again only to evaluate it.
    */
   async recordPrepared(caller: Caller, text: string, batch: boolean, p: PreparedAuthzen): Promise<AuthzenAnswer> {
     const sidecar = this.sidecar;
-    const request = admitAuthzen(caller, text, batch);
-    if (p.policyVersion !== sidecar.engine.policyVersion || p.entitiesVersion !== sidecar.entities.version || p.outcomes.length > request.evaluations.length) {
+    if (p.policyVersion !== sidecar.engine.policyVersion || p.entitiesVersion !== sidecar.entities.version || p.outcomes.length !== p.records.length) {
       return this.evaluate(caller, text, batch);
     }
     try {
-      return answerTo(request, await this.record(caller, request, { ...p, now: new Date(p.now) }));
+      return answerOf(p.single, await this.commit(p.outcomes, p.records, p.entitiesVersion));
     } catch (e) {
       if (!(e instanceof StaleEntities)) throw e;
       if (sidecar.entities.version === p.entitiesVersion) await sidecar.entities.reload();
@@ -109,7 +79,8 @@ export class AuthzenService {
       const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
       const outcomes = await evaluateItems(request, decide);
       try {
-        return await this.record(caller, request, { outcomes, policyVersion: engine.policyVersion, entitiesVersion, now });
+        const evaluated = { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() };
+        return await this.commit(outcomes, presealAuthzenRecords(request, outcomes, caller, evaluated), entitiesVersion);
       } catch (e) {
         if (!(e instanceof StaleEntities)) throw e;
         if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
@@ -119,26 +90,23 @@ export class AuthzenService {
   }
 
   /**
-   * One ledger record per outcome, all in one durable write (group commit), and their answers. Throws
-   * StaleEntities when the entities moved since the evaluation (the caller evaluates again), else a
-   * WritError.
+   * The records of a request's outcomes, all in one durable write (group commit), and their answers.
+   * Throws StaleEntities when the entities moved since the evaluation (the caller evaluates again),
+   * else a WritError.
    */
-  private async record(caller: Caller, request: AuthzenRequest, evaluated: Evaluated): Promise<AuthzenDecision[]> {
+  private async commit(outcomes: DecisionOutcome[], records: PresealedAuthzenRecord[], entitiesVersion: string): Promise<AuthzenDecision[]> {
     const sidecar = this.sidecar;
-    const { outcomes, entitiesVersion, now } = evaluated;
-    const ids = outcomes.map(() => randomUUID());
-    const versions = { policy_version: evaluated.policyVersion, entities_version: entitiesVersion };
     try {
       await sidecar.store.write((tx) => {
         if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
         sidecar.entities.checkFresh(tx);
-        outcomes.forEach((outcome, i) => tx.append(recordOf(request.evaluations[i]!, outcome, ids[i]!, caller, versions, now)));
+        for (const r of records) tx.append(AUTHZEN_RECORD_INDEX_FIELDS, r);
       }, { label: 'authzen' });
     } catch (e) {
       if (e instanceof StaleEntities || isWritError(e)) throw e;
       throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
     }
     for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
-    return outcomes.map((outcome, i) => answerOf(outcome, ids[i]!));
+    return outcomes.map((outcome, i) => decisionOf(outcome, records[i]!.decisionId));
   }
 }

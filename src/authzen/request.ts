@@ -18,6 +18,7 @@ import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/v
 import type { EntityJson, EntitySource } from '../policy/entities.js';
 import type { DecisionOutcome, RequestInput } from '../policy/engine.js';
 import type { Caller } from '../http/auth.js';
+import type { PresealedAuthzenRecord } from './records.js';
 import { type Uid, uidKey } from '../util/uid.js';
 
 export type EvaluationsSemantic = 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit';
@@ -237,7 +238,11 @@ export async function evaluateItems(
  * still those; otherwise it evaluates the request again itself.
  */
 export interface PreparedAuthzen {
+  /** The answer's shape: one decision, or `{ evaluations }`. */
+  single: boolean;
   outcomes: DecisionOutcome[];
+  /** Outcome i's ledger record, canonicalised on the front (records.ts). */
+  records: PresealedAuthzenRecord[];
   policyVersion: string;
   entitiesVersion: string;
   /** RFC 3339, the PDP time of the evaluation. */

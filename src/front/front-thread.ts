@@ -30,6 +30,7 @@ import {
   admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId, evaluateItems, requestInputOf, type PreparedAuthzen,
 } from '../authzen/request.js';
 import { pdpNow } from '../server/decision-admission.js';
+import { presealAuthzenRecords } from '../authzen/records.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
@@ -278,7 +279,9 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
     const usedEntities = entities;
     const now = pdpNow(start.clockFile);
     const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(usedEngine, requestInputOf(item, usedEntities)));
-    prepared = { outcomes, policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
+    const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
+    // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
+    prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };
   } catch {
     prepared = undefined;
   }

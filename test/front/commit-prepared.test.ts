@@ -17,6 +17,8 @@ import { recordHash } from '../../src/ledger/record.js';
 import type { Caller } from '../../src/http/auth.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 import { AuthzenService } from '../../src/authzen/handler.js';
+import { admitAuthzen, type PreparedAuthzen } from '../../src/authzen/request.js';
+import { authzenRecordOf, presealAuthzenRecords } from '../../src/authzen/records.js';
 import type { DecisionOutcome } from '../../src/policy/engine.js';
 
 const CALLER: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
@@ -135,9 +137,12 @@ describe('AuthzenService.recordPrepared', () => {
   // An outcome the bundled policies never give for this request (they name no AuthZEN action): it shows
   // whether the sidecar recorded the front's outcome or evaluated the request itself.
   const fabricated: DecisionOutcome = { decision: 'allow', reasons: ['as-the-front-evaluated'], errors: [], obligations: [] };
-  const prepared = (over: Record<string, unknown> = {}) => ({
-    outcomes: [fabricated], policyVersion: sidecar.engine.policyVersion, entitiesVersion: sidecar.entities.version, now: '2026-08-24T08:30:00.000Z', ...over,
-  });
+  /** What a front sends: its outcomes and their records, canonicalised there (over: what moved since). */
+  const prepared = (over: Record<string, unknown> = {}): PreparedAuthzen => {
+    const evaluated = { policyVersion: sidecar.engine.policyVersion, entitiesVersion: sidecar.entities.version, now: '2026-08-24T08:30:00.000Z' };
+    const records = presealAuthzenRecords(admitAuthzen(EVALUATOR, text, false), [fabricated], EVALUATOR, evaluated);
+    return { single: true, outcomes: [fabricated], records, ...evaluated, ...over };
+  };
   const recordOf = async (decisionId: string) => {
     const size = await store.size();
     for (let seq = size - 1; seq >= 0; seq--) {
@@ -172,8 +177,22 @@ describe('AuthzenService.recordPrepared', () => {
     }
   });
 
-  test('a refusal is the same as the route gives: a pep asking about another actor', async () => {
-    const pep: Caller = { role: 'pep', actor: { type: 'Agent', id: 'someone-else' } };
-    await assert.rejects(service.recordPrepared(pep, text, false, prepared()), (e: any) => e.code === 'ACTOR_MISMATCH');
+  test('outcomes and records that do not pair up: evaluated again by the sidecar', async () => {
+    const own = (await service.evaluate(EVALUATOR, text, false)) as any;
+    const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared({ records: [] }))) as any;
+    assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons]);
+  });
+
+  test('the record a front canonicalised is the record the sidecar writes for the same evaluation', async () => {
+    const p = prepared();
+    const answer = (await service.recordPrepared(EVALUATOR, text, false, p)) as any;
+    assert.equal(answer.context.decision_id, p.records[0]!.decisionId);
+    const r = await recordOf(answer.context.decision_id);
+    const { v, seq, ts, prev, hash, ...own } = r as Record<string, unknown>;
+    assert.deepEqual([v, typeof seq, typeof ts, typeof prev, typeof hash], [1, 'number', 'string', 'string', 'string']);
+    // The members as the sidecar's own path builds them (authzenRecordOf), field for field.
+    const request = admitAuthzen(EVALUATOR, text, false);
+    const versions = { policy_version: sidecar.engine.policyVersion, entities_version: sidecar.entities.version };
+    assert.deepEqual(own, JSON.parse(JSON.stringify(authzenRecordOf(request.evaluations[0]!, fabricated, answer.context.decision_id, EVALUATOR, versions, '2026-08-24T08:30:00.000Z'))));
   });
 });
