@@ -63,6 +63,38 @@ test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are P
   assert.throws(() => new PdpClient({ url: 'ftp://x', token: 't' }), TypeError);
 });
 
+test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer past the idle-connection limit still arrives; a connection the server closed while idle is not reused', { timeout: 30_000 }, async () => {
+  let mode = '';
+  const s = await serve((_b, _u, res) => {
+    if (mode === 'cut') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"decision":');
+      setTimeout(() => res.socket?.destroy(), 20);
+    } else {
+      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: [], obligations: [] }));
+      if (mode === 'slow') setTimeout(answer, 2_600); // past the client's 2 s idle-connection limit
+      else answer();
+    }
+  });
+  // The server drops idle connections quickly: a client that reused one it had closed would fail.
+  s.server.keepAliveTimeout = 300;
+  try {
+    const c = new PdpClient({ url: s.url, token: 'tok', timeoutMs: 10_000 });
+    mode = 'cut';
+    const cut = await c.decide(body);
+    assert.equal(cut.ok || cut.error.code, 'PDP_UNAVAILABLE');
+    mode = 'slow';
+    assert.equal((await c.decide(body)).ok, true);
+    mode = '';
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await c.decide(body)).ok, true);
+      await new Promise((r) => setTimeout(r, 400)); // longer than the server keeps the connection
+    }
+  } finally {
+    await s.close();
+  }
+});
+
 test('PdpClient: raw arguments are spliced verbatim; outcome retries and treats a landed earlier attempt as done', { timeout: 20_000 }, async () => {
   const seen: string[] = [];
   let outcomeCalls = 0;
