@@ -25,7 +25,7 @@ import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
-import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import {
   admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId, evaluateItems, requestInputOf, type PreparedAuthzen,
 } from '../authzen/request.js';
@@ -90,7 +90,7 @@ function post(message: FromFront): void {
  * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
  */
 const ASK_BATCH = 8;
-function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk }): Promise<SidecarAnswer> {
+function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest }): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
@@ -144,7 +144,7 @@ function sendUnavailable(res: ServerResponse): void {
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
-  else if ('authzen' in a.ok) unreachable();
+  else if ('authzen' in a.ok || 'forwarded' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
 }
 
@@ -290,6 +290,39 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen, headers);
   else unreachable();
 }
+
+/** Headers the sidecar's answer carries that the front sets itself (framing) or that belong to one hop. */
+const FRAMING = new Set(['content-length', ...HOP_BY_HOP]);
+
+/**
+ * A small JSON POST to the API that this front does not decide (an outcome, an approval, a
+ * reconciliation, an entity-less route): handed to the sidecar's own app by message, with its headers
+ * and body as received, and its answer sent back as the app gave it — without a loopback HTTP hop (a
+ * proxied tool call's outcome paid ~2 ms for it on Node 20).
+ */
+async function forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: Buffer;
+  try {
+    body = await readBody(req);
+  } catch {
+    res.destroy(); // the client left before its body ended: nobody to answer
+    return;
+  }
+  const headers: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    if (!HOP_BY_HOP.includes(name)) headers.push([name, req.rawHeaders[i + 1]!]);
+  }
+  const a = await ask({ forward: { method: req.method!, url: req.url!, headers, body } });
+  if ('error' in a) return sendJson(res, a.error.status, a.error.body);
+  if (!('forwarded' in a.ok)) unreachable();
+  const answer = a.ok.forwarded;
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of answer.headers) if (!FRAMING.has(name)) out[name] = value;
+  out['content-length'] = answer.body.byteLength;
+  res.writeHead(answer.status, out);
+  res.end(answer.body);
+}
 const AUTHZEN_PATHS = new Map([[AUTHZEN_EVALUATION_PATH, false], [AUTHZEN_EVALUATIONS_PATH, true]]);
 
 /** A declared JSON body within the limit: what the fast paths read themselves (else the sidecar refuses it). */
@@ -318,6 +351,12 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       });
       return;
     }
+  }
+  if (req.method === 'POST' && req.url?.startsWith('/v1/') && declaredJson(req)) {
+    forward(req, res).catch(() => {
+      if (!res.headersSent) sendUnavailable(res);
+    });
+    return;
   }
   passThrough(req, res);
 }

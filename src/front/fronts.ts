@@ -17,7 +17,7 @@ import type { TokenSpec } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { frontThreadsSupported } from './support.js';
-import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { PreparedCommit } from '../server/decision-admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 
@@ -125,6 +125,8 @@ export interface FrontsOptions {
   sidecar: Sidecar;
   /** After each answered ask (the checkpoint cadence). */
   afterAnswer: () => void;
+  /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
+  forward: (request: ForwardedRequest) => Promise<ForwardedAnswer>;
 }
 
 export class Fronts {
@@ -204,8 +206,9 @@ export class Fronts {
 
   private answer(front: Front, a: FrontAsk): void {
     const { sidecar } = this.o;
-    let work: Promise<PreparedCommit | { authzen: unknown }>;
+    let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
     if ('prepared' in a) work = sidecar.commitPrepared(a.prepared);
+    else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));
     else if ('decide' in a) work = sidecar.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
       this.authzen ??= new AuthzenService(sidecar);

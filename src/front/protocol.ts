@@ -32,7 +32,28 @@ export interface FrontStart {
 export type FrontAsk =
   | { id: number; prepared: PreparedDecision }
   | { id: number; decide: { caller: Caller; text: string } }
-  | { id: number; authzen: AuthzenAsk };
+  | { id: number; authzen: AuthzenAsk }
+  | { id: number; forward: ForwardedRequest };
+
+/**
+ * A small JSON POST to the API that the front does not decide (an outcome, an approval, a
+ * reconciliation…): handed to the sidecar's own app as is, answered by it as is.
+ */
+export interface ForwardedRequest {
+  method: string;
+  /** Path and query, as the client sent them. */
+  url: string;
+  /** The request's headers, lower-cased, without hop-by-hop ones. */
+  headers: Array<[string, string]>;
+  body: Uint8Array;
+}
+
+/** The sidecar app's answer to a ForwardedRequest. */
+export interface ForwardedAnswer {
+  status: number;
+  headers: Array<[string, string]>;
+  body: Uint8Array;
+}
 
 /** An AuthZEN request: evaluated by the front (`prepared`), or left to the sidecar to evaluate. */
 export interface AuthzenAsk {
@@ -44,7 +65,7 @@ export interface AuthzenAsk {
 }
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit | { authzen: unknown } }
+  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =

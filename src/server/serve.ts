@@ -79,16 +79,16 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const { host, port } = parseListen(config.listen);
     // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
     // they do not decide themselves.
+    // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
+    // routes would never run: a route that answers ends the chain.)
+    const appFetch = async (request: Request, env?: unknown) => {
+      const res = await app.fetch(request, env);
+      if (res.status === 413 && env !== undefined) closeAfterAnswer(env); // answered before the body was read: linger, then close
+      if (request.url.includes('/v1/')) cp.maybeCheckpoint();
+      return res;
+    };
     server = await new Promise<Server>((resolve, reject) => {
-      // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
-      // routes would never run: a route that answers ends the chain.)
-      const fetch = async (request: Request, env?: unknown) => {
-        const res = await app.fetch(request, env);
-        if (res.status === 413) closeAfterAnswer(env); // answered before the body was read: linger, then close
-        if (request.url.includes('/v1/')) cp.maybeCheckpoint();
-        return res;
-      };
-      const s = serveHttp({ fetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port }, () => resolve(s as Server)) as Server;
+      const s = serveHttp({ fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
     });
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
@@ -101,6 +101,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
+        // A request a front hands over by message is answered by the same app as the loopback listener's.
+        forward: async (f) => {
+          const res = await appFetch(new Request(`http://127.0.0.1${f.url}`, { method: f.method, headers: f.headers, body: f.body as Uint8Array<ArrayBuffer> }));
+          return { status: res.status, headers: [...res.headers], body: new Uint8Array(await res.arrayBuffer()) };
+        },
       });
     }
     const publicPort = fronts ? fronts.port : addr.port;
