@@ -10,15 +10,19 @@
 //     with 20 resources (Cerbos's own batching), loaded with the same autocannon settings as writ.
 // Cerbos writes its audit log asynchronously; writ answers only after its records are durable.
 //
-//   node bench/authzen.mjs [--duration 8] [--warmup 2] [--connections "10 50"] [--batch 20] [--no-cerbos] [--no-write]
+//   node bench/authzen.mjs [--duration 8] [--warmup 2] [--connections "10 50"] [--batch 20] [--node-bin PATH]
+//                          [--http-threads N] [--no-cerbos] [--no-write]
+// --node-bin runs writ under that Node (default: this one); server CPU counts the front processes a Node
+// without SO_REUSEPORT forks.
 // Writes bench/results/authzen.md (unless --no-write) and raw JSON lines to bench/tmp/authzen-raw.jsonl.
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { procCpuSeconds } from './proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -32,6 +36,7 @@ const { values: a } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     // writ's http_threads (default: its own default, HTTP fronts on; 0 = HTTP on the main thread).
     'http-threads': { type: 'string' },
+    'node-bin': { type: 'string', default: process.execPath },
   },
 });
 const DURATION = Number(a.duration);
@@ -40,7 +45,6 @@ const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const BATCH = Number(a.batch);
 const PEER = join(root, '..', 'shared', 'peers', 'cerbos');
 const TOKEN = 'bench-authzen-evaluator-0123456789';
-const clkTck = 100;
 
 mkdirSync(join(here, 'tmp'), { recursive: true });
 const rawFile = join(here, 'tmp', 'authzen-raw.jsonl');
@@ -50,15 +54,6 @@ const log = (s) => process.stderr.write(s + '\n');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const startedAt = new Date().toISOString();
 
-function procCpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / clkTck;
-  } catch {
-    return null;
-  }
-}
 const pct = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
 
 async function waitHealthy(url, child, init) {
@@ -144,7 +139,7 @@ async function runWrit() {
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   // A free port chosen by the OS (the machine is shared): the URL is read from the start-up line.
-  const child = spawn(process.execPath, [join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(a['node-bin'], [join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const url = await new Promise((resolve, reject) => {
       let out = '';
@@ -259,7 +254,7 @@ if (!a['no-write']) {
     `| ${r.target} | ${r.mode} | ${r.connections} | ${Math.round(r.evaluations_per_s)} | ${Math.round(r.req_per_s)} | ${r.p50_ms?.toFixed?.(2) ?? '–'} | ${r.p99_ms?.toFixed?.(2) ?? '–'} | ${r.server_cpu_cores?.toFixed?.(2) ?? '–'} | ${r.server_cpu_ms_per_evaluation?.toFixed?.(3) ?? '–'} |`);
   const md = `# AuthZEN evaluations/s (bench/authzen.mjs)
 
-Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Node ${process.version}, load average at start ${load0.toFixed(2)}
+Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, writ on Node ${execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim()} (bench on ${process.version}), load average at start ${load0.toFixed(2)}
 (figures are from one run; check the load average). ${DURATION} s measured after ${WARMUP} s warm-up, one run per row.
 
 writ: \`writ serve\` on \`examples/authzen-todo\` (schema, 7 policies), default config (durable ledger, \`durability: flushed\`,
@@ -271,7 +266,7 @@ CheckResources request); batched = one CheckResources request with ${BATCH} reso
 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 
-Reproduce: \`node bench/authzen.mjs\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
+Reproduce: \`npm run build && node bench/authzen.mjs${a['node-bin'] === process.execPath ? '' : ' --node-bin /path/to/node' + execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim().replace(/^v(\d+).*/, '$1')}\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
 `;
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'authzen.md'), md);
