@@ -257,7 +257,7 @@ if (!a['no-write']) {
 Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, writ on Node ${execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim()} (bench on ${process.version}), load average at start ${load0.toFixed(2)}
 (figures are from one run; check the load average). ${DURATION} s measured after ${WARMUP} s warm-up, one run per row.
 
-writ: \`writ serve\` on \`examples/authzen-todo\` (schema, 7 policies), default config (durable ledger, \`durability: flushed\`,
+writ: \`writ serve\` on \`examples/authzen-todo\` (schema, 7 policies), default config (durable ledger, \`durability: sync\`,
 default evaluator threads); Morty asks \`can_update_todo\` with \`resource.properties.ownerID\`. Every evaluation is one ledger record,
 durable before the answer; a batch is one group commit. Cerbos 0.55: single = the peer's own \`run.sh cerbos\` load (one resource per
 CheckResources request); batched = one CheckResources request with ${BATCH} resources, audit on, loaded here with the same autocannon settings.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // HTTP decision throughput and latency (issues 4, 8 and 14): `writ serve` with its durable ledger
-// (LMDB, `durability: flushed` = fsync'd before the answer) next to, in the same session and
+// (LMDB, default `durability: sync` = fsync'd before the answer) next to, in the same session and
 // alternating per repetition,
 //   - the bare Hono floor (bench/hono-floor.mjs: parse the JSON, answer), and
 //   - Cerbos 0.55 with its audit log on (the external, optional peer ../shared/peers/cerbos/run.sh
@@ -49,9 +49,9 @@ const { values: a } = parseArgs({
     'http-threads': { type: 'string', default: 'default' },
     // writ's evaluator_threads settings (Cedar beside the fronts, or beside the event loop without them).
     'evaluator-threads': { type: 'string', default: 'default' },
-    // writ's durability setting (both fsync before answering): 'flushed' (the bench's long-standing
-    // setting) or 'sync'.
-    durability: { type: 'string', default: 'flushed' },
+    // writ's durability setting (both fsync before answering): 'default' leaves it out (the product's
+    // default, 'sync'), or 'sync' / 'flushed'.
+    durability: { type: 'string', default: 'default' },
     // decision_memo_size settings to run (0 = no memo); the first is the headline.
     'memo-sizes': { type: 'string', default: '4096' },
     // Node binaries to run writ under; the first is the headline.
@@ -223,7 +223,7 @@ async function runWrit(rep, cfg) {
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
     ...(cfg.fronts === 'default' ? {} : { http_threads: cfg.fronts }),
     ...(cfg.evaluators === 'default' ? {} : { evaluator_threads: cfg.evaluators }),
-    durability: a.durability,
+    ...(a.durability === 'default' ? {} : { durability: a.durability }),
     decision_memo_size: cfg.memo,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
@@ -374,7 +374,7 @@ req/s = 2xx responses / measured wall time; p50/p99 from every 2xx response's ow
 server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
 
 - **writ**: \`bin/writ serve --config\` started directly with the Node binary named in the row, on a fresh temp
-  data dir per repetition, default \`durability: flushed\` (each answer only after its group commit is fsync'd;
+  data dir per repetition, ${a.durability === 'default' ? 'default \`durability: sync\`' : `\`durability: ${a.durability}\``} (each answer only after its group commit is fsync'd;
   checkpoints every 1000 records). Policies: the bundled \`policies/\` plus one forbid on \`hris/read_employee\`
   that reads \`context.task_id\` with \`like\` (never matching the bench's ids). Every request: \`execute\` of
   \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor

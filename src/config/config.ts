@@ -34,7 +34,12 @@ export interface WritConfig {
   witness_dir: string | null;
   /** How often the policy dir is checked for changes (hot reload). */
   policy_poll_ms: number;
-  /** 'sync' (fsync every commit, group-committed) or 'flushed' (await lmdb's flushed). */
+  /**
+   * 'sync' (default: each group commit fsync'd inside the commit) or 'flushed' (lmdb-js overlappingSync:
+   * the commit returns first and the store awaits its flush). Both answer only after fsync; 'sync' saves
+   * a hop to lmdb-js's flush per commit — ~0.7 ms per sequential request, and equal or better req/s at 10
+   * and 50 connections (bench/results/http-notes.md, fourth pass).
+   */
   durability: 'sync' | 'flushed';
   /** Testing aid, never for production: the PDP clock is read from this file (an RFC 3339 time) when set. */
   clock_file: string | null;
@@ -75,7 +80,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   approval_max_ttl_s: 86400,
   witness_dir: null,
   policy_poll_ms: 1000,
-  durability: 'flushed',
+  durability: 'sync',
   clock_file: null,
   max_body_bytes: 1024 * 1024,
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
