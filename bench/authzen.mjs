@@ -88,7 +88,12 @@ async function load({ url, headers, body, connections, duration, pid, perRequest
   const lat = [];
   const cpu0 = procCpuSeconds(pid);
   const t0 = process.hrtime.bigint();
-  const inst = autocannon({ url, method: 'POST', headers, body, connections, duration });
+  // `body` is a text, or a function of the request's number (a new question each time).
+  let n = 0;
+  const opts = { url, method: 'POST', headers, connections, duration };
+  if (typeof body === 'function') opts.requests = [{ method: 'POST', setupRequest: (req) => ({ ...req, body: body(n++) }) }];
+  else opts.body = body;
+  const inst = autocannon(opts);
   inst.on('response', (_c, status, _b, rt) => {
     if (status >= 200 && status < 300) lat.push(rt);
   });
@@ -125,6 +130,10 @@ const todo = (i, owner) => ({ type: 'todo', id: `todo-${i}`, properties: { owner
 const singleBody = JSON.stringify({
   subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: todo(0, 'morty@the-citadel.com'), context: {},
 });
+/** A question never asked before on every call (the resource's id changes), so no answer comes from the decision memo. */
+const distinctBody = (prefix) => (i) => JSON.stringify({
+  subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: todo(`${prefix}-${i}`, 'morty@the-citadel.com'), context: {},
+});
 const batchBody = JSON.stringify({
   subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: {}, context: {},
   evaluations: Array.from({ length: BATCH }, (_, i) => ({ resource: todo(i, i % 2 ? 'rick@the-citadel.com' : 'morty@the-citadel.com') })),
@@ -157,7 +166,12 @@ async function runWrit() {
     const expected = Array.from({ length: BATCH }, (_, i) => i % 2 === 0);
     if (JSON.stringify(check.evaluations.map((e) => e.decision)) !== JSON.stringify(expected)) throw new Error(`unexpected writ answer ${JSON.stringify(check)}`);
     for (const c of CONNS) {
-      for (const [mode, path, body, perRequest] of [['single', '/access/v1/evaluation', singleBody, 1], [`batched (${BATCH} per request)`, '/access/v1/evaluations', batchBody, BATCH]]) {
+      const modes = [
+        ['single', '/access/v1/evaluation', singleBody, 1],
+        ['single, distinct (a new resource id each time)', '/access/v1/evaluation', distinctBody(`c${c}`), 1],
+        [`batched (${BATCH} per request)`, '/access/v1/evaluations', batchBody, BATCH],
+      ];
+      for (const [mode, path, body, perRequest] of modes) {
         log(`writ ${mode}, ${c} connections: ${WARMUP}s warm-up + ${DURATION}s`);
         if (WARMUP > 0) await load({ url: url + path, headers, body, connections: c, duration: WARMUP, pid: child.pid, perRequest });
         record('writ', mode, c, await load({ url: url + path, headers, body, connections: c, duration: DURATION, pid: child.pid, perRequest }));
@@ -258,7 +272,8 @@ Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, writ on No
 (figures are from one run; check the load average). ${DURATION} s measured after ${WARMUP} s warm-up, one run per row.
 
 writ: \`writ serve\` on \`examples/authzen-todo\` (schema, 7 policies), default config (durable ledger, \`durability: sync\`,
-default evaluator threads); Morty asks \`can_update_todo\` with \`resource.properties.ownerID\`. Every evaluation is one ledger record,
+default evaluator threads); Morty asks \`can_update_todo\` with \`resource.properties.ownerID\`: the same question every time (single,
+batched: the decision memo answers it after its second sight), or a new resource id every time (distinct: Cedar every time). Every evaluation is one ledger record,
 durable before the answer; a batch is one group commit. Cerbos 0.55: single = the peer's own \`run.sh cerbos\` load (one resource per
 CheckResources request); batched = one CheckResources request with ${BATCH} resources, audit on, loaded here with the same autocannon settings.
 
