@@ -8,10 +8,11 @@
  * text, evaluates it (same engine, same policy set, the entities as last sent by the sidecar, its own
  * decision memo) and hands the prepared record to the sidecar, which commits it only if the execution
  * id is still fresh and the policy set and entities are still the ones used (else it decides the text
- * again itself). The answer goes out only after the sidecar's durable commit. Anything else — other
- * routes, a request that fails admission, a `supersedes`, any doubt — is passed through unchanged to
- * the sidecar's own HTTP listener on loopback, so every route, refusal and error answers exactly as it
- * does without fronts.
+ * again itself). The answer goes out only after the sidecar's durable commit. AuthZEN evaluations take
+ * the same road. Other small JSON POSTs to `/v1/` (outcomes, approvals…) are handed to the sidecar's own
+ * app by message, as received. Anything else — other routes, any doubt — is passed through unchanged
+ * to the sidecar's own HTTP listener on loopback, so every route, refusal and error answers exactly as
+ * it does without fronts.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ListenOptions } from 'node:net';
@@ -296,9 +297,9 @@ const FRAMING = new Set(['content-length', ...HOP_BY_HOP]);
 
 /**
  * A small JSON POST to the API that this front does not decide (an outcome, an approval, a
- * reconciliation, an entity-less route): handed to the sidecar's own app by message, with its headers
- * and body as received, and its answer sent back as the app gave it — without a loopback HTTP hop (a
- * proxied tool call's outcome paid ~2 ms for it on Node 20).
+ * reconciliation): handed to the sidecar's own app by message, with its headers and body as received,
+ * and its answer sent back as the app gave it — one message each way instead of a loopback connection
+ * with a second HTTP request and answer to write and parse on both sides.
  */
 async function forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: Buffer;
