@@ -94,7 +94,7 @@ const rows = samples.map((s) => `| ${s.decisions.toLocaleString('en-US')} | ${f(
 const md = `## Memory over a long run of decisions
 
 Run ${new Date().toISOString()}; machine: ${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}.
-In-process sidecar (\`startSidecar\`: durable store with \`durability: flushed\`, checkpointer, hot-reload timer; no HTTP),
+In-process sidecar (\`startSidecar\`: durable store with \`durability: ${config.durability}\`, checkpointer, hot-reload timer; no HTTP),
 ${C} concurrent callers of \`Sidecar.decide\`, each call a fresh execution (\`execute\` → allow → \`invoking\`, one durable
 decision record). ${done.toLocaleString('en-US')} decisions in ${f(end.seconds, 0)} s (${f(done / end.seconds, 0)}/s; the run stops at
 ${TOTAL.toLocaleString('en-US')} decisions or ${a.minutes} min); ledger at the end: ${ledger.toLocaleString('en-US')} records. Memory sampled after a

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Replicas on a shared PostgreSQL (issue 13, docs/protocol.md §9): decisions/s, p50/p99 and CPU per
 // answer at 50 connections for
-//   - LMDB (one `writ serve`, the embedded default, durability flushed),
+//   - LMDB (one `writ serve`, the embedded default: durability sync since 2026-12-01, flushed before),
 //   - one replica on PostgreSQL,
 //   - two replicas on one PostgreSQL, the 50 connections split 25/25 across them.
 // Every request is `execute` of hris/read_employee with a fresh execution_id (allow → invoking, one
