@@ -123,19 +123,13 @@ export class EvaluatorPool {
       }
       // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
       // without crossing to a thread at all (and without cutting an entity slice).
-      const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
+      const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
       work = workOf();
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
-    const answer = this.dispatch(thread, engine, () => engine.decide(input), work);
-    if (memoKey === undefined) return answer;
-    const key = memoKey;
-    return answer.then((outcome) => {
-      engine.memo!.set(key, entitiesVersion, outcome);
-      return outcome;
-    });
+    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decide(input), work));
   }
 
   /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
@@ -148,20 +142,14 @@ export class EvaluatorPool {
     try {
       // As for decide(): the memo answers a repeated question here, before any hop to a thread.
       memoKey = engine.requestMemoKeyOf(input);
-      const hit = memoKey === undefined ? undefined : engine.memo!.get(memoKey, entitiesVersion);
+      const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
       entities = requestEntitySlice(input);
     } catch {
       return engine.decideRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
-    const answer = this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities });
-    if (memoKey === undefined) return answer;
-    const key = memoKey;
-    return answer.then((outcome) => {
-      engine.memo!.set(key, entitiesVersion, outcome);
-      return outcome;
-    });
+    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }));
   }
 
   private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {
@@ -252,4 +240,18 @@ export class EvaluatorPool {
       }
     }
   }
+}
+
+/** The engine's memo answer for `key`, if it has one (no key: the input cannot be memoized, or the memo is off). */
+function memoHit(engine: PolicyEngine, key: string | undefined, entitiesVersion: string): DecisionOutcome | undefined {
+  return key === undefined ? undefined : engine.memo!.get(key, entitiesVersion);
+}
+
+/** A thread's answer, kept in the engine's memo under `key` as it arrives (nothing kept without a key). */
+function kept(engine: PolicyEngine, key: string | undefined, entitiesVersion: string, answer: Promise<DecisionOutcome>): Promise<DecisionOutcome> {
+  if (key === undefined) return answer;
+  return answer.then((outcome) => {
+    engine.memo!.set(key, entitiesVersion, outcome);
+    return outcome;
+  });
 }
