@@ -1,8 +1,9 @@
 /**
  * The sidecar's side of its HTTP front threads (front-thread.ts, issue 14): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
- * decision (Sidecar.commitPrepared) or decide a request text (Sidecar.decide) — after the durable
- * write, in batches.
+ * decision (Sidecar.commitPrepared) or decide a request text (Sidecar.decide), record or evaluate an
+ * AuthZEN request (AuthzenService), answer a forwarded API request (the sidecar's own app) — after the
+ * durable write, in batches.
  *
  * Fronts are worker threads that listen with SO_REUSEPORT (`reusePort`, Node ≥ 22.12 / ≥ 23.1), or on
  * an older Node processes forked by node:cluster that share the port through the cluster's handle.

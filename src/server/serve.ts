@@ -77,8 +77,6 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const cp = checkpointer;
 
     const { host, port } = parseListen(config.listen);
-    // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
-    // they do not decide themselves.
     // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
     // routes would never run: a route that answers ends the chain.)
     const appFetch = async (request: Request, env?: unknown) => {
@@ -87,6 +85,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       if (request.url.includes('/v1/')) cp.maybeCheckpoint();
       return res;
     };
+    // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
+    // they neither decide themselves nor hand over by message.
     server = await new Promise<Server>((resolve, reject) => {
       const s = serveHttp({ fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
