@@ -1,6 +1,11 @@
 // PdpClient (fail closed on transport trouble), defaults/context, and the raw member scanner.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { PdpClient, parseDefaults, envelopeFromDefaults, resolvePointer } from '../../src/pep/index.js';
@@ -8,6 +13,7 @@ import { callContext } from '../../src/pep/context.js';
 import { rawMember } from '../../src/pep/rawjson.js';
 import { isWritError } from '../../src/errors.js';
 import { envelope } from './helpers.js';
+import { REPO } from '../helpers/server.js';
 
 async function serve(handler: (body: string, url: string, res: import('node:http').ServerResponse) => void): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const server = createServer((req, res) => {
@@ -92,6 +98,38 @@ test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer pa
     }
   } finally {
     await s.close();
+  }
+});
+
+test('PdpClient over https: a PDP whose certificate the process trusts answers; one it does not trust is PDP_UNAVAILABLE', { timeout: 30_000 }, async () => {
+  // A self-signed certificate for 127.0.0.1, made for these tests only (valid until 2126).
+  const fixtures = join(REPO, 'test', 'pep', 'fixtures');
+  const certFile = join(fixtures, 'test-pdp.cert.pem');
+  const server = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(join(fixtures, 'test-pdp.key.pem')) }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: ['over-tls'], obligations: [] })));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const untrusted = await new PdpClient({ url, token: 'tok', timeoutMs: 5_000 }).decide(body);
+    assert.equal(untrusted.ok || untrusted.error.code, 'PDP_UNAVAILABLE');
+    assert.match(untrusted.ok ? '' : untrusted.error.message, /certificate/i);
+    // Trusted the way an operator trusts a private CA: NODE_EXTRA_CA_CERTS, read when a process starts.
+    const client = pathToFileURL(join(REPO, 'dist', 'src', 'pep', 'client.js')).href;
+    const script = `const { PdpClient } = await import(${JSON.stringify(client)});
+      const r = await new PdpClient({ url: ${JSON.stringify(url)}, token: 'tok', timeoutMs: 5000 }).decide(${JSON.stringify(body)});
+      process.stdout.write(JSON.stringify(r));`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: certFile }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    await new Promise((r) => child.once('close', r));
+    const trusted = JSON.parse(out);
+    assert.equal(trusted.ok, true, out);
+    assert.deepEqual(trusted.body.reasons, ['over-tls']);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
   }
 });
 
