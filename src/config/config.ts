@@ -51,8 +51,8 @@ export interface WritConfig {
    */
   evaluator_threads: number;
   /**
-   * HTTP fronts (src/front/): threads (Node ≥ 22.12: SO_REUSEPORT) or, on older Node, cluster processes
-   * that accept connections on the listen port and admit and evaluate decisions, in front of the one
+   * HTTP fronts (src/front/): threads (Node ≥ 22.12: SO_REUSEPORT; a single front on any Node) or, for
+   * several fronts on older Node, cluster processes that accept connections on the listen port and admit and evaluate decisions, in front of the one
    * ledger writer on the main thread. 0 = HTTP on the main thread. Default: one per core beyond the
    * first (at least 1, at most 4): the writer keeps part of a core busy, and on 2 cores one front
    * measured faster than two (bench/RESULTS.md).

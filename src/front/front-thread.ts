@@ -32,6 +32,7 @@ import {
 } from '../authzen/request.js';
 import { pdpNow } from '../server/decision-admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
+import { frontThreadsSupported } from './support.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
@@ -368,8 +369,9 @@ server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;
 server.keepAliveTimeout = 5_000;
 server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }));
-// Threads share the port by SO_REUSEPORT; cluster processes through the sidecar's shared handle.
-const listenOptions = parentPort ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };
+// Threads share the port by SO_REUSEPORT where Node has it (a lone front thread on an older Node has the
+// port to itself); cluster processes share it through the sidecar's handle.
+const listenOptions = parentPort && frontThreadsSupported() ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };
 server.listen(listenOptions as ListenOptions, () => {
   const addr = server.address();
   post({ type: 'listening', port: typeof addr === 'object' && addr ? addr.port : start.port });

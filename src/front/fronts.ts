@@ -6,7 +6,8 @@
  * durable write, in batches.
  *
  * Fronts are worker threads that listen with SO_REUSEPORT (`reusePort`, Node ≥ 22.12 / ≥ 23.1), or on
- * an older Node processes forked by node:cluster that share the port through the cluster's handle.
+ * an older Node processes forked by node:cluster that share the port through the cluster's handle — except
+ * a single front, which has the port to itself and is a thread on every Node (support.ts).
  */
 import cluster from 'node:cluster';
 import { createServer } from 'node:net';
@@ -17,7 +18,7 @@ import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
-import { frontThreadsSupported } from './support.js';
+import { frontsAreThreads } from './support.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { PreparedCommit } from '../server/decision-admission.js';
 import { AuthzenService } from '../authzen/handler.js';
@@ -170,7 +171,7 @@ export class Fronts {
   }
 
   private spawn(index: number): Promise<void> {
-    const link = frontThreadsSupported() ? threadFront(this.startData(index)) : processFront(this.startData(index));
+    const link = frontsAreThreads(this.o.count) ? threadFront(this.startData(index)) : processFront(this.startData(index));
     const front: Front = { link, outbox: [], index };
     this.fronts.push(front);
     return new Promise((resolve, reject) => {

@@ -18,7 +18,7 @@ import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
-import { frontThreadsSupported } from '../front/support.js';
+import { frontsAreThreads } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
 
 export interface RunningSidecar {
@@ -132,7 +132,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     updateExecutionGauge(sidecar);
 
     if (fronts) {
-      const kind = frontThreadsSupported() ? (frontCount === 1 ? 'thread' : 'threads') : frontCount === 1 ? 'process' : 'processes';
+      const kind = frontsAreThreads(frontCount) ? (frontCount === 1 ? 'thread' : 'threads') : 'processes';
       log(`writ serve: ${frontCount} HTTP front ${kind} (http_threads), the main thread writes the ledger`);
     }
     // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.

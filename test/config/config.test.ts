@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
-import { frontThreadsSupported } from '../../src/front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../../src/front/support.js';
 
 function withConfigFile(content: unknown, fn: (path: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
@@ -44,4 +44,8 @@ test('http_threads defaults to one per core beyond the first, at least 1, at mos
 test('fronts are threads where listen has reusePort (Node 22.12+, 23.1+, 24), else cluster processes', () => {
   for (const v of ['20.20.2', '22.11.0', '23.0.0']) assert.equal(frontThreadsSupported(v), false, v);
   for (const v of ['22.12.0', '22.23.5', '23.1.0', '24.22.3', '25.0.0']) assert.equal(frontThreadsSupported(v), true, v);
+  // A single front has the port to itself (no SO_REUSEPORT needed): a thread on every Node.
+  for (const v of ['20.20.2', '22.11.0', '24.22.3']) assert.equal(frontsAreThreads(1, v), true, v);
+  assert.equal(frontsAreThreads(2, '20.20.2'), false);
+  assert.equal(frontsAreThreads(2, '24.22.3'), true);
 });

@@ -456,6 +456,36 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
   });
 });
 
+describe('a single HTTP front (http_threads: 1) is a thread on every Node, alone on its port', () => {
+  test('it decides, forwards an outcome, ledgers both, and a second sidecar cannot share its port', async () => {
+    const s = await startTestServer({ config: { http_threads: 1 } });
+    try {
+      // A thread even where Node has no SO_REUSEPORT (Node 20): one front shares the port with nobody.
+      assert.match(s.output(), /writ serve: 1 HTTP front thread \(http_threads\)/, s.output());
+      const d = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody('ONE-1') });
+      assert.equal(d.status, 200, d.text);
+      assert.equal(d.body.decision, 'allow');
+      assert.equal(d.body.state, 'invoking');
+      const o = await call(s, 'POST', `/v1/executions/ONE-1/outcome`, { token: s.tokens.pep, body: { status: 'committed' } });
+      assert.equal(o.status, 200, o.text);
+      assert.equal(o.body.state, 'committed');
+      const ledger = await call(s, 'GET', '/v1/ledger/records?execution_id=ONE-1', { token: s.tokens.auditor });
+      assert.deepEqual(ledger.body.records.map((r: any) => r.kind), ['decision', 'outcome']);
+      assert.equal(ledger.body.records[0].hash, d.body.record.hash);
+      const { port } = new URL(s.url);
+      for (const threads of [1, 0]) {
+        await assert.rejects(startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }), (e: Error) => {
+          assert.match(e.message, /EADDRINUSE|in use/i, e.message);
+          return true;
+        }, `http_threads ${threads} on the port of a single front`);
+      }
+      assert.equal((await call(s, 'GET', '/healthz')).status, 200);
+    } finally {
+      assert.equal(await s.stop(), 0, 'SIGTERM exits 0');
+    }
+  });
+});
+
 describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => {
   test('exits 0; every answered decision is in the ledger, covered by the final checkpoint', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'writ-fronts-term-'));
