@@ -9,13 +9,15 @@
  * On a shared store (replicas) each checkpoint also writes `meta/checkpoint_end` (its seq + 1) in its
  * transaction, and every checkpoint write reads it under the store's write lock: whichever replica
  * writes first covers the new records, the others find nothing new, so checkpoints are written by one
- * replica at a time and never twice for the same range.
+ * replica at a time and never twice for the same range. A replica whose key `writ keys rotate` has
+ * retired meanwhile (the `ledger_key` meta row, read in the same transaction) writes none: it says so
+ * once and leaves checkpoints to replicas started with the new key.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkpointPayload, signPayload } from '../ledger/signing.js';
 import { recordLine, type LedgerRecord } from '../ledger/record.js';
-import type { SigningKey } from './keys.js';
+import { isCurrentDeploymentKey, LEDGER_KEY_READ, type SigningKey } from './keys.js';
 import type { LedgerStore } from '../store/types.js';
 
 export interface CheckpointerOptions {
@@ -25,6 +27,8 @@ export interface CheckpointerOptions {
   witnessDir?: string | null;
   /** Where background checkpoint failures are reported (default: a line on stderr). */
   onError?: (e: unknown) => void;
+  /** Reported once when a rotation has retired this key on a shared store (default: a line on stderr). */
+  onRetired?: (keyId: string, ledgerKeyId: string) => void;
 }
 
 export interface Checkpointer {
@@ -65,27 +69,46 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   let ready: Promise<unknown> = Promise.resolve();
   if (latest instanceof Promise) ready = latest.then(known);
   else known(latest);
+  const onRetired =
+    o.onRetired ??
+    ((keyId: string, ledgerKeyId: string) =>
+      process.stderr.write(`writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with the new key file\n`));
   let chain: Promise<unknown> = Promise.resolve();
   let inFlight = 0;
   let stopped = false;
+  /** This replica's key was rotated out: only a restart (with the new key) brings its checkpoints back. */
+  let retiredReported = false;
 
   const write = async (): Promise<LedgerRecord | undefined> => {
     await ready;
+    let retiredFor: string | undefined;
     const record = await store.write(
       (tx) => {
+        retiredFor = undefined;
         const size = tx.size();
         if (store.shared) {
           const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
           if (end > coveredEnd) coveredEnd = end;
         }
         if (size === coveredEnd || size === 0) return undefined;
+        // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
+        // a checkpoint signed by a retired key is what a rotation exists to prevent.
+        const key = isCurrentDeploymentKey(store, tx, o.key);
+        if (!key.current) {
+          retiredFor = key.ledgerKeyId;
+          return undefined;
+        }
         const root = tx.root();
         const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
         if (store.shared) tx.put('meta', CHECKPOINT_END_KEY, size + 1);
         return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
       },
-      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY]] },
+      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], LEDGER_KEY_READ] },
     );
+    if (retiredFor !== undefined && !retiredReported) {
+      retiredReported = true; // once: the timer would otherwise repeat it every few seconds
+      onRetired(o.key.key_id, retiredFor);
+    }
     if (record) {
       coveredEnd = record.seq + 1;
       if (o.witnessDir) appendWitness(o.witnessDir, record);
@@ -104,7 +127,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   const timer =
     o.everyMs && o.everyMs > 0
       ? setInterval(() => {
-          if (inFlight === 0 && store.knownSize() !== coveredEnd) checkpointNow().catch(onError);
+          if (inFlight === 0 && !retiredReported && store.knownSize() !== coveredEnd) checkpointNow().catch(onError);
         }, o.everyMs)
       : undefined;
   timer?.unref();
@@ -112,7 +135,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   return {
     checkpointNow,
     maybeCheckpoint() {
-      if (stopped || inFlight > 0) return;
+      if (stopped || inFlight > 0 || retiredReported) return;
       if (store.knownSize() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
     },
     async stop() {

@@ -6,12 +6,11 @@
  */
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { WritError } from '../errors.js';
 import { keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../ledger/signing.js';
 import type { LedgerRecord } from '../ledger/record.js';
-import type { Store } from '../store/store.js';
-import type { LedgerStore } from '../store/types.js';
+import type { LedgerStore, WriteTx } from '../store/types.js';
 
 export const SIGNING_KEY_FILE = 'signing-key.json';
 
@@ -147,23 +146,86 @@ export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Prom
   return undefined;
 }
 
-/**
- * Rotates the data dir's key (the store must be open, i.e. its lock held: the server is stopped).
- * The new key file is written aside first, then the `key` record signed by the previous key is
- * committed, then the files are swapped: the old one is kept as `signing-key.<old key_id>.json`.
- */
-export async function rotateSigningKey(store: Store, dataDir: string): Promise<{ previous: SigningKey; next: SigningKey; record: LedgerRecord }> {
-  const previous = loadSigningKey(dataDir);
-  if (!previous) throw new WritError('INVALID_REQUEST', `no ${SIGNING_KEY_FILE} in ${dataDir} to rotate`);
-  await ensureKeyRecord(store, previous);
-  const pendingPath = join(dataDir, 'signing-key.next.json');
-  const seed = randomBytes(32);
-  let next: SigningKey;
-  if (existsSync(pendingPath)) renameSync(pendingPath, `${pendingPath}.${Date.now()}.abandoned`);
-  next = writeKeyFile(pendingPath, seed);
-  const signature = signPayload(previous.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key }));
-  const record = await store.write((tx) => tx.append({ kind: 'key', key_id: next.key_id, public_key: next.public_key, signature }).record, { label: 'key' });
-  renameSync(join(dataDir, SIGNING_KEY_FILE), join(dataDir, `signing-key.${previous.key_id}.json`));
-  renameSync(pendingPath, join(dataDir, SIGNING_KEY_FILE));
-  return { previous, next, record };
+/** A file beside a key file, named from its stem: `signing-key.json` → `signing-key.<tag>.json`. */
+function besideKeyFile(keyFile: string, tag: string): string {
+  const base = basename(keyFile);
+  const stem = base.endsWith('.json') ? base.slice(0, -'.json'.length) : base;
+  return join(dirname(keyFile), `${stem}.${tag}.json`);
 }
+
+export interface RotateOptions {
+  /** The key in force (a data dir's `signing-key.json`, or the deployment's `signing_key_file`). */
+  keyFile: string;
+  /**
+   * Where to write the new key, leaving `keyFile` untouched (e.g. a read-only mounted secret, replaced
+   * by the operator afterwards). Without it the new key takes `keyFile`'s place and the old one is kept
+   * beside it as `<stem>.<old key_id>.json`.
+   */
+  out?: string;
+}
+
+/**
+ * Rotates a ledger's signing key. The new key file is written first (aside, or at `out`), then the
+ * `key` record signed by the previous key is committed, then (in place) the files are swapped.
+ *
+ * LMDB: the store must be open, i.e. its lock held — the server is stopped. PostgreSQL: replicas may
+ * keep running; the same transaction moves the deployment's `ledger_key` meta row to the new key, so a
+ * replica still holding the old key stops signing checkpoints (startCheckpointer) and one restarted
+ * with it refuses to start (ensureKeyRecord), and of two rotations racing one commits, the other is
+ * refused.
+ */
+export async function rotateSigningKey(store: LedgerStore, o: RotateOptions): Promise<{ previous: SigningKey; next: SigningKey; record: LedgerRecord; file: string }> {
+  if (!existsSync(o.keyFile)) throw new WritError('INVALID_REQUEST', `no signing key at ${o.keyFile} to rotate`);
+  const previous = readKeyFile(o.keyFile);
+  await ensureKeyRecord(store, previous);
+  const seed = randomBytes(32);
+  let newFile: string;
+  if (o.out !== undefined) {
+    newFile = o.out;
+  } else {
+    newFile = besideKeyFile(o.keyFile, 'next');
+    if (existsSync(newFile)) renameSync(newFile, `${newFile}.${Date.now()}.abandoned`);
+  }
+  const next = writeKeyFile(newFile, seed);
+  const signature = signPayload(previous.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key }));
+  let record: LedgerRecord;
+  try {
+    record = await store.write(
+      (tx) => {
+        if (store.shared) {
+          const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
+          if (announced && announced.key_id !== previous.key_id) {
+            throw new WritError('STORE_CORRUPT', `the ledger's key is already ${announced.key_id}, not ${previous.key_id}: another rotation committed first`, {
+              details: { seq: null, key_id: previous.key_id, ledger_key_id: announced.key_id },
+            });
+          }
+          tx.put('meta', LEDGER_KEY, { key_id: next.key_id, public_key: next.public_key });
+        }
+        return tx.append({ kind: 'key', key_id: next.key_id, public_key: next.public_key, signature }).record;
+      },
+      { label: 'key', reads: [['meta', LEDGER_KEY]] },
+    );
+  } catch (e) {
+    // Never announced: the new key must not be mistaken for the ledger's.
+    renameSync(newFile, `${newFile}.${Date.now()}.abandoned`);
+    throw e;
+  }
+  if (o.out !== undefined) return { previous, next, record, file: o.out };
+  renameSync(o.keyFile, besideKeyFile(o.keyFile, previous.key_id));
+  renameSync(newFile, o.keyFile);
+  return { previous, next, record, file: o.keyFile };
+}
+
+/**
+ * Whether `key` is still the key a shared store's deployment signs with (the `ledger_key` meta row a
+ * rotation moves). Read inside a write transaction; true on a store that is not shared (LMDB's key can
+ * only change while its server is stopped) and when the row is missing.
+ */
+export function isCurrentDeploymentKey(store: LedgerStore, tx: WriteTx, key: SigningKey): { current: true } | { current: false; ledgerKeyId: string } {
+  if (!store.shared) return { current: true };
+  const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
+  return !announced || announced.key_id === key.key_id ? { current: true } : { current: false, ledgerKeyId: announced.key_id };
+}
+
+/** The meta row read by isCurrentDeploymentKey (declare it in the write's `reads`). */
+export const LEDGER_KEY_READ: ['meta', string] = ['meta', LEDGER_KEY];

@@ -1,16 +1,20 @@
 /**
  * `writ keygen [--out FILE] [--data-dir DIR]` writes a new Ed25519 signing key file (0600) and prints
  * `{"key_id","public_key","file"}`; it never overwrites a key.
- * `writ keys rotate [--data-dir DIR]` (the server must be stopped: the data dir lock tells) rotates the
- * data dir key: a `key` record signed by the previous key, the old key file kept as
- * `signing-key.<key_id>.json`; prints `{"key_id","public_key","previous_key_id","seq"}`.
+ * `writ keys rotate [--config FILE] [--data-dir DIR] [--database-url URL] [--signing-key-file FILE] [--out FILE]`
+ * rotates a deployment's key (LMDB: the server must be stopped, the data dir lock tells; PostgreSQL:
+ * replicas may run): a `key` record signed by the previous key, the old key file kept as
+ * `<name>.<key_id>.json` (or the new key written to --out); prints
+ * `{"key_id","public_key","previous_key_id","seq","file"}`.
  * Exit 0 on success, 1 when refused (key exists, data dir in use, …), 2 on usage errors.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isWritError } from '../errors.js';
 import { generateKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
-import { Store } from '../store/store.js';
+import { loadConfig, type WritConfig } from '../config/config.js';
+import { openStore } from '../store/open.js';
+import type { LedgerStore } from '../store/types.js';
 
 const DEFAULT_DATA_DIR = '.writ';
 
@@ -26,16 +30,29 @@ options:
   -h, --help        show this help
 `;
 
-export const KEYS_USAGE = `usage: writ keys rotate [--data-dir DIR]
+export const KEYS_USAGE = `usage: writ keys rotate [--config FILE] [--data-dir DIR] [--database-url URL]
+                       [--signing-key-file FILE] [--out FILE]
 
-Rotates the ledger signing key of a data dir (default ${DEFAULT_DATA_DIR}); the server must be stopped.
-Appends a key record for the new key, signed by the previous key, keeps the previous key file as
-DIR/signing-key.<key_id>.json and makes the new key DIR/${SIGNING_KEY_FILE}.
-Prints {"key_id","public_key","previous_key_id","seq"}.
+Rotates the ledger signing key of a deployment, found as \`writ serve\` finds it: the config file (flag
+or WRIT_CONFIG), then the flags; WRIT_DATABASE_URL names the database. Appends a key record for the new
+key, signed by the previous key, and prints {"key_id","public_key","previous_key_id","seq","file"}.
+
+The key in force is --signing-key-file (signing_key_file), else DIR/${SIGNING_KEY_FILE} (default DIR:
+${DEFAULT_DATA_DIR}). The new key takes its place and the previous one is kept beside it as
+<name>.<previous key_id>.json; with --out FILE the new key is written to FILE instead and the key file
+is left as it is (a read-only mounted secret: replace it with FILE yourself).
+
+LMDB: the server must be stopped (the data dir lock tells). PostgreSQL (database_url): replicas may keep
+running and deciding, but one still holding the previous key writes no more checkpoints and says so;
+restart each with the new key file (one restarted with the previous key refuses to start).
 
 options:
-  --data-dir DIR    the data dir (default ${DEFAULT_DATA_DIR})
-  -h, --help        show this help
+  --config FILE            the deployment's config (as writ serve --config)
+  --data-dir DIR           the data dir (default ${DEFAULT_DATA_DIR})
+  --database-url URL       the deployment's PostgreSQL database (or WRIT_DATABASE_URL)
+  --signing-key-file FILE  the key file in force (signing_key_file)
+  --out FILE               write the new key to FILE, leave the key file untouched
+  -h, --help               show this help
 `;
 
 function refuse(command: string, e: unknown): number {
@@ -67,10 +84,17 @@ export async function keygenMain(argv: string[]): Promise<number> {
 }
 
 export async function keysMain(argv: string[]): Promise<number> {
-  let values: { 'data-dir'?: string; help?: boolean };
+  let values: { config?: string; 'data-dir'?: string; 'database-url'?: string; 'signing-key-file'?: string; out?: string; help?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: true }));
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' }, 'data-dir': { type: 'string' }, 'database-url': { type: 'string' }, 'signing-key-file': { type: 'string' },
+        out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+      strict: true, allowPositionals: true,
+    }));
   } catch (e) {
     process.stderr.write(`writ keys: ${(e as Error).message}\n\n${KEYS_USAGE}`);
     return 2;
@@ -83,16 +107,28 @@ export async function keysMain(argv: string[]): Promise<number> {
     process.stderr.write(`writ keys: expected the subcommand 'rotate'\n\n${KEYS_USAGE}`);
     return 2;
   }
-  const dataDir = values['data-dir'] ?? DEFAULT_DATA_DIR;
-  let store: Store;
+  let config: WritConfig;
   try {
-    store = await Store.open({ dataDir });
+    ({ config } = loadConfig({
+      ...(values.config !== undefined ? { configPath: values.config } : {}),
+      ...(values['data-dir'] !== undefined ? { dataDir: values['data-dir'] } : {}),
+      ...(values['database-url'] !== undefined ? { databaseUrl: values['database-url'] } : {}),
+      ...(values['signing-key-file'] !== undefined ? { signingKeyFile: values['signing-key-file'] } : {}),
+    }));
+  } catch (e) {
+    return refuse('keys rotate', e);
+  }
+  // The key writ serve would sign with (loadDeploymentKey): signing_key_file, else the data dir's.
+  const keyFile = config.signing_key_file ?? join(config.data_dir, SIGNING_KEY_FILE);
+  let store: LedgerStore;
+  try {
+    store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database_url });
   } catch (e) {
     return refuse('keys rotate', e);
   }
   try {
-    const { previous, next, record } = await rotateSigningKey(store, dataDir);
-    process.stdout.write(JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq }) + '\n');
+    const { previous, next, record, file } = await rotateSigningKey(store, { keyFile, ...(values.out !== undefined ? { out: resolve(values.out) } : {}) });
+    process.stdout.write(JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq, file }) + '\n');
     return 0;
   } catch (e) {
     return refuse('keys rotate', e);

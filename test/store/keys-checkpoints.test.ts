@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store } from '../../src/store/store.js';
 import { ensureKeyRecord, loadOrCreateSigningKey, readKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../../src/checkpoints/keys.js';
@@ -108,7 +108,8 @@ test('key rotation: a key record signed by the previous key, the old key file ke
   const store = await Store.open({ dataDir });
   const oldKey = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store, oldKey);
-  const { previous, next, record } = await rotateSigningKey(store, dataDir);
+  const { previous, next, record, file } = await rotateSigningKey(store, { keyFile: join(dataDir, SIGNING_KEY_FILE) });
+  assert.equal(file, join(dataDir, SIGNING_KEY_FILE));
   assert.equal(previous.key_id, oldKey.key_id);
   assert.deepEqual([record.kind, record.key_id, record.public_key], ['key', next.key_id, next.public_key]);
   assert.ok(verifyPayload(raw(oldKey.public_key), keyPayload({ key_id: next.key_id, public_key: next.public_key }), record.signature as string));
@@ -154,4 +155,42 @@ test('writ keygen and writ keys rotate', async (t) => {
   await store.close();
   assert.equal((await runWrit(['keys', 'bogus'])).code, 2);
   assert.equal((await runWrit(['keygen', '--help'])).code, 0);
+});
+
+test('writ keys rotate of a signing_key_file: in place keeps the old key beside it; --out leaves the file in force untouched', async (t) => {
+  const dir = tempDir(t);
+  const keyFile = join(dir, 'secrets', 'writ-key.json');
+  assert.equal((await runWrit(['keygen', '--out', keyFile])).code, 0);
+  const first = readKeyFile(keyFile);
+  const dataDir = join(dir, 'data');
+  const store = await Store.open({ dataDir });
+  await ensureKeyRecord(store, first);
+  await store.close();
+
+  const inPlace = await runWrit(['keys', 'rotate', '--data-dir', dataDir, '--signing-key-file', keyFile]);
+  assert.equal(inPlace.code, 0, inPlace.stderr);
+  const r1 = JSON.parse(inPlace.stdout);
+  assert.deepEqual([r1.previous_key_id, r1.file, readKeyFile(keyFile).key_id], [first.key_id, keyFile, r1.key_id]);
+  assert.equal(readKeyFile(join(dir, 'secrets', `writ-key.${first.key_id}.json`)).key_id, first.key_id);
+  assert.equal(existsSync(join(dataDir, SIGNING_KEY_FILE)), false, 'the data dir key is not the deployment key');
+
+  // The deployment named by a config file, as writ serve reads it; the new key written elsewhere.
+  const config = join(dir, 'writ.json');
+  writeFileSync(config, JSON.stringify({ data_dir: dataDir, signing_key_file: keyFile }));
+  const out = join(dir, 'next-key.json');
+  const toOut = await runWrit(['keys', 'rotate', '--config', config, '--out', out]);
+  assert.equal(toOut.code, 0, toOut.stderr);
+  const r2 = JSON.parse(toOut.stdout);
+  assert.deepEqual([r2.previous_key_id, r2.file, readKeyFile(out).key_id], [r1.key_id, out, r2.key_id]);
+  assert.equal(readKeyFile(keyFile).key_id, r1.key_id, '--out leaves the key file in force as it was');
+  assert.equal(statSync(out).mode & 0o777, 0o600);
+
+  // The file in force is now behind the ledger: rotating from it again is refused, and nothing is written.
+  const stale = await runWrit(['keys', 'rotate', '--config', config, '--out', join(dir, 'stale.json')]);
+  assert.equal(stale.code, 1);
+  assert.match(stale.stderr, /not the ledger's current key/);
+  assert.equal(existsSync(join(dir, 'stale.json')), false);
+  const reopened = await Store.open({ dataDir });
+  assert.deepEqual(reopened.keys().map((k) => k.key_id), [first.key_id, r1.key_id, r2.key_id]);
+  await reopened.close();
 });
