@@ -108,6 +108,8 @@ export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null 
 
 /** The meta row of a shared store naming the key its first key record announced. */
 const LEDGER_KEY = 'ledger_key';
+/** That row, as a write declares it in its `reads` (isCurrentDeploymentKey reads it). */
+export const LEDGER_KEY_READ: ['meta', string] = ['meta', LEDGER_KEY];
 
 /**
  * Appends the first `key` record `{kind:'key', key_id, public_key, signature:null}` when the ledger
@@ -136,7 +138,7 @@ export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Prom
       tx.put('meta', LEDGER_KEY, { key_id: key.key_id, public_key: key.public_key });
     }
     return { record: tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record };
-  }, { label: 'key', reads: [['meta', LEDGER_KEY]] });
+  }, { label: 'key', reads: [LEDGER_KEY_READ] });
   if ('record' in record) return record.record;
   if (record.announced !== key.key_id) {
     throw new WritError('STORE_CORRUPT', `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${record.announced})`, {
@@ -192,18 +194,16 @@ export async function rotateSigningKey(store: LedgerStore, o: RotateOptions): Pr
   try {
     record = await store.write(
       (tx) => {
-        if (store.shared) {
-          const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
-          if (announced && announced.key_id !== previous.key_id) {
-            throw new WritError('STORE_CORRUPT', `the ledger's key is already ${announced.key_id}, not ${previous.key_id}: another rotation committed first`, {
-              details: { seq: null, key_id: previous.key_id, ledger_key_id: announced.key_id },
-            });
-          }
-          tx.put('meta', LEDGER_KEY, { key_id: next.key_id, public_key: next.public_key });
+        const current = isCurrentDeploymentKey(store, tx, previous);
+        if (!current.current) {
+          throw new WritError('STORE_CORRUPT', `the ledger's key is already ${current.ledgerKeyId}, not ${previous.key_id}: another rotation committed first`, {
+            details: { seq: null, key_id: previous.key_id, ledger_key_id: current.ledgerKeyId },
+          });
         }
+        if (store.shared) tx.put('meta', LEDGER_KEY, { key_id: next.key_id, public_key: next.public_key });
         return tx.append({ kind: 'key', key_id: next.key_id, public_key: next.public_key, signature }).record;
       },
-      { label: 'key', reads: [['meta', LEDGER_KEY]] },
+      { label: 'key', reads: [LEDGER_KEY_READ] },
     );
   } catch (e) {
     // Never announced: the new key must not be mistaken for the ledger's.
@@ -226,6 +226,3 @@ export function isCurrentDeploymentKey(store: LedgerStore, tx: WriteTx, key: Sig
   const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
   return !announced || announced.key_id === key.key_id ? { current: true } : { current: false, ledgerKeyId: announced.key_id };
 }
-
-/** The meta row read by isCurrentDeploymentKey (declare it in the write's `reads`). */
-export const LEDGER_KEY_READ: ['meta', string] = ['meta', LEDGER_KEY];
