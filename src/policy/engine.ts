@@ -18,7 +18,8 @@ import { type Uid, uidKey } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
-import { DecisionMemo, memoKeyText } from './memo.js';
+import { DecisionMemo, VersionedMemo, memoKeyText } from './memo.js';
+import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
 import { attributeReadsOf, contextReadsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
@@ -190,6 +191,19 @@ export interface PreparedCall {
   entities: EntityJson[];
 }
 
+/** A decision without approvals, prepared (PolicyEngine.prepareCall). */
+export interface PreparedDecision {
+  /** Its exact-input memo key; undefined when the memo is off or the input cannot be keyed exactly. */
+  memoKey: string | undefined;
+  /** Its exact Cedar inputs (the entity slice is cut on the first call). */
+  call(): PreparedCall;
+  /** Its outcome from a residual program, or undefined when Cedar must evaluate it (residual.ts). */
+  residual(): DecisionOutcome | undefined;
+}
+
+/** Residual programs an engine keeps (one per decision shape; each a few hundred bytes). */
+const RESIDUAL_PROGRAMS = 256;
+
 /** The principal, action and resource Cedar is asked about. */
 interface CedarTarget {
   principal: Uid;
@@ -306,15 +320,32 @@ export class PolicyEngine {
   private readonly plansByPolicies = new Map<string, ActionPlan>();
   /** Exact-input answers (memo.ts); undefined when disabled (the default, and in evaluator threads). */
   readonly memo: DecisionMemo | undefined;
+  /**
+   * Residual programs (residual.ts) by the key of everything a decision's evaluations read except its
+   * context strings; 'unusable' when Cedar's reduction cannot be evaluated outside Cedar. On with the memo.
+   */
+  private readonly residuals: VersionedMemo<ResidualProgram | 'unusable'> | undefined;
+  /** performance.now() before which no new partial evaluation starts (see residualOutcome). */
+  private partialNotBefore = 0;
+  /** After a partial evaluation of d ms, none starts for d × this. */
+  private readonly partialPause: number;
+  /** Decisions answered from a residual program (for tests and metrics). */
+  residualAnswers = 0;
 
   /**
    * `narrowRequests: false` hands Cedar the whole policy set and context on every call — the
    * reference behaviour the narrowing is tested against, and a switch for anyone debugging it.
+   * `partialEvaluationShare` bounds the time spent making residual programs (default 1/20; see
+   * residualOutcome).
    */
-  constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean; memoSize?: number } = {}) {
+  constructor(bundle: PolicyBundle, options: { narrowRequests?: boolean; memoSize?: number; partialEvaluationShare?: number } = {}) {
     this.bundle = bundle;
     this.narrowRequests = options.narrowRequests ?? true;
     this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!, { admitOnSecondSight: true }) : undefined;
+    this.residuals =
+      this.memo !== undefined && this.narrowRequests ? new VersionedMemo(RESIDUAL_PROGRAMS, { admitOnSecondSight: true }) : undefined;
+    const share = options.partialEvaluationShare ?? 1 / 20;
+    this.partialPause = share > 0 && share <= 1 ? 1 / share - 1 : 19;
     this.policyVersion = bundle.policyVersion;
     this.loadOrder = new Map(bundle.ids.map((id, i) => [id, i]));
     // A fresh prefix per engine: a hot reload must never evaluate against another engine's set.
@@ -399,6 +430,9 @@ export class PolicyEngine {
     }
     const { decision, diagnostics } = answer.response;
     for (const e of diagnostics.errors) errors.push({ policy: e.policyId, message: e.error.message });
+    // Cedar lists errors in no stable order (the same call twice can differ): load order makes the
+    // recorded outcome a function of the request.
+    if (errors.length > 1) errors.sort((a, b) => (this.loadOrder.get(a.policy!) ?? 0) - (this.loadOrder.get(b.policy!) ?? 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
     return { allowed: decision === 'allow' && errors.length === 0, cedarDecision: decision, determining: this.inLoadOrder(diagnostics.reason), errors };
   }
 
@@ -497,19 +531,69 @@ export class PolicyEngine {
    * the memo is off). The context and key are built at once; the entity slice only when asked for, so a
    * memo hit never cuts one. Throws where decideOrThrow would (a malformed envelope).
    */
-  prepareCall(input: DecisionInput): { memoKey: string | undefined; call(): PreparedCall } {
+  prepareCall(input: DecisionInput): PreparedDecision {
     if (input.approvals.length > 0) throw new TypeError('prepareCall: a decision with approvals is evaluated once per approval (decide)');
     const actionId = `${input.server}/${input.tool}`;
     const plan = this.planFor(actionId);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
+    const call = (): PreparedCall => ({
+      actionId, principal: input.actor, resource: input.subject, context,
+      entities: withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes),
+    });
     return {
       memoKey: this.memo === undefined ? undefined : this.memoKeyFor(plan, input, context),
-      call: () => ({
-        actionId, principal: input.actor, resource: input.subject, context,
-        entities: withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes),
-      }),
+      call,
+      residual: () => this.residualOutcome(plan, input, context, call),
     };
+  }
+
+  /**
+   * The decision from a residual program (residual.ts), or undefined when Cedar itself must evaluate it.
+   * The program's key is the memo key with every context string left out (the strings are what the
+   * program is evaluated on); it is made by Cedar's partial evaluation the second time its key is seen —
+   * a shape asked once never costs one — and partial evaluations (which parse the kept policies again)
+   * take at most a share of the time (1/20 unless told): after one that took d ms, none starts for 19·d ms.
+   */
+  private residualOutcome(plan: ActionPlan, input: DecisionInput, context: Record<string, unknown>, call: () => PreparedCall): DecisionOutcome | undefined {
+    const residuals = this.residuals;
+    if (residuals === undefined || this.schemaName !== undefined) return undefined;
+    const shape = contextShapeOf(context);
+    if (shape === undefined) return undefined;
+    const key = memoKeyText([
+      'residual', plan.setId, input.actor, input.server, input.tool, input.subject, requesterOf(input.envelope),
+      shape.shape, input.entities.version,
+    ]);
+    if (key === undefined) return undefined;
+    const version = input.entities.version;
+    let program = residuals.get(key, version);
+    if (program === undefined) {
+      const started = performance.now();
+      if (started < this.partialNotBefore || !residuals.seenBefore(key)) return undefined;
+      program = this.residualProgram(plan, call(), shape) ?? 'unusable';
+      const finished = performance.now();
+      this.partialNotBefore = finished + this.partialPause * (finished - started);
+      residuals.admit(key, version, program);
+    }
+    if (program === 'unusable') return undefined;
+    const satisfied = satisfiedBy(program, shape.values);
+    if (satisfied === undefined) return undefined;
+    this.residualAnswers++;
+    return this.conclude(plan, (excluded) => residualEvaluation(satisfied, excluded));
+  }
+
+  /** Cedar's partial evaluation of the plan's policies with the context strings unknown, as a program. */
+  private residualProgram(plan: ActionPlan, call: PreparedCall, shape: ContextShape): ResidualProgram | undefined {
+    const answer = cedar.isAuthorizedPartial({
+      principal: { type: call.principal.type, id: call.principal.id },
+      action: { type: 'Action', id: call.actionId },
+      resource: { type: call.resource.type, id: call.resource.id },
+      context: shape.partialContext as cedar.Context,
+      entities: call.entities as cedar.Entities,
+      policies: { staticPolicies: this.policiesOf(plan.policyIds) },
+    });
+    if (answer.type !== 'residuals') return undefined;
+    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
   }
 
   /** Evaluates a PreparedCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */
@@ -523,7 +607,7 @@ export class PolicyEngine {
 
   private concludePrepared(call: PreparedCall): DecisionOutcome {
     const plan = this.planFor(call.actionId);
-    return this.conclude(plan, { principal: call.principal, actionId: call.actionId, resource: call.resource }, call.context, call.entities);
+    return this.concludeWithCedar(plan, { principal: call.principal, actionId: call.actionId, resource: call.resource }, call.context, call.entities);
   }
 
   /** Never throws for evaluation problems: every failure is a deny with `errors` (fail closed). */
@@ -532,7 +616,7 @@ export class PolicyEngine {
       if (input.approvals.length === 0) {
         // A fresh execution's shape: the context is built once, for the key and for Cedar.
         const prepared = this.prepareCall(input);
-        return this.memoized(prepared.memoKey, input.entities.version, () => this.concludePrepared(prepared.call()));
+        return this.memoized(prepared.memoKey, input.entities.version, () => prepared.residual() ?? this.concludePrepared(prepared.call()));
       }
       return this.memoized(this.memoKeyOf(input), input.entities.version, () => this.decideOrThrow(input));
     } catch (e) {
@@ -570,15 +654,24 @@ export class PolicyEngine {
       }
     }
 
-    return this.conclude(plan, target, baseContext, entities);
+    return this.concludeWithCedar(plan, target, baseContext, entities);
+  }
+
+  /** conclude() with Cedar evaluating the plan's set (or the set without some forbids). */
+  private concludeWithCedar(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
+    return this.conclude(plan, (excluded) =>
+      this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities),
+    );
   }
 
   /**
    * The evaluation without an approver, and `approval_required` derived from it (docs/protocol.md §2):
-   * shared by the MCP decision and the AuthZEN request (decideRequest).
+   * shared by the MCP decision and the AuthZEN request (decideRequest), and by Cedar and residual
+   * programs. `evaluateWithout(undefined)` evaluates the plan's set; `evaluateWithout(ids)` the set
+   * without those policies.
    */
-  private conclude(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
-    const base = this.evaluate(plan.setId, target, baseContext, entities);
+  private conclude(plan: ActionPlan, evaluateWithout: (excluded: string[] | undefined) => Evaluation): DecisionOutcome {
+    const base = evaluateWithout(undefined);
     if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
     // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that
     // errored might have applied.
@@ -592,7 +685,7 @@ export class PolicyEngine {
       obligations.push({ policy, approver_group: group });
     }
     if (reasons.length > 0 && obligations.length === reasons.length) {
-      const relaxed = this.evaluate(this.reducedSetId(plan, reasons), target, baseContext, entities);
+      const relaxed = evaluateWithout(reasons);
       if (relaxed.allowed) return { decision: 'approval_required', reasons, errors: [], obligations };
     }
     return { decision: 'deny', reasons, errors: [], obligations: [] };
@@ -614,7 +707,7 @@ export class PolicyEngine {
     const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
     const plan = this.planFor(target.actionId);
     const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
-    return this.conclude(plan, target, narrowed(input.context, plan.contextKeys), entities);
+    return this.concludeWithCedar(plan, target, narrowed(input.context, plan.contextKeys), entities);
   }
 
   /**
@@ -632,6 +725,17 @@ export class PolicyEngine {
       narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
     ]);
   }
+}
+
+/**
+ * What Cedar's evaluation would be, from the policies a residual program found satisfied: a forbid wins,
+ * else a permit allows, else nothing applies; the determining policies are those of the deciding effect.
+ * `excluded` are left out as the reduced set leaves them out. Never an error (the program gives up instead).
+ */
+function residualEvaluation(satisfied: Satisfied, excluded: string[] | undefined): Evaluation {
+  const forbids = excluded === undefined ? satisfied.forbids : satisfied.forbids.filter((id) => !excluded.includes(id));
+  const allowed = forbids.length === 0 && satisfied.permits.length > 0;
+  return { allowed, cedarDecision: allowed ? 'allow' : 'deny', determining: allowed ? satisfied.permits.slice() : forbids.slice(), errors: [] };
 }
 
 /** The deny a decision that could not be made gives (fail closed), with what went wrong. */

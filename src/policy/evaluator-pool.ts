@@ -108,11 +108,13 @@ export class EvaluatorPool {
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
       let workOf: () => DecideWork;
+      let residual: (() => DecisionOutcome | undefined) | undefined;
       if (input.approvals.length === 0 && engine.memo !== undefined) {
         // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
         // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
         const prepared = engine.prepareCall(input);
         memoKey = prepared.memoKey;
+        residual = prepared.residual;
         workOf = () => ({ call: prepared.call() });
       } else {
         memoKey = engine.memoKeyOf(input);
@@ -125,6 +127,13 @@ export class EvaluatorPool {
       // without crossing to a thread at all (and without cutting an entity slice).
       const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
+      // Only the context strings are new (a task id…) and Cedar has reduced the rest before: the
+      // residual program answers here too (residual.ts), again without a hop.
+      const reduced = residual?.();
+      if (reduced !== undefined) {
+        if (memoKey !== undefined) engine.memo!.set(memoKey, entitiesVersion, reduced);
+        return reduced;
+      }
       work = workOf();
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny

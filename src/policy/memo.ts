@@ -99,8 +99,12 @@ export interface MemoOptions {
   admitOnSecondSight?: boolean;
 }
 
-export class DecisionMemo {
-  private readonly entries = new Map<string, DecisionOutcome>();
+/**
+ * A bounded memo of values made under one entities_version (emptied when the store moves on), with an
+ * optional doorkeeper. Served values are handed out through `copy`, so no caller can alter the next.
+ */
+export class VersionedMemo<V> {
+  private readonly entries = new Map<string, V>();
   /** The entities_version the entries were made under. */
   private entitiesVersion: string | undefined;
   /** Hashes of keys answered once and not kept (admitOnSecondSight): one per slot, overwritten freely. */
@@ -109,7 +113,11 @@ export class DecisionMemo {
   misses = 0;
 
   /** `capacity` 0 keeps nothing. */
-  constructor(readonly capacity: number, options: MemoOptions = {}) {
+  constructor(
+    readonly capacity: number,
+    options: MemoOptions = {},
+    private readonly copy: (value: V) => V = (value) => value,
+  ) {
     if (options.admitOnSecondSight && capacity > 0) {
       let slots = 64;
       while (slots < capacity * 2) slots *= 2;
@@ -129,7 +137,7 @@ export class DecisionMemo {
     }
   }
 
-  get(key: string, entitiesVersion: string): DecisionOutcome | undefined {
+  get(key: string, entitiesVersion: string): V | undefined {
     this.follow(entitiesVersion);
     const hit = this.entries.get(key);
     if (hit === undefined) {
@@ -140,28 +148,53 @@ export class DecisionMemo {
     this.entries.delete(key);
     this.entries.set(key, hit);
     this.hits++;
-    return copyOutcome(hit);
+    return this.copy(hit);
   }
 
   /** Keeps `outcome` for `key`, unless it was decided under entities the store has since left. */
-  set(key: string, entitiesVersion: string, outcome: DecisionOutcome): void {
+  set(key: string, entitiesVersion: string, outcome: V): void {
     // Only under the version the last lookup saw: a late answer for entities since replaced is dropped.
     if (this.capacity <= 0 || this.entitiesVersion !== entitiesVersion) return;
-    if (this.seenOnce !== undefined && !this.entries.has(key)) {
-      const h = keyHash(key);
-      const slot = h & (this.seenOnce.length - 1);
-      if (this.seenOnce[slot] !== h) {
-        this.seenOnce[slot] = h; // first sight: remembered by its hash only
-        return;
-      }
-      this.seenOnce[slot] = 0;
-    }
+    if (!this.entries.has(key) && !this.seenBefore(key)) return;
+    this.keep(key, outcome);
+  }
+
+  /** Keeps `value` for `key` past the doorkeeper (the caller asked seenBefore itself), under the version last looked up. */
+  admit(key: string, entitiesVersion: string, value: V): void {
+    if (this.capacity <= 0 || this.entitiesVersion !== entitiesVersion) return;
+    this.keep(key, value);
+  }
+
+  private keep(key: string, value: V): void {
     this.entries.delete(key);
-    this.entries.set(key, copyOutcome(outcome));
+    this.entries.set(key, this.copy(value));
     while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /**
+   * The doorkeeper (admitOnSecondSight): true when `key` was seen before (and forgets it), false on
+   * first sight (remembered by its hash only). Always true without a doorkeeper.
+   */
+  seenBefore(key: string): boolean {
+    if (this.seenOnce === undefined) return true;
+    const h = keyHash(key);
+    const slot = h & (this.seenOnce.length - 1);
+    if (this.seenOnce[slot] !== h) {
+      this.seenOnce[slot] = h;
+      return false;
+    }
+    this.seenOnce[slot] = 0;
+    return true;
   }
 
   clear(): void {
     this.entries.clear();
+  }
+}
+
+/** The exact-input decision memo: outcomes, copied in and out. */
+export class DecisionMemo extends VersionedMemo<DecisionOutcome> {
+  constructor(capacity: number, options: MemoOptions = {}) {
+    super(capacity, options, copyOutcome);
   }
 }

@@ -1,0 +1,222 @@
+/**
+ * Residual programs: what is left of a policy set once everything but a request's string context values
+ * is known (Cedar's own partial evaluation), evaluated again on each request's actual strings.
+ *
+ * Why: a "distinct" decision — the same agent, subject and facts, but a task id (or any other string a
+ * policy reads) new on every call — misses the exact-input memo every time, and a full Cedar call is
+ * mostly the cost of converting its inputs into wasm. Cedar is a pure function of its inputs, so the
+ * part of the answer that does not depend on those strings is the same for every such call: Cedar works
+ * it out once with the strings as unknowns, and what remains (`context.task_id like "*-blocked"`) is
+ * evaluated here, on the real strings.
+ *
+ * Exact, never approximate. This module evaluates only a small, closed part of Cedar whose semantics are
+ * fixed and total over strings and booleans — literals, the unknowns, `&&`, `||`, `!`, `==`, `!=`,
+ * `like` and `if-then-else` (Cedar's reductions spell `a != b` as `!(a == b)`), with Cedar's left-to-right short-circuit — and gives up (undefined) on
+ * anything else: another operator, a value of another type, or any expression Cedar would refuse with
+ * an error. The caller then asks Cedar itself, so every error text, and every answer this module cannot
+ * derive exactly, is still Cedar's. A residual program that is unusable as a whole (a policy that
+ * errored while being reduced, a scope Cedar left unresolved) is never built.
+ */
+
+/** The Cedar JSON (EST) form of an expression, as Cedar's partial evaluation returns it. */
+type Expr = Record<string, unknown>;
+
+/** One policy of the kept set with what is left of its conditions. */
+interface ResidualPolicy {
+  id: string;
+  effect: 'permit' | 'forbid';
+  conditions: Array<{ kind: 'when' | 'unless'; body: Expr }>;
+}
+
+/** The kept set, in load order, reduced to what depends on the unknown strings. */
+export interface ResidualProgram {
+  policies: ResidualPolicy[];
+}
+
+/** The policies a request satisfies, by effect, in the program's (load) order. */
+export interface Satisfied {
+  permits: string[];
+  forbids: string[];
+}
+
+/**
+ * A narrowed context split for partial evaluation: `shape` (every member, with a top-level string
+ * value replaced by a tag, every other value kept), the strings themselves (`values`) and the context
+ * Cedar reduces with those strings as unknowns. Undefined when there is no string to leave out.
+ */
+export interface ContextShape {
+  shape: Array<[string, 'unknown string'] | [string, 'value', unknown]>;
+  values: Record<string, string>;
+  partialContext: Record<string, unknown>;
+}
+
+export function contextShapeOf(context: Record<string, unknown>): ContextShape | undefined {
+  const shape: ContextShape['shape'] = [];
+  const values: Record<string, string> = Object.create(null);
+  const partialContext: Record<string, unknown> = {};
+  let unknowns = 0;
+  for (const key in context) {
+    if (!Object.hasOwn(context, key)) continue;
+    const value = context[key];
+    // A string with a lone surrogate has no exact counterpart in Cedar's (UTF-8) strings: kept concrete.
+    if (typeof value === 'string' && (value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+      shape.push([key, 'unknown string']);
+      values[key] = value;
+      partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
+      unknowns++;
+    } else {
+      shape.push([key, 'value', value]);
+      partialContext[key] = value;
+    }
+  }
+  return unknowns === 0 ? undefined : { shape, values, partialContext };
+}
+
+/** Cedar's partial answer, as cedar-wasm's isAuthorizedPartial returns it in `response`. */
+export interface PartialResponse {
+  errored: string[];
+  residuals: Record<string, { effect: string; principal: { op: string }; action: { op: string }; resource: { op: string }; conditions: Array<{ kind: string; body: Expr }> }>;
+}
+
+/**
+ * The program of `policyIds` (load order) from Cedar's partial answer, or undefined when it cannot be
+ * used for any request: a policy errored during the reduction (its error text must come from Cedar), a
+ * scope is left unresolved, or a policy is missing from the answer.
+ */
+export function residualProgramOf(response: PartialResponse, policyIds: readonly string[]): ResidualProgram | undefined {
+  if (response.errored.length > 0) return undefined;
+  const policies: ResidualPolicy[] = [];
+  for (const id of policyIds) {
+    if (!Object.hasOwn(response.residuals, id)) return undefined;
+    const r = response.residuals[id]!;
+    if (r.effect !== 'permit' && r.effect !== 'forbid') return undefined;
+    if (r.principal.op !== 'All' || r.action.op !== 'All' || r.resource.op !== 'All') return undefined;
+    const conditions: ResidualPolicy['conditions'] = [];
+    for (const c of r.conditions) {
+      if (c.kind !== 'when' && c.kind !== 'unless') return undefined;
+      conditions.push({ kind: c.kind, body: c.body });
+    }
+    policies.push({ id, effect: r.effect, conditions });
+  }
+  return { policies };
+}
+
+/** Thrown inside the evaluator when the expression leaves the part of Cedar evaluated here. */
+const NOT_HERE = Symbol('not evaluated here');
+
+type Value = string | boolean;
+
+function evaluate(e: unknown, values: Record<string, string>): Value {
+  if (typeof e !== 'object' || e === null || Array.isArray(e)) throw NOT_HERE;
+  let op: string | undefined;
+  for (const k in e) {
+    if (op !== undefined) throw NOT_HERE; // one operator per node
+    op = k;
+  }
+  const node = (e as Expr)[op as string] as Record<string, unknown>;
+  switch (op) {
+    case 'Value': {
+      const v = node as unknown;
+      if (typeof v === 'string' || typeof v === 'boolean') return v;
+      throw NOT_HERE;
+    }
+    case 'unknown': {
+      const args = node as unknown;
+      if (!Array.isArray(args) || args.length !== 1) throw NOT_HERE;
+      const name = (args[0] as { Value?: unknown } | null)?.Value;
+      if (typeof name !== 'string' || !(name in values)) throw NOT_HERE;
+      return values[name]!;
+    }
+    case '&&':
+      // Cedar: the left operand must be a boolean; false short-circuits; else the right one, a boolean.
+      return boolean(evaluate(node.left, values)) ? boolean(evaluate(node.right, values)) : false;
+    case '||':
+      return boolean(evaluate(node.left, values)) ? true : boolean(evaluate(node.right, values));
+    case '!':
+      return !boolean(evaluate(node.arg, values));
+    case '==':
+      // Total in Cedar: values of different types are simply unequal. Strings compare by their
+      // characters (no normalisation), which for well-formed strings is ===.
+      return evaluate(node.left, values) === evaluate(node.right, values);
+    case 'like': {
+      const text = evaluate(node.left, values);
+      if (typeof text !== 'string') throw NOT_HERE;
+      return likeMatches(text, node.pattern);
+    }
+    case 'if-then-else':
+      return evaluate(boolean(evaluate(node.if, values)) ? node.then : node.else, values);
+    default:
+      throw NOT_HERE;
+  }
+}
+
+function boolean(v: Value): boolean {
+  if (typeof v !== 'boolean') throw NOT_HERE; // Cedar: a type error
+  return v;
+}
+
+/**
+ * Cedar's `like`: the pattern, as Cedar's JSON gives it (`"Wildcard"` or `{Literal: text}`), matched
+ * against the whole string, character by character — Unicode scalar values, as Rust's chars, not UTF-16
+ * code units — with a wildcard matching any run of characters, the empty one included.
+ */
+export function likeMatches(text: string, pattern: unknown): boolean {
+  if (!Array.isArray(pattern)) throw NOT_HERE;
+  // The pattern as characters, a wildcard as null.
+  const pat: Array<string | null> = [];
+  for (const element of pattern) {
+    if (element === 'Wildcard') pat.push(null);
+    else if (typeof element === 'object' && element !== null && typeof (element as { Literal?: unknown }).Literal === 'string') {
+      for (const ch of (element as { Literal: string }).Literal) pat.push(ch);
+    } else throw NOT_HERE;
+  }
+  const chars = Array.from(text);
+  // Greedy matching with backtracking to the last wildcard: linear in practice, never exponential.
+  let t = 0;
+  let p = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < chars.length) {
+    if (p < pat.length && pat[p] !== null && pat[p] === chars[t]) {
+      t++;
+      p++;
+    } else if (p < pat.length && pat[p] === null) {
+      star = p++;
+      resume = t;
+    } else if (star >= 0) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pat.length && pat[p] === null) p++;
+  return p === pat.length;
+}
+
+/**
+ * The policies the request with these strings satisfies, or undefined when any expression reached
+ * leaves what this module evaluates (the caller then asks Cedar). Each policy's conditions are taken in
+ * order and stop at the first that fails, as Cedar's evaluation of the policy does.
+ */
+export function satisfiedBy(program: ResidualProgram, values: Record<string, string>): Satisfied | undefined {
+  const permits: string[] = [];
+  const forbids: string[] = [];
+  try {
+    for (const policy of program.policies) {
+      let holds = true;
+      for (const c of policy.conditions) {
+        const v = boolean(evaluate(c.body, values));
+        if (c.kind === 'when' ? !v : v) {
+          holds = false;
+          break;
+        }
+      }
+      if (holds) (policy.effect === 'permit' ? permits : forbids).push(policy.id);
+    }
+  } catch (e) {
+    if (e === NOT_HERE) return undefined;
+    throw e;
+  }
+  return { permits, forbids };
+}
