@@ -380,7 +380,7 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
   \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor
   \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
   **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
-  memo answers it). **distinct**: \`task_id\` differs on every call, so every call is a new question to Cedar.
+  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).
 - **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
   Both writ workloads are compared with the same Cerbos runs.
