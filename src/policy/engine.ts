@@ -584,14 +584,19 @@ export class PolicyEngine {
 
   /** Cedar's partial evaluation of the plan's policies with the context strings unknown, as a program. */
   private residualProgram(plan: ActionPlan, call: PreparedCall, shape: ContextShape): ResidualProgram | undefined {
-    const answer = cedar.isAuthorizedPartial({
-      principal: { type: call.principal.type, id: call.principal.id },
-      action: { type: 'Action', id: call.actionId },
-      resource: { type: call.resource.type, id: call.resource.id },
-      context: shape.partialContext as cedar.Context,
-      entities: call.entities as cedar.Entities,
-      policies: { staticPolicies: this.policiesOf(plan.policyIds) },
-    });
+    let answer: cedar.PartialAuthorizationAnswer;
+    try {
+      answer = cedar.isAuthorizedPartial({
+        principal: { type: call.principal.type, id: call.principal.id },
+        action: { type: 'Action', id: call.actionId },
+        resource: { type: call.resource.type, id: call.resource.id },
+        context: shape.partialContext as cedar.Context,
+        entities: call.entities as cedar.Entities,
+        policies: { staticPolicies: this.policiesOf(plan.policyIds) },
+      });
+    } catch {
+      return undefined; // whatever went wrong, Cedar itself evaluates every call of this shape
+    }
     if (answer.type !== 'residuals') return undefined;
     return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
   }

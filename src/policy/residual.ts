@@ -79,23 +79,41 @@ export interface PartialResponse {
 }
 
 /**
+ * Longest program kept (characters of its residual conditions as JSON): an engine keeps a bounded number
+ * of programs, so this bounds their memory; a bigger reduction is simply left to Cedar.
+ */
+export const MAX_PROGRAM_CHARS = 16_384;
+
+/**
  * The program of `policyIds` (load order) from Cedar's partial answer, or undefined when it cannot be
  * used for any request: a policy errored during the reduction (its error text must come from Cedar), a
- * scope is left unresolved, or a policy is missing from the answer.
+ * scope is left unresolved, a policy is missing from the answer, or what is left is too big to keep.
+ * Policies reduced to a condition that can never hold (`when false`, `unless true`) are left out.
  */
 export function residualProgramOf(response: PartialResponse, policyIds: readonly string[]): ResidualProgram | undefined {
   if (response.errored.length > 0) return undefined;
   const policies: ResidualPolicy[] = [];
+  let chars = 0;
   for (const id of policyIds) {
     if (!Object.hasOwn(response.residuals, id)) return undefined;
     const r = response.residuals[id]!;
     if (r.effect !== 'permit' && r.effect !== 'forbid') return undefined;
     if (r.principal.op !== 'All' || r.action.op !== 'All' || r.resource.op !== 'All') return undefined;
     const conditions: ResidualPolicy['conditions'] = [];
+    // Conditions are evaluated in order and stop at the first that fails: one reduced to a failing
+    // literal before any condition left to evaluate means the policy never holds (and never errors).
+    let never = false;
+    let decidedSoFar = true;
     for (const c of r.conditions) {
       if (c.kind !== 'when' && c.kind !== 'unless') return undefined;
+      const literal = (c.body as { Value?: unknown }).Value;
+      if (decidedSoFar && literal === (c.kind === 'unless')) never = true;
+      if (literal !== (c.kind === 'when')) decidedSoFar = false;
       conditions.push({ kind: c.kind, body: c.body });
     }
+    if (never) continue;
+    chars += JSON.stringify(conditions).length;
+    if (chars > MAX_PROGRAM_CHARS) return undefined;
     policies.push({ id, effect: r.effect, conditions });
   }
   return { policies };
@@ -214,9 +232,9 @@ export function satisfiedBy(program: ResidualProgram, values: Record<string, str
       }
       if (holds) (policy.effect === 'permit' ? permits : forbids).push(policy.id);
     }
-  } catch (e) {
-    if (e === NOT_HERE) return undefined;
-    throw e;
+  } catch {
+    // NOT_HERE, or anything else (a residual nested deeper than the stack): Cedar answers instead.
+    return undefined;
   }
   return { permits, forbids };
 }

@@ -11,7 +11,7 @@ import { PolicyEngine, type DecisionInput } from '../../src/policy/engine.js';
 import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
-import { contextShapeOf, likeMatches, residualProgramOf, satisfiedBy } from '../../src/policy/residual.js';
+import { MAX_PROGRAM_CHARS, contextShapeOf, likeMatches, residualProgramOf, satisfiedBy } from '../../src/policy/residual.js';
 import { tempPolicyDir } from './helpers.js';
 
 const uid = (type: string, id: string) => ({ type, id });
@@ -71,6 +71,24 @@ test('a residual program is not built from a reduction that errored or left a sc
   assert.equal(satisfiedBy(ext, { task_id: '127.0.0.1' }), undefined);
   const bare = residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: { unknown: [{ Value: 'task_id' }] } }] }) } }, ['f'])!;
   assert.equal(satisfiedBy(bare, { task_id: 'x' }), undefined);
+  // A policy reduced to a condition that fails before any other is left out; one whose failing literal
+  // comes after a condition still to evaluate is kept (that condition might error first).
+  const pruned = residualProgramOf({
+    errored: [],
+    residuals: {
+      never: policy({ conditions: [{ kind: 'when', body: { Value: false } }] }),
+      neverUnless: policy({ conditions: [{ kind: 'when', body: { Value: true } }, { kind: 'unless', body: { Value: true } }] }),
+      later: policy({ conditions: [{ kind: 'when', body }, { kind: 'when', body: { Value: false } }] }),
+    },
+  }, ['never', 'neverUnless', 'later'])!;
+  assert.deepEqual(pruned.policies.map((p) => p.id), ['later']);
+  // Too big to keep: left to Cedar.
+  const big = { '==': { left: { unknown: [{ Value: 'task_id' }] }, right: { Value: 'x'.repeat(MAX_PROGRAM_CHARS) } } };
+  assert.equal(residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: big }] }) } }, ['f']), undefined);
+  // Nested deeper than the stack: Cedar answers, nothing throws.
+  let deep: Record<string, unknown> = { Value: true };
+  for (let i = 0; i < 200_000; i++) deep = { '!': { arg: deep } };
+  assert.equal(satisfiedBy({ policies: [{ id: 'f', effect: 'forbid', conditions: [{ kind: 'when', body: deep }] }] }, { task_id: 'x' }), undefined);
   // Only top-level strings are left out, and only well-formed ones.
   const shape = contextShapeOf({ a: 'x', b: true, c: { d: 'y' }, e: 'lone \ud800' })!;
   assert.deepEqual(Object.keys(shape.values), ['a']);
