@@ -1,6 +1,6 @@
 /**
- * Residual programs: what is left of a policy set once everything but a request's string context values
- * is known (Cedar's own partial evaluation), evaluated again on each request's actual strings.
+ * Residual programs: what is left of a policy set once everything but a request's string and datetime
+ * context values is known (Cedar's own partial evaluation), evaluated again on each request's own values.
  *
  * Why: a "distinct" decision — the same agent, subject and facts, but a task id (or any other string a
  * policy reads) new on every call — misses the exact-input memo every time, and a full Cedar call is
@@ -11,7 +11,9 @@
  *
  * Exact, never approximate. This module evaluates only a small, closed part of Cedar whose semantics are
  * fixed and total over strings and booleans — literals, the unknowns, `&&`, `||`, `!`, `==`, `!=`,
- * `like` and `if-then-else` (Cedar's reductions spell `a != b` as `!(a == b)`), with Cedar's left-to-right short-circuit — and gives up (undefined) on
+ * `like` and `if-then-else` (Cedar's reductions spell `a != b` as `!(a == b)`), `datetime("…")` literals
+ * compared by `<` and `<=` (and `>`, `>=`, which Cedar spells with them), and a member of a context record
+ * Cedar left unreduced (it does so when the context holds a datetime), with Cedar's left-to-right short-circuit — and gives up (undefined) on
  * anything else: another operator, a value of another type, or any expression Cedar would refuse with
  * an error. The caller then asks Cedar itself, so every error text, and every answer this module cannot
  * derive exactly, is still Cedar's. A residual program that is unusable as a whole (a policy that
@@ -39,20 +41,67 @@ export interface Satisfied {
   forbids: string[];
 }
 
+/** A Cedar datetime as the instant it names: milliseconds since the Unix epoch. */
+export class Instant {
+  constructor(readonly ms: number) {}
+}
+
 /**
- * A narrowed context split for partial evaluation: `shape` (every member, with a top-level string
- * value replaced by a tag, every other value kept), the strings themselves (`values`) and the context
- * Cedar reduces with those strings as unknowns. Undefined when there is no string to leave out.
+ * Cedar's datetime forms — `YYYY-MM-DD`, or `YYYY-MM-DDThh:mm:ss` with an optional `.SSS` and then `Z` or
+ * `±hhmm` — as the instant they name; undefined for anything else or any impossible field (month 13,
+ * February 30, hour 24, second 60, an offset of 24 hours or more), which is then left to Cedar.
+ */
+const CEDAR_DATETIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?(?:(Z)|([+-])(\d{2})(\d{2})))?$/;
+export function instantOf(text: string): Instant | undefined {
+  const m = CEDAR_DATETIME.exec(text);
+  if (m === null) return undefined;
+  const [, y, mo, d, h, mi, sec, frac, zulu, sign, oh, om] = m;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  if (month < 1 || month > 12 || day < 1) return undefined;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  if (day > days) return undefined;
+  const hour = Number(h ?? 0);
+  const minute = Number(mi ?? 0);
+  const second = Number(sec ?? 0);
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  let offsetMinutes = 0;
+  if (h !== undefined && zulu === undefined) {
+    const offHours = Number(oh);
+    const offMins = Number(om);
+    if (offHours > 23 || offMins > 59) return undefined;
+    offsetMinutes = (sign === '-' ? -1 : 1) * (offHours * 60 + offMins);
+  }
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it maps years 0–99 to 1900–1999
+  date.setUTCHours(hour, minute, second, Number(frac ?? 0));
+  return new Instant(date.getTime() - offsetMinutes * 60_000);
+}
+
+/**
+ * A narrowed context split for partial evaluation: `shape` (every member, with a top-level string or
+ * datetime value replaced by a tag, every other value kept), those values themselves (`values`) and the
+ * context Cedar reduces with them as unknowns. Undefined when there is nothing to leave out.
  */
 export interface ContextShape {
-  shape: Array<[string, 'unknown string'] | [string, 'value', unknown]>;
-  values: Record<string, string>;
+  shape: Array<[string, 'unknown string' | 'unknown datetime'] | [string, 'value', unknown]>;
+  values: Record<string, Value>;
   partialContext: Record<string, unknown>;
+}
+
+/** The datetime a Cedar JSON value names (`{"__extn": {"fn": "datetime", "arg": …}}`), if it is one we read exactly. */
+function datetimeOf(value: unknown): Instant | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const extn = (value as { __extn?: { fn?: unknown; arg?: unknown } }).__extn;
+  if (extn === undefined || Object.keys(value).length !== 1 || extn.fn !== 'datetime' || typeof extn.arg !== 'string') return undefined;
+  return instantOf(extn.arg);
 }
 
 export function contextShapeOf(context: Record<string, unknown>): ContextShape | undefined {
   const shape: ContextShape['shape'] = [];
-  const values: Record<string, string> = Object.create(null);
+  const values: Record<string, Value> = Object.create(null);
   const partialContext: Record<string, unknown> = {};
   let unknowns = 0;
   for (const key in context) {
@@ -62,6 +111,14 @@ export function contextShapeOf(context: Record<string, unknown>): ContextShape |
     if (typeof value === 'string' && (value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
       shape.push([key, 'unknown string']);
       values[key] = value;
+      partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
+      unknowns++;
+      continue;
+    }
+    const instant = datetimeOf(value);
+    if (instant !== undefined) {
+      shape.push([key, 'unknown datetime']);
+      values[key] = instant;
       partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
       unknowns++;
     } else {
@@ -122,9 +179,9 @@ export function residualProgramOf(response: PartialResponse, policyIds: readonly
 /** Thrown inside the evaluator when the expression leaves the part of Cedar evaluated here. */
 const NOT_HERE = Symbol('not evaluated here');
 
-type Value = string | boolean;
+type Value = string | boolean | Instant;
 
-function evaluate(e: unknown, values: Record<string, string>): Value {
+function evaluate(e: unknown, values: Record<string, Value>): Value {
   if (typeof e !== 'object' || e === null || Array.isArray(e)) throw NOT_HERE;
   let op: string | undefined;
   for (const k in e) {
@@ -152,10 +209,37 @@ function evaluate(e: unknown, values: Record<string, string>): Value {
       return boolean(evaluate(node.left, values)) ? true : boolean(evaluate(node.right, values));
     case '!':
       return !boolean(evaluate(node.arg, values));
-    case '==':
+    case '==': {
       // Total in Cedar: values of different types are simply unequal. Strings compare by their
-      // characters (no normalisation), which for well-formed strings is ===.
-      return evaluate(node.left, values) === evaluate(node.right, values);
+      // characters (no normalisation), which for well-formed strings is ===. Datetimes: left to Cedar.
+      const left = evaluate(node.left, values);
+      const right = evaluate(node.right, values);
+      if (left instanceof Instant || right instanceof Instant) throw NOT_HERE;
+      return left === right;
+    }
+    case '<':
+    case '<=': {
+      // Between two datetimes, the instants (Cedar also compares longs and durations: left to it).
+      const left = evaluate(node.left, values);
+      const right = evaluate(node.right, values);
+      if (!(left instanceof Instant) || !(right instanceof Instant)) throw NOT_HERE;
+      return op === '<' ? left.ms < right.ms : left.ms <= right.ms;
+    }
+    case 'datetime': {
+      const args = node as unknown;
+      if (!Array.isArray(args) || args.length !== 1) throw NOT_HERE;
+      const text = (args[0] as { Value?: unknown } | null)?.Value;
+      const instant = typeof text === 'string' ? instantOf(text) : undefined;
+      if (instant === undefined) throw NOT_HERE;
+      return instant;
+    }
+    case '.': {
+      // A member of a record literal (the context Cedar left unreduced); only that member is evaluated.
+      const record = (node.left as { Record?: unknown } | null)?.Record;
+      const attr = node.attr;
+      if (typeof record !== 'object' || record === null || typeof attr !== 'string' || !Object.hasOwn(record, attr)) throw NOT_HERE;
+      return evaluate((record as Record<string, unknown>)[attr], values);
+    }
     case 'like': {
       const text = evaluate(node.left, values);
       if (typeof text !== 'string') throw NOT_HERE;
@@ -217,7 +301,7 @@ export function likeMatches(text: string, pattern: unknown): boolean {
  * leaves what this module evaluates (the caller then asks Cedar). Each policy's conditions are taken in
  * order and stop at the first that fails, as Cedar's evaluation of the policy does.
  */
-export function satisfiedBy(program: ResidualProgram, values: Record<string, string>): Satisfied | undefined {
+export function satisfiedBy(program: ResidualProgram, values: Record<string, Value>): Satisfied | undefined {
   const permits: string[] = [];
   const forbids: string[] = [];
   try {

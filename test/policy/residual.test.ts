@@ -1,6 +1,7 @@
 /**
  * Residual programs (src/policy/residual.ts) answer exactly as Cedar does: `like` against Cedar's own
- * matcher, and whole decisions from random policy sets against the engine without memo or residuals —
+ * matcher, datetime texts and their order against Cedar's, and whole decisions from random policy sets
+ * against the engine without memo or residuals —
  * in-process and through the evaluator pool — with the residual path shown to be taken.
  */
 import { test } from 'node:test';
@@ -11,7 +12,7 @@ import { PolicyEngine, type DecisionInput } from '../../src/policy/engine.js';
 import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
-import { MAX_PROGRAM_CHARS, contextShapeOf, likeMatches, residualProgramOf, satisfiedBy } from '../../src/policy/residual.js';
+import { Instant, MAX_PROGRAM_CHARS, contextShapeOf, instantOf, likeMatches, residualProgramOf, satisfiedBy } from '../../src/policy/residual.js';
 import { tempPolicyDir } from './helpers.js';
 
 const uid = (type: string, id: string) => ({ type, id });
@@ -51,6 +52,75 @@ test('like: the residual matcher agrees with Cedar on every text and pattern (wi
     }),
     { seed: 0x11ce, numRuns: 600 },
   );
+});
+
+/** Datetime texts in and around Cedar's forms: impossible fields, odd offsets, leap days, early years. */
+const oddDatetimeTextArb = fc
+  .record({
+    year: fc.constantFrom('0000', '0001', '0099', '1900', '1970', '2000', '2024', '2025', '2026', '9999'),
+    month: fc.constantFrom('00', '01', '02', '04', '12', '13'),
+    day: fc.constantFrom('00', '01', '28', '29', '30', '31', '32'),
+    time: fc.option(
+      fc.record({
+        h: fc.constantFrom('00', '09', '23', '24'),
+        m: fc.constantFrom('00', '30', '59', '60'),
+        s: fc.constantFrom('00', '59', '60'),
+        frac: fc.constantFrom('', '.000', '.5', '.999', '.1234'),
+        zone: fc.constantFrom('Z', '+0000', '-0000', '+0700', '-0130', '+1400', '+2359', '-2359', '+2400', '+0060', '+07:00', ''),
+      }),
+      { nil: undefined },
+    ),
+  })
+  .map(({ year, month, day, time }) => `${year}-${month}-${day}` + (time ? `T${time.h}:${time.m}:${time.s}${time.frac}${time.zone}` : ''));
+
+/** Valid texts of every Cedar form: any instant of years 1–9999, any offset under a day, with or without milliseconds. */
+const validDatetimeTextArb = fc
+  .record({
+    ms: fc.integer({ min: Date.parse('0001-01-01T00:00:00Z'), max: Date.parse('9999-12-30T00:00:00Z') }),
+    form: fc.constantFrom('date', 'Z', 'ms Z', 'offset', 'ms offset'),
+    offset: fc.integer({ min: -(23 * 60 + 59), max: 23 * 60 + 59 }),
+  })
+  .map(({ ms, form, offset }) => {
+    const off = form.endsWith('offset') ? offset : 0;
+    const local = new Date(ms + off * 60_000).toISOString(); // YYYY-MM-DDThh:mm:ss.SSSZ (years 1–9999)
+    if (form === 'date') return local.slice(0, 10);
+    const base = local.slice(0, 19) + (form.startsWith('ms') ? local.slice(19, 23) : '');
+    if (form.endsWith('Z')) return base + 'Z';
+    const a = Math.abs(off);
+    return `${base}${off < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
+  });
+const datetimeTextArb = fc.oneof({ arbitrary: validDatetimeTextArb, weight: 4 }, { arbitrary: oddDatetimeTextArb, weight: 1 });
+
+test('datetimes: every text the residual evaluator reads, Cedar reads too, and both order any two of them alike', () => {
+  let compared = 0;
+  fc.assert(
+    fc.property(datetimeTextArb, datetimeTextArb, (a, b) => {
+      const mine = [instantOf(a), instantOf(b)];
+      const answer = cedar.isAuthorized({
+        principal: uid('A', 'a'), action: uid('Action', 'x'), resource: uid('R', 'r'),
+        context: {},
+        policies: { staticPolicies: {
+          lt: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) < datetime(${JSON.stringify(b)}) };`,
+          le: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) <= datetime(${JSON.stringify(b)}) };`,
+        } },
+        entities: [],
+      });
+      if (mine[0] === undefined || mine[1] === undefined) return; // left to Cedar, whatever Cedar makes of it
+      compared++;
+      assert.equal(answer.type, 'success', `${a} ${b}: ${JSON.stringify(answer)}`);
+      if (answer.type !== 'success') return;
+      assert.deepEqual(answer.response.diagnostics.errors, [], `Cedar refused a text read here: ${a} / ${b}`);
+      const reasons = new Set(answer.response.diagnostics.reason);
+      // Two permits: each is a reason exactly when its comparison holds.
+      assert.equal(reasons.has('le'), mine[0].ms <= mine[1].ms, `${a} <= ${b}`);
+      assert.equal(reasons.has('lt'), mine[0].ms < mine[1].ms, `${a} < ${b}`);
+    }),
+    { seed: 0xda7e, numRuns: 1500 },
+  );
+  assert.ok(compared > 200, `compared ${compared}`);
+  assert.equal(instantOf('2026-08-24T17:00:00+0700')!.ms, Date.parse('2026-08-24T10:00:00Z'));
+  assert.equal(instantOf('0001-01-01')!.ms, Date.parse('0001-01-01T00:00:00Z'));
+  assert.ok(instantOf('2026-08-24') instanceof Instant);
 });
 
 test('a residual program is not built from a reduction that errored or left a scope open, and gives up on what it does not evaluate', () => {
@@ -107,7 +177,10 @@ function cedarString(s: string): string {
   return JSON.stringify(s); // Cedar string escapes agree with JSON's for these characters
 }
 
-/** Boolean-ish Cedar expressions over the context strings, entity attributes, and things that error. */
+const datetimeLiteralArb = fc.constantFrom('2026-08-24', '2026-08-24T10:00:00Z', '2026-08-24T17:00:00+0700', '2026-08-24T09:59:59.999Z');
+const comparisonArb = fc.constantFrom('<', '<=', '>', '>=');
+
+/** Boolean-ish Cedar expressions over the context strings and datetimes, entity attributes, and things that error. */
 const exprArb: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
   e: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -124,6 +197,14 @@ const exprArb: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
     attrArb.map((a) => `ip(context.${a}).isLoopback()`), // an extension call: errors on most strings
     attrArb.map((a) => `context.${a}.length == 1`), // an attribute of a string: an error
     fc.constant('resource.no_such_attribute'),
+    fc.tuple(comparisonArb, datetimeLiteralArb).map(([op, l]) => `context.now ${op} datetime("${l}")`),
+    comparisonArb.map((op) => `(context has execute_after && context.now ${op} context.execute_after)`),
+    fc.constantFrom(
+      'context.now <= context.execute_after', // an error when the envelope has no execute_after
+      'context.now == datetime("2026-08-24T10:00:00Z")', // datetime equality: left to Cedar
+      'context.now.toTime() < duration("12h")', // a datetime method: left to Cedar
+      'context.now like "*"', // a type error
+    ),
     tie('e').map((e) => `!(${e})`),
     fc.tuple(tie('e'), tie('e')).map(([a, b]) => `(${a} && ${b})`),
     fc.tuple(tie('e'), tie('e')).map(([a, b]) => `(${a} || ${b})`),
@@ -166,18 +247,22 @@ const requestArb = fc.record({
   phase: fc.constantFrom('propose', 'execute'),
   event: fc.option(fc.oneof(literalArb, textArb), { nil: undefined }),
   n: fc.constantFrom(1, 5),
+  now: fc.constantFrom('2026-08-24T10:00:00Z', '2026-08-24T09:59:59.999Z', '2026-08-24T00:00:00Z', '2026-08-23T23:59:59Z', '2026-08-25T00:00:00.001Z'),
+  executeAfter: fc.option(fc.constantFrom('2026-08-24T17:00:00+07:00', '2026-08-24T10:00:00Z', '2026-08-24T09:59:59.999-00:00'), { nil: undefined }),
 });
 
-function toInput(r: typeof requestArb extends fc.Arbitrary<infer T> ? T : never, entities: StaticEntitySource): DecisionInput {
+type Req = Omit<typeof requestArb extends fc.Arbitrary<infer T> ? T : never, 'now' | 'executeAfter'> & { now: string; executeAfter: string | undefined };
+function toInput(r: Req, entities: StaticEntitySource): DecisionInput {
   const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', 'req') };
   if (r.event !== undefined) envelope['authoritative_event'] = r.event;
+  if (r.executeAfter !== undefined) envelope['execute_after'] = r.executeAfter;
   return {
     actor: uid('Agent', r.actor), server: 's', tool: r.tool, subject: uid('Doc', 'd1'), envelope, phase: r.phase as 'propose' | 'execute',
-    binding: 'b', cedarArguments: { n: r.n } as DecisionInput['cedarArguments'], now: new Date('2026-08-24T10:00:00Z'), approvals: [], entities,
+    binding: 'b', cedarArguments: { n: r.n } as DecisionInput['cedarArguments'], now: new Date(r.now), approvals: [], entities,
   };
 }
 
-test('decisions from residual programs equal the uncached engine on random policy sets (decision, reasons, errors, obligations)', () => {
+test('decisions from residual programs equal the uncached engine on random policy sets over strings and datetimes (decision, reasons, errors, obligations)', () => {
   const entities = new StaticEntitySource(ENTITIES);
   let residual = 0;
   let decisions = 0;
@@ -225,7 +310,7 @@ test('through the evaluator pool, distinct task ids are answered by the residual
     const seen = new Set<string>();
     for (let i = 0; i < 300; i++) {
       const task = ['T-', 'X-blocked-', 'HOLD-', 'ip:'][i % 4] + String(i) + (i % 8 === 1 ? '-blocked' : '');
-      const input = toInput({ actor: 'a1', tool: 'read', task_id: task, purpose: i % 3 === 0 ? '127.0.0.1' : 'offboarding', phase: 'execute', event: undefined, n: 1 }, entities);
+      const input = toInput({ actor: 'a1', tool: 'read', task_id: task, purpose: i % 3 === 0 ? '127.0.0.1' : 'offboarding', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, entities);
       const expected = uncached.decide(input);
       assert.deepStrictEqual(await pool.decide(reduced, input), expected, task);
       seen.add(expected.decision);
@@ -239,6 +324,35 @@ test('through the evaluator pool, distinct task ids are answered by the residual
   }
 });
 
+test('a clock that moves on every call: policies reading now and execute_after are answered by one residual program, as Cedar answers them', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': `
+@id("read") permit (principal is Agent, action == Action::"s/read", resource) when { principal.trusted };
+@id("not-before") forbid (principal, action == Action::"s/read", resource)
+when { context.phase == "execute" && context has execute_after && context.now < context.execute_after };
+@id("window") @requires_approval("Role::\\"hr\\"") forbid (principal, action == Action::"s/read", resource)
+when { context.now >= datetime("2026-08-24T18:00:00+0200") && context.task_id like "late-*" };
+`,
+  });
+  const bundle = loadPolicyDir(dir);
+  cleanup();
+  const entities = new StaticEntitySource(ENTITIES);
+  const uncached = new PolicyEngine(bundle);
+  const reduced = new PolicyEngine(bundle, { memoSize: 64, partialEvaluationShare: 1 });
+  const start = Date.parse('2026-08-24T09:59:00Z');
+  const seen = new Set<string>();
+  for (let i = 0; i < 400; i++) {
+    // A clock one 997 ms step further each call, across execute_after (10:00Z) and the window (16:00Z).
+    const now = new Date(start + i * 997 * 67).toISOString();
+    const input = toInput({ actor: 'a1', tool: 'read', task_id: i % 2 ? `late-${i}` : `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1, now, executeAfter: '2026-08-24T17:00:00+07:00' }, entities);
+    const expected = uncached.decide(input);
+    assert.deepStrictEqual(reduced.decide(input), expected, now);
+    seen.add(expected.decision + ' ' + expected.reasons.join(','));
+  }
+  assert.deepEqual([...seen].sort(), ['allow read', 'approval_required window', 'deny not-before']);
+  assert.ok(reduced.residualAnswers > 390, `residual answers ${reduced.residualAnswers}`);
+});
+
 test('residual programs follow the entities: a change of trust is seen by the next decision', () => {
   const { dir, cleanup } = tempPolicyDir({
     'p.cedar': '@id("read") permit (principal, action, resource) when { principal.trusted && context.task_id like "T-*" };',
@@ -247,9 +361,9 @@ test('residual programs follow the entities: a change of trust is seen by the ne
   cleanup();
   const reduced = new PolicyEngine(bundle, { memoSize: 64, partialEvaluationShare: 1 });
   const trusted = new StaticEntitySource(ENTITIES);
-  for (let i = 0; i < 5; i++) assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1 }, trusted)).decision, 'allow');
+  for (let i = 0; i < 5; i++) assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, trusted)).decision, 'allow');
   assert.ok(reduced.residualAnswers >= 3);
   const distrusted = new StaticEntitySource(ENTITIES.map((e) => (e.uid.id === 'a1' ? { ...e, attrs: { trusted: false } } : e)));
   assert.notEqual(distrusted.version, trusted.version);
-  assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: 'T-9', purpose: 'p', phase: 'execute', event: undefined, n: 1 }, distrusted)).decision, 'deny');
+  assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: 'T-9', purpose: 'p', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, distrusted)).decision, 'deny');
 });
