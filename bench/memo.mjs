@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The decision memo in-process (issue 14): what one decision costs uncached, as a memo hit and as a
-// memo miss (every call new to Cedar), and where the memo should live — on the event loop before the
-// evaluator-thread hop, or behind it. Runs itself once per Node binary given.
+// The decision memo in-process (issue 14): what one decision costs uncached, as a memo hit, and as a
+// residual program (a new task_id, or a clock that moves, every call), and where the memo should live —
+// on the event loop before the evaluator-thread hop, or behind it. Runs itself once per Node binary given.
 //
 //   npm run build && node bench/memo.mjs [--node-bins "PATH ..."] [--no-write]
 // Writes bench/results/memo.md.
@@ -53,6 +53,9 @@ async function measure() {
     binding: 'writ-bind/1:sha256:' + '0'.repeat(64), cedarArguments: { employee_id: '7721' }, now: new Date('2026-08-24T10:30:00Z'),
     approvals: [], entities,
   });
+  // The story's own decision (idp/disable_sign_in, no approval yet: its policies read now and
+  // execute_after) with the clock one second further on every call.
+  const clocked = (i) => ({ ...input(i, 'disable_sign_in', 'idp'), now: new Date(Date.parse('2026-08-24T09:00:00Z') + i * 1000) });
   const mainThreadMs = () => {
     const s = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
@@ -72,7 +75,9 @@ async function measure() {
     ['repeated inputs, memo off', () => new PolicyEngine(bundle), () => input(), 1000],
     ['repeated inputs, memo hit', () => new PolicyEngine(bundle, { memoSize: 4096 }), () => input(), 10000],
     ['distinct task_id, memo off', () => new PolicyEngine(bundle), (i) => input(i), 1000],
-    ['distinct task_id, memo miss (key + Cedar + LRU insert)', () => new PolicyEngine(bundle, { memoSize: 4096 }), (i) => input(i), 1000],
+    ['distinct task_id, memo on (a miss; the residual program answers)', () => new PolicyEngine(bundle, { memoSize: 4096 }), (i) => input(i), 1000],
+    ['disable_sign_in with a moving clock, memo off', () => new PolicyEngine(bundle), clocked, 1000],
+    ['disable_sign_in with a moving clock, memo on (residual program)', () => new PolicyEngine(bundle, { memoSize: 4096 }), clocked, 1000],
   ];
   for (const [name, make, inp, n] of rows) {
     const xs = [];
@@ -129,7 +134,10 @@ wasm-inlining flag only on Node 20).
 ${names.map((n) => `| ${n} | ${results.map((r) => fmt(r.figures[n])).join(' | ')} |`).join('\n')}
 
 A hit costs the key (the narrowed context, approvals, slice roots and entities_version, encoded with the native
-JSON.stringify behind an exact-JSON check) and one Map lookup. Kept on the event loop, a hit never crosses to
+JSON.stringify behind an exact-JSON check) and one Map lookup. A residual program (\`src/policy/residual.ts\`) costs
+the key again without the context's strings and datetimes, and the evaluation of what Cedar's partial evaluation
+left (here \`context.task_id like "*-blocked"\`, or \`context.now < context.execute_after\` and the approval
+forbid), with no Cedar call. Kept on the event loop, a hit never crosses to
 the evaluator thread; a memo behind the hop would still pay the dispatch row on the event loop for every call.
 
 Reproduce: \`npm run build && node bench/memo.mjs --node-bins "$(which node) /path/to/node24"\`.
