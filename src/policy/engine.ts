@@ -201,7 +201,7 @@ export interface PreparedDecision {
   residual(): DecisionOutcome | undefined;
 }
 
-/** Residual programs an engine keeps (one per decision shape; each a few hundred bytes). */
+/** Residual programs an engine keeps (one per decision shape; each at most MAX_PROGRAM_CHARS of conditions). */
 const RESIDUAL_PROGRAMS = 256;
 
 /** The principal, action and resource Cedar is asked about. */
@@ -322,7 +322,8 @@ export class PolicyEngine {
   readonly memo: DecisionMemo | undefined;
   /**
    * Residual programs (residual.ts) by the key of everything a decision's evaluations read except its
-   * context strings; 'unusable' when Cedar's reduction cannot be evaluated outside Cedar. On with the memo.
+   * context strings and datetimes; 'unusable' when Cedar's reduction cannot be evaluated outside Cedar.
+   * On with the memo.
    */
   private readonly residuals: VersionedMemo<ResidualProgram | 'unusable'> | undefined;
   /** performance.now() before which no new partial evaluation starts (see residualOutcome). */
@@ -550,8 +551,8 @@ export class PolicyEngine {
 
   /**
    * The decision from a residual program (residual.ts), or undefined when Cedar itself must evaluate it.
-   * The program's key is the memo key with every context string left out (the strings are what the
-   * program is evaluated on); it is made by Cedar's partial evaluation the second time its key is seen —
+   * The program's key is the memo key with every top-level context string and datetime left out (those
+   * values are what the program is evaluated on); it is made by Cedar's partial evaluation the second time its key is seen —
    * a shape asked once never costs one — and partial evaluations (which parse the kept policies again)
    * take at most a share of the time (1/20 unless told): after one that took d ms, none starts for 19·d ms.
    */
@@ -582,7 +583,7 @@ export class PolicyEngine {
     return this.conclude(plan, (excluded) => residualEvaluation(satisfied, excluded));
   }
 
-  /** Cedar's partial evaluation of the plan's policies with the context strings unknown, as a program. */
+  /** Cedar's partial evaluation of the plan's policies with the context strings and datetimes unknown, as a program. */
   private residualProgram(plan: ActionPlan, call: PreparedCall, shape: ContextShape): ResidualProgram | undefined {
     let answer: cedar.PartialAuthorizationAnswer;
     try {

@@ -127,7 +127,7 @@ export class EvaluatorPool {
       // without crossing to a thread at all (and without cutting an entity slice).
       const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
-      // Only the context strings are new (a task id…) and Cedar has reduced the rest before: the
+      // Only context strings or datetimes are new (a task id, the clock) and Cedar has reduced the rest: the
       // residual program answers here too (residual.ts), again without a hop.
       const reduced = residual?.();
       if (reduced !== undefined) {

@@ -3,21 +3,23 @@
  * context values is known (Cedar's own partial evaluation), evaluated again on each request's own values.
  *
  * Why: a "distinct" decision — the same agent, subject and facts, but a task id (or any other string a
- * policy reads) new on every call — misses the exact-input memo every time, and a full Cedar call is
- * mostly the cost of converting its inputs into wasm. Cedar is a pure function of its inputs, so the
- * part of the answer that does not depend on those strings is the same for every such call: Cedar works
- * it out once with the strings as unknowns, and what remains (`context.task_id like "*-blocked"`) is
- * evaluated here, on the real strings.
+ * policy reads) new on every call, or a clock that a policy compares — misses the exact-input memo every
+ * time, and a full Cedar call is mostly the cost of converting its inputs into wasm. Cedar is a pure
+ * function of its inputs, so the part of the answer that does not depend on those values is the same for
+ * every such call: Cedar works it out once with them as unknowns, and what remains
+ * (`context.task_id like "*-blocked"`, `context.now < context.execute_after`) is evaluated here, on the
+ * real values.
  *
  * Exact, never approximate. This module evaluates only a small, closed part of Cedar whose semantics are
- * fixed and total over strings and booleans — literals, the unknowns, `&&`, `||`, `!`, `==`, `!=`,
- * `like` and `if-then-else` (Cedar's reductions spell `a != b` as `!(a == b)`), `datetime("…")` literals
- * compared by `<` and `<=` (and `>`, `>=`, which Cedar spells with them), and a member of a context record
- * Cedar left unreduced (it does so when the context holds a datetime), with Cedar's left-to-right short-circuit — and gives up (undefined) on
- * anything else: another operator, a value of another type, or any expression Cedar would refuse with
- * an error. The caller then asks Cedar itself, so every error text, and every answer this module cannot
- * derive exactly, is still Cedar's. A residual program that is unusable as a whole (a policy that
- * errored while being reduced, a scope Cedar left unresolved) is never built.
+ * fixed: string and boolean literals, the unknowns, `&&`, `||`, `!`, `==` between strings and booleans
+ * (Cedar's reductions spell `a != b` as `!(a == b)`), `like`, `if-then-else`, `datetime("…")` literals
+ * compared by `<` and `<=` (Cedar spells `>` and `>=` with them), and a member of a context record Cedar
+ * left unreduced (it does so when the context still holds a datetime value) — with Cedar's left-to-right
+ * short-circuit. It gives up (undefined) on anything else: another operator or method, a value of another
+ * type, or any expression Cedar would refuse with an error. The caller then asks Cedar itself, so every
+ * error text, and every answer this module cannot derive exactly, is still Cedar's. A residual program
+ * that is unusable as a whole (a policy that errored while being reduced, a scope Cedar left unresolved)
+ * is never built.
  */
 
 /** The Cedar JSON (EST) form of an expression, as Cedar's partial evaluation returns it. */
@@ -30,7 +32,7 @@ interface ResidualPolicy {
   conditions: Array<{ kind: 'when' | 'unless'; body: Expr }>;
 }
 
-/** The kept set, in load order, reduced to what depends on the unknown strings. */
+/** The kept set, in load order, reduced to what depends on the unknown values. */
 export interface ResidualProgram {
   policies: ResidualPolicy[];
 }
@@ -297,7 +299,7 @@ export function likeMatches(text: string, pattern: unknown): boolean {
 }
 
 /**
- * The policies the request with these strings satisfies, or undefined when any expression reached
+ * The policies the request with these values satisfies, or undefined when any expression reached
  * leaves what this module evaluates (the caller then asks Cedar). Each policy's conditions are taken in
  * order and stop at the first that fails, as Cedar's evaluation of the policy does.
  */
