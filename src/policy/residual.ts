@@ -110,23 +110,17 @@ export function contextShapeOf(context: Record<string, unknown>): ContextShape |
     if (!Object.hasOwn(context, key)) continue;
     const value = context[key];
     // A string with a lone surrogate has no exact counterpart in Cedar's (UTF-8) strings: kept concrete.
-    if (typeof value === 'string' && (value as unknown as { isWellFormed(): boolean }).isWellFormed()) {
-      shape.push([key, 'unknown string']);
-      values[key] = value;
-      partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
-      unknowns++;
-      continue;
-    }
-    const instant = datetimeOf(value);
-    if (instant !== undefined) {
-      shape.push([key, 'unknown datetime']);
-      values[key] = instant;
-      partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
-      unknowns++;
-    } else {
+    const unknown =
+      typeof value === 'string' ? ((value as unknown as { isWellFormed(): boolean }).isWellFormed() ? value : undefined) : datetimeOf(value);
+    if (unknown === undefined) {
       shape.push([key, 'value', value]);
       partialContext[key] = value;
+      continue;
     }
+    shape.push([key, typeof unknown === 'string' ? 'unknown string' : 'unknown datetime']);
+    values[key] = unknown;
+    partialContext[key] = { __extn: { fn: 'unknown', arg: key } };
+    unknowns++;
   }
   return unknowns === 0 ? undefined : { shape, values, partialContext };
 }
