@@ -7,6 +7,7 @@ export {
   LosslessNumber,
   PARSE_MAX_DEPTH,
   parseLossless,
+  parseLosslessWithRootText,
   jsonPointer,
   isLosslessObject,
   memberOf,

@@ -89,6 +89,9 @@ class Parser {
   /** Set by parseString: the string just parsed holds a lone surrogate. */
   private illFormed = false;
 
+  /** When set, where each member value of the root object starts and ends in the text. */
+  rootSpans: Map<string, readonly [number, number]> | undefined;
+
   constructor(private readonly text: string, private readonly maxDepth: number) {}
 
   parseDocument(): LosslessValue {
@@ -169,8 +172,10 @@ class Parser {
       if (text.charCodeAt(this.pos) !== 0x3a) this.syntax(`expected ':' after a member name ${describeAt(text, this.pos)}`, depth + 1);
       this.pos++;
       this.skipWhitespace();
+      const start = this.pos;
       const value = this.parseValue(depth + 1);
       if (!duplicate) setMember(object, key, value);
+      if (depth === 0 && !duplicate) this.rootSpans?.set(key, [start, this.pos]);
       this.skipWhitespace();
       const c = text.charCodeAt(this.pos);
       if (c === 0x2c) {
@@ -324,6 +329,25 @@ class Parser {
  */
 export function parseLossless(text: string, maxDepth: number = PARSE_MAX_DEPTH): LosslessValue {
   return new Parser(text, maxDepth).parseDocument();
+}
+
+/**
+ * parseLossless, and the exact source text of each member of the root object (when the root is an
+ * object): the text a value was parsed from determines everything derived from it, so a caller may key
+ * a memo of derived views on it (decision admission does).
+ */
+export function parseLosslessWithRootText(text: string, maxDepth: number = PARSE_MAX_DEPTH): { value: LosslessValue; rootText(key: string): string | undefined } {
+  const parser = new Parser(text, maxDepth);
+  const spans = new Map<string, readonly [number, number]>();
+  parser.rootSpans = spans;
+  const value = parser.parseDocument();
+  return {
+    value,
+    rootText: (key) => {
+      const span = spans.get(key);
+      return span === undefined ? undefined : text.slice(span[0], span[1]);
+    },
+  };
 }
 
 /** True for a JSON object of a lossless value (not an array, not a number token). */

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { WritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -53,9 +53,45 @@ export interface AdmittedDecision {
   key: string;
 }
 
+/**
+ * Views derived from the exact source text of one member of a decision body, kept for the next body
+ * that carries the same text: an agent doing the same job again sends its `action` and `envelope` byte
+ * for byte, and only the execution id differs. A view is a function of that text alone — the lossless
+ * parse, admission, JCS and the digests read nothing else — so a hit is exactly what the request would
+ * have computed. Only views computed without error are kept; they are frozen, as requests share them.
+ * Bounded: texts up to MAX_MEMO_TEXT characters, and the whole memo is dropped when it is full.
+ */
+class MemberTextMemo<V> {
+  readonly #views = new Map<string, V>();
+  constructor(private readonly capacity: number) {}
+
+  get(text: string | undefined): V | undefined {
+    return text === undefined ? undefined : this.#views.get(text);
+  }
+
+  keep(text: string | undefined, view: V): V {
+    if (text === undefined || text.length > MAX_MEMO_TEXT) return view;
+    if (this.#views.size >= this.capacity) this.#views.clear();
+    this.#views.set(text, deepFreeze(view));
+    return view;
+  }
+}
+const MAX_MEMO_TEXT = 8192;
+const boundByActionText = new MemberTextMemo<BoundCall>(512);
+const envelopeJcsByText = new MemberTextMemo<{ envelopeJcs: string; envDigest: string }>(512);
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const member of Object.values(value)) deepFreeze(member);
+  }
+  return value;
+}
+
 /** Step 1 of a decision: lossless parse of the raw text, the envelope schema, the actor, the arguments. */
 export function admitDecision(caller: Caller, text: string): AdmittedDecision {
-  const raw = parseLossless(text);
+  const parsed = parseLosslessWithRootText(text);
+  const raw = parsed.value;
   const body = toPlain(raw) as Record<string, any>;
   validateDecisionRequest(body);
   const envelope = body.envelope as Record<string, any>;
@@ -66,13 +102,19 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   const executionId: string = body.execution_id;
   const server: string = body.action.server;
   const tool: string = body.action.tool;
-  const admittedArgs = admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments');
-  const bound = bindCall(server, tool, admittedArgs);
+  // The schema has checked both members' shapes; what is derived from their text is computed once per text.
+  const actionText = parsed.rootText('action');
+  const bound =
+    boundByActionText.get(actionText) ??
+    boundByActionText.keep(actionText, bindCall(server, tool, admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments')));
+  const envelopeText = parsed.rootText('envelope');
+  const { envelopeJcs, envDigest } = envelopeJcsByText.get(envelopeText) ?? envelopeJcsByText.keep(envelopeText, envelopeViews(envelope));
+  return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId) };
+}
+
+function envelopeViews(envelope: Record<string, unknown>): { envelopeJcs: string; envDigest: string } {
   const envelopeJcs = jcs(envelope);
-  return {
-    envelope, actor, executionId, phase: body.phase, server, tool, bound,
-    envelopeJcs, envDigest: envelopeDigestOfCanonical(envelopeJcs), key: executionKey(actor, executionId),
-  };
+  return { envelopeJcs, envDigest: envelopeDigestOfCanonical(envelopeJcs) };
 }
 
 /** What a decision record says beyond the admitted request (docs/protocol.md §6). */
