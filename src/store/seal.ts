@@ -2,8 +2,7 @@
  * Sealing one ledger record (docs/protocol.md §6), shared by every store implementation so that the same
  * fields give byte-identical record text and hash whichever store appends them.
  */
-import canonicalizeImpl from 'canonicalize';
-import { sha256Hex } from '../util/canonical.js';
+import { jcsOrUndefined, sha256Hex } from '../util/canonical.js';
 import { hashToBytes, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import type { AppendedRecord } from './types.js';
@@ -128,6 +127,6 @@ export class KnownJcs {
 /** JCS of one member value; undefined when JCS leaves the member out (undefined, functions, symbols). */
 function canonicalizeMember(v: unknown): string | undefined {
   if (v instanceof KnownJcs) return v.text;
-  return (canonicalizeImpl as unknown as (x: unknown) => string | undefined)(v);
+  return jcsOrUndefined(v);
 }
 

@@ -9,9 +9,52 @@ const canonicalizeFn = canonicalizeImpl as unknown as (v: unknown) => string | u
 
 /** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry. */
 export function jcs(value: unknown): string {
-  const text = canonicalizeFn(value);
+  const text = jcsOrUndefined(value);
   if (typeof text !== 'string') throw new TypeError('value has no JSON form');
   return text;
+}
+
+// String.prototype.isWellFormed (ES2024, native in Node 20) — typed here because the build's lib is ES2022.
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * JCS of a value, or undefined where JCS (like JSON.stringify) leaves a member out: undefined, a
+ * function, a symbol. The leaves a ledger record is mostly made of are written here directly, without
+ * the library's per-call set-up: RFC 8785 §3.2.2.2 serializes a well-formed string exactly as
+ * ECMAScript's JSON.stringify does (the library refuses a lone surrogate, and so does this), a boolean
+ * as its literal, and an array or a flat record of such strings member by member. Everything else — numbers, null,
+ * objects, anything with a toJSON — is the library's (test/util/canonical.test.ts holds the two equal).
+ */
+export function jcsOrUndefined(value: unknown): string | undefined {
+  if (typeof value === 'string') return canonicalString(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype && (value as { toJSON?: unknown }).toJSON === undefined) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      const element: unknown = value[i];
+      if (typeof element !== 'string' || !Object.hasOwn(value, i)) return canonicalizeFn(value);
+      out += (i === 0 ? '' : ',') + canonicalString(element);
+    }
+    return out + ']';
+  }
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && (value as { toJSON?: unknown }).toJSON === undefined) {
+    // A flat record of strings (an entity uid, a small map): members sorted by UTF-16 code units, as JCS orders them.
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).sort();
+    let out = '{';
+    for (let i = 0; i < keys.length; i++) {
+      const member = record[keys[i]!];
+      if (typeof member !== 'string') return canonicalizeFn(value);
+      out += (i === 0 ? '' : ',') + canonicalString(keys[i]!) + ':' + canonicalString(member);
+    }
+    return out + '}';
+  }
+  return canonicalizeFn(value);
+}
+
+function canonicalString(value: string): string {
+  if (!isWellFormed(value)) throw new Error('Lone surrogate is not allowed');
+  return JSON.stringify(value);
 }
 
 /** Lower-case hex SHA-256 of a UTF-8 string or raw bytes. */
