@@ -11,6 +11,7 @@ import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
 import type { DecisionOutcome } from '../policy/engine.js';
+import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
 import type { Caller } from '../http/auth.js';
 import { sameUid, uidKey, type Uid } from '../util/uid.js';
@@ -59,23 +60,27 @@ export interface AdmittedDecision {
  * for byte, and only the execution id differs. A view is a function of that text alone — the lossless
  * parse, admission, JCS and the digests read nothing else — so a hit is exactly what the request would
  * have computed. Only views computed without error are kept; they are frozen, as requests share them.
- * Bounded: texts up to MAX_MEMO_TEXT characters, and the whole memo is dropped when it is full.
+ * Bounded like the decision memo (policy/memo.ts, least recently used out) and with its doorkeeper: a
+ * text is kept the second time it is seen, so envelopes that never repeat (a fresh task_id each call)
+ * never churn it; texts over MAX_MEMO_TEXT characters are not kept.
  */
 class MemberTextMemo<V> {
-  readonly #views = new Map<string, V>();
-  constructor(private readonly capacity: number) {}
+  readonly #views: VersionedMemo<V>;
+  constructor(capacity: number) {
+    this.#views = new VersionedMemo<V>(capacity, { admitOnSecondSight: true });
+  }
 
   get(text: string | undefined): V | undefined {
-    return text === undefined ? undefined : this.#views.get(text);
+    return text === undefined ? undefined : this.#views.get(text, TEXT_VIEWS);
   }
 
   keep(text: string | undefined, view: V): V {
-    if (text === undefined || text.length > MAX_MEMO_TEXT) return view;
-    if (this.#views.size >= this.capacity) this.#views.clear();
-    this.#views.set(text, deepFreeze(view));
+    if (text !== undefined && text.length <= MAX_MEMO_TEXT) this.#views.set(text, TEXT_VIEWS, deepFreeze(view));
     return view;
   }
 }
+/** The memo's version: a member text's views never go stale. */
+const TEXT_VIEWS = 'member-text';
 const MAX_MEMO_TEXT = 8192;
 const boundByActionText = new MemberTextMemo<BoundCall>(512);
 const envelopeJcsByText = new MemberTextMemo<{ envelopeJcs: string; envDigest: string }>(512);
