@@ -330,7 +330,7 @@ export class PolicyEngine {
   private partialNotBefore = 0;
   /** After a partial evaluation of d ms, none starts for d × this. */
   private readonly partialPause: number;
-  /** Decisions answered from a residual program (for tests and metrics). */
+  /** Decisions answered from a residual program (read by tests; not exported on /metrics). */
   residualAnswers = 0;
 
   /**
