@@ -17,6 +17,7 @@
  *    lone surrogate was already met earlier in the document, which is then reported instead.
  */
 import { WritError } from '../errors.js';
+import { isWellFormed } from '../util/canonical.js';
 
 /** A JSON number token, kept exactly as written (e.g. `1.0`, `-0`, `2.50e1`). */
 export class LosslessNumber {
@@ -56,9 +57,6 @@ export function setMember(target: Record<string, unknown>, key: string, value: u
     target[key] = value;
   }
 }
-
-// String.prototype.isWellFormed (ES2024, native in Node 20) — typed here because the build's lib is ES2022.
-const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 const hasOwn = Object.hasOwn as (o: object, k: string) => boolean;
 

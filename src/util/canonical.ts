@@ -14,8 +14,8 @@ export function jcs(value: unknown): string {
   return text;
 }
 
-// String.prototype.isWellFormed (ES2024, native in Node 20) — typed here because the build's lib is ES2022.
-const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+/** String.prototype.isWellFormed (ES2024, native in Node 20) — typed here because the build's lib is ES2022. */
+export const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /**
  * JCS of a value, or undefined where JCS (like JSON.stringify) leaves a member out: undefined, a
@@ -23,7 +23,7 @@ const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): 
  * the library's per-call set-up: RFC 8785 §3.2.2.2 serializes a well-formed string exactly as
  * ECMAScript's JSON.stringify does (the library refuses a lone surrogate, and so does this), a boolean
  * as its literal, and an array or a flat record of such strings member by member. Everything else — numbers, null,
- * objects, anything with a toJSON — is the library's (test/util/canonical.test.ts holds the two equal).
+ * objects, anything with a toJSON — is the library's (test/binding/canonical-fast-path.test.ts holds the two equal).
  */
 export function jcsOrUndefined(value: unknown): string | undefined {
   if (typeof value === 'string') return canonicalString(value);
@@ -38,15 +38,14 @@ export function jcsOrUndefined(value: unknown): string | undefined {
     return out + ']';
   }
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && (value as { toJSON?: unknown }).toJSON === undefined) {
-    // A flat record of strings (an entity uid, a small map): members sorted by UTF-16 code units, as JCS orders them.
+    // A flat record of strings (an entity uid, a small map): members sorted by UTF-16 code units, as JCS
+    // orders them. Anything else inside is checked for before sorting, so the library does not sort twice.
     const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).sort();
+    const keys = Object.keys(record);
+    for (const key of keys) if (typeof record[key] !== 'string') return canonicalizeFn(value);
+    keys.sort();
     let out = '{';
-    for (let i = 0; i < keys.length; i++) {
-      const member = record[keys[i]!];
-      if (typeof member !== 'string') return canonicalizeFn(value);
-      out += (i === 0 ? '' : ',') + canonicalString(keys[i]!) + ':' + canonicalString(member);
-    }
+    for (let i = 0; i < keys.length; i++) out += (i === 0 ? '' : ',') + canonicalString(keys[i]!) + ':' + canonicalString(record[keys[i]!] as string);
     return out + '}';
   }
   return canonicalizeFn(value);
