@@ -22,6 +22,8 @@
  * is never built.
  */
 
+import { isWellFormed } from '../util/canonical.js';
+
 /** The Cedar JSON (EST) form of an expression, as Cedar's partial evaluation returns it. */
 type Expr = Record<string, unknown>;
 
@@ -111,7 +113,7 @@ export function contextShapeOf(context: Record<string, unknown>): ContextShape |
     const value = context[key];
     // A string with a lone surrogate has no exact counterpart in Cedar's (UTF-8) strings: kept concrete.
     const unknown =
-      typeof value === 'string' ? ((value as unknown as { isWellFormed(): boolean }).isWellFormed() ? value : undefined) : datetimeOf(value);
+      typeof value === 'string' ? (isWellFormed(value) ? value : undefined) : datetimeOf(value);
     if (unknown === undefined) {
       shape.push([key, 'value', value]);
       partialContext[key] = value;
