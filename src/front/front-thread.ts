@@ -23,6 +23,7 @@ import { closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
+import { evaluationTally } from '../policy/memo.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
@@ -105,7 +106,8 @@ function flush(): void {
   if (outbox.length === 0) return;
   const batch = outbox;
   outbox = [];
-  post({ type: 'asks', batch });
+  // Every evaluation behind this batch happened before it was posted: the tally is current with it.
+  post({ type: 'asks', batch, tally: { ...evaluationTally } });
 }
 
 link.onMessage((m: ToFront) => {

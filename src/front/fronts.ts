@@ -18,6 +18,7 @@ import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
+import { addTally, type EvaluationTally } from '../policy/memo.js';
 import { frontsAreThreads } from './support.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { PreparedCommit } from '../server/decision-admission.js';
@@ -111,6 +112,8 @@ interface Front {
   link: FrontLink;
   index: number;
   outbox: SidecarAnswer[];
+  /** Its decision-memo and residual counts, as of its latest batch of asks. */
+  tally: EvaluationTally;
   closed?: () => void;
 }
 
@@ -134,6 +137,9 @@ export interface FrontsOptions {
 export class Fronts {
   private readonly fronts: Front[] = [];
   private restarts = 0;
+  /** The counts of fronts that exited (and were replaced), so /metrics never goes backwards. */
+  private readonly exited: EvaluationTally = { memoHits: 0, memoMisses: 0, residualAnswers: 0 };
+  private readonly dropTallySource: () => void;
   private closing = false;
   /** Answers the AuthZEN evaluations the fronts hand over (made on first use). */
   private authzen: AuthzenService | undefined;
@@ -141,6 +147,7 @@ export class Fronts {
 
   private constructor(private readonly o: FrontsOptions, port: number) {
     this.port = port;
+    this.dropTallySource = metrics.addEvaluationTallySource(() => this.fronts.reduce((sum, f) => addTally(sum, f.tally), { ...this.exited }));
   }
 
   static async start(o: FrontsOptions): Promise<Fronts> {
@@ -172,7 +179,7 @@ export class Fronts {
 
   private spawn(index: number): Promise<void> {
     const link = frontsAreThreads(this.o.count) ? threadFront(this.startData(index)) : processFront(this.startData(index));
-    const front: Front = { link, outbox: [], index };
+    const front: Front = { link, outbox: [], index, tally: { memoHits: 0, memoMisses: 0, residualAnswers: 0 } };
     this.fronts.push(front);
     return new Promise((resolve, reject) => {
       let listening = false;
@@ -186,6 +193,7 @@ export class Fronts {
             if (!listening) reject(new WritError('INVALID_REQUEST', `cannot listen on ${this.o.host}:${this.port}: ${m.message}`));
             return;
           case 'asks':
+            front.tally = m.tally;
             for (const a of m.batch) this.answer(front, a);
             return;
           case 'closed':
@@ -196,6 +204,7 @@ export class Fronts {
       link.onExit(() => {
         const i = this.fronts.indexOf(front);
         if (i >= 0) this.fronts.splice(i, 1);
+        addTally(this.exited, front.tally); // a replaced front's counts stay counted
         front.closed?.();
         if (!listening) reject(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
         else if (!this.closing && this.restarts++ < MAX_RESTARTS) {
@@ -259,5 +268,6 @@ export class Fronts {
       ),
     );
     await Promise.all([...this.fronts].map((f) => f.link.stop()));
+    this.dropTallySource();
   }
 }

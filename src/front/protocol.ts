@@ -6,6 +6,7 @@ import type { TokenSpec } from '../config/config.js';
 import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
+import type { EvaluationTally } from '../policy/memo.js';
 import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import type { PreparedAuthzen } from '../authzen/request.js';
 
@@ -78,5 +79,6 @@ export type FromFront =
   | { type: 'hello' }
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string }
-  | { type: 'asks'; batch: FrontAsk[] }
+  /** `tally`: the front's decision-memo and residual counts so far (policy/memo.ts), for the sidecar's /metrics. */
+  | { type: 'asks'; batch: FrontAsk[]; tally: EvaluationTally }
   | { type: 'closed' };

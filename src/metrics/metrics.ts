@@ -4,6 +4,7 @@
  * Default process/Node.js metrics are collected on the same registry.
  */
 import promClient from 'prom-client';
+import { addTally, evaluationTally, type EvaluationTally } from '../policy/memo.js';
 
 // prom-client is CommonJS; under NodeNext its default import is module.exports.
 const { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } = promClient;
@@ -77,6 +78,46 @@ export const httpRequests = new Counter({
 for (const decision of ['allow', 'deny', 'approval_required']) decisionsTotal.inc({ decision }, 0);
 for (const result of ['ok', 'failed']) policyReloads.inc({ result }, 0);
 for (const state of ['proposed', 'invoking', 'committed', 'rejected', 'unknown', 'reconciled']) executionsByState.set({ state }, 0);
+
+/**
+ * Where decision-memo and residual counts come from at scrape time: this thread's own tally, plus every
+ * source added here (the HTTP fronts' latest tallies, src/front/fronts.ts).
+ */
+const tallySources = new Set<() => EvaluationTally>();
+export function addEvaluationTallySource(source: () => EvaluationTally): () => void {
+  tallySources.add(source);
+  return () => tallySources.delete(source);
+}
+function summedTally(): EvaluationTally {
+  const sum = { ...evaluationTally };
+  for (const source of tallySources) addTally(sum, source());
+  return sum;
+}
+
+/** Decision-memo lookups by result (hit, miss): the share of decisions answered without evaluating policies. */
+export const decisionMemoLookups = new Counter({
+  name: 'writ_decision_memo_lookups_total',
+  help: 'Decision memo lookups, by result (hit, miss); hits are answered without evaluating policies.',
+  labelNames: ['result'] as const,
+  registers: [registry],
+  collect() {
+    const t = summedTally();
+    this.reset();
+    this.inc({ result: 'hit' }, t.memoHits);
+    this.inc({ result: 'miss' }, t.memoMisses);
+  },
+});
+
+/** Memo misses answered by a residual program (Cedar's partial evaluation, src/policy/residual.ts) rather than a full Cedar call. */
+export const residualAnswers = new Counter({
+  name: 'writ_decision_residual_answers_total',
+  help: 'Decisions answered by a residual program of the policies (partial evaluation) instead of a full Cedar call.',
+  registers: [registry],
+  collect() {
+    this.reset();
+    this.inc(summedTally().residualAnswers);
+  },
+});
 
 collectDefaultMetrics({ register: registry });
 

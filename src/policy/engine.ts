@@ -18,7 +18,7 @@ import { type Uid, uidKey } from '../util/uid.js';
 import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
-import { DecisionMemo, VersionedMemo, memoKeyText } from './memo.js';
+import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
 import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
 import { attributeReadsOf, contextReadsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
@@ -330,7 +330,7 @@ export class PolicyEngine {
   private partialNotBefore = 0;
   /** After a partial evaluation of d ms, none starts for d × this. */
   private readonly partialPause: number;
-  /** Decisions answered from a residual program (read by tests; not exported on /metrics). */
+  /** Decisions this engine answered from a residual program (also counted thread-wide in evaluationTally, for /metrics). */
   residualAnswers = 0;
 
   /**
@@ -580,6 +580,7 @@ export class PolicyEngine {
     const satisfied = satisfiedBy(program, shape.values);
     if (satisfied === undefined) return undefined;
     this.residualAnswers++;
+    evaluationTally.residualAnswers++;
     return this.conclude(plan, (excluded) => residualEvaluation(satisfied, excluded));
   }
 

@@ -192,9 +192,37 @@ export class VersionedMemo<V> {
   }
 }
 
-/** The exact-input decision memo: outcomes, copied in and out. */
+/**
+ * How this thread's decisions were answered without a full Cedar call, summed over every engine it has
+ * had (policy reloads replace engines): decision-memo lookups that hit or missed, and misses that a
+ * residual program answered (residual.ts). A thread-wide tally rather than one per engine, so a reload
+ * never loses counts; the sidecar sums its own and each HTTP front's for `/metrics`.
+ */
+export interface EvaluationTally {
+  memoHits: number;
+  memoMisses: number;
+  residualAnswers: number;
+}
+export const evaluationTally: EvaluationTally = { memoHits: 0, memoMisses: 0, residualAnswers: 0 };
+
+/** Adds `t` into `sum` (sum is changed and returned). */
+export function addTally(sum: EvaluationTally, t: EvaluationTally): EvaluationTally {
+  sum.memoHits += t.memoHits;
+  sum.memoMisses += t.memoMisses;
+  sum.residualAnswers += t.residualAnswers;
+  return sum;
+}
+
+/** The exact-input decision memo: outcomes, copied in and out; its lookups counted in evaluationTally. */
 export class DecisionMemo extends VersionedMemo<DecisionOutcome> {
   constructor(capacity: number, options: MemoOptions = {}) {
     super(capacity, options, copyOutcome);
+  }
+
+  override get(key: string, entitiesVersion: string): DecisionOutcome | undefined {
+    const outcome = super.get(key, entitiesVersion);
+    if (outcome === undefined) evaluationTally.memoMisses++;
+    else evaluationTally.memoHits++;
+    return outcome;
   }
 }

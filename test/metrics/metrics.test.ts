@@ -34,6 +34,8 @@ test('metrics: render Prometheus text with every writ metric and the process met
     'writ_policy_reloads_total',
     'writ_executions',
     'writ_http_requests_total',
+    'writ_decision_memo_lookups_total',
+    'writ_decision_residual_answers_total',
   ]) {
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
   }
