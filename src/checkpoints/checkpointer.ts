@@ -19,6 +19,7 @@ import { checkpointPayload, signPayload } from '../ledger/signing.js';
 import { recordLine, type LedgerRecord } from '../ledger/record.js';
 import { isCurrentDeploymentKey, LEDGER_KEY_READ, type SigningKey } from './keys.js';
 import type { LedgerStore } from '../store/types.js';
+import * as metrics from '../metrics/metrics.js';
 
 export interface CheckpointerOptions {
   key: SigningKey;
@@ -107,9 +108,11 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     );
     if (retiredFor !== undefined && !retiredReported) {
       retiredReported = true; // once: the timer would otherwise repeat it every few seconds
+      metrics.signingKeyRetired.set(1);
       onRetired(o.key.key_id, retiredFor);
     }
     if (record) {
+      metrics.checkpointsWritten.inc();
       coveredEnd = record.seq + 1;
       if (o.witnessDir) appendWitness(o.witnessDir, record);
     }

@@ -58,6 +58,20 @@ export const policyReloads = new Counter({
   registers: [registry],
 });
 
+/** Checkpoints this process signed and wrote (docs/protocol.md §6): a replica whose count stalls is not checkpointing. */
+export const checkpointsWritten = new Counter({
+  name: 'writ_checkpoints_written_total',
+  help: 'Signed checkpoints this process wrote into the ledger.',
+  registers: [registry],
+});
+
+/** 1 once this process's signing key was rotated out by `writ keys rotate`: it writes no more checkpoints until restarted with the new key. */
+export const signingKeyRetired = new Gauge({
+  name: 'writ_signing_key_retired',
+  help: '1 when this replica\'s signing key is no longer the ledger\'s (rotated out): it writes no checkpoints until restarted with the new key file.',
+  registers: [registry],
+});
+
 /** Executions currently in each state. */
 export const executionsByState = new Gauge({
   name: 'writ_executions',

@@ -36,6 +36,8 @@ test('metrics: render Prometheus text with every writ metric and the process met
     'writ_http_requests_total',
     'writ_decision_memo_lookups_total',
     'writ_decision_residual_answers_total',
+    'writ_checkpoints_written_total',
+    'writ_signing_key_retired',
   ]) {
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name);
   }

@@ -69,6 +69,7 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     // The running replicas (old key) still decide — well past every_records — but write no checkpoint.
     for (let i = 0; i < 12; i++) assert.equal((await call(rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-B-${i}`) })).status, 200);
     await until(async () => (a.output().includes('was rotated out') && b.output().includes('was rotated out')) || undefined, 'both replicas report their key rotated out');
+    for (const s of [a, b]) assert.match((await call(s, 'GET', '/metrics')).text, /^writ_signing_key_retired 1$/m, 'and say so on /metrics');
     const checkpointsAfter = async (s: TestServer) =>
       (await call(s, 'GET', `/v1/ledger/records?kind=checkpoint&from=${r.seq}&limit=1000`, { token: auditor })).body.records;
     assert.deepEqual(await checkpointsAfter(a), [], 'no checkpoint after the key record while only retired keys run');
@@ -81,6 +82,9 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     assert.ok(after.length >= 1, 'the new replica checkpoints at start');
     for (const cp of after) assert.equal(cp.key_id, newKey.key_id);
     assert.equal((await call(c, 'GET', '/v1/ledger/checkpoint', { token: auditor })).body.key_id, newKey.key_id);
+    const cMetrics = (await call(c, 'GET', '/metrics')).text;
+    assert.match(cMetrics, /^writ_signing_key_retired 0$/m);
+    assert.match(cMetrics, /^writ_checkpoints_written_total [1-9]\d*$/m);
 
     // Offline: the whole ledger verifies against the keys the auditor API serves (each key record signed by the one before).
     const dir = mkdtempSync(join(tmpdir(), 'writ-rot-'));
