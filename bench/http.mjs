@@ -11,6 +11,7 @@
 //   - repeated: the same Cedar-visible inputs every time (an agent doing the same job again);
 //   - distinct: the envelope's task_id differs on every call and a policy reads it (a `like` forbid
 //     added to the bundled policies for the bench, never matching), so no two calls are the same to Cedar.
+// (Not run unless named: repeated-uuid, the repeated workload with random UUIDv4 execution ids.)
 // Latency percentiles come from every 2xx response time (autocannon's per-response hrtime, as the
 // peer's helper does), not autocannon's 1 ms histogram. Server CPU is read from /proc (per thread too).
 //
@@ -25,6 +26,7 @@ import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -194,9 +196,16 @@ const writBody = (id, taskId = envelope.task_id) => JSON.stringify({
   execution_id: id, phase: 'execute', envelope: taskId === envelope.task_id ? envelope : { ...envelope, task_id: taskId },
   action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
 });
-/** The body of call i of a workload: repeated keeps every Cedar-visible input, distinct changes task_id. */
+/**
+ * The body of call i of a workload: repeated keeps every Cedar-visible input, distinct changes task_id.
+ * Execution ids are `<prefix>-<i>` (consecutive calls sort next to each other, as time-ordered ids do),
+ * except in repeated-uuid: random UUIDv4 ids, as many agent runtimes mint them — each lands at a random
+ * place in the store's execution-keyed B-trees (not a headline workload; see http-notes, eighth pass).
+ */
 const bodyFor = (workload, prefix) =>
-  workload === 'distinct' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`) : (i) => writBody(`${prefix}-${i}`);
+  workload === 'distinct' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`)
+    : workload === 'repeated-uuid' ? () => writBody(randomUUID())
+    : (i) => writBody(`${prefix}-${i}`);
 
 /**
  * The bundled policies plus one that reads task_id on the benchmarked action (so the distinct workload's
