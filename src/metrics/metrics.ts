@@ -123,7 +123,7 @@ export const decisionMemoLookups = new Counter({
 });
 
 /** Memo misses answered by a residual program (Cedar's partial evaluation, src/policy/residual.ts) rather than a full Cedar call. */
-export const residualAnswers = new Counter({
+export const residualAnswersTotal = new Counter({
   name: 'writ_decision_residual_answers_total',
   help: 'Decisions answered by a residual program of the policies (partial evaluation) instead of a full Cedar call.',
   registers: [registry],
