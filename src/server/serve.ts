@@ -18,6 +18,7 @@ import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
+import { forwardedRequest } from '../front/forwarded-request.js';
 import { frontsAreThreads } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
 
@@ -103,7 +104,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.
         forward: async (f) => {
-          const res = await appFetch(new Request(`http://127.0.0.1${f.url}`, { method: f.method, headers: f.headers, body: f.body as Uint8Array<ArrayBuffer> }));
+          const res = await appFetch(forwardedRequest(f));
           return { status: res.status, headers: [...res.headers], body: new Uint8Array(await res.arrayBuffer()) };
         },
       });
