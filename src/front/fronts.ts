@@ -18,7 +18,7 @@ import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
-import { addTally, type EvaluationTally } from '../policy/memo.js';
+import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
 import { frontsAreThreads } from './support.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { PreparedCommit } from '../server/decision-admission.js';
@@ -138,7 +138,7 @@ export class Fronts {
   private readonly fronts: Front[] = [];
   private restarts = 0;
   /** The counts of fronts that exited (and were replaced), so /metrics never goes backwards. */
-  private readonly exited: EvaluationTally = { memoHits: 0, memoMisses: 0, residualAnswers: 0 };
+  private readonly exited: EvaluationTally = emptyTally();
   private readonly dropTallySource: () => void;
   private closing = false;
   /** Answers the AuthZEN evaluations the fronts hand over (made on first use). */
@@ -179,7 +179,7 @@ export class Fronts {
 
   private spawn(index: number): Promise<void> {
     const link = frontsAreThreads(this.o.count) ? threadFront(this.startData(index)) : processFront(this.startData(index));
-    const front: Front = { link, outbox: [], index, tally: { memoHits: 0, memoMisses: 0, residualAnswers: 0 } };
+    const front: Front = { link, outbox: [], index, tally: emptyTally() };
     this.fronts.push(front);
     return new Promise((resolve, reject) => {
       let listening = false;

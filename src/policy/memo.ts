@@ -203,7 +203,11 @@ export interface EvaluationTally {
   memoMisses: number;
   residualAnswers: number;
 }
-export const evaluationTally: EvaluationTally = { memoHits: 0, memoMisses: 0, residualAnswers: 0 };
+/** A tally with nothing counted yet. */
+export function emptyTally(): EvaluationTally {
+  return { memoHits: 0, memoMisses: 0, residualAnswers: 0 };
+}
+export const evaluationTally: EvaluationTally = emptyTally();
 
 /** Adds `t` into `sum` (sum is changed and returned). */
 export function addTally(sum: EvaluationTally, t: EvaluationTally): EvaluationTally {
