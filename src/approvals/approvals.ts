@@ -24,9 +24,16 @@ export interface Approval {
 
 export type InvalidReason = 'revoked' | 'expired' | 'subject_changed' | 'binding_changed';
 
-/** Digest of a subject's trusted record; a missing record has its own fixed digest. */
-export function subjectDigest(entity: EntityJson | undefined): string {
-  return digestOf('writ-subject/1\n', entity ? { uid: entity.uid, attrs: entity.attrs, parents: entity.parents } : null);
+/**
+ * Digest of a subject's trusted record as an approval binds it; a missing record has its own fixed
+ * digest. `revision` counts the times the record changed (EntityStore keeps it): a record changed and
+ * then changed back is the same record but not the same fact history, and an approval given before the
+ * first change must stay dead (§5: "a changed fact invalidates it"). Revision 0 keeps the first recipe,
+ * so approvals given before revisions were counted keep their digest while their subject never changes.
+ */
+export function subjectDigest(entity: EntityJson | undefined, revision = 0): string {
+  const record = entity ? { uid: entity.uid, attrs: entity.attrs, parents: entity.parents } : null;
+  return revision === 0 ? digestOf('writ-subject/1\n', record) : digestOf('writ-subject/2\n', { record, revision });
 }
 
 /** Why an approval does not count now, or undefined when it is valid. */

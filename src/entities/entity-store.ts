@@ -8,6 +8,7 @@
  * store's lock) throws StaleEntities when that version is not the one held here; the caller reloads
  * (`reload()`) and evaluates again.
  */
+import { subjectDigest } from '../approvals/approvals.js';
 import { entitiesVersionOf, type EntityJson, type EntitySource } from '../policy/entities.js';
 import type { LedgerStore, WriteTx } from '../store/types.js';
 import { jcs } from '../util/canonical.js';
@@ -15,6 +16,15 @@ import { uidKey } from '../util/uid.js';
 
 /** The meta row holding the entities version on a shared store. */
 export const ENTITIES_VERSION_KEY = 'entities_version';
+
+/**
+ * The meta row counting the changes of one entity's record (its subject revision, approvals.ts
+ * subjectDigest): moved in the transaction of every change that alters the record, never moved back.
+ * Read from the store, not from memory, so a replica that never saw a change in between still sees it.
+ */
+export function subjectRevisionKey(key: string): string {
+  return `subject_revision:${key}`;
+}
 
 /** Thrown inside a write when another replica changed the entities since they were loaded here. */
 export class StaleEntities extends Error {}
@@ -80,6 +90,17 @@ export class EntityStore implements EntitySource {
     return [...this.byKey.values()];
   }
 
+  /** The digest an approval of `key` as subject binds now (approvals.ts subjectDigest). */
+  async approvalDigest(key: string): Promise<string> {
+    const revision = await this.store.get<number>('meta', subjectRevisionKey(key));
+    return subjectDigest(this.byKey.get(key), revision ?? 0);
+  }
+
+  /** The same, inside a write (under the store's lock: no change can come in between). */
+  approvalDigestIn(tx: WriteTx, key: string): string {
+    return subjectDigest(this.byKey.get(key), tx.get<number>('meta', subjectRevisionKey(key)) ?? 0);
+  }
+
   /** True when `entity` differs from what the store holds for its uid. */
   differs(entity: EntityJson): boolean {
     const cur = this.byKey.get(uidKey(entity.uid));
@@ -109,6 +130,12 @@ export class EntityStore implements EntitySource {
       if (deleted) fields.deleted = true;
       else Object.assign(fields, { attrs: entity.attrs, parents: entity.parents });
       records.push(tx.append(fields as { kind: string }).seq);
+    }
+    // Every record this batch changes (net: a batch is atomic) moves its subject revision.
+    for (const key of new Set(changes.map((c) => uidKey(c.entity.uid)))) {
+      if (subjectDigest(this.byKey.get(key)) !== subjectDigest(next.get(key))) {
+        tx.put('meta', subjectRevisionKey(key), (tx.get<number>('meta', subjectRevisionKey(key)) ?? 0) + 1);
+      }
     }
     if (this.store.shared) tx.put('meta', ENTITIES_VERSION_KEY, version);
     return {

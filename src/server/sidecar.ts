@@ -14,6 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
 import { parseLossless, toPlain, type Json } from '../binding/index.js';
+import { admitNumberToken } from '../binding/admit.js';
+import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
   admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, type DecisionResponse, type PreparedCommit, type PreparedDecision,
 } from './decision-admission.js';
@@ -21,7 +23,7 @@ import {
   applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
   type Execution, type OutcomeStatus, type Resolution,
 } from '../executions/machine.js';
-import { approvalView, invalidReason, subjectDigest, type Approval, type ApprovalView } from '../approvals/approvals.js';
+import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
@@ -29,7 +31,7 @@ import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/en
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
-import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities, subjectRevisionKey } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
@@ -53,6 +55,51 @@ class StaleSnapshot extends Error {}
 export { executionKey, type DecisionResponse } from './decision-admission.js';
 
 /** Parses a JSON body (non-decision routes) with the same lossless, duplicate-refusing parser. */
+/** The uid limits of schemas/defs.json. */
+const MAX_TYPE_NAME = 256;
+const MAX_ENTITY_ID = 1024;
+
+/**
+ * Refuses an integer token that a JavaScript number cannot hold exactly (beyond ±(2^53−1)): a trusted
+ * fact stored rounded would be a different fact than the one sent. The same rule and code as admission
+ * (§3, BINDING_UNSAFE_INTEGER), with a JSON pointer into the body. Other numbers are left to Cedar's
+ * entity format, which takes integers only.
+ */
+function refuseInexactIntegers(v: LosslessValue, trail: Array<string | number>): void {
+  if (v instanceof LosslessNumber) {
+    const admitted = admitNumberToken(v.text);
+    if (typeof admitted === 'object' && admitted.code === 'BINDING_UNSAFE_INTEGER') {
+      throw new WritError(admitted.code, admitted.message, { path: jsonPointer(trail) });
+    }
+  } else if (Array.isArray(v)) {
+    v.forEach((item, i) => refuseInexactIntegers(item, [...trail, i]));
+  } else if (v !== null && typeof v === 'object') {
+    for (const key of Object.keys(v)) refuseInexactIntegers(v[key]!, [...trail, key]);
+  }
+}
+
+/**
+ * Refuses an upsert whose parents would close a cycle in the entity hierarchy through it (Cedar refuses
+ * every request over a cyclic hierarchy, so one bad upsert would turn every decision touching it into a
+ * deny). The store held no cycle before, so any new one passes through the upserted entity.
+ */
+function refuseParentCycle(entity: EntityJson, stored: (key: string) => EntityJson | undefined): void {
+  const self = uidKey(entity.uid);
+  const seen = new Set<string>();
+  const walk = (parents: Uid[], path: string[]): void => {
+    for (const p of parents) {
+      const key = uidKey(p);
+      if (key === self) {
+        throw new WritError('INVALID_REQUEST', `parents would make a cycle: ${[self, ...path, key].join(' → ')}`, { path: '/parents' });
+      }
+      if (seen.has(key)) continue;
+      seen.add(key);
+      walk(stored(key)?.parents ?? [], [...path, key]);
+    }
+  };
+  walk(entity.parents, []);
+}
+
 function parseBody(text: string): Json {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
   return toPlain(parseLossless(text));
@@ -280,7 +327,7 @@ export class Sidecar {
         if (target!.resolution) supersedes.resolution = target!.resolution;
       }
       const subject: Uid = envelope.subject;
-      const { valid, views } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
+      const { valid, views, subjectDigest: approvalsSubjectDigest } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
       const engine = this.engine;
       const entitiesVersion = this.entities.version;
       const outcome = await this.evaluator.decide(engine, {
@@ -295,6 +342,9 @@ export class Sidecar {
           const current = tx.get<Execution>('executions', key);
           if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion) throw new StaleSnapshot();
           this.entities.checkFresh(tx);
+          // The approvals were judged against the subject's record as it was then: a change since (even
+          // one undone, which leaves the entities version as it was) makes them stale.
+          if (approvalsSubjectDigest !== undefined && this.entities.approvalDigestIn(tx, uidKey(subject)) !== approvalsSubjectDigest) throw new StaleSnapshot();
           if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
           if (typeof envelope.supersedes === 'string') {
             const targetKey = executionKey(actor, envelope.supersedes);
@@ -374,11 +424,11 @@ export class Sidecar {
   }
 
   /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */
-  private async approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): Promise<{ valid: ValidApproval[]; views: ApprovalView[] }> {
+  private async approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): Promise<{ valid: ValidApproval[]; views: ApprovalView[]; subjectDigest?: string }> {
     const valid: ValidApproval[] = [];
     const views: ApprovalView[] = [];
     if (!exec || exec.approvals.length === 0) return { valid, views };
-    const current = { binding, envelope_digest: envDigest, subjectDigest: subjectDigest(this.entities.get(uidKey(subject))) };
+    const current = { binding, envelope_digest: envDigest, subjectDigest: await this.entities.approvalDigest(uidKey(subject)) };
     for (const id of exec.approvals) {
       const a = await this.store.get<Approval>('approvals', id);
       if (!a) continue;
@@ -386,7 +436,7 @@ export class Sidecar {
       views.push(approvalView(a, reason));
       if (reason === undefined) valid.push({ approval_id: a.approval_id, approver: a.approver, approved_at: a.approved_at, expires_at: a.expires_at });
     }
-    return { valid, views };
+    return { valid, views, subjectDigest: current.subjectDigest };
   }
 
   /**
@@ -467,7 +517,7 @@ export class Sidecar {
     const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
     if (!e) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
     const now = this.now();
-    const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: subjectDigest(this.entities.get(uidKey(e.subject))) };
+    const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: await this.entities.approvalDigest(uidKey(e.subject)) };
     const approvals = (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
       .filter((a): a is Approval => a !== undefined)
       .map((a) => approvalView(a, invalidReason(a, now, current)));
@@ -505,7 +555,7 @@ export class Sidecar {
       const approval: Approval = {
         approval_id: approvalId, approver: caller.principal!, actor, execution_id: e.execution_id, binding: e.binding,
         envelope_digest: e.envelope_digest, approved_at: now.toISOString(), expires_at: body.expires_at, subject: e.subject,
-        subject_digest: subjectDigest(this.entities.get(uidKey(e.subject))),
+        subject_digest: this.entities.approvalDigestIn(tx, uidKey(e.subject)),
       };
       tx.put('approvals', approvalId, approval);
       const rec = tx.append({ kind: 'approval', ...approval });
@@ -534,17 +584,24 @@ export class Sidecar {
   // ── trusted facts ─────────────────────────────────────────────────────────────────────────────
 
   async putEntity(type: string, id: string, text: string): Promise<Record<string, unknown>> {
-    if (!CEDAR_TYPE_NAME.test(type)) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
-    const body = parseBody(text) as Record<string, any>;
+    // The same limits as a uid anywhere else (schemas/defs.json): a path the store cannot key is bad input, not an outage.
+    if (!CEDAR_TYPE_NAME.test(type) || type.length > MAX_TYPE_NAME) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
+    if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
+    if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
+    const raw = parseLossless(text);
+    refuseInexactIntegers(raw, []);
+    const body = toPlain(raw) as Record<string, any>;
     validateEntityUpsert(body);
     const checked = entityFromJson({ uid: { type, id }, attrs: body.attrs, parents: body.parents }, 'body');
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.bundle, checked);
     let staged: ReturnType<EntityStore['stage']> | undefined;
     const rec = await this.withFreshEntities(() => this.store.write((tx) => {
+      this.entities.checkFresh(tx);
+      refuseParentCycle(checked, (key) => this.entities.get(key));
       staged = this.entities.stage(tx, [{ entity: checked }], 'api');
       return staged.records[0]!;
-    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
     staged!.commit();
     const record = await this.store.getRecord(rec);
     return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };
