@@ -114,7 +114,7 @@ function describe(e: ErrorObject): SchemaIssue {
 }
 
 function describePattern(pattern: string): string {
-  if (pattern.startsWith('^[A-Za-z_][A-Za-z0-9_]*(::')) return 'must be a Cedar type name (Name(::Name)*)';
+  if (pattern.startsWith('^(?!(?:true|false|if|')) return 'must be a Cedar type name (Name(::Name)*, no reserved identifier)';
   if (pattern.startsWith('^[A-Za-z0-9._:-]')) return 'must be 1–128 characters of A-Za-z0-9 . _ : -';
   if (pattern === '^[^/]+$') return 'must not contain "/"';
   return `must match pattern ${pattern}`;
