@@ -16,11 +16,18 @@ export interface AuthzenDeps {
   tokens: TokenTable;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
   readBody: (c: Context) => Promise<string>;
+  /** `http://host:port` of the sidecar's listener, once it listens (for a request with no Host header). */
+  publicOrigin?: () => string | undefined;
 }
 
-/** `<scheme>://<host>` of this sidecar as the request reached it. */
-function originOf(c: Context): string {
-  return new URL(c.req.url).origin;
+/**
+ * `<scheme>://<host>` of this sidecar as the request reached it: from its Host header, or — an
+ * HTTP/1.0 request may send none — the address the sidecar listens on (not the loopback address a
+ * front passed the request through, nor a URL without its port).
+ */
+function originOf(c: Context, deps: AuthzenDeps): string {
+  const fallback = c.req.header('host') ? undefined : deps.publicOrigin?.();
+  return fallback ?? new URL(c.req.url).origin;
 }
 
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
@@ -41,7 +48,7 @@ export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
     return c.json(await service.evaluate(caller, await deps.readBody(c), true));
   });
   app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
-    const origin = originOf(c);
+    const origin = originOf(c, deps);
     return c.json({
       policy_decision_point: origin,
       access_evaluation_endpoint: origin + AUTHZEN_EVALUATION_PATH,

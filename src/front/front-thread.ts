@@ -20,6 +20,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { WritError } from '../errors.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
+import { isJsonMediaType } from '../http/media-type.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -61,7 +62,6 @@ const start: FrontStart = parentPort
       process.send!({ type: 'hello' });
     });
 const tokens = new TokenTable(start.tokens);
-const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
@@ -179,23 +179,31 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 
 function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
   const headers: http.OutgoingHttpHeaders = { ...req.headers };
   for (const h of HOP_BY_HOP) delete headers[h];
+  // An HTTP/1.0 request may come without Host: the sidecar then takes the address it listens on, not
+  // the loopback one Node would name for this hop.
+  if (headers.host === undefined) headers.host = publicHost;
   if (body !== undefined) headers['content-length'] = body.byteLength;
   const up = http.request({ host: '127.0.0.1', port: start.mainPort, method: req.method, path: req.url, headers, agent: upstream });
+  let cut = false;
   up.on('response', (answer) => {
     const out: http.OutgoingHttpHeaders = { ...answer.headers };
     const last = String(answer.headers.connection ?? '').toLowerCase() === 'close';
     for (const h of HOP_BY_HOP) delete out[h];
-    if (last) {
-      // The sidecar answered before reading the body (413): answer the client the same way — lingering close.
+    if (last || (body === undefined && !req.complete)) {
+      // The sidecar answered before it had the whole body (a 413, or a 401/403 refused on its headers):
+      // the rest of the body goes nowhere, so this connection ends after the answer — a lingering close,
+      // as the sidecar's own listener does — and no later request on it meets a half-sent one.
+      cut = true;
       req.unpipe(up);
       closeAfterAnswer({ incoming: req, outgoing: res });
+      answer.once('end', () => up.destroy());
     }
     res.writeHead(answer.statusCode ?? 502, out);
     answer.pipe(res);
   });
   up.on('error', () => {
     if (!res.headersSent) sendUnavailable(res);
-    else res.destroy();
+    else if (!cut && !res.writableFinished) res.destroy();
   });
   res.on('close', () => {
     if (!res.writableFinished) up.destroy();
@@ -333,7 +341,7 @@ const AUTHZEN_PATHS = new Map([[AUTHZEN_EVALUATION_PATH, false], [AUTHZEN_EVALUA
 function declaredJson(req: IncomingMessage): boolean {
   const declared = Number(req.headers['content-length'] ?? NaN);
   const type = req.headers['content-type'];
-  return Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && type !== undefined && JSON_TYPE.test(type.trim());
+  return Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && isJsonMediaType(type);
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -374,9 +382,13 @@ server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }
 // Threads share the port by SO_REUSEPORT where Node has it (a lone front thread on an older Node has the
 // port to itself); cluster processes share it through the sidecar's handle.
 const listenOptions = parentPort && frontThreadsSupported() ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };
+/** `host:port` this front listens on, as a Host header names it. */
+let publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${start.port}`;
 server.listen(listenOptions as ListenOptions, () => {
   const addr = server.address();
-  post({ type: 'listening', port: typeof addr === 'object' && addr ? addr.port : start.port });
+  const port = typeof addr === 'object' && addr ? addr.port : start.port;
+  publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${port}`;
+  post({ type: 'listening', port });
 });
 
 let closing = false;

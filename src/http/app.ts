@@ -8,9 +8,11 @@ import { requireRole, type Caller, type TokenTable } from './auth.js';
 import type { Role } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { parseUidKey, type Uid } from '../util/uid.js';
+import { parseLossless, toPlain } from '../binding/index.js';
 import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
+import { isJsonMediaType } from './media-type.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 
@@ -25,10 +27,18 @@ export interface AppOptions {
   maxBodyBytes: number;
   /** False while shutting down or when the store cannot write. */
   ready: () => Promise<boolean>;
+  /** `http://host:port` the sidecar listens on, once it does (absolute URLs for requests without a Host header). */
+  publicOrigin?: () => string | undefined;
 }
 
 function errorResponse(c: Context, e: WritError): Response {
   return c.json(e.toBody(), e.status as 400);
+}
+
+/** The error a body read fails with when the client closed the connection before the body ended. */
+function clientWentAway(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e !== null && typeof e === 'object' && (e.message === 'aborted' || e.code === 'ECONNRESET');
 }
 
 /** Reads the body through the web Request (the path when there is no Node request, e.g. `app.request`). */
@@ -75,7 +85,7 @@ async function readJsonText(c: Context, maxBytes: number, optional = false): Pro
   }
   const { chunks, size } = read;
   if (size === 0 && optional) return '';
-  if (!type || !/^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i.test(type.trim())) {
+  if (!isJsonMediaType(type)) {
     throw new WritError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
   }
   const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
@@ -127,8 +137,9 @@ export function buildApp(o: AppOptions): Hono<Env> {
       if (err.status >= 400 && err.status < 500) metrics.refusalsTotal.inc({ code: err.code });
       return errorResponse(c, err);
     }
-    // Anything unexpected is a refusal, never an allow and never a bare 500 page.
-    process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
+    // Anything unexpected is a refusal, never an allow and never a bare 500 page. A client gone
+    // before its body ended is not unexpected: nobody will read the answer, and nothing to log.
+    if (!clientWentAway(err)) process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
     return errorResponse(c, new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 }));
   });
   app.notFound((c) => {
@@ -184,14 +195,19 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes) });
+  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}) });
 
   // ── approvals ──
   app.post('/v1/approvals', roles('approver'), async (c) => {
     return c.json(await sidecar.approve(c.get('caller'), await readJsonText(c, o.maxBodyBytes)), 201);
   });
   app.post('/v1/approvals/:id/revoke', roles('approver'), async (c) => {
-    await readJsonText(c, o.maxBodyBytes, true);
+    // No body is needed; one that is sent must still be a JSON object (its members are not read).
+    const text = await readJsonText(c, o.maxBodyBytes, true);
+    if (text.trim() !== '') {
+      const body = toPlain(parseLossless(text));
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new WritError('INVALID_REQUEST', 'a revocation body, when sent, is a JSON object', { path: '' });
+    }
     return c.json(await sidecar.revoke(c.get('caller'), c.req.param('id') ?? ''));
   });
 
@@ -205,8 +221,10 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/v1/ledger/records', roles('auditor'), async (c) => {
     const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string } = {
       from: intParam(c, 'from', 0),
-      limit: Math.min(Math.max(intParam(c, 'limit', 100), 1), 1000),
+      // Past 1000 a page is capped (`next` goes on from there); an empty page is not a request.
+      limit: Math.min(intParam(c, 'limit', 100), 1000),
     };
+    if (q.limit < 1) throw new WritError('INVALID_REQUEST', 'query parameter limit must be from 1 to 1000');
     const kind = c.req.query('kind');
     if (kind) q.kind = kind;
     const actor = c.req.query('actor');

@@ -45,3 +45,15 @@ export function closeAfterAnswer(env: unknown): void {
   // @hono/node-server calls it when its drain of the unread body times out: both now linger.
   socket.destroySoon = () => lingerThenClose(socket, incoming);
 }
+
+/**
+ * True when the answer is ready before the request's declared body has all arrived (a refusal on the
+ * headers: 401, 403, 413…). The unread rest would otherwise be drained for a while and the socket then
+ * destroyed under the client (@hono/node-server), or be taken for the next request's bytes.
+ */
+export function answeredBeforeBody(env: unknown): boolean {
+  const { incoming } = (env ?? {}) as { incoming?: unknown };
+  if (!(incoming instanceof IncomingMessage) || incoming.complete) return false;
+  const declared = Number(incoming.headers['content-length'] ?? 0);
+  return declared > 0 || incoming.headers['transfer-encoding'] !== undefined;
+}

@@ -41,7 +41,8 @@ function routeMatcher(path: string): RegExp {
     if (part.startsWith(':')) return '[^/]+';
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   });
-  return new RegExp(`^${parts.join('/')}/?$`);
+  // Exact, as Hono's router is: `/v1/decisions/` is not `/v1/decisions` (404, not 405).
+  return new RegExp(`^${parts.join('/')}$`);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { TokenTable } from '../http/auth.js';
-import { closeAfterAnswer } from '../http/linger.js';
+import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
@@ -69,11 +69,13 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       tokensFile = generated.file;
     }
     let shuttingDown = false;
+    let publicUrl: string | undefined;
     const app = buildApp({
       sidecar,
       tokens: new TokenTable(tokenSpecs),
       maxBodyBytes: config.max_body_bytes,
       ready: async () => !shuttingDown && (await store.writable()),
+      publicOrigin: () => publicUrl,
     });
     const cp = checkpointer;
 
@@ -82,7 +84,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // routes would never run: a route that answers ends the chain.)
     const appFetch = async (request: Request, env?: unknown) => {
       const res = await app.fetch(request, env);
-      if (res.status === 413 && env !== undefined) closeAfterAnswer(env); // answered before the body was read: linger, then close
+      // Answered before the body was read (413, or a refusal on the headers): linger, then close.
+      if (env !== undefined && (res.status === 413 || answeredBeforeBody(env))) closeAfterAnswer(env);
       if (request.url.includes('/v1/')) cp.maybeCheckpoint();
       return res;
     };
@@ -112,6 +115,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const publicPort = fronts ? fronts.port : addr.port;
     const publicHost = fronts ? host : addr.address;
     const url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
+    publicUrl = url;
 
     // One reload at a time: a reload that outlasts the poll interval (a slow fsync, a loaded machine)
     // must not overlap the next, which would see the same new files and ledger the same load twice.
