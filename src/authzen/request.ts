@@ -51,6 +51,8 @@ export interface AuthzenRequest {
 }
 
 const MEMBERS = ['subject', 'action', 'resource', 'context'] as const;
+/** Context members only writ sets (from approvals), refused in an AuthZEN context. */
+const DERIVED_CONTEXT = ['approver', 'approvals'] as const;
 type Member = (typeof MEMBERS)[number];
 
 function isObject(v: LosslessValue | undefined): v is { [k: string]: LosslessValue } {
@@ -102,6 +104,16 @@ function evaluationOf(itemPath: string, sources: Partial<Record<Member, { raw: L
   const actionProperties = memberOf(rawAction, 'properties');
   if (actionProperties !== undefined) action.properties = admitObject(actionProperties, `${sources.action!.path}/properties`);
   const context = sources.context === undefined ? {} : admitObject(sources.context.raw, sources.context.path);
+  // §2: the approver is never taken from the request. Policies read context.approver (and
+  // context.approvals) as what writ derived from real, unexpired, fact-bound approvals; an AuthZEN
+  // caller writing them would be answered as if an approval existed.
+  for (const derived of DERIVED_CONTEXT) {
+    if (Object.hasOwn(context, derived)) {
+      throw new WritError('INVALID_REQUEST', `context.${derived} is never taken from a request: writ derives it from real approvals (decisions only)`, {
+        path: `${sources.context!.path}/${derived}`,
+      });
+    }
+  }
   if (action.properties !== undefined && Object.hasOwn(context, 'action')) {
     throw new WritError('INVALID_REQUEST', 'context.action is where action.properties go: give one or the other', {
       path: `${sources.context!.path}/action`,

@@ -77,8 +77,16 @@ test('malformed requests: INVALID_JSON, INVALID_REQUEST with a pointer into the 
   });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a', extra: 1 }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/extra' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: '' }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
-  // MCP actions are Action::"<server>/<tool>": an AuthZEN action name never has a '/', so it can never name one.
-  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'idp/disable_sign_in' }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
+  // Any action name maps to Action::"<name>", an MCP tool's "<server>/<tool>" included (§10) — but the
+  // context cannot carry what writ derives from real approvals (§2: never taken from a request).
+  assert.equal(one({ subject: USER, action: { name: 'idp/disable_sign_in' }, resource: TODO }).evaluations[0]!.action.name, 'idp/disable_sign_in');
+  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'idp/disable_sign_in' }, resource: TODO, context: { approver: { type: 'User', id: 'hr-5519' } } })), {
+    code: 'INVALID_REQUEST', path: '/context/approver',
+  });
+  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, context: { approvals: [] } })), { code: 'INVALID_REQUEST', path: '/context/approvals' });
+  assert.deepEqual(refusal(() => many({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [{}, { context: { approver: 'x' } }] })), {
+    code: 'INVALID_REQUEST', path: '/evaluations/1/context/approver',
+  });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, context: [] })), { code: 'INVALID_REQUEST', path: '/context' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [] })), { code: 'INVALID_REQUEST', path: '/evaluations' });
   // In a batch: the item's own member, a missing member, or the default the item took.
@@ -155,7 +163,7 @@ test('any body: an admitted request or a 400 WritError with a JSON pointer, neve
         for (const e of r.evaluations) {
           assert.equal(typeof e.subject.id, 'string');
           assert.equal(typeof e.action.name, 'string');
-          assert.ok(!e.action.name.includes('/'));
+          assert.ok(!Object.hasOwn(e.context, 'approver') && !Object.hasOwn(e.context, 'approvals'));
         }
       } catch (e) {
         const err = e as { name?: string; code?: keyof typeof STATUS_BY_CODE; path?: string };
