@@ -3,20 +3,28 @@
  * when no file or `-`) and prints one JSON line: `{"binding","canonical","cedar"}` (exit 0) or
  * `{"error":{"code","message","path"}}` (exit 2). Bad flags print usage on stderr (exit 2). Bad input
  * never produces a stack trace: every refusal is a WritError turned into the error line.
+ *
+ * It binds exactly what POST /v1/decisions admits, and refuses what that refuses, with the same code:
+ * the input is decoded as the HTTP API decodes a body (strict UTF-8, one leading BOM dropped), and
+ * --server and --tool must be names that `action.server` and `action.tool` of a decision request may
+ * hold (schemas/decision-request.json), else INVALID_REQUEST.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { admitArgumentsText } from '../binding/index.js';
-import { isWritError } from '../errors.js';
+import { isWritError, WritError } from '../errors.js';
+import { loadSchemas } from '../schemas/load.js';
 
 export const BIND_USAGE = `usage: writ bind --server S --tool T [FILE|-]
 
 Reads raw argument JSON (a JSON object) from FILE, or from stdin when FILE is absent or '-', and
 prints its writ-bind/1 binding as one JSON line:
   {"binding": "writ-bind/1:sha256:…", "canonical": "<JCS text>", "cedar": <Cedar context value>}
-exit 0; or, when the arguments are refused,
-  {"error": {"code": "BINDING_…", "message": "…", "path": "<JSON pointer>"}}
-exit 2.
+exit 0; or, when POST /v1/decisions would refuse the call, with the code it would answer,
+  {"error": {"code": "…", "message": "…", "path": "<JSON pointer into the input>"}}
+exit 2: INVALID_JSON (not JSON, or not UTF-8; one leading BOM is ignored), INVALID_REQUEST (not
+an object, or a --server/--tool that a decision request's action.server/action.tool may not hold:
+1-128 characters, and no "/" in a server), or a BINDING_* code.
 
 options:
   --server S   the MCP server name bound with the arguments (required)
@@ -30,22 +38,89 @@ export interface BindOutput {
   stdout: string;
 }
 
-// Invalid UTF-8 is decoded with U+FFFD replacement (then judged as text); a leading BOM is dropped.
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+// The HTTP API's decoding of a request body (src/http/app.ts readJsonText, src/front/front-thread.ts):
+// bytes that are not UTF-8 are refused (INVALID_JSON), never replaced by U+FFFD, which would bind
+// different arguments than the ones sent; one leading UTF-8 BOM is dropped (ignoreBOM: false), and
+// a second BOM, or one after whitespace, is then refused by the JSON parser (INVALID_JSON).
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+const BOM = '\ufeff';
+
+/** The arguments text of raw input bytes, decoded as the HTTP API decodes a body. */
+export function decodeInput(input: Uint8Array | string): string {
+  // Text given directly (tests, callers in-process) stands for its UTF-8 bytes: the same BOM rule.
+  if (typeof input === 'string') return input.startsWith(BOM) ? input.slice(1) : input;
+  try {
+    return utf8.decode(input);
+  } catch {
+    throw new WritError('INVALID_JSON', 'the input is not valid UTF-8', { path: '' });
+  }
+}
+
+interface NameRule {
+  minLength: number;
+  maxLength: number;
+  pattern: RegExp | undefined;
+  patternSource: string | undefined;
+}
+
+let nameRules: { server: NameRule; tool: NameRule } | undefined;
+
+/** The rules of `action.server` and `action.tool` in schemas/decision-request.json, read once. */
+function actionNameRules(): { server: NameRule; tool: NameRule } {
+  if (nameRules) return nameRules;
+  const request = loadSchemas().get('decision-request.json') as { properties: { action: { properties: Record<string, Record<string, unknown>> } } };
+  const rule = (member: 'server' | 'tool'): NameRule => {
+    const p = request.properties.action.properties[member]!;
+    if (p.type !== 'string') throw new Error(`writ bind: schemas/decision-request.json action.${member} is not a string`);
+    const source = typeof p.pattern === 'string' ? p.pattern : undefined;
+    return {
+      minLength: typeof p.minLength === 'number' ? p.minLength : 0,
+      maxLength: typeof p.maxLength === 'number' ? p.maxLength : Infinity,
+      // As src/schemas/validate.ts compiles them: no `u` flag (ajv unicodeRegExp: false).
+      pattern: source === undefined ? undefined : new RegExp(source),
+      patternSource: source,
+    };
+  };
+  nameRules = { server: rule('server'), tool: rule('tool') };
+  return nameRules;
+}
+
+/**
+ * Why --server or --tool could not be a decision request's `action.server` / `action.tool`
+ * (POST /v1/decisions answers 400 INVALID_REQUEST for them), or undefined. Lengths count UTF-16
+ * code units, as the request validator does (src/schemas/validate.ts, ajv `unicode: false`).
+ */
+export function actionNameRefusal(server: string, tool: string): WritError | undefined {
+  const rules = actionNameRules();
+  for (const [flag, value, rule] of [['--server', server, rules.server], ['--tool', tool, rules.tool]] as const) {
+    const where = `(action.${flag.slice(2)} of a decision request)`;
+    let why: string | undefined;
+    if (value.length < rule.minLength) why = rule.minLength === 1 ? 'must not be empty' : `must be at least ${rule.minLength} characters`;
+    else if (value.length > rule.maxLength) why = `must be at most ${rule.maxLength} characters`;
+    else if (rule.pattern && !rule.pattern.test(value)) why = rule.patternSource === '^[^/]+$' ? 'must not contain "/"' : `must match ${rule.patternSource}`;
+    if (why !== undefined) return new WritError('INVALID_REQUEST', `${flag} ${why} ${where}`, { path: '' });
+  }
+  return undefined;
+}
 
 /** The whole command minus IO: raw bytes (or text) in, the line to print and the exit code out.
  *  Only errors that are not refusals (bugs) propagate. */
 export function bindOutput(input: Uint8Array | string, server: string, tool: string): BindOutput {
-  const text = typeof input === 'string' ? input : utf8.decode(input);
   try {
-    const bound = admitArgumentsText(text, server, tool);
+    const refused = actionNameRefusal(server, tool);
+    if (refused) throw refused;
+    const bound = admitArgumentsText(decodeInput(input), server, tool);
     const line = JSON.stringify({ binding: bound.binding, canonical: bound.canonical, cedar: bound.cedar });
     return { exitCode: 0, stdout: line + '\n' };
   } catch (err) {
     if (!isWritError(err)) throw err;
-    const line = JSON.stringify({ error: { code: err.code, message: err.message, path: err.path ?? '' } });
-    return { exitCode: 2, stdout: line + '\n' };
+    return { exitCode: 2, stdout: errorLine(err) };
   }
+}
+
+/** The refusal line: `{"error":{"code","message","path"}}` (path "" when not about one member of the input). */
+function errorLine(err: WritError): string {
+  return JSON.stringify({ error: { code: err.code, message: err.message, path: err.path ?? '' } }) + '\n';
 }
 
 function usageError(message: string): number {
@@ -78,6 +153,13 @@ export async function main(argv: string[]): Promise<number> {
   if (values.tool === undefined) return usageError('--tool is required');
   if (positionals.length > 1) return usageError('at most one input file');
   const source = positionals[0] ?? '-';
+
+  // A name no decision request may hold is refused before any input is read (bindOutput checks it too).
+  const refused = actionNameRefusal(values.server, values.tool);
+  if (refused) {
+    await new Promise<void>((resolve) => process.stdout.write(errorLine(refused), () => resolve()));
+    return 2;
+  }
 
   let input: Uint8Array;
   try {

@@ -14,6 +14,26 @@ copy     copies an LMDB data dir's ledger and state into an empty database, ever
 The URL defaults to WRIT_DATABASE_URL.
 `;
 
+const POSTGRES_URL = /^postgres(ql)?:\/\/./;
+
+/** Why the command line cannot run (a usage error, exit 2), or undefined. The first problem wins. */
+function usageProblem(sub: string | undefined, url: string | undefined, fromFlag: boolean, dataDir: string | undefined): string | undefined {
+  if (sub !== 'migrate' && sub !== 'copy') return sub === undefined ? 'a command is needed: migrate or copy' : `unknown command '${sub}' (migrate or copy)`;
+  if (!url) return 'a postgres:// --database-url (or WRIT_DATABASE_URL) is needed';
+  if (!POSTGRES_URL.test(url)) {
+    const source = fromFlag ? '--database-url' : 'WRIT_DATABASE_URL';
+    return `${source} is not a postgres:// (or postgresql://) URL: ${describeUrl(url)}`;
+  }
+  if (sub === 'copy' && !dataDir) return 'copy needs --data-dir DIR (the LMDB data dir to copy)';
+  return undefined;
+}
+
+/** The URL's scheme, never its credentials: a usage message may end up in logs. */
+function describeUrl(url: string): string {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
+  return scheme ? `its scheme is ${scheme[1]}:` : 'it has no scheme';
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === '--help' || sub === '-h') {
@@ -31,9 +51,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  const fromFlag = values['database-url'] !== undefined;
   const url = values['database-url'] ?? process.env.WRIT_DATABASE_URL;
-  if ((sub !== 'migrate' && sub !== 'copy') || !url || !/^postgres(ql)?:\/\/./.test(url) || (sub === 'copy' && !values['data-dir'])) {
-    process.stderr.write(`writ store: ${!url ? 'a postgres:// --database-url (or WRIT_DATABASE_URL) is needed' : 'unknown or incomplete command'}\n\n${USAGE}`);
+  const problem = usageProblem(sub, url, fromFlag, values['data-dir']);
+  if (problem !== undefined || url === undefined) {
+    process.stderr.write(`writ store: ${problem}\n\n${USAGE}`);
     return 2;
   }
   try {

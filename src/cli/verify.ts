@@ -2,8 +2,10 @@
  * `writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json]` (docs/protocol.md §6): checks a
  * ledger export offline, streaming (constant memory in the export's size), and prints one JSON line:
  *   {"ok":true,"records":N,"head":"<last record's hash>"}            exit 0
- *   {"ok":false,"seq":S,"code":"…","message":"…"}                    exit 1
- * Usage errors (bad flags, unreadable or invalid files) print on stderr and exit 2.
+ *   {"ok":false,"seq":S,"code":"…"}                                  exit 1
+ * exactly these members, so a caller can compare the object whole; on exit 1 the human explanation
+ * is one line on stderr, `writ verify: seq S: CODE: <why>`. Usage errors (bad flags, unreadable or
+ * invalid files, a --keys or --checkpoint document that is not one) print on stderr only and exit 2.
  */
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -32,9 +34,10 @@ options:
   -h, --help              show this help
 
 prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
-       {"ok":false,"seq":S,"code":"…","message":"…"} and exits 1, with code one of HASH_MISMATCH,
-       PREV_MISMATCH, SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH,
-       TRUNCATED, MALFORMED; usage errors exit 2.
+       {"ok":false,"seq":S,"code":"…"} and exits 1, with code one of HASH_MISMATCH, PREV_MISMATCH,
+       SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH, TRUNCATED, MALFORMED,
+       and the reason on stderr ("writ verify: seq S: CODE: …"); usage errors print on stderr and
+       exit 2.
 `;
 
 /**
@@ -155,6 +158,22 @@ export async function main(argv: string[]): Promise<number> {
     if (e && typeof e.code === 'string' && e.syscall) return usageError(`cannot read ${exportPath}: ${e.message}`);
     throw err;
   }
-  process.stdout.write(JSON.stringify(result) + '\n');
+  const { stdout, stderr } = verdictOutput(result);
+  if (stderr !== undefined) process.stderr.write(stderr);
+  await new Promise<void>((resolve) => process.stdout.write(stdout, () => resolve()));
   return result.ok ? 0 : 1;
+}
+
+/**
+ * What `writ verify` prints for a verdict: on stdout exactly the contract's object (docs/protocol.md
+ * §6), `{"ok":true,"records":N,"head":H}` or `{"ok":false,"seq":S,"code":C}`, members in that
+ * order; on a failure, the reason as one line on stderr.
+ */
+export function verdictOutput(result: VerifyResult): { stdout: string; stderr?: string } {
+  if (result.ok) return { stdout: JSON.stringify({ ok: true, records: result.records, head: result.head }) + '\n' };
+  const reason = result.message.replace(/[\r\n]+/g, ' ');
+  return {
+    stdout: JSON.stringify({ ok: false, seq: result.seq, code: result.code }) + '\n',
+    stderr: `writ verify: seq ${result.seq}: ${result.code}: ${reason}\n`,
+  };
 }

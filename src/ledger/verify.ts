@@ -3,8 +3,11 @@
  *
  * Per line, in this order (the first failing check names the failure, at that line's position):
  *   1. MALFORMED      — empty, not JSON, not an object, not byte-for-byte its own JCS text (this
- *                       also catches duplicate keys and re-spelled numbers such as `1.0`), or a header
- *                       field (`v`, `seq`, `kind`, `prev`, `hash`, `ts`) missing or of the wrong type;
+ *                       also catches duplicate keys and re-spelled numbers such as `1.0`), or a field
+ *                       that is not of its form: `v` not 1, `seq` not a non-negative integer, `kind`
+ *                       not a non-empty string, `prev` or `hash` not a string, `ts` not an RFC 3339
+ *                       UTC date-time (`…Z`), a checkpoint's `size` not a non-negative integer
+ *                       (malformedField says why the cryptographic fields are not judged here);
  *   2. SEQ_GAP        — `seq` is not the line's position (deleted, duplicated or reordered lines);
  *   3. HASH_MISMATCH  — `hash` is not SHA-256(0x00 ‖ JCS(record without hash));
  *   4. PREV_MISMATCH  — `prev` is not the previous record's hash;
@@ -15,7 +18,7 @@
  *                       recomputed from server, tool, arguments (BINDING_MISMATCH). AuthZEN
  *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
  *                       no binding: they get every other check, and MCP decisions lose none.
- * So an edited field is HASH_MISMATCH at its seq; an edit whose hash was recomputed is PREV_MISMATCH
+ * So an edited field is HASH_MISMATCH at its seq (MALFORMED if the new value is not of its form); an edit whose hash was recomputed is PREV_MISMATCH
  * at the next seq; a recomputed chain is ROOT_MISMATCH at the next checkpoint, or against the held
  * checkpoint (reported at the held checkpoint's seq), and an export shorter than the held checkpoint
  * is TRUNCATED at seq = number of records.
@@ -28,6 +31,7 @@ import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
 import { bindingFromCanonicalMembers } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
+import { isRfc3339 } from '../util/rfc3339.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
 import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './verify-merkle.js';
 
@@ -451,13 +455,16 @@ export function examineLine(line: string): LineFacts {
     view = parsedRecordView(parsed as Record<string, unknown>);
   }
   const seqToken = view.token('seq');
-  const recordSeq = seqToken === undefined ? Number.NaN : Number(seqToken);
+  // Only a number token: Number() would also read `[5]` or `[]` as an integer.
+  const recordSeq = seqToken !== undefined && isNumberToken(seqToken) ? Number(seqToken) : Number.NaN;
   const hash = view.string('hash');
   const prev = view.string('prev');
   const kind = view.string('kind');
-  if (view.token('v') !== '1' || !Number.isSafeInteger(recordSeq) || kind === undefined || view.string('ts') === undefined || prev === undefined || hash === undefined) {
+  if (view.token('v') !== '1' || !Number.isSafeInteger(recordSeq) || kind === undefined || prev === undefined || hash === undefined) {
     return { malformed: 'missing or mistyped header field (v, seq, ts, kind, prev, hash)' };
   }
+  const fieldProblem = malformedField(view, recordSeq, kind);
+  if (fieldProblem !== undefined) return { malformed: fieldProblem };
   const facts: LineFacts = { recordSeq, hash, prev, kind };
   const recomputed = leafHashOf(view.withoutHash());
   if (recomputed !== hash) facts.hashMismatch = `hash is ${hash}, the record hashes to ${recomputed}`;
@@ -466,6 +473,36 @@ export function examineLine(line: string): LineFacts {
     if (bindingToken !== undefined && bindingToken !== 'null') facts.bindingMismatch = bindingMismatchOf(view);
   }
   return facts;
+}
+
+/**
+ * Why a record with well-typed v, seq, kind, prev and hash is still not a record (MALFORMED), or
+ * undefined. These are the fields whose value has a syntax of its own: a value outside it cannot be
+ * the result of editing a real record's value into another real value, and no later check could name
+ * it (a non-numeric checkpoint size is no tree size at all). Fields that hold or name cryptographic
+ * material (hash, prev, root, key_id, signature, public_key) are left to the check that uses them,
+ * so any value but the right one is HASH_MISMATCH, PREV_MISMATCH, ROOT_MISMATCH, UNKNOWN_KEY or
+ * BAD_SIGNATURE, exactly as an edit to them is.
+ */
+function malformedField(view: RecordView, recordSeq: number, kind: string): string | undefined {
+  if (recordSeq < 0) return `seq ${recordSeq} is negative`;
+  if (kind.length === 0) return 'kind is empty';
+  const ts = view.string('ts');
+  if (ts === undefined) return `ts is ${view.token('ts') === undefined ? 'missing' : 'not a string'}`;
+  if (!isRfc3339Utc(ts)) return `ts ${JSON.stringify(ts)} is not an RFC 3339 UTC date-time (e.g. 2026-08-24T10:00:00.000Z)`;
+  if (kind === 'checkpoint') {
+    const sizeToken = view.token('size');
+    if (sizeToken === undefined) return 'the checkpoint has no size';
+    const size = Number(sizeToken);
+    // A canonical number token is its own ECMAScript spelling, so a safe integer's token is digits.
+    if (!/^(0|[1-9][0-9]*)$/.test(sizeToken) || !Number.isSafeInteger(size)) return `checkpoint size ${sizeToken} is not a non-negative integer`;
+  }
+  return undefined;
+}
+
+/** RFC 3339 `date-time` (src/util/rfc3339.ts: real date and time, no leap second) in UTC, written `Z`. */
+export function isRfc3339Utc(ts: string): boolean {
+  return ts.charCodeAt(ts.length - 1) === 0x5a /* Z */ && isRfc3339(ts);
 }
 
 /** Why a decision's binding does not match its stored call, or undefined when it does. */
@@ -480,6 +517,12 @@ function bindingMismatchOf(view: RecordView): string | undefined {
   }
   const recomputed = bindingFromCanonicalMembers(serverToken, toolToken, argsToken);
   return recomputed === binding ? undefined : `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
+}
+
+/** Whether a JCS token is a number's (the JCS text of a number, and only of a number, starts with `-` or a digit). */
+function isNumberToken(token: string): boolean {
+  const c = token.charCodeAt(0);
+  return c === Ch.Minus || (c >= Ch.Zero && c <= Ch.Nine);
 }
 
 /** Whether a JCS token is a string's (the JCS text of a string, and only of a string, starts with a quote). */

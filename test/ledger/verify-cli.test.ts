@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { verifyStream } from '../../src/cli/verify.js';
 import { recordLine, sealRecord } from '../../src/ledger/record.js';
-import { GOLDEN_KEY, ROTATED_KEY, buildRecords, keysDoc, linesOf, parse } from './fixture.js';
+import { ATTACKER_KEY, GOLDEN_KEY, ROTATED_KEY, buildRecords, clone, fixtureKeyAt, keysDoc, linesOf, parse, rechain } from './fixture.js';
 
 const WRIT = fileURLToPath(new URL('../../../bin/writ', import.meta.url));
 const RECORDS = buildRecords();
@@ -28,7 +28,7 @@ function run(args: string[], stdin?: string, env: Record<string, string> = {}): 
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), 'writ-verify-cli-'));
-const file = (name: string, text: string) => {
+const file = (name: string, text: string | Uint8Array) => {
   const p = path.join(dir, name);
   writeFileSync(p, text);
   return p;
@@ -63,11 +63,46 @@ test('writ verify: tampered exports → exit 1 with seq and code', async () => {
   for (const [args, expect] of cases) {
     const r = await run(args);
     assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
-    const out = JSON.parse(r.stdout);
-    assert.equal(out.ok, false);
-    assert.deepEqual({ seq: out.seq, code: out.code }, expect);
-    assert.equal(typeof out.message, 'string');
+    // Exactly the contract's object on stdout, members in its order; the reason is one stderr line.
+    assert.equal(r.stdout, JSON.stringify({ ok: false, seq: expect.seq, code: expect.code }) + '\n');
+    assert.deepEqual(JSON.parse(r.stdout), { ok: false, ...expect });
+    assert.match(r.stderr, new RegExp(`^writ verify: seq ${expect.seq}: ${expect.code}: [^\\n]+\\n$`));
   }
+});
+
+test('writ verify: every failure shape prints exactly {ok,seq,code} on stdout and one reason line on stderr', async () => {
+  // The review's case: ts rewritten to "yesterday", re-hashed, re-chained and re-signed.
+  const yesterday = linesOf(rechain(clone(RECORDS).map((r, i) => (i === 12 ? { ...r, ts: 'yesterday' } : r)), 0, fixtureKeyAt));
+  const sizeX = [...LINES];
+  const cp15 = parse(sizeX[15]!);
+  cp15.size = 'x';
+  sizeX[15] = linesOf([cp15])[0]!;
+  const forgedHeld = { ...RECORDS[40]!, signature: Buffer.alloc(64, 7).toString('base64') };
+  const cases: Array<[string, string[], { seq: number; code: string }, RegExp]> = [
+    ['ts "yesterday", re-signed', ['verify', file('yesterday.jsonl', yesterday.join('\n') + '\n')], { seq: 12, code: 'MALFORMED' }, /ts "yesterday" is not an RFC 3339 UTC date-time/],
+    ['checkpoint size "x"', ['verify', file('size-x.jsonl', sizeX.join('\n') + '\n')], { seq: 15, code: 'MALFORMED' }, /checkpoint size "x" is not a non-negative integer/],
+    ['held checkpoint forged', ['verify', exportFile, '--checkpoint', file('forged-cp.json', JSON.stringify(forgedHeld))], { seq: 40, code: 'BAD_SIGNATURE' }, /held checkpoint's signature/],
+    ['held checkpoint beyond the export', ['verify', file('short2.jsonl', LINES.slice(0, 10).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 10, code: 'TRUNCATED' }, /the export has 10 records/],
+    ['--keys lacks the rotated key', ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(GOLDEN_KEY)))], { seq: 30, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
+    ['--keys from another ledger', ['verify', exportFile, '--keys', file('otherkeys.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
+    ['bytes that are not UTF-8', ['verify', file('latin1.jsonl', Buffer.concat([Buffer.from(LINES.slice(0, 3).join('\n') + '\n'), Buffer.from([0x7b, 0xff, 0x7d, 0x0a])]))], { seq: 3, code: 'MALFORMED' }, /not valid UTF-8/],
+  ];
+  for (const [name, args, expect, why] of cases) {
+    for (const workers of ['0', '2']) {
+      const r = await run([...args, '--workers', workers]);
+      assert.equal(r.code, 1, `${name}: ${r.stderr}`);
+      assert.equal(r.stdout, `{"ok":false,"seq":${expect.seq},"code":"${expect.code}"}\n`, name);
+      const lines = r.stderr.split('\n');
+      assert.equal(lines.length, 2, `${name}: one stderr line: ${r.stderr}`);
+      assert.ok(lines[0]!.startsWith(`writ verify: seq ${expect.seq}: ${expect.code}: `), `${name}: ${r.stderr}`);
+      assert.match(lines[0]!, why, name);
+    }
+  }
+  // Success stays exactly the contract's line, with nothing on stderr.
+  const ok = await run(['verify', exportFile, '--keys', keysFile, '--checkpoint', checkpointFile]);
+  assert.equal(ok.code, 0);
+  assert.equal(ok.stdout, `{"ok":true,"records":60,"head":"${HEAD}"}\n`);
+  assert.equal(ok.stderr, '');
 });
 
 test('writ verify: reads stdin with -, and a last line without a newline counts', async () => {

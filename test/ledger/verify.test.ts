@@ -74,7 +74,7 @@ test('any single-character edit anywhere in the export is detected', () => {
 test('verifyExport accepts async iterables and stops at the first failure', async () => {
   let pulled = 0;
   async function* gen(): AsyncGenerator<string> {
-    for (const line of editLine(5, (r) => (r.ts = 'x'))) {
+    for (const line of editLine(5, (r) => (r.ts = '2026-08-24T09:00:00.000Z'))) {
       pulled += 1;
       yield line;
     }
@@ -82,6 +82,18 @@ test('verifyExport accepts async iterables and stops at the first failure', asyn
   const result = await verifyExport(gen());
   assert.deepEqual(result.ok ? null : [result.code, result.seq], ['HASH_MISMATCH', 5]);
   assert.equal(pulled, 6);
+});
+
+test('ts: every RFC 3339 UTC spelling verifies (re-signed), and MALFORMED names the record and why', () => {
+  for (const ts of ['2026-08-24T10:00:00Z', '2026-08-24T10:00:00.1Z', '2026-08-24T10:00:00.123456789Z', '2028-02-29T23:59:59.999Z', '1970-01-01T00:00:00.000Z']) {
+    const lines = linesOf(rechain(clone(RECORDS).map((r, i) => (i === 7 ? { ...r, ts } : r)), 0, fixtureKeyAt));
+    const result = verifyExportSync(lines);
+    assert.equal(result.ok, true, `${ts}: ${result.ok ? '' : result.message}`);
+  }
+  const bad = verifyExportSync(editLine(7, (r) => (r.ts = 'yesterday')));
+  assert.deepEqual(bad, { ok: false, seq: 7, code: 'MALFORMED', message: 'ts "yesterday" is not an RFC 3339 UTC date-time (e.g. 2026-08-24T10:00:00.000Z)' });
+  const size = verifyExportSync(editLine(15, (r) => (r.size = 'x')));
+  assert.deepEqual(size, { ok: false, seq: 15, code: 'MALFORMED', message: 'checkpoint size "x" is not a non-negative integer' });
 });
 
 test('an empty export verifies with the zero hash as head; a held checkpoint of size 0 needs the empty root', () => {
