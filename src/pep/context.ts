@@ -1,11 +1,16 @@
 /**
- * Where a guarded call's envelope and execution id come from (docs/protocol.md §7):
- *   1. `params._meta["io.writ/envelope"]` and `params._meta["io.writ/execution_id"]`, as sent by the
- *      MCP client (an envelope without an id gets a fresh id; an id without an envelope takes the
- *      envelope from the defaults);
- *   2. else the PEP's defaults (`--defaults FILE` / `defaults` option), with a fresh execution id per
- *      call;
- *   3. else the call is refused with `MISSING_CONTEXT` (nothing reaches the PDP or the tool).
+ * Where a guarded call's envelope and execution id come from (docs/protocol.md §7), each on its own:
+ *   - the envelope: `params._meta["io.writ/envelope"]` as sent by the MCP client; else the PEP's
+ *     defaults (`--defaults FILE` / `defaults` option); else the call is refused with
+ *     `MISSING_CONTEXT`;
+ *   - the execution id: `params._meta["io.writ/execution_id"]` as sent by the MCP client; else a fresh
+ *     id (`<prefix>:<UUIDv7>`) per call, but only when the PEP was started with defaults — the
+ *     operator opted into ids the client never sees; else the call is refused with `MISSING_CONTEXT`
+ *     (path `params._meta["io.writ/execution_id"]`). A client that sends its own envelope without
+ *     defaults must send its own id too: an id minted for it could not be looked up, and a retry
+ *     after `OUTCOME_UNKNOWN` would get another fresh id and run the tool again instead of meeting
+ *     `EXECUTION_TERMINAL`.
+ * A refused call reaches neither the PDP nor the tool.
  *
  * ## Defaults format (`--defaults FILE`, JSON)
  * Either a plain §2 envelope — used as is for every call:
@@ -181,6 +186,16 @@ export function callContext(
       `no envelope: send params._meta["${META_ENVELOPE}"] and params._meta["${META_EXECUTION_ID}"], or start the PEP with defaults`,
     );
   }
-  const executionId = hasId ? m[META_EXECUTION_ID] : freshExecutionId(defaults?.prefix);
+  let executionId: unknown;
+  if (hasId) executionId = m[META_EXECUTION_ID];
+  else if (defaults) executionId = freshExecutionId(defaults.prefix);
+  else {
+    const path = `params._meta["${META_EXECUTION_ID}"]`;
+    throw new WritError(
+      'MISSING_CONTEXT',
+      `no execution id: send ${path} with the envelope (the PEP mints fresh ids only when started with defaults)`,
+      { path },
+    );
+  }
   return { envelope, executionId };
 }

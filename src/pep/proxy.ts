@@ -19,7 +19,19 @@
  *   client gets an `OUTCOME_UNKNOWN` refusal. A late answer is logged and posted to the PDP as a second
  *   outcome (refused and ledgered there), never delivered.
  * - When the child exits, calls in flight are answered as unknown, and `runProxy` resolves with the
- *   child's exit status (128 + signal number when it was killed by a signal).
+ *   child's exit status (128 + signal number when it was killed by a signal). "In flight" includes a
+ *   call still waiting for the PDP's decision when the child exits: the PDP allows it (the execution
+ *   is now `invoking`), the proxy cannot dispatch it, and posts outcome `unknown` ("the server exited
+ *   … before the call was dispatched") — not `rejected`, which would claim the tool reported a
+ *   refusal — and the client gets an `OUTCOME_UNKNOWN` refusal, like any other call the exit cut off.
+ *   (The tool did not in fact run; a reconciler can resolve the execution `absent` from that detail.)
+ * - A `tools/call` that arrives once the child is known to have exited (its `exit` event, which may
+ *   come well before its pipes close, or a failed spawn) and before the proxy itself is done is
+ *   refused *before* the PDP is asked, with code `SERVER_EXITED`: the tool cannot run, and asking the
+ *   PDP first would reserve the execution id (`invoking`) only to report an outcome nobody could
+ *   know. Refused there, nothing is recorded, and the client may retry the same execution id once a
+ *   server runs again. Client input is read until every call in flight is answered, so such a call
+ *   is always answered; other messages to the dead child are dropped.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,6 +41,7 @@ import type { PdpClient } from './client.js';
 import type { Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { rawMember } from './rawjson.js';
+import { META_EXECUTION_ID } from './types.js';
 
 export interface ProxyOptions {
   pdp: PdpClient;
@@ -98,7 +111,10 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   const inFlight = new Set<Promise<void>>();
   /** Client ids of tools/call requests the proxy holds: only the proxy may answer them. */
   const held = new Map<string, number>();
+  /** The child's pipes are closed: every answer it gave has been read. */
   let childGone = false;
+  /** The child is known to be gone (`exit` or a failed spawn), with its status: nothing more is sent to it. */
+  let exited: { status: number } | undefined;
 
   const child = spawn(opts.command, opts.args, { stdio: ['pipe', 'pipe', 'inherit'] });
   child.stdin.on('error', (e) => log(`writ proxy: writing to the server failed: ${e.message}`));
@@ -107,7 +123,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   });
 
   const toChild = (data: Buffer | string): void => {
-    if (!childGone && child.stdin.writable) child.stdin.write(data);
+    if (!childGone && !exited && child.stdin.writable) child.stdin.write(data);
   };
   const toClient = (data: Buffer | string): void => {
     output.write(data);
@@ -130,6 +146,16 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     });
     if (dupParams || !isObject(params) || typeof params.name !== 'string') {
       respond(idRaw.raw, `"error":{"code":-32602,"message":"writ proxy: invalid tools/call params${dupParams ? ' (a repeated key)' : ''}"}`);
+      return;
+    }
+    if (exited) {
+      // Refused before the PDP is asked (see the header): the tool cannot run, nothing is reserved.
+      const m = isObject(params._meta) ? params._meta : {};
+      const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
+      const text =
+        `writ: the MCP server has exited (status ${exited.status}), so the tool did not run and the policy decision point ` +
+        `was not asked${exec !== null ? `; execution ${exec} was not used and may be retried once a server runs again` : ''}`;
+      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult({ code: 'SERVER_EXITED', reasons: [], obligations: [], execution_id: exec }, text))}`);
       return;
     }
     const entry: Pending = { childId: '', clientId: msg.id, resolve: () => undefined, answered: false };
@@ -158,8 +184,10 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       },
       (admitted, signal) =>
         new Promise<DispatchResult>((resolve) => {
-          if (childGone) {
-            resolve({ status: 'rejected', error: new Error('the server exited before the call was dispatched'), detail: 'server exited before dispatch' });
+          if (childGone || exited) {
+            // Allowed while the child was exiting: the execution is `invoking` at the PDP and only an
+            // outcome ends it. Not `rejected` (the tool reported nothing): unknown, with the reason.
+            resolve({ status: 'unknown', detail: `the server exited (status ${exited?.status ?? 'unknown'}) before the call was dispatched` });
             return;
           }
           entry.childId = prefix + ++seq;
@@ -274,27 +302,37 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   };
   if (opts.forwardSignals) for (const s of signals) process.on(s, forward);
 
+  const statusOf = (code: number | null, signal: NodeJS.Signals | null): number =>
+    code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
+  child.once('exit', (code, signal) => {
+    exited ??= { status: statusOf(code, signal) };
+  });
   const status = await new Promise<number>((resolve) => {
     child.once('error', (e) => {
       log(`writ proxy: cannot start ${opts.command}: ${e.message}`);
+      exited ??= { status: 127 };
+      childGone = true;
       resolve(127);
     });
     child.once('close', (code, signal) => {
       const rest = childLines.flush();
       if (rest.length) fromChild(rest);
-      resolve(code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0));
+      exited ??= { status: statusOf(code, signal) };
+      childGone = true;
+      resolve(statusOf(code, signal));
     });
   });
-  childGone = true;
   if (opts.forwardSignals) for (const s of signals) process.off(s, forward);
-  input.off('data', onInput);
   for (const entry of pending.values()) {
     if (!entry.answered) {
       entry.answered = true;
       entry.resolve({ status: 'unknown', detail: `the server exited (status ${status}) before answering` });
     }
   }
+  // Calls still waiting for the PDP are answered (unknown, if allowed); calls arriving meanwhile are
+  // refused SERVER_EXITED, so client input is read until everything in flight is answered.
   while (inFlight.size) await Promise.allSettled([...inFlight]);
+  input.off('data', onInput);
   return status;
 }
 

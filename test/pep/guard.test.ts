@@ -2,13 +2,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { guardMcpServer, PdpClient } from '../../src/pep/index.js';
 import { startFakePdp, type FakePdp } from './fake-pdp.js';
-import { decisionOf, envelope, meta, waitFor } from './helpers.js';
+import { connectInMemory, decisionOf, envelope, meta, waitFor } from './helpers.js';
 
 let pdp: FakePdp;
 before(async () => {
@@ -66,20 +65,7 @@ async function rig(order: 'before' | 'after', opts: { pdpUrl?: string; defaults?
   if (order === 'before') guard();
   addTools(server, calls);
   if (order === 'after') guard();
-  const [ct, st] = InMemoryTransport.createLinkedPair();
-  await server.connect(st);
-  const client = new Client({ name: 't', version: '1.0.0' });
-  await client.connect(ct);
-  return {
-    client,
-    server,
-    calls,
-    logs,
-    close: async () => {
-      await client.close();
-      await server.close();
-    },
-  };
+  return { ...(await connectInMemory(server)), server, calls, logs };
 }
 
 for (const order of ['before', 'after'] as const) {
@@ -182,10 +168,7 @@ test('guardMcpServer is callable once; a low-level tools/call handler installed 
     ran++;
     return { content: [{ type: 'text', text: 'low' }] };
   });
-  const [ct, st] = InMemoryTransport.createLinkedPair();
-  await server.connect(st);
-  const c = new Client({ name: 't', version: '1.0.0' });
-  await c.connect(ct);
+  const { client: c, close } = await connectInMemory(server);
   try {
     const denied = await c.callTool({ name: 'forbidden', arguments: {}, _meta: meta('g-low-deny') });
     assert.equal(decisionOf(denied)?.code, 'DENIED');
@@ -195,7 +178,6 @@ test('guardMcpServer is callable once; a low-level tools/call handler installed 
     assert.equal(ran, 1);
     assert.equal(pdp.executions.get('Agent::"offboarding-agent-prod"/g-low-ok')?.state, 'committed');
   } finally {
-    await c.close();
-    await server.close();
+    await close();
   }
 });

@@ -1,10 +1,18 @@
-/** Shared plumbing of the PEP tests: spawning `writ proxy` under the SDK client, envelopes, effects. */
+/**
+ * Shared plumbing of the PEP tests: spawning `writ proxy` under the SDK client, an in-process server
+ * wired to a client, a fake PDP per test file, envelopes, effects. (`writ proxy` on raw pipes:
+ * test/helpers/proxy-process.ts.)
+ */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { startFakePdp, type FakePdp, type FakePdpOptions } from './fake-pdp.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const WRIT_BIN = join(REPO, 'bin', 'writ');
@@ -35,6 +43,28 @@ export function meta(executionId: string, env: Record<string, unknown> = envelop
 export function tempDir(prefix = 'writ-pep-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For the test file that calls it (at top level): a temp dir made now, and a fake PDP started before
+ * the file's tests; after them the PDP is stopped and the dir removed.
+ */
+export function fakePdpPerTestFile(options?: FakePdpOptions): { readonly pdp: FakePdp; readonly dir: string } {
+  const t = tempDir();
+  let pdp: FakePdp;
+  before(async () => {
+    pdp = await startFakePdp(options);
+  });
+  after(async () => {
+    await pdp.stop();
+    t.cleanup();
+  });
+  return {
+    get pdp() {
+      return pdp;
+    },
+    dir: t.dir,
+  };
 }
 
 export interface ProxySession {
@@ -91,6 +121,21 @@ export async function connectStdio(command: string, args: string[], env?: Record
     stderr: () => err,
     close: async () => {
       await client.close();
+    },
+  };
+}
+
+/** An SDK client connected to `server` in process (InMemoryTransport); `close` closes both ends. */
+export async function connectInMemory(server: McpServer): Promise<{ client: Client; close(): Promise<void> }> {
+  const [ct, st] = InMemoryTransport.createLinkedPair();
+  await server.connect(st);
+  const client = new Client({ name: 't', version: '1.0.0' });
+  await client.connect(ct);
+  return {
+    client,
+    close: async () => {
+      await client.close();
+      await server.close();
     },
   };
 }

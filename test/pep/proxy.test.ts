@@ -1,78 +1,29 @@
 // `writ proxy` mechanics against the fake PDP and the hostile fixture: pass-through, raw arguments,
 // admitted arguments, context/defaults, refusals, PDP failure, child exit.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { startFakePdp, type FakePdp } from './fake-pdp.js';
-import { envelope, HOSTILE, meta, readEffects, tempDir, waitFor, WRIT_BIN } from './helpers.js';
+import { test } from 'node:test';
+import { startFakePdp } from './fake-pdp.js';
+import { envelope, fakePdpPerTestFile, HOSTILE, meta, readEffects, WRIT_BIN } from './helpers.js';
+import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
 
-let pdp: FakePdp;
-const t = tempDir();
-before(async () => {
-  pdp = await startFakePdp();
-});
-after(async () => {
-  await pdp.stop();
-  t.cleanup();
-});
+const fx = fakePdpPerTestFile();
 
-/** `writ proxy` on raw pipes: send lines, read lines. */
+/** `writ proxy` on raw pipes: send lines, read lines; `answerLine` gives the answer unparsed. */
 function rawProxy(opts: { pdpUrl?: string; token?: string; defaults?: unknown; effects: string; extra?: string[] }) {
-  const tokenFile = join(t.dir, `tok-${Math.random().toString(36).slice(2)}`);
-  writeFileSync(tokenFile, opts.token ?? pdp.tokens.pep);
-  const args = [WRIT_BIN, 'proxy', '--pdp', opts.pdpUrl ?? pdp.url, '--token-file', tokenFile, '--server', 'hostile', '--call-timeout', '5000'];
-  if (opts.defaults !== undefined) {
-    const f = join(t.dir, `def-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(f, JSON.stringify(opts.defaults));
-    args.push('--defaults', f);
-  }
-  args.push(...(opts.extra ?? []), '--', process.execPath, HOSTILE);
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, args, {
-    env: { ...process.env, HOSTILE_EFFECTS: opts.effects },
-    stdio: ['pipe', 'pipe', 'pipe'],
+  const args = proxyArgs({
+    pdpUrl: opts.pdpUrl ?? fx.pdp.url,
+    token: opts.token ?? fx.pdp.tokens.pep,
+    server: 'hostile',
+    dir: fx.dir,
+    callTimeoutMs: 5000,
+    defaults: opts.defaults,
+    extra: opts.extra,
+    command: [process.execPath, HOSTILE],
   });
-  const lines: string[] = [];
-  let buf = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString('utf8');
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      lines.push(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-  });
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
-  return {
-    child,
-    lines,
-    stderr: () => err,
-    send: (line: string) => child.stdin.write(line + '\n'),
-    /** The first line answering `id` (by JSON value). */
-    answer: async (id: unknown) => {
-      const found = await waitFor(() => lines.find((l) => {
-        try {
-          return JSON.stringify(JSON.parse(l).id) === JSON.stringify(id);
-        } catch {
-          return false;
-        }
-      }), 10_000);
-      assert.ok(found, `no answer for id ${JSON.stringify(id)}; stderr: ${err}`);
-      return found;
-    },
-    exited,
-    stop: async () => {
-      child.stdin.end();
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
+  return spawnProxy({ args, env: { HOSTILE_EFFECTS: opts.effects }, answerTimeoutMs: 10_000, killAfterMs: 5000 });
 }
 
 function callLine(id: unknown, args: string, m?: Record<string, unknown>, name = 'apply'): string {
@@ -81,19 +32,19 @@ function callLine(id: unknown, args: string, m?: Record<string, unknown>, name =
 }
 
 test('every message except tools/call passes through byte for byte, both directions', { timeout: 30_000 }, async () => {
-  const effects = join(t.dir, 'e-pass.jsonl');
+  const effects = join(fx.dir, 'e-pass.jsonl');
   const p = rawProxy({ effects });
   try {
     const odd = '{ "jsonrpc":"2.0",  "id" : 7 ,"method":"test/echo","params":{"a":1.0,"b":"\\u00e9","c":12345678901234567890}}';
     p.send(odd);
-    const echo = JSON.parse(await p.answer(7));
+    const echo = JSON.parse(await p.answerLine(7));
     assert.equal(echo.result.line, odd, 'the server received the exact bytes');
     p.send('{"jsonrpc":"2.0","id":"L","method":"tools/list"}');
-    const list = await p.answer('L');
+    const list = await p.answerLine('L');
     assert.ok(list.startsWith('{ "jsonrpc" : "2.0", "id" : "L", "result" : {"tools":'), `the client received the exact bytes: ${list}`);
     // Order: a burst of pings comes back in order.
     for (let i = 100; i < 110; i++) p.send(`{"jsonrpc":"2.0","id":${i},"method":"ping"}`);
-    await p.answer(109);
+    await p.answerLine(109);
     const ids = p.lines.map((l) => JSON.parse(l).id).filter((id) => typeof id === 'number' && id >= 100);
     assert.deepEqual(ids, [100, 101, 102, 103, 104, 105, 106, 107, 108, 109]);
     assert.equal(readEffects(effects).length, 0);
@@ -104,12 +55,12 @@ test('every message except tools/call passes through byte for byte, both directi
 
 test('the PDP gets the raw argument text; the tool gets the admitted arguments', { timeout: 30_000 }, async () => {
   const upper = await startFakePdp({ admit: (a) => ({ ...a, key: String(a.key).toUpperCase() }) });
-  const effects = join(t.dir, 'e-raw.jsonl');
+  const effects = join(fx.dir, 'e-raw.jsonl');
   const p = rawProxy({ pdpUrl: upper.url, token: upper.tokens.pep, effects });
   try {
     const rawArgs = '{"key":"abc",  "n":1.50,"big":12345678901234567890,"mode":"clean"}';
     p.send(callLine(1, rawArgs, meta('raw-1')));
-    const r = JSON.parse(await p.answer(1));
+    const r = JSON.parse(await p.answerLine(1));
     assert.deepEqual(r.result, { content: [{ type: 'text', text: 'applied ABC' }] });
     const body = upper.log.find((e) => e.path === '/v1/decisions')!.body;
     assert.ok(body.includes(`"arguments":${rawArgs}`), body);
@@ -119,7 +70,7 @@ test('the PDP gets the raw argument text; the tool gets the admitted arguments',
     assert.equal(eff[0]!.execution_id, 'raw-1', '_meta rides along to the server');
     // A server answering under the client's own id of a held call is not believed.
     p.send(callLine(42, '{"key":"s","spoof_id":42}', meta('raw-2')));
-    assert.deepEqual(JSON.parse(await p.answer(42)).result, { content: [{ type: 'text', text: 'applied S' }] });
+    assert.deepEqual(JSON.parse(await p.answerLine(42)).result, { content: [{ type: 'text', text: 'applied S' }] });
     assert.equal(p.lines.filter((l) => JSON.parse(l).id === 42).length, 1);
     assert.match(p.stderr(), /dropped an answer from the server for the held tools\/call 42/);
   } finally {
@@ -129,11 +80,11 @@ test('the PDP gets the raw argument text; the tool gets the admitted arguments',
 });
 
 test('refusals: deny, approval_required then approval, 4xx codes, missing context — the tool never runs', { timeout: 30_000 }, async () => {
-  const effects = join(t.dir, 'e-ref.jsonl');
+  const effects = join(fx.dir, 'e-ref.jsonl');
   const p = rawProxy({ effects });
   try {
     p.send(callLine(1, '{"key":"x"}', meta('ref-deny'), 'forbidden'));
-    const deny = JSON.parse(await p.answer(1)).result;
+    const deny = JSON.parse(await p.answerLine(1)).result;
     assert.equal(deny.isError, true);
     assert.equal(deny.content[0].type, 'text');
     const d = deny._meta['io.writ/decision'];
@@ -144,37 +95,37 @@ test('refusals: deny, approval_required then approval, 4xx codes, missing contex
     assert.equal(d.execution_id, 'ref-deny');
 
     p.send(callLine(2, '{"key":"y"}', meta('ref-appr'), 'needs_approval'));
-    const ar = JSON.parse(await p.answer(2)).result._meta['io.writ/decision'];
+    const ar = JSON.parse(await p.answerLine(2)).result._meta['io.writ/decision'];
     assert.equal(ar.code, 'APPROVAL_REQUIRED');
     assert.equal(ar.decision, 'approval_required');
     assert.deepEqual(ar.obligations, [{ policy: 'hr-approval', approver_group: 'Role::"hr"' }]);
     assert.equal(readEffects(effects).length, 0);
-    const res = await fetch(`${pdp.url}/v1/approvals`, {
+    const res = await fetch(`${fx.pdp.url}/v1/approvals`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${pdp.tokens.approver}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${fx.pdp.tokens.approver}`, 'content-type': 'application/json' },
       body: JSON.stringify({ actor: envelope().actor, execution_id: 'ref-appr', binding: ar.binding, envelope_digest: ar.envelope_digest, expires_at: '2099-01-01T00:00:00Z' }),
     });
     assert.equal(res.status, 201);
     p.send(callLine(3, '{"key":"y"}', meta('ref-appr'), 'needs_approval'));
-    assert.deepEqual(JSON.parse(await p.answer(3)).result, { content: [{ type: 'text', text: 'applied y' }] });
+    assert.deepEqual(JSON.parse(await p.answerLine(3)).result, { content: [{ type: 'text', text: 'applied y' }] });
 
     // Same id, different arguments → the PDP's 409 code.
     p.send(callLine(4, '{"key":"z"}', meta('ref-appr'), 'needs_approval'));
-    assert.equal(JSON.parse(await p.answer(4)).result._meta['io.writ/decision'].code, 'EXECUTION_CONFLICT');
+    assert.equal(JSON.parse(await p.answerLine(4)).result._meta['io.writ/decision'].code, 'EXECUTION_CONFLICT');
     // Another actor in the envelope → 403 ACTOR_MISMATCH.
     p.send(callLine(5, '{"key":"z"}', meta('ref-actor', envelope({ actor: { type: 'Agent', id: 'other-agent' } }))));
-    assert.equal(JSON.parse(await p.answer(5)).result._meta['io.writ/decision'].code, 'ACTOR_MISMATCH');
+    assert.equal(JSON.parse(await p.answerLine(5)).result._meta['io.writ/decision'].code, 'ACTOR_MISMATCH');
     // No _meta and no defaults.
     p.send(callLine(6, '{"key":"z"}'));
-    const mc = JSON.parse(await p.answer(6)).result;
+    const mc = JSON.parse(await p.answerLine(6)).result;
     assert.equal(mc.isError, true);
     assert.deepEqual(mc._meta['io.writ/decision'], { code: 'MISSING_CONTEXT', reasons: [], obligations: [], execution_id: null });
     // A tools/call notification would run unguarded: dropped.
     p.send('{"jsonrpc":"2.0","method":"tools/call","params":{"name":"apply","arguments":{"key":"notif"}}}');
     // A batch holding a tools/call is split and guarded.
     p.send(`[${callLine(7, '{"key":"b"}')},{"jsonrpc":"2.0","id":8,"method":"ping"}]`);
-    assert.equal(JSON.parse(await p.answer(7)).result._meta['io.writ/decision'].code, 'MISSING_CONTEXT');
-    assert.deepEqual(JSON.parse(await p.answer(8)).result, {});
+    assert.equal(JSON.parse(await p.answerLine(7)).result._meta['io.writ/decision'].code, 'MISSING_CONTEXT');
+    assert.deepEqual(JSON.parse(await p.answerLine(8)).result, {});
     assert.deepEqual(readEffects(effects).map((e) => e.key), ['y']);
     assert.match(p.stderr(), /dropped a tools\/call without a usable id/);
   } finally {
@@ -183,7 +134,7 @@ test('refusals: deny, approval_required then approval, 4xx codes, missing contex
 });
 
 test('--defaults builds the envelope (pointers into the arguments) with a fresh execution id per call', { timeout: 30_000 }, async () => {
-  const effects = join(t.dir, 'e-def.jsonl');
+  const effects = join(fx.dir, 'e-def.jsonl');
   const defaults = {
     envelope: { task_id: 'T-1', purpose: 'defaults_test', actor: envelope().actor, requester: { type: 'User', id: 'manager-1842' } },
     from_arguments: { subject: { type: 'Employee', id: '/employee/id' }, task_id: '/ticket' },
@@ -192,12 +143,12 @@ test('--defaults builds the envelope (pointers into the arguments) with a fresh 
   };
   const p = rawProxy({ effects, defaults });
   try {
-    const before = pdp.log.length;
+    const before = fx.pdp.log.length;
     p.send(callLine(1, '{"key":"a","employee":{"id":7721},"ticket":"T-9","mode":"clean"}'));
     p.send(callLine(2, '{"key":"a","employee":{"id":7721},"ticket":"T-9","mode":"clean"}'));
-    assert.equal(JSON.parse(await p.answer(1)).result.content[0].text, 'applied a');
-    assert.equal(JSON.parse(await p.answer(2)).result.content[0].text, 'applied a');
-    const bodies = pdp.log.slice(before).filter((e) => e.path === '/v1/decisions').map((e) => JSON.parse(e.body));
+    assert.equal(JSON.parse(await p.answerLine(1)).result.content[0].text, 'applied a');
+    assert.equal(JSON.parse(await p.answerLine(2)).result.content[0].text, 'applied a');
+    const bodies = fx.pdp.log.slice(before).filter((e) => e.path === '/v1/decisions').map((e) => JSON.parse(e.body));
     assert.equal(bodies.length, 2);
     for (const b of bodies) {
       assert.deepEqual(b.envelope.subject, { type: 'Employee', id: '7721' });
@@ -208,7 +159,7 @@ test('--defaults builds the envelope (pointers into the arguments) with a fresh 
     assert.notEqual(bodies[0].execution_id, bodies[1].execution_id);
     // A pointer that does not resolve → MISSING_CONTEXT with the pointer as path.
     p.send(callLine(3, '{"key":"a","ticket":"T-9"}'));
-    const r = JSON.parse(await p.answer(3)).result;
+    const r = JSON.parse(await p.answerLine(3)).result;
     assert.equal(r._meta['io.writ/decision'].code, 'MISSING_CONTEXT');
     assert.match(r.content[0].text, /\/employee\/id/);
     assert.equal(readEffects(effects).length, 2);
@@ -218,7 +169,7 @@ test('--defaults builds the envelope (pointers into the arguments) with a fresh 
 });
 
 test('PDP unreachable or failing → PDP_UNAVAILABLE, the tool does not run', { timeout: 30_000 }, async () => {
-  const effects = join(t.dir, 'e-down.jsonl');
+  const effects = join(fx.dir, 'e-down.jsonl');
   // A port nobody listens on.
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
@@ -228,28 +179,28 @@ test('PDP unreachable or failing → PDP_UNAVAILABLE, the tool does not run', { 
   const failing = rawProxy({ effects });
   try {
     down.send(callLine(1, '{"key":"a"}', meta('down-1')));
-    const r = JSON.parse(await down.answer(1)).result;
+    const r = JSON.parse(await down.answerLine(1)).result;
     assert.equal(r.isError, true);
     assert.deepEqual(r._meta['io.writ/decision'], { code: 'PDP_UNAVAILABLE', reasons: [], obligations: [], execution_id: 'down-1' });
-    pdp.failing = true;
+    fx.pdp.failing = true;
     failing.send(callLine(1, '{"key":"a"}', meta('down-2')));
-    assert.equal(JSON.parse(await failing.answer(1)).result._meta['io.writ/decision'].code, 'PDP_UNAVAILABLE');
+    assert.equal(JSON.parse(await failing.answerLine(1)).result._meta['io.writ/decision'].code, 'PDP_UNAVAILABLE');
     assert.equal(readEffects(effects).length, 0);
   } finally {
-    pdp.failing = false;
+    fx.pdp.failing = false;
     await down.stop();
     await failing.stop();
   }
 });
 
 test('the child exits mid-call: the call is answered unknown, outcome unknown posted, the proxy exits with its status', { timeout: 30_000 }, async () => {
-  const effects = join(t.dir, 'e-exit.jsonl');
+  const effects = join(fx.dir, 'e-exit.jsonl');
   const p = rawProxy({ effects });
   p.send(callLine(1, '{"key":"a","mode":"commit-then-exit"}', meta('exit-1')));
-  const r = JSON.parse(await p.answer(1)).result;
+  const r = JSON.parse(await p.answerLine(1)).result;
   assert.equal(r._meta['io.writ/decision'].code, 'OUTCOME_UNKNOWN');
   assert.equal(await p.exited, 3);
-  assert.equal(pdp.executions.get('Agent::"offboarding-agent-prod"/exit-1')?.state, 'unknown');
+  assert.equal(fx.pdp.executions.get('Agent::"offboarding-agent-prod"/exit-1')?.state, 'unknown');
   assert.equal(readEffects(effects).length, 1);
 });
 
@@ -261,8 +212,8 @@ test('usage errors exit 2', { timeout: 30_000 }, async () => {
       c.stderr.on('data', (d: Buffer) => (err += d));
       c.once('exit', (code) => res({ code, err }));
     });
-  assert.equal((await run(['--pdp', pdp.url, '--server', 's', '--', 'x'])).code, 2);
-  const noCmd = await run(['--pdp', pdp.url, '--token-file', WRIT_BIN, '--server', 's']);
+  assert.equal((await run(['--pdp', fx.pdp.url, '--server', 's', '--', 'x'])).code, 2);
+  const noCmd = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's']);
   assert.equal(noCmd.code, 2);
   assert.match(noCmd.err, /after --/);
   assert.equal((await run(['--help'])).code, 0);
