@@ -4,3 +4,4 @@ process.env.WRIT_TEST_STORE = 'postgres';
 await import('./decisions.test.js');
 await import('./offboarding-story.test.js');
 await import('./restart.test.js');
+await import('./contract-review.test.js');

@@ -1,0 +1,200 @@
+/**
+ * What a black-box review against the contract found (2026-12-02), over HTTP against the real server,
+ * with and without the HTTP front thread (`http_threads`): an approval stays dead once its subject's
+ * record changed, even if the record is changed back (§5); entity upserts refuse what the store or Cedar
+ * cannot hold (a path id past the uid limit, an integer beyond 2^53, a parent cycle); Cedar's reserved
+ * identifiers are not type names (§2: 400, never a deny); a trailing slash is another path (404); a
+ * request refused on its headers while its body is still coming does not cost the next request on the
+ * connection; AuthZEN discovery without a Host header names the sidecar's own address; a revocation body
+ * is JSON when sent; `limit=0` is refused.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { offboardingEmployee, offboardingSteps } from '../helpers/offboarding.js';
+import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+
+for (const httpThreads of [1, 0]) {
+  describe(`contract review findings (http_threads ${httpThreads})`, () => {
+    let s: TestServer;
+    let dir: string;
+    const at = (t: string) => writeFileSync(join(dir, 'now'), t);
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'writ-review-'));
+      at('2026-08-24T15:30:00+07:00');
+      s = await startTestServer({ clockFile: join(dir, 'now'), config: { http_threads: httpThreads } });
+    });
+    after(async () => {
+      assert.equal(await s.stop(), 0, s.output());
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('§5: a subject record changed and changed back leaves the approval invalid for good', async () => {
+      const t = s.tokens;
+      const { propose, execute, decide, approve, putEmployee } = offboardingSteps(s);
+      const p = await decide(propose);
+      assert.equal(p.decision, 'approval_required');
+      const approval = await approve(p);
+      const approvals = async () =>
+        (await call(s, 'GET', `/v1/executions/${encodeURIComponent(propose.execution_id)}`, { token: t.pep })).body.approvals.map(
+          (a: { approval_id: string; valid: boolean; invalid_reason?: string }) => [a.approval_id, a.valid, a.invalid_reason],
+        );
+      assert.deepEqual(await approvals(), [[approval, true, undefined]]);
+      // A PUT of the very same record is not a change.
+      await putEmployee({});
+      assert.deepEqual(await approvals(), [[approval, true, undefined]]);
+      await putEmployee({ status: 'termination_delayed' });
+      assert.deepEqual(await approvals(), [[approval, false, 'subject_changed']]);
+      await putEmployee({}); // back as it was approved
+      assert.deepEqual(await approvals(), [[approval, false, 'subject_changed']]);
+      at('2026-08-24T17:01:00+07:00');
+      const again = await decide(execute);
+      assert.equal(again.decision, 'approval_required', JSON.stringify(again));
+      assert.equal(again.approval_used, undefined);
+      // A fresh approval, given after the changes, counts.
+      at('2026-08-24T17:02:00+07:00');
+      const fresh = await approve(again);
+      at('2026-08-24T17:03:00+07:00');
+      const allowed = await decide(execute);
+      assert.equal(allowed.decision, 'allow', JSON.stringify(allowed));
+      assert.equal(allowed.approval_used, fresh);
+      at('2026-08-24T15:30:00+07:00');
+    });
+
+    test('§5/§8: an entity upsert the store or Cedar cannot hold is a 400, not a 503 or a silent rounding', async () => {
+      const t = s.tokens;
+      const put = (path: string, body: unknown) => call(s, 'PUT', path, { token: t.admin, body });
+      const long = await put(`/v1/entities/Role/${'a'.repeat(3000)}`, { attrs: {}, parents: [] });
+      assert.equal(long.status, 400, long.text);
+      assert.equal(long.body.error.code, 'INVALID_REQUEST');
+      assert.equal((await put(`/v1/entities/Role/${'a'.repeat(1024)}`, { attrs: {}, parents: [] })).status, 200);
+
+      const big = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: '{"attrs":{"n":9007199254740993,"ok":[1,2]},"parents":[]}' });
+      assert.equal(big.status, 400, big.text);
+      assert.deepEqual([big.body.error.code, big.body.error.path], ['BINDING_UNSAFE_INTEGER', '/attrs/n']);
+      const exact = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: '{"attrs":{"n":9007199254740991},"parents":[]}' });
+      assert.equal(exact.status, 200, exact.text);
+      assert.equal(exact.body.attrs.n, 9007199254740991);
+
+      assert.equal((await put('/v1/entities/Role/cyc-a', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-b' }] })).status, 200);
+      assert.equal((await put('/v1/entities/Role/cyc-c', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-a' }] })).status, 200);
+      const cycle = await put('/v1/entities/Role/cyc-b', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-c' }] });
+      assert.equal(cycle.status, 400, cycle.text);
+      assert.equal(cycle.body.error.code, 'INVALID_REQUEST');
+      assert.match(cycle.body.error.message, /cycle/);
+      const self = await put('/v1/entities/Role/cyc-d', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-d' }] });
+      assert.equal(self.status, 400, self.text);
+      // Nothing of the refused upsert landed: decisions still work.
+      const d = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: 'REV-cycle' }) });
+      assert.equal(d.status, 200, d.text);
+      assert.equal(d.body.errors.length, 0, d.text);
+    });
+
+    test('§2: a Cedar reserved identifier is not a type name — 400, never a deny', async () => {
+      const t = s.tokens;
+      for (const type of ['if', 'true', 'Acme::in', '__cedar::X', 'has']) {
+        const d = await call(s, 'POST', '/v1/decisions', {
+          token: t.pep, body: offboardingBody({ execution_id: `REV-type-${type.replace(/:/g, '.')}`, envelope: { subject: { type, id: '1' } } }),
+        });
+        assert.equal(d.status, 400, `${type}: ${d.text}`);
+        assert.deepEqual([d.body.error.code, d.body.error.path], ['ENVELOPE_INVALID', '/envelope/subject/type']);
+      }
+      const fine = await call(s, 'POST', '/v1/decisions', {
+        token: t.pep, body: offboardingBody({ execution_id: 'REV-type-ok', envelope: { subject: { type: 'Acme::ifx', id: '1' } } }),
+      });
+      assert.equal(fine.status, 200, fine.text);
+      const entity = await call(s, 'PUT', '/v1/entities/like/1', { token: t.admin, body: { attrs: {}, parents: [] } });
+      assert.equal(entity.status, 400, entity.text);
+    });
+
+    test('§8: a trailing slash is another path — 404 NOT_FOUND, not 405', async () => {
+      const t = s.tokens;
+      for (const [method, path] of [['POST', '/v1/decisions/'], ['GET', '/v1/executions/x/'], ['GET', '/healthz/'], ['POST', '/access/v1/evaluation/']] as const) {
+        const r = await call(s, method, path, { token: t.pep, ...(method === 'POST' ? { body: {} } : {}) });
+        assert.equal(r.status, 404, `${method} ${path}: ${r.text}`);
+        assert.equal(r.body.error.code, 'NOT_FOUND');
+      }
+      // Still 405 with Allow on the path itself.
+      const wrong = await call(s, 'GET', '/v1/decisions', { token: t.pep });
+      assert.equal(wrong.status, 405);
+    });
+
+    test('§8: a JSON body declared in a charset other than UTF-8 is 415; UTF-8 in any spelling is fine', async () => {
+      const t = s.tokens;
+      for (const [type, status] of [['application/json; charset=utf-16', 415], ['application/json;charset=latin1', 415], ['application/json; charset="UTF-8"', 200], ['application/json; charset=utf8', 200]] as const) {
+        const body = JSON.stringify(offboardingBody({ execution_id: `REV-charset-${status}-${type.length}` }));
+        const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, rawBody: body, headers: { 'content-type': type } });
+        assert.equal(r.status, status, `${type}: ${r.text}`);
+        if (status === 415) assert.equal(r.body.error.code, 'UNSUPPORTED_MEDIA_TYPE');
+      }
+    });
+
+    test('§8: a request refused on its headers while its body is still coming does not cost the next request', async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const { hostname, port } = new URL(s.url);
+      const send = (token: string | undefined, body: string) =>
+        new Promise<{ status: number; text: string }>((resolve, reject) => {
+          const req = http.request({
+            host: hostname, port, method: 'POST', path: '/v1/decisions', agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      try {
+        for (let i = 0; i < 3; i++) {
+          // A string body: encoded as it is written, so the answer comes while it is still being sent.
+          const refused = await send(i === 1 ? s.tokens.auditor : undefined, ' '.repeat(2 * 1024 * 1024));
+          assert.equal(refused.status, i === 1 ? 403 : 401, refused.text);
+          const next = await send(s.tokens.pep, JSON.stringify(offboardingBody({ execution_id: `REV-after-refusal-${i}` })));
+          assert.equal(next.status, 200, next.text);
+        }
+      } finally {
+        agent.destroy();
+      }
+    });
+
+    test('§10: discovery without a Host header names the address the sidecar listens on', async () => {
+      const { hostname, port } = new URL(s.url);
+      const answer = await new Promise<string>((resolve, reject) => {
+        // HTTP/1.0 without Host; the server closes the connection after its answer.
+        const socket = net.connect(Number(port), hostname, () => socket.write('GET /.well-known/authzen-configuration HTTP/1.0\r\n\r\n'));
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+      assert.equal(body.policy_decision_point, s.url);
+      assert.equal(body.access_evaluation_endpoint, `${s.url}/access/v1/evaluation`);
+      // With a Host header, its name is used.
+      const named = await call(s, 'GET', '/.well-known/authzen-configuration');
+      assert.equal(named.body.policy_decision_point, s.url);
+    });
+
+    test('§5/§6: a revocation body, when sent, is JSON; limit=0 is refused', async () => {
+      const t = s.tokens;
+      const bad = await call(s, 'POST', '/v1/approvals/apr_none/revoke', { token: t.approver, rawBody: '{' });
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.body.error.code, 'INVALID_JSON');
+      const none = await call(s, 'POST', '/v1/approvals/apr_none/revoke', { token: t.approver });
+      assert.equal(none.status, 404, none.text);
+      const zero = await call(s, 'GET', '/v1/ledger/records?limit=0', { token: t.auditor });
+      assert.equal(zero.status, 400, zero.text);
+      assert.equal(zero.body.error.code, 'INVALID_REQUEST');
+      const capped = await call(s, 'GET', '/v1/ledger/records?limit=5000', { token: t.auditor });
+      assert.equal(capped.status, 200, capped.text);
+    });
+  });
+}
