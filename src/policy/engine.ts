@@ -20,7 +20,7 @@ import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './
 import type { PolicyBundle } from './load.js';
 import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
 import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
-import { attributeReadsOf, contextReadsOf, mayApplyToAction } from './relevance.js';
+import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
 export interface ValidApproval {
@@ -215,8 +215,9 @@ interface CedarTarget {
  * The entities a RequestInput needs: principal and resource (the request's own version of an entity
  * when it has one) and their stored ancestors. Exported so the evaluator threads ship the same slice.
  */
-export function requestEntitySlice(input: Pick<RequestInput, 'principal' | 'resource' | 'requestEntities' | 'entities'>): EntityJson[] {
-  if (input.requestEntities.length === 0) return entitySlice(input.entities, [input.principal, input.resource]);
+function requestEntitySlice(input: Pick<RequestInput, 'principal' | 'action' | 'resource' | 'requestEntities' | 'entities'>, plan: ActionPlan): EntityJson[] {
+  const roots = [input.principal, input.resource, { type: 'Action', id: input.action }, ...plan.entityRoots];
+  if (input.requestEntities.length === 0) return entitySlice(input.entities, roots, plan.entityAttributes);
   const own = new Map<string, EntityJson>();
   for (const e of input.requestEntities) own.set(uidKey(e.uid), e);
   const source = input.entities;
@@ -226,7 +227,13 @@ export function requestEntitySlice(input: Pick<RequestInput, 'principal' | 'reso
     },
     get: (key) => own.get(key) ?? source.get(key),
   };
-  return entitySlice(layered, [input.principal, input.resource]);
+  return entitySlice(layered, roots, plan.entityAttributes);
+}
+
+/** The slice of a decision: its own roots, the action, and the entities the kept policies name. */
+function decisionEntitySlice(input: DecisionInput, plan: ActionPlan): EntityJson[] {
+  const roots = [...entityRootsOf(input), { type: 'Action', id: `${input.server}/${input.tool}` }, ...plan.entityRoots];
+  return entitySlice(input.entities, roots, plan.entityAttributes);
 }
 
 /** One Cedar evaluation, already reduced to what writ needs. */
@@ -248,6 +255,8 @@ interface ActionPlan {
   contextKeys: string[] | undefined;
   /** The entity attributes to hand Cedar; undefined = all of them. */
   entityAttributes: ReadonlySet<string> | undefined;
+  /** The entities the kept policies name literally: roots of every slice (entitySlice). */
+  entityRoots: Uid[];
   /** Preparsed "this set minus these requires_approval forbids" ids, by excluded-id key. */
   reducedSetIds: Map<string, string>;
 }
@@ -467,6 +476,7 @@ export class PolicyEngine {
         policyIds: kept,
         contextKeys: narrow && reads !== 'all' ? [...reads] : undefined,
         entityAttributes: narrow ? attributeReadsOf(relevances) : undefined,
+        entityRoots: entityLiteralsOf(relevances),
         reducedSetIds: new Map(),
       };
       this.plansByPolicies.set(policiesKey, plan);
@@ -540,7 +550,7 @@ export class PolicyEngine {
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
     const call = (): PreparedCall => ({
       actionId, principal: input.actor, resource: input.subject, context,
-      entities: withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes),
+      entities: withAttributes(decisionEntitySlice(input, plan), plan.entityAttributes),
     });
     return {
       memoKey: this.memo === undefined ? undefined : this.memoKeyFor(plan, input, context),
@@ -648,7 +658,7 @@ export class PolicyEngine {
     const target: CedarTarget = { principal: input.actor, actionId: `${input.server}/${input.tool}`, resource: input.subject };
     const plan = this.planFor(target.actionId);
     const approvals = sortedByApprovalTime(input.approvals);
-    const entities = withAttributes(entitySlice(input.entities, entityRootsOf(input)), plan.entityAttributes);
+    const entities = withAttributes(decisionEntitySlice(input, plan), plan.entityAttributes);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const fullContext = buildCedarContext(input);
     const baseContext = narrowed(fullContext, plan.contextKeys);
@@ -713,7 +723,7 @@ export class PolicyEngine {
   private decideRequestOrThrow(input: RequestInput): DecisionOutcome {
     const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
     const plan = this.planFor(target.actionId);
-    const entities = withAttributes(requestEntitySlice(input), plan.entityAttributes);
+    const entities = withAttributes(requestEntitySlice(input, plan), plan.entityAttributes);
     return this.concludeWithCedar(plan, target, narrowed(input.context, plan.contextKeys), entities);
   }
 
@@ -724,6 +734,19 @@ export class PolicyEngine {
    * cut from. Tagged and of another length than a decision's key, so the two can never be equal.
    * Undefined when the memo is off or the input cannot be keyed exactly.
    */
+  /**
+   * Every stored entity a decision can reach (entitySlice), whole: what an evaluator thread is sent, so
+   * that it cuts the very slice this engine would.
+   */
+  decisionEntities(input: DecisionInput): EntityJson[] {
+    return decisionEntitySlice(input, this.planFor(`${input.server}/${input.tool}`));
+  }
+
+  /** The same for a RequestInput (AuthZEN): the request's own entities over the stored ones. */
+  requestEntities(input: RequestInput): EntityJson[] {
+    return requestEntitySlice(input, this.planFor(input.action));
+  }
+
   requestMemoKeyOf(input: RequestInput): string | undefined {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(input.action);

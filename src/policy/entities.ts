@@ -141,12 +141,17 @@ export function parseEntitiesJson(text: string, file: string): EntityJson[] {
 }
 
 /**
- * The entities one request needs: the given roots (principal, resource, requester, approvers) and
- * all their transitive ancestors, each once. Roots missing from the store are simply absent (Cedar
- * then errors on attribute access, which the engine turns into a deny). Converting entities into
- * Cedar is the expensive part of an evaluation, so only this slice is handed over.
+ * The entities one evaluation can reach, each once: the given roots (principal, action, resource,
+ * requester, approvers, the entities the policies name literally) and, transitively, every parent and
+ * every entity an attribute refers to (`{"__entity": …}`, in records and sets too) — only through the
+ * attributes in `followAttributes` when given (the ones the policies read; Cedar cannot reach an entity
+ * through an attribute it never reads). Cedar sees no entity outside this set, and an `in` over an
+ * absent entity is false rather than an error, so a reachable entity left out could skip a forbid:
+ * the slice is closed under everything Cedar can follow. Roots missing from the store are simply
+ * absent (attribute access on them errors, which the engine turns into a deny). Converting entities
+ * into Cedar is the expensive part of an evaluation, so only this slice is handed over.
  */
-export function entitySlice(source: EntitySource, roots: Uid[]): EntityJson[] {
+export function entitySlice(source: EntitySource, roots: Uid[], followAttributes?: ReadonlySet<string>): EntityJson[] {
   const out: EntityJson[] = [];
   const seen = new Set<string>();
   const pending: string[] = [];
@@ -159,6 +164,28 @@ export function entitySlice(source: EntitySource, roots: Uid[]): EntityJson[] {
     if (!entity) continue;
     out.push(entity);
     for (const parent of entity.parents) pending.push(uidKey(parent));
+    for (const name in entity.attrs) {
+      if (Object.hasOwn(entity.attrs, name) && (followAttributes === undefined || followAttributes.has(name))) {
+        collectEntityRefs(entity.attrs[name], pending);
+      }
+    }
   }
   return out;
+}
+
+/** The uid keys of the entity references (`{"__entity": {type, id}}`) inside a Cedar JSON value. */
+function collectEntityRefs(value: unknown, out: string[]): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) collectEntityRefs(item, out);
+    return;
+  }
+  const v = value as Record<string, unknown>;
+  if (Object.hasOwn(v, '__entity')) {
+    const ref = v['__entity'] as { type?: unknown; id?: unknown } | null;
+    if (ref && typeof ref.type === 'string' && typeof ref.id === 'string') out.push(uidKey({ type: ref.type, id: ref.id }));
+    return;
+  }
+  if (Object.hasOwn(v, '__extn')) return;
+  for (const key in v) if (Object.hasOwn(v, key)) collectEntityRefs(v[key], out);
 }

@@ -10,8 +10,8 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput, entityRootsOf, requestEntitySlice } from './engine.js';
-import { type EntityJson, entitySlice } from './entities.js';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput } from './engine.js';
+import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 
 /** What a thread is asked to evaluate. */
@@ -120,7 +120,7 @@ export class EvaluatorPool {
         memoKey = engine.memoKeyOf(input);
         workOf = () => {
           const { entities: source, ...portable } = input;
-          return { input: portable, entities: entitySlice(source, entityRootsOf(input)) };
+          return { input: portable, entities: engine.decisionEntities({ ...input, entities: source }) };
         };
       }
       // The memo lives here, on the event loop, before dispatch: a repeated decision is answered
@@ -153,7 +153,7 @@ export class EvaluatorPool {
       memoKey = engine.requestMemoKeyOf(input);
       const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
-      entities = requestEntitySlice(input);
+      entities = engine.requestEntities(input);
     } catch {
       return engine.decideRequest(input);
     }

@@ -23,18 +23,63 @@
  *    validated against it) nothing is dropped.
  */
 
+import type { Uid } from '../util/uid.js';
+
 /** A policy's action scope, reduced to what relevance needs. */
 export type ActionScope = { kind: 'any' } | { kind: 'equals'; actionId: string };
 
 export interface PolicyRelevance {
   action: ActionScope;
+  /**
+   * Every entity the policy names literally (`User::"hr-5519"`, `Role::"hr"` in a scope or a
+   * condition): Cedar can reach these whatever the request, so they belong in every slice the policy
+   * is evaluated with (an `in` over an absent entity is simply false, so leaving one out could skip a
+   * forbid).
+   */
+  entities: Uid[];
   /** Attribute names of `context` the policy reads, or 'all' when it uses `context` as a whole. */
   contextReads: ReadonlySet<string> | 'all';
   /** Every attribute name the policy reads from anything but `context` itself (entities, records). */
   attributeReads: ReadonlySet<string>;
 }
 
-type Est = { action?: unknown; conditions?: Array<{ body?: unknown }> };
+type Est = { principal?: unknown; action?: unknown; resource?: unknown; conditions?: Array<{ body?: unknown }> };
+
+function asUid(v: unknown): Uid | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { type, id } = v as { type?: unknown; id?: unknown };
+  return typeof type === 'string' && typeof id === 'string' ? { type, id } : undefined;
+}
+
+/**
+ * Collects the entity literals of an EST: scope constraints carry them as `entity` / `entities`
+ * (`{op: "in", entity: {type, id}}`, an action scope's `entities: [...]`), expressions as
+ * `{Value: {__entity: {type, id}}}`, inside sets and records too. Anything shaped so is taken: one too
+ * many only costs a lookup.
+ */
+function collectEntityLiterals(node: unknown, out: Uid[]): void {
+  if (Array.isArray(node)) {
+    for (const child of node) collectEntityLiterals(child, out);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'entity' || key === '__entity') {
+      const uid = asUid(value);
+      if (uid) {
+        out.push(uid);
+        continue;
+      }
+    }
+    if (key === 'entities' && Array.isArray(value)) {
+      for (const item of value) {
+        const uid = asUid(item);
+        if (uid) out.push(uid);
+      }
+    }
+    collectEntityLiterals(value, out);
+  }
+}
 
 function isContextVar(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as { Var?: unknown }).Var === 'context';
@@ -98,7 +143,9 @@ function actionScopeOf(action: unknown): ActionScope {
 export function relevanceOf(est: Est): PolicyRelevance {
   const reads: Reads = { context: new Set(), wholeContext: false, attributes: new Set() };
   collectReads((est.conditions ?? []).map((c) => c.body), reads);
-  return { action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes };
+  const entities: Uid[] = [];
+  collectEntityLiterals([est.principal, est.action, est.resource, est.conditions ?? []], entities);
+  return { action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities };
 }
 
 export function mayApplyToAction(relevance: PolicyRelevance, actionId: string): boolean {
@@ -113,6 +160,13 @@ export function contextReadsOf(relevances: Iterable<PolicyRelevance>): ReadonlyS
     for (const name of r.contextReads) union.add(name);
   }
   return union;
+}
+
+/** The entity literals of the given policies together, each once. */
+export function entityLiteralsOf(relevances: Iterable<PolicyRelevance>): Uid[] {
+  const byKey = new Map<string, Uid>();
+  for (const r of relevances) for (const uid of r.entities) byKey.set(`${uid.type}::${JSON.stringify(uid.id)}`, uid);
+  return [...byKey.values()];
 }
 
 /** The non-context attribute names that the given policies read together. */

@@ -3,7 +3,9 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DecisionInput } from '../../src/policy/engine.js';
+import { PolicyEngine, type DecisionInput } from '../../src/policy/engine.js';
+import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
+import { loadPolicyDir } from '../../src/policy/load.js';
 import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
 
 export const BUNDLED_DIR = fileURLToPath(new URL('../../../policies', import.meta.url));
@@ -45,4 +47,26 @@ export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
     entities: new StaticEntitySource(ENTITIES),
     ...overrides,
   };
+}
+
+/**
+ * Runs `fn` with four engines over `policies`: narrowed (the default), the reference that hands Cedar
+ * the whole set, context and slice, one without a memo, and one behind an evaluator thread — with a one-entry memo, so a
+ * thread is handed the narrowed Cedar call itself (PreparedCall) and nearly every request still goes to it.
+ */
+export async function withEngines(
+  policies: Record<string, string>,
+  fn: (e: { narrowed: PolicyEngine; reference: PolicyEngine; memoOff: PolicyEngine; threaded: PolicyEngine; pool: EvaluatorPool }) => Promise<void>,
+): Promise<void> {
+  const { dir, cleanup } = tempPolicyDir(policies);
+  const pool = new EvaluatorPool(1);
+  try {
+    const bundle = loadPolicyDir(dir);
+    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
+    pool.register(threaded, bundle);
+    await fn({ narrowed: new PolicyEngine(bundle), reference: new PolicyEngine(bundle, { narrowRequests: false }), memoOff: new PolicyEngine(bundle, { memoSize: 0 }), threaded, pool });
+  } finally {
+    await pool.close();
+    cleanup();
+  }
 }

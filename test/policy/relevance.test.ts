@@ -6,7 +6,7 @@ import { PolicyEngine, type ValidApproval } from '../../src/policy/engine.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { contextReadsOf, mayApplyToAction, relevanceOf } from '../../src/policy/relevance.js';
 import { StaticEntitySource } from '../../src/policy/entities.js';
-import { BUNDLED_DIR, ENTITIES, input, tempPolicyDir } from './helpers.js';
+import { BUNDLED_DIR, ENTITIES, input, tempPolicyDir, withEngines } from './helpers.js';
 import { prng } from '../helpers/prng.js';
 
 function relevance(text: string) {
@@ -53,28 +53,6 @@ test('relevance: any other use of context means the whole context', () => {
   assert.equal(contextReadsOf([some, all]), 'all');
   assert.deepEqual([...(contextReadsOf([some, some]) as Set<string>)], ['a']);
 });
-
-/**
- * Runs `fn` with three engines over `policies`: narrowed (the default), the reference that hands Cedar
- * the whole set, context and slice, and one behind an evaluator thread — with a one-entry memo, so a
- * thread is handed the narrowed Cedar call itself (PreparedCall) and nearly every request still goes to it.
- */
-async function withEngines(
-  policies: Record<string, string>,
-  fn: (e: { narrowed: PolicyEngine; reference: PolicyEngine; threaded: PolicyEngine; pool: EvaluatorPool }) => Promise<void>,
-): Promise<void> {
-  const { dir, cleanup } = tempPolicyDir(policies);
-  const pool = new EvaluatorPool(1);
-  try {
-    const bundle = loadPolicyDir(dir);
-    const threaded = new PolicyEngine(bundle, { memoSize: 1 });
-    pool.register(threaded, bundle);
-    await fn({ narrowed: new PolicyEngine(bundle), reference: new PolicyEngine(bundle, { narrowRequests: false }), threaded, pool });
-  } finally {
-    await pool.close();
-    cleanup();
-  }
-}
 
 /**
  * The narrowing must be invisible: over many requests against a policy set that mixes every scope
