@@ -3,7 +3,7 @@
  * excluding the top-level `tests/`), an optional Cedar schema and `entities.json`. Everything that
  * can be wrong with a directory is found here, once, so the engine never meets a malformed set.
  */
-import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
@@ -58,20 +58,42 @@ function isSchemaFile(name: string): boolean {
   return SCHEMA_SUFFIXES.some((s) => name.endsWith(s));
 }
 
-/** Relative POSIX paths of policy and schema files under dir, skipping the top-level tests/. */
-export function listSourceFiles(dir: string, rel = ''): string[] {
+/**
+ * Relative POSIX paths of policy and schema files under dir, sorted by path (UTF-16 code units, as
+ * policy_version sorts them, so load order — and the order of reasons — is path order). Symbolic links
+ * are followed (a Kubernetes ConfigMap mounts each file as a link into a hidden, versioned directory);
+ * names starting with `.` are skipped (that hidden directory, editor lock and swap files), and so is
+ * the top-level `tests/` (the `writ policy test` cases and their fixtures). A directory reached twice
+ * through links is read once.
+ */
+export function listSourceFiles(dir: string): string[] {
   const out: string[] = [];
-  const entries = readdirSync(join(dir, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
-  for (const entry of entries) {
-    const relPath = rel === '' ? entry.name : `${rel}/${entry.name}`;
-    if (entry.isDirectory()) {
-      if (rel === '' && entry.name === 'tests') continue;
-      out.push(...listSourceFiles(dir, relPath));
-    } else if (entry.isFile() && (entry.name.endsWith('.cedar') || isSchemaFile(entry.name))) {
-      out.push(relPath);
+  const visited = new Set<string>();
+  const walk = (rel: string): void => {
+    const abs = rel === '' ? dir : join(dir, rel);
+    const real = realpathSync(abs);
+    if (visited.has(real)) return;
+    visited.add(real);
+    // In name order, so that when links reach one directory twice the same path always wins.
+    for (const name of readdirSync(abs).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (name.startsWith('.')) continue;
+      const relPath = rel === '' ? name : `${rel}/${name}`;
+      let stats;
+      try {
+        stats = statSync(join(dir, relPath)); // follows links
+      } catch {
+        continue; // a dangling link
+      }
+      if (stats.isDirectory()) {
+        if (rel === '' && name === 'tests') continue;
+        walk(relPath);
+      } else if (stats.isFile() && (name.endsWith('.cedar') || isSchemaFile(name))) {
+        out.push(relPath);
+      }
     }
-  }
-  return out;
+  };
+  walk('');
+  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** `file:line:col` for a character offset, so a parse error points at the source. */

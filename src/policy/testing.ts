@@ -15,6 +15,7 @@ import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidAppro
 import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
+import { validateDecisionRequest } from '../schemas/validate.js';
 
 export interface CaseResult {
   file: string;
@@ -79,6 +80,13 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   const now = new Date(nowText);
   const request = testCase['request'];
   if (!isObj(request)) caseError('request: expected a decision body object');
+  // What the sidecar would refuse (400) is not a case of a decision: said, not decided.
+  try {
+    validateDecisionRequest(toPlain(request));
+  } catch (e) {
+    if (isWritError(e)) caseError(`request${e.path ?? ''}: the sidecar would refuse this request: ${e.code}: ${e.message}`);
+    throw e;
+  }
   const phase = request['phase'];
   if (phase !== 'propose' && phase !== 'execute') caseError('request.phase: expected "propose" or "execute"');
   const envelope = request['envelope'];
@@ -88,13 +96,20 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   const { server, tool, arguments: args } = action;
   if (typeof server !== 'string' || typeof tool !== 'string') caseError('request.action: server and tool must be strings');
   if (!isObj(args)) caseError('request.action.arguments: expected an object');
-  const bound = bindCall(server, tool, admitValue(args, '/action/arguments'));
+  let bound: ReturnType<typeof bindCall>;
+  try {
+    bound = bindCall(server, tool, admitValue(args, '/action/arguments'));
+  } catch (e) {
+    if (isWritError(e)) caseError(`request${e.path ?? ''}: the sidecar would refuse this request: ${e.code}: ${e.message}`);
+    throw e;
+  }
 
   const rawApprovals = testCase['approvals'] ?? [];
   if (!Array.isArray(rawApprovals)) caseError('approvals: expected an array');
   const approvals: ValidApproval[] = [];
   rawApprovals.forEach((a, i) => {
     if (!isObj(a)) caseError(`approvals[${i}]: expected an object`);
+    onlyKeys(a, APPROVAL_KEYS, `approvals[${i}]`);
     const approval: ValidApproval = {
       approval_id: `${name}#approval-${i}`,
       approver: uidAt(a['approver'], `approvals[${i}].approver`),
@@ -143,9 +158,20 @@ function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: Entity
   return engine.decideRequest(requestInputOf(evaluation, entities));
 }
 
+/** The members a case, its `expect` and its approvals may have: a misspelt one (`reason`) would silently check nothing. */
+const CASE_KEYS = ['name', 'now', 'request', 'authzen', 'approvals', 'expect', 'supersedes'];
+const EXPECT_KEYS = ['decision', 'reasons'];
+const APPROVAL_KEYS = ['approver', 'approved_at', 'expires_at'];
+
+function onlyKeys(o: Obj, known: readonly string[], where: string): void {
+  for (const key of Object.keys(o)) if (!known.includes(key)) caseError(`${where}: unknown member ${JSON.stringify(key)} (expected ${known.join(', ')})`);
+}
+
 function expectationOf(testCase: Obj): CaseResult['expected'] {
+  onlyKeys(testCase, CASE_KEYS, 'case');
   const expect = testCase['expect'];
   if (!isObj(expect)) caseError('expect: expected {decision, reasons?}');
+  onlyKeys(expect, EXPECT_KEYS, 'expect');
   const decision = expect['decision'];
   if (decision !== 'allow' && decision !== 'deny' && decision !== 'approval_required') {
     caseError('expect.decision: expected allow, deny or approval_required');

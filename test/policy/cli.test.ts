@@ -64,6 +64,33 @@ test('a failing case prints FAIL with expected and got, and exits 1', () => {
   }
 });
 
+test('a case the sidecar would refuse, or with a misspelt member, fails instead of checking nothing', () => {
+  const body = request('read') as { envelope: Record<string, unknown> };
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': '@id("read") permit(principal, action, resource);',
+    'entities.json': STORY_ENTITIES,
+    'tests/cases.json': JSON.stringify([
+      { name: 'unknown envelope field', now: '2026-01-01T00:00:00Z', request: { ...body, envelope: { ...body.envelope, bogus: 1 } }, expect: { decision: 'allow' } },
+      { name: 'lossy number', now: '2026-01-01T00:00:00Z', request: { ...body, action: { server: 's', tool: 'read', arguments: {} } }, expect: { decision: 'allow' } },
+      { name: 'misspelt reasons', now: '2026-01-01T00:00:00Z', request: body, expect: { decision: 'allow', reason: ['nope'] } },
+      { name: 'misspelt expect', now: '2026-01-01T00:00:00Z', request: body, expext: { decision: 'allow' } },
+      { name: 'fine', now: '2026-01-01T00:00:00Z', request: body, expect: { decision: 'allow', reasons: ['read'] } },
+    ]).replace('"arguments":{}', '"arguments":{"n":1.0}'),
+  });
+  try {
+    const r = writ('test', '--dir', dir);
+    assert.equal(r.status, 1);
+    assert.match(r.lines[0]!, /^FAIL unknown envelope field: .*request\/envelope\/bogus: the sidecar would refuse this request: ENVELOPE_INVALID/);
+    assert.match(r.lines[1]!, /^FAIL lossy number: .*BINDING_LOSSY_NUMBER/);
+    assert.match(r.lines[2]!, /^FAIL misspelt reasons: .*expect: unknown member "reason"/);
+    assert.match(r.lines[3]!, /^FAIL misspelt expect: .*unknown member "expext"/);
+    assert.equal(r.lines[4], 'PASS fine');
+    assert.equal(r.lines.at(-1), '1 passed, 4 failed');
+  } finally {
+    cleanup();
+  }
+});
+
 test('--coverage lists the policies that never determined a case', () => {
   const { dir, cleanup } = tempPolicyDir({
     'p.cedar': '@id("read") permit(principal, action == Action::"s/read", resource);\n@id("never") forbid(principal, action, resource) when { false };',

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { WritError } from '../../src/errors.js';
 import { entitiesVersionOf, loadPolicyDir, policyVersionOf, validateEntity } from '../../src/policy/load.js';
 import { BUNDLED_DIR, tempPolicyDir } from './helpers.js';
@@ -49,6 +51,29 @@ test('the loaded bundle covers .cedar and schema files, not tests/ or entities.j
     assert.equal(bundle.policyVersion, policyVersionOf([['z.cedar', PERMIT], ['nested/a.cedar', `@id("nested") ${PERMIT}`]]));
     assert.deepEqual(bundle.ids, ['nested', 'z.cedar#0']);
     assert.deepEqual(bundle.seedEntities, []);
+  } finally {
+    cleanup();
+  }
+});
+
+test('files load in path order; links are followed, hidden names skipped (a ConfigMap mount)', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'a.cedar': `forbid(principal, action, resource);`,
+    'a-b.cedar': `forbid(principal, action, resource);`,
+    'a/b.cedar': `forbid(principal, action, resource);`,
+    // Kubernetes: each key is a link to ..data/<key>, ..data a link to a timestamped directory.
+    'cm/..2026_08_24_00_00_00.123/x.cedar': PERMIT,
+    '.#a.cedar': 'an editor lock file',
+  });
+  try {
+    symlinkSync('..2026_08_24_00_00_00.123', join(dir, 'cm', '..data'));
+    symlinkSync(join('..data', 'x.cedar'), join(dir, 'cm', 'x.cedar'));
+    symlinkSync(join(dir, 'a'), join(dir, 'loop'));
+    symlinkSync(join(dir, 'missing.cedar'), join(dir, 'dangling.cedar'));
+    const bundle = loadPolicyDir(dir);
+    assert.deepEqual(bundle.files.map(([p]) => p), ['a-b.cedar', 'a.cedar', 'a/b.cedar', 'cm/x.cedar']);
+    assert.deepEqual(bundle.ids, ['a-b.cedar#0', 'a.cedar#0', 'a/b.cedar#0', 'cm/x.cedar#0']);
+    assert.equal(bundle.policyVersion, policyVersionOf(bundle.files.map(([p, t]) => [p, t])));
   } finally {
     cleanup();
   }
