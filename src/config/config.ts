@@ -131,6 +131,22 @@ function checkTokens(list: unknown): TokenSpec[] {
 }
 
 /** Reads the config file (if any) and applies flag overrides; relative paths resolve against the cwd. */
+/**
+ * A misspelt key (`lsten`) would otherwise be silently ignored and its default used: said on stderr.
+ * A warning, not a refusal, so a config written for a newer writ still starts an older one.
+ */
+function warnUnknownKeys(path: string, file: Record<string, unknown>): void {
+  const known = new Set([...Object.keys(DEFAULTS), 'tokens']);
+  const unknown = Object.keys(file).filter((k) => !known.has(k));
+  const checkpoint = file.checkpoint;
+  if (checkpoint && typeof checkpoint === 'object' && !Array.isArray(checkpoint)) {
+    for (const k of Object.keys(checkpoint)) if (!Object.hasOwn(DEFAULTS.checkpoint, k)) unknown.push(`checkpoint.${k}`);
+  }
+  for (const k of unknown) {
+    process.stderr.write(`writ: config ${path}: unknown key ${JSON.stringify(k)} is ignored (known keys: ${[...known].sort().join(', ')})\n`);
+  }
+}
+
 export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTokens: boolean } {
   const path = o.configPath ?? process.env.WRIT_CONFIG;
   let file: Record<string, any> = {};
@@ -141,6 +157,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
       fail(`cannot read ${path}: ${(e as Error).message}`);
     }
     if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
+    warnUnknownKeys(path, file);
   }
   const config: WritConfig = {
     ...DEFAULTS,

@@ -49,3 +49,23 @@ test('fronts are threads where listen has reusePort (Node 22.12+, 23.1+, 24), el
   assert.equal(frontsAreThreads(2, '20.20.2'), false);
   assert.equal(frontsAreThreads(2, '24.22.3'), true);
 });
+
+test('an unknown (misspelt) config key is named on stderr, not silently ignored', () => {
+  const written: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    withConfigFile({ lsten: '127.0.0.1:9', checkpoint: { every_record: 5 } }, (path) => {
+      const { config } = loadConfig({ configPath: path });
+      assert.equal(config.listen, '127.0.0.1:8700');
+    });
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(written.length, 2, written.join(''));
+  assert.match(written[0]!, /unknown key "lsten" is ignored \(known keys: .*listen/);
+  assert.match(written[1]!, /unknown key "checkpoint.every_record" is ignored/);
+});
