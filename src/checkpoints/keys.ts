@@ -5,7 +5,7 @@
  * previous key over `keyPayload` and keeps the old key file as `signing-key.<key_id>.json`.
  */
 import { randomBytes, type KeyObject } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { WritError } from '../errors.js';
 import { keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../ledger/signing.js';
@@ -101,9 +101,44 @@ export function loadSigningKey(dataDir: string): SigningKey | undefined {
   return existsSync(path) ? readKeyFile(path) : undefined;
 }
 
-/** A deployment's key file named by `signing_key_file` (every replica names the same file). */
-export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null }): SigningKey {
-  return o.keyFile ? readKeyFile(o.keyFile) : loadOrCreateSigningKey(o.dataDir);
+/**
+ * A deployment's key file named by `signing_key_file` (every replica names the same file), else the
+ * data dir's. `ledgerHasKeys`: the ledger already announced keys, so a data dir key that is missing was
+ * lost, not never made — refused rather than replaced by a fresh key that the ledger does not know (the
+ * operator must restore the file, and a fresh one would sit where it has to go).
+ */
+export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null; ledgerHasKeys?: boolean }): SigningKey {
+  if (o.keyFile) return readKeyFile(o.keyFile);
+  const path = join(o.dataDir, SIGNING_KEY_FILE);
+  if (o.ledgerHasKeys && !existsSync(path)) {
+    throw new WritError('STORE_CORRUPT', `the ledger in ${o.dataDir} has signing keys but ${path} is missing: restore it (or name the key with signing_key_file)`, {
+      details: { seq: null },
+    });
+  }
+  return loadOrCreateSigningKey(o.dataDir);
+}
+
+/**
+ * Refuses a data dir whose signing key outlived its ledger: a store directory whose data.mdb is absent
+ * or empty, beside an existing signing-key.json, means the ledger was deleted or truncated, not never
+ * made (the store is created before the key, and LMDB writes its meta pages on creation). Starting
+ * would open a new, empty ledger under the old key — every acknowledged decision gone and every
+ * `invoking` execution reusable. (A key put there before the first start, with no store directory
+ * yet, is a fresh deployment's and is used.)
+ */
+export function refuseLostLedger(dataDir: string, dataFile: string): void {
+  if (!existsSync(join(dataDir, SIGNING_KEY_FILE)) || !existsSync(dirname(dataFile))) return;
+  let size = 0;
+  try {
+    size = statSync(dataFile).size;
+  } catch {
+    size = 0;
+  }
+  if (size === 0) {
+    throw new WritError('STORE_CORRUPT', `${dataDir} has a signing key but its ledger (${dataFile}) is ${existsSync(dataFile) ? 'empty' : 'missing'}: restore the store, or start on a fresh data dir`, {
+      details: { seq: null },
+    });
+  }
 }
 
 /** The meta row of a shared store naming the key its first key record announced. */

@@ -12,7 +12,8 @@ import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
-import { ensureKeyRecord, loadDeploymentKey } from '../checkpoints/keys.js';
+import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
+import { dataFileOf } from '../store/layout.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
@@ -36,6 +37,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   const faults = faultHooksFromEnv();
+  if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
   const store = await openStore({
     dataDir: config.data_dir, databaseUrl: config.database_url, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}),
   });
@@ -44,7 +46,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   let fronts: Fronts | undefined;
   let created: Sidecar | undefined;
   try {
-    const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file });
+    const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0 });
     await ensureKeyRecord(store, key);
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only

@@ -109,6 +109,11 @@ export function settleCommitError(e: unknown): void {
   if (ce && typeof ce.catch === 'function') ce.catch(() => undefined);
 }
 
+/** The LMDB data file of a data dir's store. */
+export function dataFileOf(dataDir: string): string {
+  return join(dataDir, STORE_SUBDIR, 'data.mdb');
+}
+
 /**
  * LMDB maps data.mdb and reads pages in place: a file shorter than its newest meta page says kills the
  * process with SIGBUS on first read. Refuse such a file before mapping it. Meta pages are pages 0 and 1;

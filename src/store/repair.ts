@@ -6,7 +6,7 @@
  * `"writ-chain-break/1\n" + JCS({last_good_hash, last_good_seq, reason})`. All in one LMDB transaction:
  * a repair that fails leaves the store as it was. The state tables are not touched.
  */
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
@@ -40,6 +40,9 @@ export interface RepairReport {
 export async function repairStore(dataDir: string, o: { reason?: string; now?: () => Date } = {}): Promise<RepairReport> {
   const lock = lockDataDir(dataDir);
   let dbs: StoreDbs | undefined;
+  /** The saved tail, kept only if the repair commits: a failed repair leaves the store, and the dir, as they were. */
+  let droppedFile: string | undefined;
+  let committed = false;
   try {
     dbs = openStoreDbs(dataDir);
     const goodHashes: Buffer[] = [];
@@ -62,7 +65,6 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
     }
     const d = dbs;
     let chainBreak: LedgerRecord | undefined;
-    let droppedFile: string | undefined;
     let dropped = 0;
     if (firstBad !== null) {
       const key = loadSigningKey(dataDir);
@@ -124,6 +126,7 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
         }
       });
       await d.env.flushed;
+      committed = true;
     } catch (e) {
       settleCommitError(e);
       throw new WritError('STORE_UNAVAILABLE', `repair of ${dataDir} failed, store unchanged: ${(e as Error).message}`, { cause: e });
@@ -142,6 +145,16 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
       report.chain_break = chainBreak!;
     }
     return report;
+  } catch (e) {
+    if (droppedFile !== undefined && !committed) rmSync(droppedFile, { force: true });
+    if (e instanceof WritError) throw e;
+    // LMDB pages themselves are damaged (a key that is no ordered-binary number, a broken B-tree):
+    // nothing a repair can cut past. Say so, rather than the reader's own words.
+    throw new WritError(
+      'STORE_CORRUPT',
+      `repair of ${dataDir} cannot read the store (${(e as Error)?.message ?? String(e)}): the store is unchanged; restore it from a backup or a ledger export`,
+      { cause: e, details: { seq: null } },
+    );
   } finally {
     if (dbs) await dbs.env.close().catch(() => undefined);
     lock.release();
