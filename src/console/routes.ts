@@ -98,5 +98,7 @@ export function registerConsoleRoutes(app: Hono<any>, o: { tokens: TokenChecker 
     return c.json({ auditor }, 200, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   });
   app.get('/console/', (c) => serve('', c.req.header('if-none-match')) ?? c.notFound());
+  // The conventional root name too, for clients that ask there whatever the page links.
+  app.get('/favicon.ico', (c) => serve('favicon.ico', c.req.header('if-none-match')) ?? c.notFound());
   app.get('/console/:file', (c) => serve(c.req.param('file') ?? '', c.req.header('if-none-match')) ?? c.notFound());
 }

@@ -7,7 +7,7 @@ import { WritError, isWritError } from '../errors.js';
 import { requireRole, type Caller, type TokenTable } from './auth.js';
 import type { Role } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
-import { parseUidKey, type Uid } from '../util/uid.js';
+import { parseUidKey, uidKey, type Uid } from '../util/uid.js';
 import { parseLossless, toPlain } from '../binding/index.js';
 import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
@@ -231,7 +231,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
     if (actor) {
       const uid = parseUidKey(actor);
       if (!uid) throw new WritError('INVALID_REQUEST', 'actor must be Type::"id"');
-      q.actor = actor;
+      // The uid as the store keys it: `Agent::"a\u002db"` names the same actor as `Agent::"a-b"`.
+      q.actor = uidKey(uid);
     }
     const execution = c.req.query('execution_id');
     if (execution) q.execution_id = execution;

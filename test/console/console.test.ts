@@ -275,6 +275,20 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await waitForRows(newestFirst(story.filter((r) => r.kind === 'decision')));
   });
 
+  await t.test('back on the Ledger tab, the records shown are the newest ones', async () => {
+    await page.getByLabel('Kind').fill('');
+    await page.getByLabel('Execution id').fill('');
+    await page.getByLabel('Execution id').dispatchEvent('change');
+    await waitForRows(newestFirst(await allRecords()));
+    await page.getByRole('link', { name: 'Execution' }).click();
+    const fresh = await call(server, 'POST', '/v1/decisions', { token: server.tokens.pep, body: offboardingBody({ execution_id: 'CONSOLE-after-tab' }) });
+    assert.equal(fresh.status, 200, fresh.text);
+    await page.getByRole('link', { name: 'Ledger' }).click();
+    const all = await allRecords();
+    assert.equal(all[all.length - 1]!.seq, fresh.body.record.seq);
+    await waitForRows(newestFirst(all));
+  });
+
   await t.test('the page loaded nothing from elsewhere and logged no error', async () => {
     const foreign = requests.filter((u) => new URL(u).origin !== origin);
     assert.deepEqual(foreign, []);

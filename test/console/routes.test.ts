@@ -28,6 +28,7 @@ test('the page and its assets, with their types, the CSP and revalidation', asyn
     ['/console/console.css', /^text\/css/],
     ['/console/favicon.svg', /^image\/svg\+xml/],
     ['/console/favicon.ico', /^image\/svg\+xml/],
+    ['/favicon.ico', /^image\/svg\+xml/],
   ];
   for (const [path, type] of cases) {
     const res = await app.request(path);

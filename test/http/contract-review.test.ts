@@ -6,7 +6,7 @@
  * identifiers are not type names (§2: 400, never a deny); a trailing slash is another path (404); a
  * request refused on its headers while its body is still coming does not cost the next request on the
  * connection; AuthZEN discovery without a Host header names the sidecar's own address; a revocation body
- * is JSON when sent; `limit=0` is refused.
+ * is JSON when sent; `limit=0` is refused; an actor filter names a uid however it is spelled.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -183,7 +183,7 @@ for (const httpThreads of [1, 0]) {
       assert.equal(named.body.policy_decision_point, s.url);
     });
 
-    test('§5/§6: a revocation body, when sent, is JSON; limit=0 is refused', async () => {
+    test('§5/§6: a revocation body, when sent, is JSON; limit=0 is refused; actor filters are uids', async () => {
       const t = s.tokens;
       const bad = await call(s, 'POST', '/v1/approvals/apr_none/revoke', { token: t.approver, rawBody: '{' });
       assert.equal(bad.status, 400, bad.text);
@@ -195,6 +195,11 @@ for (const httpThreads of [1, 0]) {
       assert.equal(zero.body.error.code, 'INVALID_REQUEST');
       const capped = await call(s, 'GET', '/v1/ledger/records?limit=5000', { token: t.auditor });
       assert.equal(capped.status, 200, capped.text);
+      // An actor filter names a uid, however its id is spelled (a JSON escape is the same character).
+      const plain = await call(s, 'GET', `/v1/ledger/records?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, { token: t.auditor });
+      const escaped = await call(s, 'GET', `/v1/ledger/records?actor=${encodeURIComponent('Agent::"offboarding\\u002dagent-prod"')}`, { token: t.auditor });
+      assert.ok(plain.body.records.length > 0, plain.text);
+      assert.deepEqual(escaped.body, plain.body);
     });
   });
 }

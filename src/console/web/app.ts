@@ -66,6 +66,8 @@ function signInView(message = ''): HTMLElement {
     api = candidate;
     token.value = '';
     renderShell();
+    // Keyboard users land where the work starts, not on <body>.
+    (document.getElementById(currentRoute().view === 'ledger' ? 'f-kind' : 'exec-id') as HTMLInputElement | null)?.focus();
   });
   return form;
 }
@@ -388,7 +390,7 @@ function ledgerView(): HTMLElement {
   refresh.addEventListener('click', () => void latest());
   void latest();
 
-  return h('div', { class: 'view' },
+  const view = h('div', { class: 'view' },
     h('form', { class: 'card filters', role: 'search', 'aria-label': 'Ledger filters' },
       h('div', { class: 'field' }, h('label', { for: 'f-kind' }, 'Kind'), kind, h('datalist', { id: 'kinds' }, KINDS.map((k) => h('option', { value: k })))),
       h('div', { class: 'field' }, h('label', { for: 'f-actor' }, 'Actor'), actor),
@@ -405,7 +407,15 @@ function ledgerView(): HTMLElement {
       ),
     ),
   );
+  // Back on the tab: "recent records" are the recent ones now — unless the user paged to older ones.
+  whenShownAgain.set(view, () => {
+    if (newer.disabled) void latest();
+  });
+  return view;
 }
+
+/** What a kept view does when its tab is shown again (the Ledger view fetches the newest records). */
+const whenShownAgain = new WeakMap<HTMLElement, () => void>();
 
 // ── shell and navigation ──────────────────────────────────────────────────────────────────────────
 
@@ -442,7 +452,9 @@ function renderShell(): void {
   if (!api) return signOut();
   const route = currentRoute();
   if (route.view === 'execution' && route.id && route.actor) views.execution = executionView(route);
+  const kept = route.view === 'ledger' ? views.ledger : views.execution;
   const view = route.view === 'ledger' ? (views.ledger ??= ledgerView()) : (views.execution ??= executionView());
+  if (kept === view) whenShownAgain.get(view)?.();
   const tab = (name: 'execution' | 'ledger', label: string) =>
     h('a', { href: `#/${name}`, class: 'tab', 'aria-current': route.view === name ? 'page' : null }, label);
   const out = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
