@@ -21,6 +21,7 @@ import { WritError } from '../errors.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
+import { refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -152,24 +153,28 @@ function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedC
   else sendJson(res, 200, build(a.ok));
 }
 
-/** The caller of a fast-path decision, or undefined when the sidecar must answer (no/unknown token, another role). */
-function pepCaller(req: IncomingMessage): Caller | undefined {
+/**
+ * The caller a request's one Authorization header names, or undefined: none, an unknown token, or the
+ * header sent twice (then the sidecar, which sees both, refuses it — never act on the first alone).
+ */
+function knownCaller(req: IncomingMessage): Caller | undefined {
   try {
-    const caller = tokens.authenticate(req.headers.authorization);
-    return caller.role === 'pep' && caller.actor !== undefined ? caller : undefined;
+    return tokens.authenticate(singleHeader(req, 'authorization'));
   } catch {
     return undefined;
   }
 }
 
+/** The caller of a fast-path decision, or undefined when the sidecar must answer (no/unknown token, another role). */
+function pepCaller(req: IncomingMessage): Caller | undefined {
+  const caller = knownCaller(req);
+  return caller?.role === 'pep' && caller.actor !== undefined ? caller : undefined;
+}
+
 /** The caller of an AuthZEN evaluation the sidecar may answer by message: an `evaluator` or a `pep` (src/authzen/routes.ts). */
 function authzenCaller(req: IncomingMessage): Caller | undefined {
-  try {
-    const caller = tokens.authenticate(req.headers.authorization);
-    return caller.role === 'evaluator' || caller.role === 'pep' ? caller : undefined;
-  } catch {
-    return undefined;
-  }
+  const caller = knownCaller(req);
+  return caller?.role === 'evaluator' || caller?.role === 'pep' ? caller : undefined;
 }
 
 const upstream = new http.Agent({ keepAlive: true, maxSockets: 1024 });
@@ -177,13 +182,21 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 
 
 /** Passes a request through to the sidecar's own listener, and its answer back, unchanged. */
 function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
-  const headers: http.OutgoingHttpHeaders = { ...req.headers };
-  for (const h of HOP_BY_HOP) delete headers[h];
+  // The headers as sent, repeats included (req.headers keeps only the first Authorization or
+  // Content-Type of a repeat; the sidecar must see what the client sent), less the hop-by-hop ones.
+  const headers: string[] = [];
+  let hasHost = false;
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    if (HOP_BY_HOP.includes(name) || (body !== undefined && name === 'content-length')) continue;
+    if (name === 'host') hasHost = true;
+    headers.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  }
   // An HTTP/1.0 request may come without Host: the sidecar then takes the address it listens on, not
   // the loopback one Node would name for this hop.
-  if (headers.host === undefined) headers.host = publicHost;
-  if (body !== undefined) headers['content-length'] = body.byteLength;
-  const up = http.request({ host: '127.0.0.1', port: start.mainPort, method: req.method, path: req.url, headers, agent: upstream });
+  if (!hasHost) headers.push('Host', publicHost);
+  if (body !== undefined) headers.push('Content-Length', String(body.byteLength));
+  const up = http.request({ host: '127.0.0.1', port: start.mainPort, method: req.method, path: req.url, headers: headers as unknown as http.OutgoingHttpHeaders, agent: upstream });
   let cut = false;
   up.on('response', (answer) => {
     const out: http.OutgoingHttpHeaders = { ...answer.headers };
@@ -312,7 +325,7 @@ const FRAMING = new Set(['content-length', ...HOP_BY_HOP]);
  * and its answer sent back as the app gave it — one message each way instead of a loopback connection
  * with a second HTTP request and answer to write and parse on both sides.
  */
-async function forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function forward(req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
   let body: Buffer;
   try {
     body = await readBody(req);
@@ -325,7 +338,7 @@ async function forward(req: IncomingMessage, res: ServerResponse): Promise<void>
     const name = req.rawHeaders[i]!.toLowerCase();
     if (!HOP_BY_HOP.includes(name)) headers.push([name, req.rawHeaders[i + 1]!]);
   }
-  const a = await ask({ forward: { method: req.method!, url: req.url!, headers, body } });
+  const a = await ask({ forward: { method: req.method!, url, headers, body } });
   if ('error' in a) return sendJson(res, a.error.status, a.error.body);
   if (!('forwarded' in a.ok)) unreachable();
   const answer = a.ok.forwarded;
@@ -340,12 +353,20 @@ const AUTHZEN_PATHS = new Map([[AUTHZEN_EVALUATION_PATH, false], [AUTHZEN_EVALUA
 /** A declared JSON body within the limit: what the fast paths read themselves (else the sidecar refuses it). */
 function declaredJson(req: IncomingMessage): boolean {
   const declared = Number(req.headers['content-length'] ?? NaN);
-  const type = req.headers['content-type'];
+  const type = singleHeader(req, 'content-type');
   return Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && isJsonMediaType(type);
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
-  if (req.method === 'POST' && req.url === '/v1/decisions') {
+  // The same request-line judgement as the sidecar's own listener (src/http/request-target.ts).
+  const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+  if (problem !== undefined) {
+    closeAfterAnswer({ incoming: req, outgoing: res });
+    refuseRequestTarget(res, problem);
+    return;
+  }
+  const url = withoutDotSegments(req.url ?? '/');
+  if (req.method === 'POST' && url === '/v1/decisions') {
     const caller = declaredJson(req) ? pepCaller(req) : undefined;
     if (caller !== undefined) {
       decide(req, res, caller).catch(() => {
@@ -354,7 +375,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       return;
     }
   }
-  const batch = req.method === 'POST' ? AUTHZEN_PATHS.get(req.url ?? '') : undefined;
+  const batch = req.method === 'POST' ? AUTHZEN_PATHS.get(url) : undefined;
   if (batch !== undefined) {
     const caller = declaredJson(req) ? authzenCaller(req) : undefined;
     if (caller !== undefined) {
@@ -364,8 +385,10 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       return;
     }
   }
-  if (req.method === 'POST' && req.url?.startsWith('/v1/') && declaredJson(req)) {
-    forward(req, res).catch(() => {
+  // Handed over by message only with a token the sidecar knows: a refusal on the headers (401, a pep
+  // token's 403 on /v1/decisions) is then the sidecar's own, answered before the body is read.
+  if (req.method === 'POST' && url.startsWith('/v1/') && url !== '/v1/decisions' && declaredJson(req) && knownCaller(req) !== undefined) {
+    forward(req, res, url).catch(() => {
       if (!res.headersSent) sendUnavailable(res);
     });
     return;

@@ -5,7 +5,8 @@
  */
 import { serve as serveHttp } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
+import { refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { TokenTable } from '../http/auth.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
@@ -94,7 +95,17 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
     // they neither decide themselves nor hand over by message.
     server = await new Promise<Server>((resolve, reject) => {
-      const s = serveHttp({ fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port }, () => resolve(s as Server)) as Server;
+      const s = serveHttp({
+        fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port,
+        // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
+        createServer: ((options: ServerOptions, listener: RequestListener) =>
+          createServer(options, (req, res) => {
+            const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+            if (problem === undefined) return listener(req, res);
+            closeAfterAnswer({ incoming: req, outgoing: res });
+            refuseRequestTarget(res, problem);
+          })) as unknown as typeof createServer,
+      }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
     });
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).

@@ -164,6 +164,51 @@ for (const httpThreads of [1, 0]) {
       }
     });
 
+    test('odd request lines and repeated headers get the same answer with or without the front', async () => {
+      const { hostname, port } = new URL(s.url);
+      /** Writes raw bytes and reads one answer (status and JSON body), or the socket's end. */
+      const raw = (bytes: string, waitMs = 5_000) =>
+        new Promise<{ status: number; body: any; ms: number }>((resolve, reject) => {
+          const started = Date.now();
+          const socket = net.connect(Number(port), hostname, () => socket.write(bytes));
+          let text = '';
+          const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer within ${waitMs} ms to ${bytes.slice(0, 60)}`)); }, waitMs);
+          socket.setEncoding('latin1');
+          socket.on('data', (c: string) => {
+            text += c;
+            const end = text.indexOf('\r\n\r\n');
+            if (end < 0) return;
+            const length = Number(/content-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
+            if (text.length < end + 4 + length) return;
+            clearTimeout(timer);
+            socket.destroy();
+            const bodyText = text.slice(end + 4, end + 4 + length);
+            resolve({ status: Number(text.slice(9, 12)), body: bodyText ? JSON.parse(bodyText) : undefined, ms: Date.now() - started });
+          });
+          socket.on('error', reject);
+        });
+      const body = JSON.stringify(offboardingBody({ execution_id: `REV-raw-${httpThreads}` }));
+      const post = (path: string, headers: string[], payload = body) =>
+        `POST ${path} HTTP/1.1\r\n${['Host: 127.0.0.1', ...headers, `Content-Length: ${Buffer.byteLength(payload)}`].join('\r\n')}\r\n\r\n${payload}`;
+      const pep = `Authorization: Bearer ${s.tokens.pep}`;
+      const json = 'Content-Type: application/json';
+
+      const twiceAuth = await raw(post('/v1/decisions', [pep, json, pep]));
+      assert.deepEqual([twiceAuth.status, twiceAuth.body?.error?.code], [401, 'UNAUTHENTICATED']);
+      const twiceType = await raw(post('/v1/decisions', [pep, json, json]));
+      assert.deepEqual([twiceType.status, twiceType.body?.error?.code], [415, 'UNSUPPORTED_MEDIA_TYPE']);
+      const badHost = await raw(post('/v1/decisions', [pep, json]).replace('Host: 127.0.0.1', 'Host: a b'));
+      assert.deepEqual([badHost.status, badHost.body?.error?.code], [400, 'INVALID_REQUEST']);
+      const backslash = await raw(post('/v1/decisions\\', [pep, json]));
+      assert.deepEqual([backslash.status, backslash.body?.error?.code], [400, 'INVALID_REQUEST']);
+      const dots = await raw(post('/v1/x/../decisions', [pep, json]));
+      assert.equal(dots.status, 200, JSON.stringify(dots.body));
+      assert.equal(dots.body.execution_id, `REV-raw-${httpThreads}`);
+      // A refusal on the headers does not wait for a body that never comes.
+      const short = await raw(post('/v1/executions/x/outcome', ['Authorization: Bearer nobody', json], '{"status":"committed"}').slice(0, -1), 3_000);
+      assert.deepEqual([short.status, short.body?.error?.code], [401, 'UNAUTHENTICATED']);
+    });
+
     test('§10: discovery without a Host header names the address the sidecar listens on', async () => {
       const { hostname, port } = new URL(s.url);
       const answer = await new Promise<string>((resolve, reject) => {

@@ -1,0 +1,65 @@
+/**
+ * The request line and Host a request must have before any route sees it — one judgement for the
+ * sidecar's own listener and the HTTP fronts, so both modes answer the same (and in the §8 error shape:
+ * @hono/node-server would otherwise answer a bare 400 with no body). It mirrors what that adapter
+ * refuses (a backslash in the path, a Host that is no host) and the one rewrite it makes (dot segments,
+ * `/v1/./decisions` is `/v1/decisions`, as WHATWG URL resolves them).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { WritError } from '../errors.js';
+
+const VALID_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
+const DOT_SEGMENT = /\/\.\.?(?:[/?#]|$)/;
+
+/** Why a request's target cannot be served, or undefined. */
+export function requestTargetProblem(host: string | undefined, url: string): string | undefined {
+  const backslash = url.indexOf('\\');
+  if (backslash !== -1) {
+    const query = url.indexOf('?');
+    if (query === -1 || backslash < query) return 'the request path has a backslash';
+  }
+  if (host !== undefined && !VALID_HOST.test(host)) {
+    let parsed: URL;
+    try {
+      parsed = new URL(`http://${host}/`);
+    } catch {
+      return 'the Host header is not a host';
+    }
+    const bare = host.includes(':') ? host.replace(/:\d+$/, '') : host;
+    if (parsed.hostname.length !== host.length && parsed.hostname !== bare.toLowerCase()) return 'the Host header is not a host';
+  }
+  return undefined;
+}
+
+/** The target with dot segments resolved (`/v1/x/../decisions` → `/v1/decisions`); itself when it has none. */
+export function withoutDotSegments(url: string): string {
+  if (!DOT_SEGMENT.test(url) || !url.startsWith('/')) return url;
+  const resolved = new URL(url, 'http://host');
+  return resolved.pathname + resolved.search;
+}
+
+/** Answers a request whose target is refused: 400 INVALID_REQUEST, and the connection ends after it. */
+export function refuseRequestTarget(res: ServerResponse, problem: string): void {
+  const text = JSON.stringify(new WritError('INVALID_REQUEST', problem).toBody());
+  res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' });
+  res.end(text);
+}
+
+/**
+ * The value of a header the request sends at most once, or undefined when it sends none — or several:
+ * Node keeps only the first `Authorization` / `Content-Type` of a request that repeats one, while the
+ * sidecar's app sees them joined and refuses them; a front must not act on the first alone.
+ */
+export function singleHeader(req: IncomingMessage, name: string): string | undefined {
+  let found: string | undefined;
+  let count = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toLowerCase() === name) {
+      found = raw[i + 1];
+      if (++count > 1) return undefined;
+    }
+  }
+  return found;
+}
