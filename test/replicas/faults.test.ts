@@ -8,7 +8,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import pgLib from 'pg';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+
+const { Client } = pgLib;
 import { lineCount, newDeployment, startReplicas, verifiedExport } from './helpers.js';
 
 const readBody = (id: string) => offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
@@ -53,6 +56,23 @@ async function until(cond: () => Promise<boolean>, ms: number, what: () => strin
   throw new Error(`condition not met in time ${what()}`);
 }
 
+/** pg_stat_activity and ungranted locks, for a failure's message. */
+async function databaseActivity(pg: TestPostgres): Promise<string> {
+  const client = new Client({ connectionString: pg.url() });
+  try {
+    await client.connect();
+    const activity = await client.query(
+      `SELECT pid, datname, state, wait_event_type, wait_event, now() - xact_start AS in_xact, left(query, 120) AS query FROM pg_stat_activity WHERE datname IS NOT NULL AND pid <> pg_backend_pid()`,
+    );
+    const waiting = await client.query(`SELECT pid, locktype, mode, relation::regclass::text AS relation FROM pg_locks WHERE NOT granted`);
+    return `pg_stat_activity: ${JSON.stringify(activity.rows)}\nungranted locks: ${JSON.stringify(waiting.rows)}`;
+  } catch (e) {
+    return `(database activity unavailable: ${(e as Error).message})`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 async function assertAcknowledged(s: TestServer, acks: Ack[]): Promise<void> {
   for (const a of acks) {
     const r = await call(s, 'GET', `/v1/ledger/records/${a.seq}`, { token: s.tokens.auditor });
@@ -84,7 +104,14 @@ describe('replica faults on one PostgreSQL', () => {
         const c = rs[1]!.child;
         return `survivor pid ${c.pid} exit ${c.exitCode} signal ${c.signalCode}; its output ends:\n${rs[1]!.output().slice(-3000)}`;
       };
-      await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => `${JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)])}\n${survivor()}`);
+      try {
+        await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => `${JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)])}\n${survivor()}`);
+      } catch (e) {
+        // Seen twice on a heavily loaded machine, never reproduced alone: say what the database was doing
+        // and what the survivor answered last, for the next time.
+        const survivorAnswers = l.others.filter((o) => !o.error?.startsWith(rs[0]!.url)).slice(-5);
+        throw new Error(`${(e as Error).message}\nsurvivor's last other answers: ${JSON.stringify(survivorAnswers)}\n${await databaseActivity(pg)}`);
+      }
       await l.stop();
       await assertAcknowledged(rs[1]!, l.acks);
       await verifiedExport(rs[1]!);
