@@ -74,6 +74,16 @@ function timestampAt(value: LosslessValue | undefined, where: string): string {
   return value;
 }
 
+/** Runs a step of the sidecar's admission; a refusal fails the case, naming it (a case is not decided). */
+function asTheSidecarWould<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (e) {
+    if (isWritError(e)) caseError(`request${e.path ?? ''}: the sidecar would refuse this request: ${e.code}: ${e.message}`);
+    throw e;
+  }
+}
+
 /** Turns one case into the DecisionInput the server would build, approvals filtered to valid ones. */
 function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
   const nowText = timestampAt(testCase['now'], 'now');
@@ -81,12 +91,7 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   const request = testCase['request'];
   if (!isObj(request)) caseError('request: expected a decision body object');
   // What the sidecar would refuse (400) is not a case of a decision: said, not decided.
-  try {
-    validateDecisionRequest(toPlain(request));
-  } catch (e) {
-    if (isWritError(e)) caseError(`request${e.path ?? ''}: the sidecar would refuse this request: ${e.code}: ${e.message}`);
-    throw e;
-  }
+  asTheSidecarWould(() => validateDecisionRequest(toPlain(request)));
   const phase = request['phase'];
   if (phase !== 'propose' && phase !== 'execute') caseError('request.phase: expected "propose" or "execute"');
   const envelope = request['envelope'];
@@ -96,13 +101,7 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   const { server, tool, arguments: args } = action;
   if (typeof server !== 'string' || typeof tool !== 'string') caseError('request.action: server and tool must be strings');
   if (!isObj(args)) caseError('request.action.arguments: expected an object');
-  let bound: ReturnType<typeof bindCall>;
-  try {
-    bound = bindCall(server, tool, admitValue(args, '/action/arguments'));
-  } catch (e) {
-    if (isWritError(e)) caseError(`request${e.path ?? ''}: the sidecar would refuse this request: ${e.code}: ${e.message}`);
-    throw e;
-  }
+  const bound = asTheSidecarWould(() => bindCall(server, tool, admitValue(args, '/action/arguments')));
 
   const rawApprovals = testCase['approvals'] ?? [];
   if (!Array.isArray(rawApprovals)) caseError('approvals: expected an array');

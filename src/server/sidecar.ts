@@ -100,9 +100,14 @@ function refuseParentCycle(entity: EntityJson, stored: (key: string) => EntityJs
   walk(entity.parents, []);
 }
 
-function parseBody(text: string): Json {
+/** A request body, parsed without loss (number tokens kept); an empty one is INVALID_JSON. */
+function parseLosslessBody(text: string): LosslessValue {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
-  return toPlain(parseLossless(text));
+  return parseLossless(text);
+}
+
+function parseBody(text: string): Json {
+  return toPlain(parseLosslessBody(text));
 }
 
 export class Sidecar {
@@ -587,8 +592,7 @@ export class Sidecar {
     // The same limits as a uid anywhere else (schemas/defs.json): a path the store cannot key is bad input, not an outage.
     if (!CEDAR_TYPE_NAME.test(type) || type.length > MAX_TYPE_NAME) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
     if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
-    if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
-    const raw = parseLossless(text);
+    const raw = parseLosslessBody(text);
     refuseInexactIntegers(raw, []);
     const body = toPlain(raw) as Record<string, any>;
     validateEntityUpsert(body);
@@ -597,6 +601,7 @@ export class Sidecar {
     validateEntity(this.bundle, checked);
     let staged: ReturnType<EntityStore['stage']> | undefined;
     const rec = await this.withFreshEntities(() => this.store.write((tx) => {
+      // Fresh before the cycle check reads the entities held here (stage() checks again, for its own use).
       this.entities.checkFresh(tx);
       refuseParentCycle(checked, (key) => this.entities.get(key));
       staged = this.entities.stage(tx, [{ entity: checked }], 'api');
