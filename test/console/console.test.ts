@@ -258,9 +258,9 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     for (const outcome of ['allow', 'deny', 'approval_required']) assert.ok((await chart.locator(`rect.bar-${outcome}`).count()) > 0, `bars for ${outcome}`);
     await page.screenshot({ path: join(REPO, 'docs', 'console-ledger.png'), fullPage: false });
 
-    await page.getByLabel('Kind').fill('approval');
+    await page.getByLabel('Kind').selectOption('approval');
     await waitForRows(newestFirst(await allRecords('&kind=approval')));
-    await page.getByLabel('Kind').fill('');
+    await page.getByLabel('Kind').selectOption('');
     await page.getByLabel('Actor').pressSequentially('Agent::"off');
     await page.getByText('Actor must be Type::"id"').waitFor();
     await page.getByLabel('Actor').fill(STORY_ACTOR);
@@ -271,12 +271,12 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     const story = await allRecords(`&execution_id=${encodeURIComponent(STORY_EXECUTION)}`);
     assert.deepEqual(story.map((r) => r.seq), view.records);
     await waitForRows(newestFirst(story));
-    await page.getByLabel('Kind').fill('decision');
+    await page.getByLabel('Kind').selectOption('decision');
     await waitForRows(newestFirst(story.filter((r) => r.kind === 'decision')));
   });
 
   await t.test('back on the Ledger tab, the records shown are the newest ones', async () => {
-    await page.getByLabel('Kind').fill('');
+    await page.getByLabel('Kind').selectOption('');
     await page.getByLabel('Execution id').fill('');
     await page.getByLabel('Execution id').dispatchEvent('change');
     await waitForRows(newestFirst(await allRecords()));

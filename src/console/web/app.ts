@@ -300,7 +300,8 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
 }
 
 function ledgerView(): HTMLElement {
-  const kind = h('input', { id: 'f-kind', type: 'text', list: 'kinds', spellcheck: 'false', placeholder: 'any' });
+  // Kind is one of a fixed set: a select (an empty value = any kind), so it applies on its change event.
+  const kind = h('select', { id: 'f-kind' }, h('option', { value: '' }, 'any'), ...KINDS.map((k) => h('option', { value: k }, k)));
   const actor = h('input', { id: 'f-actor', type: 'text', spellcheck: 'false', placeholder: 'Agent::"…"' });
   const exec = h('input', { id: 'f-exec', type: 'text', spellcheck: 'false', placeholder: 'any' });
   const status = h('p', { class: 'hint', role: 'status' });
@@ -392,7 +393,7 @@ function ledgerView(): HTMLElement {
 
   const view = h('div', { class: 'view' },
     h('form', { class: 'card filters', role: 'search', 'aria-label': 'Ledger filters' },
-      h('div', { class: 'field' }, h('label', { for: 'f-kind' }, 'Kind'), kind, h('datalist', { id: 'kinds' }, KINDS.map((k) => h('option', { value: k })))),
+      h('div', { class: 'field' }, h('label', { for: 'f-kind' }, 'Kind'), kind),
       h('div', { class: 'field' }, h('label', { for: 'f-actor' }, 'Actor'), actor),
       h('div', { class: 'field' }, h('label', { for: 'f-exec' }, 'Execution id'), exec),
       refresh,
