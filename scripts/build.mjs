@@ -5,7 +5,7 @@
 //   node scripts/build.mjs           src only (tsconfig.build.json): what `npm pack` ships (prepare)
 //   node scripts/build.mjs --tests   src and test (tsconfig.json): what `npm test` runs
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,3 +30,24 @@ function copyAssets(dir) {
   }
 }
 copyAssets(join(root, 'src'));
+
+// Outputs whose source is gone (a module moved or deleted) would otherwise stay in dist/ and ship in
+// the package: remove them after the build (not before, so that a running `writ` never finds dist/
+// half-empty). A compiled file's source is the same path under the root with `.ts` for `.js`/`.d.ts`;
+// a copied asset's source is the same path.
+function hasSource(file) {
+  const rel = relative(join(root, 'dist'), file);
+  if (existsSync(join(root, rel))) return true;
+  for (const ext of ['.d.ts.map', '.js.map', '.d.ts', '.js']) if (rel.endsWith(ext)) return existsSync(join(root, rel.slice(0, -ext.length) + '.ts'));
+  return false;
+}
+function removeStale(dir) {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    const file = join(dir, name);
+    if (statSync(file).isDirectory()) removeStale(file);
+    else if (!hasSource(file)) rmSync(file);
+  }
+}
+removeStale(join(root, 'dist', 'src'));
+removeStale(join(root, 'dist', 'test'));

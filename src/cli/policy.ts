@@ -1,8 +1,8 @@
 /**
- * `writ policy validate|test|fmt [--dir DIR]` (docs/protocol.md §8). Exit codes: 0 ok, 1 invalid policies /
+ * `writ policy validate|test|fmt|replay [--dir DIR]` (docs/protocol.md §8, §12). Exit codes: 0 ok, 1 invalid policies /
  * failing tests / files that need formatting, 2 usage errors.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
@@ -10,7 +10,7 @@ import { isWritError } from '../errors.js';
 import { entitiesVersionOf, listSourceFiles, loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { caseLine, runPolicyTests } from '../policy/testing.js';
 
-const USAGE = `usage: writ policy <validate|test|fmt> [--dir DIR] [options]
+const USAGE = `usage: writ policy <validate|test|fmt|replay> [--dir DIR] [options]
 
   validate            load every *.cedar, the schema and entities.json; report problems
   test                run DIR/tests/**/*.json: one line per case, then "N passed, M failed"
@@ -34,6 +34,13 @@ function err(text: string): void {
 
 /** Loads or reports why not (exit code 1 when it cannot be loaded). */
 function loadOrReport(dir: string, json: boolean): PolicyBundle | undefined {
+  if (!existsSync(dir)) {
+    // Usually the default `policies` where there is none (an installed package's folder, say).
+    const message = `${dir}: no such directory; name the policy directory with --dir DIR`;
+    if (json) out(JSON.stringify({ ok: false, error: { code: 'INVALID_REQUEST', message, details: [message] } }));
+    else err(`writ policy: ${message}`);
+    return undefined;
+  }
   try {
     return loadPolicyDir(dir);
   } catch (e) {
@@ -58,7 +65,7 @@ function validate(dir: string, json: boolean): number {
   };
   if (json) out(JSON.stringify(summary));
   else {
-    out(`ok: ${bundle.ids.length} policies, ${bundle.seedEntities.length} entities, ${summary.schema ? 'schema validated (strict)' : 'no schema'}`);
+    out(`ok: ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'}, ${bundle.seedEntities.length} entities, ${summary.schema ? 'schema validated (strict)' : 'no schema'}`);
     out(`policy_version ${bundle.policyVersion}`);
     out(`entities_version ${summary.entities_version}`);
   }

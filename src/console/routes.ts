@@ -5,7 +5,7 @@
  * Where the files come from, so that a git checkout (after `npm ci`, whose `prepare` runs tsc) and an
  * installed package both have them: the browser modules are compiled by the project's tsc next to
  * this file (dist/src/console/web/*.js); the HTML, CSS and favicon are checked in under
- * src/console/static/ and found relative to this module.
+ * src/console/static/ and copied by the build to dist/src/console/static/, beside this module.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -19,7 +19,9 @@ export interface TokenChecker {
 }
 
 const WEB_DIR = new URL('./web/', import.meta.url);
-const STATIC_DIR = new URL('../../../src/console/static/', import.meta.url);
+// The build copies src/console/static/ beside this module (scripts/build.mjs): the same place in a
+// checkout and in an installed package, which has no src/.
+const STATIC_DIR = new URL('./static/', import.meta.url);
 
 /** Nothing but this origin: scripts, styles, images and fetches (docs/protocol.md §11). */
 export const CONSOLE_CSP =

@@ -22,7 +22,6 @@
  * outcome could be reported truthfully.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { PdpClient } from './client.js';
 import { parseDefaults, type Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
@@ -40,6 +39,18 @@ export interface GuardOptions {
   callTimeoutMs?: number;
   /** Where late answers and unrecordable outcomes are reported (default: stderr). */
   log?: (line: string) => void;
+}
+
+/**
+ * What `guardMcpServer` takes: an `McpServer` of @modelcontextprotocol/sdk 1.x, described by shape, not
+ * by the class. A project whose own SDK release differs from writ's has its own copy of the class, and
+ * TypeScript would refuse it for the other copy's private members; the shape accepts any McpServer (and
+ * refuses the low-level `Server`, which has no `server`). What the guard reads inside it is checked at
+ * run time, and an SDK that does not match is refused rather than left unguarded.
+ */
+export interface GuardableMcpServer {
+  /** The low-level protocol server (`McpServer.server`) whose `tools/call` handler is wrapped. */
+  readonly server: object;
 }
 
 type Handler = (request: Record<string, unknown>, extra: unknown) => Promise<unknown>;
@@ -87,7 +98,7 @@ function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => un
   return wrapped;
 }
 
-export function guardMcpServer(mcp: McpServer, opts: GuardOptions): void {
+export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): void {
   if (GUARDED.has(mcp)) throw new Error('guardMcpServer: this server is already guarded');
   if (typeof opts.server !== 'string' || !opts.server) throw new TypeError('guardMcpServer: server name is required');
   let pdp: PdpClient;

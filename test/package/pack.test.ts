@@ -59,11 +59,23 @@ after(() => {
 
 test('the tarball ships the built code, bin, policies, schemas and docs — no tests, no benches, no sources', () => {
   const list = spawnSync('tar', ['tzf', tarball], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
-  for (const f of ['bin/writ', 'dist/src/cli/index.js', 'dist/src/pep/index.js', 'dist/src/pep/index.d.ts', 'docs/protocol.md', 'policies/offboarding.cedar', 'schemas/envelope.json', 'README.md', 'package.json']) {
+  for (const f of [
+    'bin/writ', 'dist/src/cli/index.js', 'dist/src/pep/index.js', 'dist/src/pep/index.d.ts', 'docs/protocol.md', 'policies/offboarding.cedar',
+    'schemas/envelope.json', 'README.md', 'package.json', 'LICENSE',
+    // The console's page and assets, where the built code looks for them (an installed package has no src/).
+    'dist/src/console/static/index.html', 'dist/src/console/static/console.css', 'dist/src/console/web/app.js',
+    // What the README and docs/protocol.md point at: the AuthZEN example and the vectors.
+    'examples/authzen-todo/README.md', 'vectors/binding/numbers.json',
+  ]) {
     assert.ok(list.includes(f), `ships ${f}`);
   }
-  const unwanted = list.filter((f) => /^(test|bench|vectors|src|\.ci)\//.test(f) || /\.test\.|\.map$|^dist\/test\//.test(f));
+  // No tests, benches or sources; no screenshots (most of the bytes, and only for the repository's README).
+  const unwanted = list.filter((f) => /^(test|bench|src|\.ci)\//.test(f) || /\.test\.|\.map$|^dist\/test\/|^docs\/.*\.png$/.test(f));
   assert.deepEqual(unwanted, []);
+  // Nothing compiled from a source that no longer exists (the build removes such leftovers).
+  const compiled = list.filter((f) => /^dist\/src\/.*\.js$/.test(f));
+  const stale = compiled.filter((f) => !existsSync(join(REPO, f.replace(/^dist\//, '').replace(/\.js$/, '.ts'))));
+  assert.deepEqual(stale, []);
 });
 
 test('npx writ --help', () => {
@@ -97,6 +109,12 @@ test('npx writ serve on the bundled example, then npx writ verify of its export'
     assert.match(out, /policies \S*node_modules\/writ\/policies /, `serves the bundled example:\n${out}`);
     const ready = await fetch(`${url}/readyz`);
     assert.equal(ready.status, 200);
+    // The auditor console is served from the package (its files are found beside the built code).
+    for (const [path, type] of [['/console/', 'text/html'], ['/console/console.css', 'text/css'], ['/console/app.js', 'text/javascript'], ['/favicon.ico', 'image/svg+xml']] as const) {
+      const asset = await fetch(`${url}${path}`);
+      assert.equal(asset.status, 200, `${path}: ${await asset.clone().text()}`);
+      assert.ok(asset.headers.get('content-type')?.startsWith(type), `${path}: ${asset.headers.get('content-type')}`);
+    }
     const tokens = JSON.parse(readFileSync(join(installDir, '.writ', 'tokens.json'), 'utf8')) as Record<string, string>;
     // One decision of the bundled story, so the export holds a decision whose binding verify recomputes.
     const decision = await fetch(`${url}/v1/decisions`, {
@@ -149,6 +167,10 @@ test("import { guardMcpServer } from 'writ/pep' runs, and its types check (a wro
     "import { guardMcpServer, type GuardOptions } from 'writ/pep';",
     "const options: GuardOptions = { pdp: 'http://127.0.0.1:8700', token: 'dev-pep', server: 'idp' };",
     'export const guard: (server: Parameters<typeof guardMcpServer>[0]) => unknown = (server) => guardMcpServer(server, options);',
+    // An McpServer from another copy of the SDK (a project on another 1.x release) has private members
+    // of its own class: the guard takes it by shape.
+    'class OtherSdkMcpServer { private readonly _registeredTools = {}; readonly server = {}; size() { return Object.keys(this._registeredTools).length; } }',
+    'export const other = () => guardMcpServer(new OtherSdkMcpServer(), options);',
     '',
   ].join('\n'));
   writeFileSync(join(installDir, 'bad.ts'), [

@@ -160,6 +160,12 @@ test('validate: exit 0 on the bundled policies, exit 1 with the problem on a bro
     assert.equal(json.status, 1);
     assert.equal(JSON.parse(json.stdout).error.code, 'POLICY_INVALID');
     assert.equal(writ('test', '--dir', dir).status, 1);
+    // A directory that does not exist (the default `policies` in a folder without one) is named, with the way out.
+    for (const sub of ['validate', 'test']) {
+      const missing = writ(sub, '--dir', join(dir, 'nope'));
+      assert.equal(missing.status, 1);
+      assert.match(missing.stderr, /nope: no such directory; name the policy directory with --dir DIR/);
+    }
   } finally {
     cleanup();
   }
