@@ -62,6 +62,7 @@ export class AuthzenService {
       return answerOf(p.single, await this.commit(p.outcomes, p.records, p.entitiesVersion));
     } catch (e) {
       if (!(e instanceof StaleEntities)) throw e;
+      await sidecar.entities.settle();
       if (sidecar.entities.version === p.entitiesVersion) await sidecar.entities.reload();
       return this.evaluate(caller, text, batch);
     }
@@ -84,6 +85,7 @@ export class AuthzenService {
       } catch (e) {
         if (!(e instanceof StaleEntities)) throw e;
         if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
+        await sidecar.entities.settle();
         if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
       }
     }
@@ -98,7 +100,9 @@ export class AuthzenService {
     const sidecar = this.sidecar;
     try {
       await sidecar.store.write((tx) => {
-        if (sidecar.entities.version !== entitiesVersion) throw new StaleEntities();
+        // An entity change staged ahead of this write (group commit) would be recorded before these
+        // records while they were evaluated without it: evaluate again once it is in force.
+        if (sidecar.entities.version !== entitiesVersion || !sidecar.entities.settled) throw new StaleEntities();
         sidecar.entities.checkFresh(tx);
         for (const r of records) tx.append(AUTHZEN_RECORD_INDEX_FIELDS, r);
       }, { label: 'authzen' });

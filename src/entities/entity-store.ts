@@ -18,6 +18,36 @@ import { uidKey } from '../util/uid.js';
 export const ENTITIES_VERSION_KEY = 'entities_version';
 
 /**
+ * The meta row holding the entities of `<policy_dir>/entities.json` as last applied to this store. An
+ * edit of the file is applied as what changed in the file since (sidecar.ts applyEntitiesFile), once
+ * per store: not again by a second replica (which would undo an admin change made in between), and not
+ * over admin changes to entities the edit did not touch.
+ */
+export const ENTITIES_FILE_KEY = 'entities_file';
+
+/**
+ * The changes that take the store from the file as applied (`applied`) to the file as it is now
+ * (`file`): the entities the edit added or changed, and the removal of those it dropped that the store
+ * still holds (`holds`). With nothing applied yet, the file seeds what the store does not hold.
+ */
+export function entitiesFileChanges(
+  applied: EntityJson[] | undefined, file: EntityJson[], holds: (key: string) => EntityJson | undefined,
+): Array<{ entity: EntityJson; deleted?: boolean }> {
+  if (applied === undefined) return file.filter((e) => holds(uidKey(e.uid)) === undefined).map((entity) => ({ entity }));
+  const before = new Map(applied.map((e) => [uidKey(e.uid), jcs(e)]));
+  const now = new Set(file.map((e) => uidKey(e.uid)));
+  const changes: Array<{ entity: EntityJson; deleted?: boolean }> = [];
+  for (const e of file) {
+    const key = uidKey(e.uid);
+    const text = jcs(e);
+    // Changed by the edit, and not already what the store holds (an admin may have made it so).
+    if (before.get(key) !== text && jcs(holds(key) ?? null) !== text) changes.push({ entity: e });
+  }
+  for (const e of applied) if (!now.has(uidKey(e.uid)) && holds(uidKey(e.uid)) !== undefined) changes.push({ entity: e, deleted: true });
+  return changes;
+}
+
+/**
  * The meta row counting the changes of one entity's record (its subject revision, approvals.ts
  * subjectDigest): moved in the transaction of every change that alters the record, never moved back.
  * Read from the store, not from memory, so a replica that never saw a change in between still sees it.
@@ -34,6 +64,15 @@ export class EntityStore implements EntitySource {
   private currentVersion: string;
   /** Told after every change of the entities held here (the HTTP front threads keep copies, src/front/). */
   private readonly listeners: Array<() => void> = [];
+  /**
+   * Changes staged in a write that is not durable yet (embedded store only). LMDB commits writes in
+   * batches (group commit): a decision whose write is queued behind a staged change, in the same batch
+   * or the next, would otherwise be recorded after that change's `entity` record while it was evaluated
+   * without it. Such a write sees `settled` false, and its caller waits (`settle()`) and evaluates again,
+   * so a record never names an entities_version older than an entity record before it.
+   */
+  private readonly unsettled = new Set<object>();
+  private settleWaiters: Array<() => void> = [];
 
   constructor(private readonly store: LedgerStore) {
     this.currentVersion = entitiesVersionOf([]);
@@ -78,6 +117,24 @@ export class EntityStore implements EntitySource {
     return this.currentVersion;
   }
 
+  /** False while an entity change is staged in a write not yet durable (see `unsettled`). */
+  get settled(): boolean {
+    return this.unsettled.size === 0;
+  }
+
+  /** Resolves once no entity change is staged and not yet durable (committed or dropped). */
+  settle(): Promise<void> {
+    if (this.unsettled.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.settleWaiters.push(resolve));
+  }
+
+  private release(token: object): void {
+    if (!this.unsettled.delete(token) || this.unsettled.size > 0) return;
+    const waiters = this.settleWaiters;
+    this.settleWaiters = [];
+    for (const w of waiters) w();
+  }
+
   get size(): number {
     return this.byKey.size;
   }
@@ -109,9 +166,10 @@ export class EntityStore implements EntitySource {
 
   /**
    * Stages upserts/deletions in a write tx, ledgering each as an `entity` record that carries the
-   * entities_version it produces. Returns `commit`, to be called once the write is durable.
+   * entities_version it produces. Returns `commit`, to be called once the write is durable, and `abort`,
+   * to be called if the write failed: one of the two must be called (until then `settled` is false).
    */
-  stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file'): { records: number[]; version: string; commit(): void } {
+  stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file'): { records: number[]; version: string; commit(): void; abort(): void } {
     this.checkFresh(tx);
     const next = new Map(this.byKey);
     for (const { entity, deleted } of changes) {
@@ -138,6 +196,9 @@ export class EntityStore implements EntitySource {
       }
     }
     if (this.store.shared) tx.put('meta', ENTITIES_VERSION_KEY, version);
+    // A shared store orders writes under its lock and reads the stored version in each (checkFresh).
+    const token = {};
+    if (!this.store.shared) this.unsettled.add(token);
     return {
       records,
       version,
@@ -146,7 +207,9 @@ export class EntityStore implements EntitySource {
         for (const [k, v] of next) this.byKey.set(k, v);
         this.currentVersion = version;
         this.changed();
+        this.release(token);
       },
+      abort: () => this.release(token),
     };
   }
 }

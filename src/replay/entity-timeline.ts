@@ -9,8 +9,9 @@
  * records are what carry the seed file's entities, so replaying them alone rebuilds the store.
  *
  * Why an undo log: a decision is recorded with the `entities_version` it was evaluated against. Group
- * commit can put a decision's record just after an entity record it did not see (the entity change was
- * staged in the same batch, after the decision had been evaluated). The version tells which state the
+ * commit could put a decision's record just after an entity record it did not see (the entity change was
+ * staged in the same batch, after the decision had been evaluated); writ now evaluates such a decision
+ * again (entity-store.ts `settled`), but ledgers written before hold such records. The version tells which state the
  * decision saw; the timeline keeps the last UNDO_WINDOW changes so it can hand out that earlier state
  * as an overlay without copying the store. Versions are content digests, so any state with the
  * recorded version is the state the decision saw.

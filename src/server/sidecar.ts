@@ -31,7 +31,7 @@ import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/en
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
-import { ENTITIES_VERSION_KEY, EntityStore, StaleEntities, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
@@ -39,6 +39,7 @@ import * as metrics from '../metrics/metrics.js';
 import type { Caller } from '../http/auth.js';
 import type { WritConfig } from '../config/config.js';
 import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
+import { jcs } from '../util/canonical.js';
 
 /** Codes of §4 that are ledgered as `refusal` records before they are answered. */
 const LEDGERED_REFUSALS = new Set([
@@ -200,7 +201,7 @@ export class Sidecar {
       page = await this.store.listRecords({ kind: 'policy', from: page.next, limit: 1000 });
     }
     if (lastVersion !== this.bundle.policyVersion) await this.recordPolicyLoad(this.bundle, 'loaded');
-    await this.syncEntitiesFile(true);
+    await this.syncEntitiesFile();
   }
 
   private async recordPolicyLoad(bundle: PolicyBundle | undefined, result: 'loaded' | 'rejected', error?: WritError, version?: string): Promise<void> {
@@ -251,11 +252,15 @@ export class Sidecar {
         await this.recordPolicyLoad(undefined, 'rejected', err, probe).catch(() => undefined);
       }
     }
-    await this.syncEntitiesFile(false);
+    await this.syncEntitiesFile();
   }
 
-  /** Applies `<policy_dir>/entities.json` to the store: at first start it seeds; later, edits are changes. */
-  private async syncEntitiesFile(startup: boolean): Promise<void> {
+  /**
+   * Applies `<policy_dir>/entities.json` to the store: on a store that never saw it, it seeds what the
+   * store does not hold; afterwards each edit (while running, or while stopped) is applied as what
+   * changed in the file (entity-store.ts entitiesFileChanges), once per store whatever the replicas.
+   */
+  private async syncEntitiesFile(): Promise<void> {
     let text: string;
     try {
       text = readFileSync(`${this.config.policy_dir}/entities.json`, 'utf8');
@@ -271,31 +276,30 @@ export class Sidecar {
       process.stderr.write(`writ: entities.json not applied: ${(e as Error).message}\n`);
       return;
     }
-    const previous = this.lastEntitiesFileText === undefined ? undefined : safeParseEntities(this.lastEntitiesFileText);
+    await this.withFreshEntities(() => this.applyEntitiesFile(parsed));
     this.lastEntitiesFileText = text;
-    await this.withFreshEntities(() => this.applyEntitiesFile(parsed, previous, startup));
   }
 
-  private async applyEntitiesFile(parsed: EntityJson[], previous: EntityJson[] | undefined, startup: boolean): Promise<void> {
-    let changes: Array<{ entity: EntityJson; deleted?: boolean }>;
-    if (startup) {
-      // Seed: only entities the store does not hold yet, so admin updates survive restarts.
-      changes = parsed.filter((e) => this.entities.get(uidKey(e.uid)) === undefined).map((entity) => ({ entity }));
-    } else {
-      changes = parsed.filter((e) => this.entities.differs(e)).map((entity) => ({ entity }));
-      if (previous) {
-        const now = new Set(parsed.map((e) => uidKey(e.uid)));
-        for (const old of previous) {
-          if (!now.has(uidKey(old.uid)) && this.entities.get(uidKey(old.uid))) changes.push({ entity: old, deleted: true });
-        }
-      }
+  private async applyEntitiesFile(parsed: EntityJson[]): Promise<void> {
+    const fileText = jcs(parsed);
+    let staged: ReturnType<EntityStore['stage']> | undefined;
+    try {
+      await this.store.write((tx) => {
+        staged = undefined;
+        const applied = tx.get<EntityJson[]>('meta', ENTITIES_FILE_KEY);
+        // Already applied to this store: by another replica, or before a restart.
+        if (applied !== undefined && jcs(applied) === fileText) return;
+        // The diff reads the entities held here: they must be the store's (StaleEntities → reload, again).
+        this.entities.checkFresh(tx);
+        const changes = entitiesFileChanges(applied, parsed, (key) => this.entities.get(key));
+        tx.put('meta', ENTITIES_FILE_KEY, parsed);
+        if (changes.length > 0) staged = this.entities.stage(tx, changes, 'file');
+      }, { label: 'entity', reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY]] });
+    } catch (e) {
+      staged?.abort();
+      throw e;
     }
-    if (changes.length === 0) return;
-    let commit: (() => void) | undefined;
-    await this.store.write((tx) => {
-      commit = this.entities.stage(tx, changes, 'file').commit;
-    }, { label: 'entity' });
-    commit!();
+    staged?.commit();
   }
 
   // ── decisions ─────────────────────────────────────────────────────────────────────────────────
@@ -345,7 +349,7 @@ export class Sidecar {
       try {
         written = await this.store.write((tx) => {
           const current = tx.get<Execution>('executions', key);
-          if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion) throw new StaleSnapshot();
+          if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion || !this.entities.settled) throw new StaleSnapshot();
           this.entities.checkFresh(tx);
           // The approvals were judged against the subject's record as it was then: a change since (even
           // one undone, which leaves the entities version as it was) makes them stale.
@@ -375,6 +379,8 @@ export class Sidecar {
           // The snapshot reads only durable state; the write saw the execution moved by one not yet
           // durable. Retry once that is durable, so the next snapshot sees it (an execute then meets
           // `invoking` and is refused, ledgered) — not in a tight loop that runs out of attempts first.
+          // Likewise an entity change staged ahead of this write: evaluate again once it is in force.
+          await this.entities.settle();
           await this.store.write(() => undefined, { label: 'settle' }).catch(() => undefined);
           continue;
         }
@@ -405,7 +411,7 @@ export class Sidecar {
     let written: { seq: number; hash: string };
     try {
       written = await this.store.write((tx) => {
-        if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion) throw new StaleSnapshot();
+        if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion || !this.entities.settled) throw new StaleSnapshot();
         this.entities.checkFresh(tx);
         const rec = tx.append({ kind: 'decision', actor: p.actor, execution_id: p.executionId }, { parts: p.parts });
         const next: Execution = {
@@ -606,7 +612,10 @@ export class Sidecar {
       refuseParentCycle(checked, (key) => this.entities.get(key));
       staged = this.entities.stage(tx, [{ entity: checked }], 'api');
       return staged.records[0]!;
-    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => {
+      staged?.abort();
+      throw isWritError(e) ? e : storeFailure(e);
+    });
     staged!.commit();
     const record = await this.store.getRecord(rec);
     return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };
@@ -630,14 +639,6 @@ function decisionReads(key: string, supersedesKey: string | undefined): Array<[T
 function storeFailure(e: unknown): WritError {
   if (isWritError(e)) return e;
   return new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
-}
-
-function safeParseEntities(text: string): EntityJson[] | undefined {
-  try {
-    return parseEntitiesJson(text, 'entities.json');
-  } catch {
-    return undefined;
-  }
 }
 
 /** The policy version the dir would have now, computed cheaply from file contents (no Cedar parsing). */
