@@ -57,8 +57,15 @@ function splitCommand(argv: string[]): { own: string[]; cmd: string[] } {
   return { own: argv, cmd: [] };
 }
 
+/** A usage error: the message and the usage text; exit 2. */
 function fail(msg: string): number {
   process.stderr.write(`writ proxy: ${msg}\n\n${USAGE}`);
+  return 2;
+}
+
+/** A bad input the options named (an unreadable token file, bad defaults): the message alone; exit 2. */
+function badInput(msg: string): number {
+  process.stderr.write(`writ proxy: ${msg}\n`);
   return 2;
 }
 
@@ -116,7 +123,7 @@ export async function main(argv: string[]): Promise<number> {
     const pdpTimeout = positiveInt(values['pdp-timeout'] as string | undefined, '--pdp-timeout', 10_000);
     pdp = new PdpClient({ url: pdpUrl, token, timeoutMs: pdpTimeout });
   } catch (e) {
-    return fail((e as Error).message);
+    return badInput((e as Error).message);
   }
   const status = await runProxy({
     pdp,
