@@ -7,8 +7,18 @@
  * now belongs to a different process (its start time in /proc differs: pid reuse after a SIGKILL and
  * a restart). A lock naming this very pid that this process did not take is stale too (pid 1 in a
  * restarted container). A second live process gets WritError STORE_LOCKED naming the holder.
+ *
+ * Taking over a stale lock file is read–judge–remove–create, which two processes can interleave (both
+ * judge the same stale file; one removes it and links its own; the other then removes that one), and
+ * both would own the dir. So on Linux the lock file is guarded by a kernel lock first: a listening
+ * socket in the abstract namespace named after the dir's device and inode. Binding it is atomic and
+ * exclusive, and the kernel frees it when the process dies however it dies — so only one process at a
+ * time runs the file logic, and no stale socket is ever left. The file stays the lock seen across
+ * network namespaces (containers sharing a volume) and the record of who holds the dir.
  */
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { WritError } from '../errors.js';
@@ -79,14 +89,71 @@ export interface DirLock {
   release(): void;
 }
 
+/** The kernel lock's name: the dir's device and inode (two paths to one dir agree), Linux only. */
+function kernelLockName(dir: string): string | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const st = statSync(dir);
+  return `\0writ-data-dir-${createHash('sha256').update(`${st.dev}:${st.ino}`).digest('hex').slice(0, 40)}`;
+}
+
+/**
+ * Binds the kernel lock: the listening socket, or 'busy' when another process holds it, or undefined
+ * where abstract sockets are not available (then the lock file alone decides, as it did before).
+ */
+function bindKernelLock(name: string): Promise<Server | 'busy' | undefined> {
+  return new Promise((resolvePromise) => {
+    const server = createServer();
+    server.once('error', (e: NodeJS.ErrnoException) => resolvePromise(e.code === 'EADDRINUSE' ? 'busy' : undefined));
+    // exclusive: never share the handle with cluster workers. unref: the lock must not keep the process alive.
+    server.listen({ path: name, exclusive: true }, () => resolvePromise(server.unref()));
+  });
+}
+
+/** The pid a lock file names, waiting briefly for a holder that has its kernel lock but no file yet. */
+async function holderPid(lockPath: string): Promise<number | undefined> {
+  for (let i = 0; i < 20; i++) {
+    const held = readLock(lockPath);
+    if (held?.info !== undefined) return held.info.pid;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return undefined;
+}
+
 /**
  * Takes the exclusive lock on `dataDir` (which must exist), or throws WritError STORE_LOCKED
  * `data dir D is in use by pid N`.
  */
-export function lockDataDir(dataDir: string): DirLock {
+export async function lockDataDir(dataDir: string): Promise<DirLock> {
   const dir = resolve(dataDir);
   const lockPath = join(dir, LOCK_FILE);
   if (heldByThisProcess.has(dir)) throw inUse(dataDir, process.pid);
+  const name = kernelLockName(dir);
+  const kernel = name === undefined ? undefined : await bindKernelLock(name);
+  if (kernel === 'busy') {
+    const pid = await holderPid(lockPath);
+    throw pid === undefined ? new WritError('STORE_LOCKED', `data dir ${dataDir} is in use by another process`) : inUse(dataDir, pid);
+  }
+  if (heldByThisProcess.has(dir)) {
+    kernel?.close();
+    throw inUse(dataDir, process.pid);
+  }
+  try {
+    const lock = lockFile(dataDir, dir, lockPath);
+    return {
+      path: lock.path,
+      release() {
+        lock.release();
+        kernel?.close();
+      },
+    };
+  } catch (e) {
+    kernel?.close();
+    throw e;
+  }
+}
+
+/** The lock file's part (see the module comment); the caller holds the kernel lock where there is one. */
+function lockFile(dataDir: string, dir: string, lockPath: string): DirLock {
   const mine: LockInfo = { pid: process.pid, started: procStat(process.pid)?.started ?? null, host: hostname() };
   const myText = JSON.stringify(mine) + '\n';
   const tmp = `${lockPath}.${process.pid}.${Date.now()}.tmp`;

@@ -38,7 +38,7 @@ export interface RepairReport {
 
 /** Repairs the store of a stopped data dir (takes its lock). */
 export async function repairStore(dataDir: string, o: { reason?: string; now?: () => Date } = {}): Promise<RepairReport> {
-  const lock = lockDataDir(dataDir);
+  const lock = await lockDataDir(dataDir);
   let dbs: StoreDbs | undefined;
   /** The saved tail, kept only if the repair commits: a failed repair leaves the store, and the dir, as they were. */
   let droppedFile: string | undefined;

@@ -158,7 +158,7 @@ export class Store implements LedgerStore {
     } catch (e) {
       throw unavailable(`cannot create data dir ${o.dataDir}: ${(e as Error).message}`, e);
     }
-    const lock = lockDataDir(o.dataDir);
+    const lock = await lockDataDir(o.dataDir);
     let dbs: StoreDbs | undefined;
     try {
       dbs = openStoreDbs(o.dataDir, { ...(o.durability ? { durability: o.durability } : {}), ...(o.mapSizeBytes !== undefined ? { mapSizeBytes: o.mapSizeBytes } : {}) });

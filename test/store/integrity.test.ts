@@ -181,7 +181,7 @@ test('writ repair: refused while the data dir is in use; says what it did and ex
   });
   const h = spawnSnippet(`
     const { lockDataDir } = await import(${JSON.stringify(join(DIST_SRC, 'store/lock.js'))});
-    lockDataDir(${JSON.stringify(dataDir)});
+    await lockDataDir(${JSON.stringify(dataDir)});
     console.log('LOCKED');
     setInterval(() => {}, 1000);
   `);

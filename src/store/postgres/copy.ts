@@ -27,7 +27,7 @@ export interface CopyReport {
 }
 
 export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<CopyReport> {
-  const lock = lockDataDir(dataDir);
+  const lock = await lockDataDir(dataDir);
   const dbs = openStoreDbs(dataDir);
   const pool = PgStore.createPool({ url, connectTimeoutMs: 5000, writeTimeoutMs: 600_000 });
   try {
