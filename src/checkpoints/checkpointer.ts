@@ -2,8 +2,8 @@
  * Signed checkpoints (docs/protocol.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
  * seqs 0..size-1, where size is the seq the checkpoint itself gets; root and signature are computed
  * inside the same write transaction, so no record can slip between them. Written every `everyRecords`
- * records (on `maybeCheckpoint`, called after each write), every `everyMs`, and on `stop`; never when
- * nothing was appended since the last checkpoint. Each one is also appended as its JCS line to
+ * records (on `maybeCheckpoint`, called after each write), every `everyMs` — never when nothing was
+ * appended since the last checkpoint — and on `stop` (SIGTERM), always. Each one is also appended as its JCS line to
  * `<witnessDir>/checkpoints.jsonl` when a witness dir is set.
  *
  * On a shared store (replicas) each checkpoint also writes `meta/checkpoint_end` (its seq + 1) in its
@@ -80,7 +80,8 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   /** This replica's key was rotated out: only a restart (with the new key) brings its checkpoints back. */
   let retiredReported = false;
 
-  const write = async (): Promise<LedgerRecord | undefined> => {
+  /** `final`: the SIGTERM checkpoint (docs/protocol.md §1), written even when the last record is a checkpoint. */
+  const write = async (final = false): Promise<LedgerRecord | undefined> => {
     await ready;
     let retiredFor: string | undefined;
     const record = await store.write(
@@ -91,7 +92,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
           const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
           if (end > coveredEnd) coveredEnd = end;
         }
-        if (size === coveredEnd || size === 0) return undefined;
+        if (size === 0 || (size === coveredEnd && !final)) return undefined;
         // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
         // a checkpoint signed by a retired key is what a rotation exists to prevent.
         const key = isCurrentDeploymentKey(store, tx, o.key);
@@ -120,9 +121,9 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   };
 
   // One checkpoint at a time, in order (witness lines stay in seq order).
-  const checkpointNow = (): Promise<LedgerRecord | undefined> => {
+  const checkpointNow = (final = false): Promise<LedgerRecord | undefined> => {
     inFlight++;
-    const p = chain.then(write);
+    const p = chain.then(() => write(final));
     chain = p.catch(() => undefined).finally(() => inFlight--);
     return p;
   };
@@ -145,7 +146,8 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
       stopped = true;
       if (timer) clearInterval(timer);
       await chain;
-      await checkpointNow();
+      // Always one: a stop leaves a checkpoint as the ledger's last record, whatever came before.
+      await checkpointNow(true);
     },
   };
 }

@@ -75,8 +75,12 @@ test('checkpointer: every N records, none when nothing is new, a final one on st
   t.after(() => again.close());
   const cp2 = startCheckpointer(again, { key, everyRecords: 5 });
   assert.equal(await cp2.checkpointNow(), undefined);
+  // A stop (SIGTERM) always writes one, even right after another (docs/protocol.md §1).
   await cp2.stop();
-  assert.equal(again.listRecords({ kind: 'checkpoint' }).records.length, cps.length);
+  const after = again.listRecords({ kind: 'checkpoint' }).records;
+  assert.equal(after.length, cps.length + 1);
+  assert.equal(after.at(-1)!.seq, again.size() - 1);
+  assertCheckpoint(again, after.at(-1)!, key.public_key);
 });
 
 test('checkpointer: the timer writes one when records are new; a failed checkpoint write is reported, not thrown', async (t) => {
