@@ -45,9 +45,34 @@ interface Link {
   post(message: FromFront): void;
   onMessage(listener: (m: ToFront) => void): void;
 }
+/**
+ * A process's IPC messages that arrive before the front has installed its listener (it first builds its
+ * engine from the start data): a message with no listener would be lost, so one listener is installed
+ * at once, takes the start data, and holds what follows until `onMessage` (only one is installed).
+ */
+let startReceived: ((data: FrontStart) => void) | undefined;
+let processListener: ((m: ToFront) => void) | undefined;
+const heldMessages: ToFront[] = [];
+if (!parentPort) {
+  process.on('message', (m: ToFront | { type: 'start'; data: FrontStart }) => {
+    if (startReceived !== undefined) {
+      if ((m as { type?: string })?.type !== 'start') return; // nothing else is sent before the start data
+      const resolve = startReceived;
+      startReceived = undefined;
+      resolve((m as { data: FrontStart }).data);
+    } else if (processListener !== undefined) processListener(m as ToFront);
+    else heldMessages.push(m as ToFront);
+  });
+}
 const link: Link = parentPort
   ? { post: (m) => parentPort!.postMessage(m), onMessage: (l) => parentPort!.on('message', l) }
-  : { post: (m) => process.send!(m), onMessage: (l) => process.on('message', l as (m: unknown) => void) };
+  : {
+      post: (m) => process.send!(m),
+      onMessage: (l) => {
+        processListener = l;
+        for (const m of heldMessages.splice(0)) l(m);
+      },
+    };
 if (!parentPort) {
   process.on('disconnect', () => process.exit(0)); // the sidecar is gone: so is this front
   // A terminal's Ctrl-C (or a group-wide SIGTERM) reaches every process of the group: a front process
@@ -59,7 +84,7 @@ if (!parentPort) {
 const start: FrontStart = parentPort
   ? (workerData as FrontStart)
   : await new Promise<FrontStart>((resolve) => {
-      process.once('message', (m: { type: 'start'; data: FrontStart }) => resolve(m.data));
+      startReceived = resolve;
       process.send!({ type: 'hello' });
     });
 const tokens = new TokenTable(start.tokens);

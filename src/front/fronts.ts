@@ -91,11 +91,22 @@ function processFront(start: FrontStart): FrontLink {
     });
   }
   const worker = cluster.fork();
-  worker.once('message', () => worker.send({ type: 'start', data: start })); // its hello
+  // Until the process has said hello and been sent its start data, what the sidecar sends it (entity
+  // and policy updates made since `start` was taken) waits here, then follows the start data in order:
+  // sent earlier, it would be lost (no listener yet) or taken for the start data itself.
+  let waiting: ToFront[] | undefined = [];
+  worker.once('message', () => {
+    // its hello
+    worker.send({ type: 'start', data: start });
+    const held = waiting ?? [];
+    waiting = undefined;
+    for (const m of held) if (worker.isConnected()) worker.send(m);
+  });
   worker.on('error', (e) => process.stderr.write(`writ: HTTP front process failed: ${e.stack ?? e}\n`));
   return {
     send: (m) => {
-      if (worker.isConnected()) worker.send(m);
+      if (waiting !== undefined) waiting.push(m);
+      else if (worker.isConnected()) worker.send(m);
     },
     onMessage: (l) => worker.on('message', l),
     onExit: (l) => worker.on('exit', l),
