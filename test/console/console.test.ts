@@ -153,7 +153,11 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       }
       const time = items.nth(i).locator('time').first();
       assert.equal(await time.getAttribute('datetime'), r.ts);
-      assert.equal(await time.getAttribute('title'), `${new Date(r.ts).toISOString().replace('.000Z', 'Z')} UTC`);
+      // The time is shown exactly as the ledger holds it; the seq and the kind each in an element of
+      // their own, so a lookup by exact text finds them.
+      assert.equal(await time.textContent(), r.ts);
+      assert.equal(await items.nth(i).getByText(String(r.seq), { exact: true }).count(), 1, `item ${i}: its seq alone`);
+      assert.equal(await items.nth(i).getByText(String(r.kind), { exact: true }).first().textContent(), r.kind);
     }
     const allow = records.find((r) => r.decision === 'allow')!;
     assert.ok((await items.nth(records.indexOf(allow)).textContent())!.includes(String(allow.approval_used)));
@@ -253,6 +257,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
 
     // The chart counts the decisions by outcome.
     const chart = page.getByRole('img', { name: 'Decisions per minute' });
+    assert.equal(await page.getByText('Decisions per minute').count(), 1, 'the caption is the one element with that text');
     await chart.waitFor();
     assert.ok((await chart.locator('rect.bar').count()) > 0, 'the chart draws bars');
     for (const outcome of ['allow', 'deny', 'approval_required']) assert.ok((await chart.locator(`rect.bar-${outcome}`).count()) > 0, `bars for ${outcome}`);

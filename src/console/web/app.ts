@@ -27,10 +27,18 @@ function describeError(e: unknown): string {
 /** `Type::"id"` as the API takes it; checked here so a half-typed value never becomes a failed request. */
 const ACTOR = /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"$/;
 const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The decisions the chart counts at most (one page of the API). */
+const CHART_DECISIONS = 1000;
 const ACTOR_HINT = 'Actor must be Type::"id", e.g. Agent::"offboarding-agent-prod"';
 
 function kindBadge(kind: string): HTMLElement {
-  return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), kind);
+  // The kind's name in an element of its own (the icon beside it is decoration): found by its exact text.
+  return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), h('span', { class: 'kind-name' }, kind));
+}
+
+/** A record's seq: the number in an element of its own, after a decorative `#`. */
+function seqEl(seq: number): HTMLElement {
+  return h('span', { class: 'seq' }, h('span', { 'aria-hidden': 'true' }, '#'), h('span', { class: 'seq-number' }, String(seq)));
 }
 
 function decisionBadge(decision: unknown): HTMLElement {
@@ -43,7 +51,7 @@ function signInView(message = ''): HTMLElement {
   const token = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
   const status = h('p', { class: 'error', role: 'alert' }, message);
   const form = h('form', { class: 'card signin' },
-    h('h2', {}, 'Sign in'),
+    h('h2', {}, 'Auditor sign-in'),
     h('p', { class: 'hint' }, 'Paste the auditor token (for the dev setup, the auditor entry of .writ/tokens.json). It stays in this page’s memory only.'),
     h('label', { for: 'token' }, 'Auditor token'),
     token,
@@ -156,7 +164,7 @@ function verifyControl(seq: number): HTMLElement {
 
 function timelineItem(r: LedgerRecord): HTMLElement {
   const summary = h('div', { class: 'entry-head' },
-    h('span', { class: 'seq' }, `#${r.seq}`),
+    seqEl(r.seq),
     kindBadge(r.kind),
     r.kind === 'decision' ? decisionBadge(r.decision) : null,
     r.kind === 'outcome' ? h('span', { class: `decision outcome-${String(r.status)}` }, String(r.status)) : null,
@@ -289,7 +297,7 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
   const actor = uidText(r.actor);
   const link = exec && actor ? h('a', { href: `#/execution?id=${encodeURIComponent(exec)}&actor=${encodeURIComponent(actor)}` }, exec) : exec;
   return h('tr', { 'data-seq': r.seq, 'data-kind': r.kind },
-    h('td', { class: 'num' }, r.seq),
+    h('td', { class: 'num' }, seqEl(r.seq)),
     h('td', { class: 'nowrap' }, timeEl(r.ts)),
     h('td', { class: 'nowrap' }, kindBadge(r.kind)),
     h('td', { class: 'nowrap' }, actor),
@@ -343,7 +351,12 @@ function ledgerView(): HTMLElement {
   const latest = () => guard(async (g) => {
     const f = filters();
     if (f.actor && !ACTOR.test(f.actor)) {
+      // No rows under a filter that is not one: the rows shown before would pass for its result.
       fill(status, ACTOR_HINT);
+      fill(body, []);
+      fill(chartBox, []);
+      older.disabled = true;
+      newer.disabled = true;
       return;
     }
     const end = await api!.ledgerEnd();
@@ -351,10 +364,11 @@ function ledgerView(): HTMLElement {
     const chartable = !f.kind || f.kind === 'decision';
     const [page, decisions] = await Promise.all([
       api!.recordsBefore(end, PAGE_SIZE, f),
-      chartable ? api!.recordsBefore(end, 1000, { ...f, kind: 'decision' }) : Promise.resolve([]),
+      chartable ? api!.recordsBefore(end, CHART_DECISIONS, { ...f, kind: 'decision' }) : Promise.resolve([]),
     ]);
     if (g !== generation) return;
-    fill(chartBox, decisionsChart(decisions));
+    // A full page of decisions may be the newest of more: its oldest minute is then only partly counted.
+    fill(chartBox, decisionsChart(decisions, decisions.length >= CHART_DECISIONS));
     show(page, { older: page.length > 0 && page[0]!.seq > 0 && page.length === PAGE_SIZE, newer: false });
   });
 
@@ -449,7 +463,7 @@ function signOut(message = ''): void {
   document.getElementById('token')?.focus();
 }
 
-function renderShell(): void {
+function renderShell(focusView = false): void {
   if (!api) return signOut();
   const route = currentRoute();
   if (route.view === 'execution' && route.id && route.actor) views.execution = executionView(route);
@@ -464,9 +478,11 @@ function renderShell(): void {
     h('nav', { class: 'tabs', 'aria-label': 'Views' }, tab('execution', 'Execution'), tab('ledger', 'Ledger'), h('span', { class: 'spacer' }), out),
     h('main', { 'aria-label': route.view === 'ledger' ? 'Ledger' : 'Execution' }, view),
   );
+  // The link that was followed was replaced: keep the keyboard where it was, on the current view's tab.
+  if (focusView) (root.querySelector('a.tab[aria-current="page"]') as HTMLElement | null)?.focus();
 }
 
 window.addEventListener('hashchange', () => {
-  if (api) renderShell();
+  if (api) renderShell(true);
 });
 signOut();

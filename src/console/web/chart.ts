@@ -15,15 +15,26 @@ const MAX_BUCKETS = 60;
 /** A burst of one minute still gets a time axis around it. */
 const MIN_BUCKETS = 15;
 
-/** Decision records grouped by minute, the last hour of activity ending at the newest decision. */
-export function bucketsOf(records: LedgerRecord[]): Bucket[] {
-  const minutes = records
+/**
+ * Decision records grouped by minute, the last hour of activity ending at the newest decision.
+ * `truncated`: the records are the newest N of more (the API's page limit), so their earliest minute may
+ * hold only part of its decisions: it is left out, and so is everything before it, rather than drawn short.
+ */
+export function bucketsOf(records: LedgerRecord[], truncated = false): Bucket[] {
+  let minutes = records
     .filter((r) => r.kind === 'decision' && (OUTCOMES as readonly string[]).includes(String(r.decision)))
     .map((r) => ({ minute: Math.floor(Date.parse(r.ts) / MINUTE), outcome: r.decision as Outcome }))
     .filter((d) => Number.isFinite(d.minute));
+  // The earliest minute that may be drawn: with a truncated page, none before its first whole minute
+  // (not even as an empty one of the axis: it was not empty, it was not fetched).
+  let earliest = -Infinity;
+  if (truncated && minutes.length > 0) {
+    earliest = Math.min(...minutes.map((d) => d.minute)) + 1;
+    minutes = minutes.filter((d) => d.minute >= earliest);
+  }
   if (minutes.length === 0) return [];
   const last = Math.max(...minutes.map((d) => d.minute));
-  const first = Math.min(Math.max(Math.min(...minutes.map((d) => d.minute)), last - MAX_BUCKETS + 1), last - MIN_BUCKETS + 1);
+  const first = Math.max(Math.min(Math.max(Math.min(...minutes.map((d) => d.minute)), last - MAX_BUCKETS + 1), last - MIN_BUCKETS + 1), earliest);
   const buckets: Bucket[] = [];
   for (let m = first; m <= last; m++) buckets.push({ minute: m, counts: { allow: 0, deny: 0, approval_required: 0 } });
   for (const d of minutes) if (d.minute >= first) buckets[d.minute - first]!.counts[d.outcome]++;
@@ -41,8 +52,8 @@ function clock(minute: number): string {
   return new Date(minute * MINUTE).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
 }
 
-export function decisionsChart(records: LedgerRecord[]): HTMLElement {
-  const buckets = bucketsOf(records);
+export function decisionsChart(records: LedgerRecord[], truncated = false): HTMLElement {
+  const buckets = bucketsOf(records, truncated);
   const width = 1000;
   const height = 210;
   const pad = { left: 40, right: 12, top: 12, bottom: 30 };
@@ -53,7 +64,7 @@ export function decisionsChart(records: LedgerRecord[]): HTMLElement {
   const max = Math.ceil(tallest / step) * step;
   const total = (o: Outcome) => buckets.reduce((n, b) => n + b.counts[o], 0);
   const summary = buckets.length
-    ? `Decisions per minute from ${clock(buckets[0]!.minute)} to ${clock(buckets[buckets.length - 1]!.minute)}: ` +
+    ? `Decisions by outcome, each minute from ${clock(buckets[0]!.minute)} to ${clock(buckets[buckets.length - 1]!.minute)}: ` +
       OUTCOMES.map((o) => `${total(o)} ${o}`).join(', ')
     : 'No decisions in these records';
 
@@ -74,7 +85,7 @@ export function decisionsChart(records: LedgerRecord[]): HTMLElement {
   for (let v = 0; v <= max; v += step) ticks.push(v);
   const labelEvery = Math.max(1, Math.ceil(buckets.length / 8));
   const chart = svg('svg', { class: 'chart', role: 'img', 'aria-label': 'Decisions per minute', viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet' },
-    svg('title', {}, 'Decisions per minute'),
+    // The name is the aria-label alone: the visible caption is the one element whose text it is.
     svg('desc', {}, summary),
     ticks.map((t) => [
       svg('line', { class: 'grid', x1: pad.left, x2: width - pad.right, y1: y(t), y2: y(t) }),
@@ -87,5 +98,8 @@ export function decisionsChart(records: LedgerRecord[]): HTMLElement {
     buckets.length === 0 ? svg('text', { class: 'axis', x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'no decisions yet') : null,
   );
   const legend = h('ul', { class: 'legend' }, OUTCOMES.map((o) => h('li', {}, h('span', { class: `swatch bar-${o}` }), `${o} (${total(o)})`)));
-  return h('figure', { class: 'chart-box' }, h('figcaption', {}, 'Decisions per minute'), chart, legend);
+  const note = truncated
+    ? h('p', { class: 'hint' }, `Counted from the newest ${records.length.toLocaleString('en-US')} decisions: only the minutes they cover in full are drawn.`)
+    : null;
+  return h('figure', { class: 'chart-box' }, h('figcaption', {}, 'Decisions per minute'), chart, legend, note);
 }

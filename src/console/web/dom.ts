@@ -41,13 +41,16 @@ export function fill(el: Element, ...children: Child[]): void {
   append(el, children);
 }
 
-/** A time shown in local time, with the exact UTC value on hover. */
+/**
+ * A record's time exactly as the ledger holds it (RFC 3339 UTC): what an auditor compares with an export
+ * or a log, character for character. The browser's local time is on hover.
+ */
 export function timeEl(ts: unknown): HTMLElement {
   const text = String(ts);
   const date = new Date(text);
   if (Number.isNaN(date.getTime())) return h('span', { class: 'time' }, text);
-  const local = date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  return h('time', { class: 'time', datetime: text, title: `${date.toISOString().replace('.000Z', 'Z')} UTC` }, local);
+  const local = date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
+  return h('time', { class: 'time', datetime: text, title: local }, text);
 }
 
 /** A long digest shortened for reading, the whole value on hover. */
