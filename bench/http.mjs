@@ -31,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { machineBusySeconds, procCpuSeconds, threadCpuSeconds } from './proc.mjs';
+import { wrkAvailable, wrkLoad } from './wrk.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -61,6 +62,10 @@ const { values: a } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     // Re-render bench/results/http.md from bench/tmp/http-raw.jsonl (the last run) without measuring.
     'render-only': { type: 'boolean', default: false },
+    // The load generator: autocannon (the peer's own, the headline) or wrk (bench/wrk.mjs: a C program,
+    // for how much of the 2 cores the load generator itself takes). With wrk, Cerbos is started here
+    // from the peer's files (its configs, policies and request), since run.sh drives only autocannon.
+    loadgen: { type: 'string', default: 'autocannon' },
   },
 });
 const REPS = Number(a.reps);
@@ -86,9 +91,12 @@ const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
 const FLOOR_PORT = 8792;
 const TOKEN = 'bench-pep-token-0123456789abcdef';
+const LOADGEN = a.loadgen;
+if (!['autocannon', 'wrk'].includes(LOADGEN)) throw new Error(`--loadgen is autocannon or wrk, not ${LOADGEN}`);
+if (LOADGEN === 'wrk' && !wrkAvailable()) throw new Error('--loadgen wrk needs wrk on the PATH (Debian: apt-get install -y wrk)');
 
 mkdirSync(join(here, 'tmp'), { recursive: true });
-const rawFile = join(here, 'tmp', 'http-raw.jsonl');
+const rawFile = join(here, 'tmp', a.loadgen === 'wrk' ? 'http-wrk-raw.jsonl' : 'http-raw.jsonl');
 const RENDER_ONLY = a['render-only'];
 const results = RENDER_ONLY ? readFileSync(rawFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
 if (!RENDER_ONLY) writeFileSync(rawFile, '');
@@ -207,6 +215,14 @@ const bodyFor = (workload, prefix) =>
     : workload === 'repeated-uuid' ? () => writBody(randomUUID())
     : (i) => writBody(`${prefix}-${i}`);
 
+/** The same bodies for wrk: a template with `%s` holes and the Lua expressions that fill them (bench/wrk.mjs). */
+const wrkBodyFor = (workload) => {
+  const id = 'prefix .. "-" .. i';
+  if (workload === 'distinct') return { template: writBody('%s', 'BENCH-%s'), holes: `${id}, ${id}` };
+  if (workload === 'repeated') return { template: writBody('%s'), holes: id };
+  throw new Error(`--loadgen wrk runs the repeated and distinct workloads, not ${workload}`);
+};
+
 /**
  * The bundled policies plus one that reads task_id on the benchmarked action (so the distinct workload's
  * calls really differ to Cedar); it never matches the bench's task ids, so every call still allows.
@@ -254,8 +270,11 @@ async function runWrit(rep, cfg) {
       for (const workload of WORKLOADS) {
         const prefix = `b${rep}-${c}-${run++}`;
         const url = `http://127.0.0.1:${WRIT_PORT}/v1/decisions`;
-        if (WARMUP > 0) await load({ url, headers, makeBody: bodyFor(workload, `${prefix}w`), connections: c, duration: WARMUP, pid: child.pid });
-        const m = await load({ url, headers, makeBody: bodyFor(workload, prefix), connections: c, duration: DURATION, pid: child.pid });
+        const measure = (p, duration) => LOADGEN === 'wrk'
+          ? wrkLoad({ url, headers, ...wrkBodyFor(workload), prefix: p, connections: c, duration, pid: child.pid })
+          : load({ url, headers, makeBody: bodyFor(workload, p), connections: c, duration, pid: child.pid });
+        if (WARMUP > 0) await measure(`${prefix}w`, WARMUP);
+        const m = await measure(prefix, DURATION);
         record('writ', writConfigLabel(cfg), c, rep, m, workload);
       }
     }
@@ -274,15 +293,61 @@ async function runFloor(rep) {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
     for (const c of CONNS) {
       const url = `http://127.0.0.1:${FLOOR_PORT}/v1/decisions`;
-      if (WARMUP > 0) await load({ url, headers, makeBody: (i) => writBody(`w${i}`), connections: c, duration: WARMUP, pid: child.pid });
-      record('hono floor', 'parse JSON, answer', c, rep, await load({ url, headers, makeBody: (i) => writBody(`f${i}`), connections: c, duration: DURATION, pid: child.pid }));
+      const run = (p, duration) => LOADGEN === 'wrk'
+        ? wrkLoad({ url, headers, ...wrkBodyFor('repeated'), prefix: p, connections: c, duration, pid: child.pid })
+        : load({ url, headers, makeBody: (i) => writBody(`${p}${i}`), connections: c, duration, pid: child.pid });
+      if (WARMUP > 0) await run('w', WARMUP);
+      record('hono floor', 'parse JSON, answer', c, rep, await run('f', DURATION));
     }
   } finally {
     await stop(child);
   }
 }
 
+/**
+ * Cerbos under wrk: started here the way the peer's run.sh starts it (its binary from a writable copy of
+ * the peer with its pinned npm packages, the same config files, policies, log level and request), each of
+ * audit-off and audit-on, then loaded with wrk. The copy lives in the user's cache, never in the project.
+ */
+async function runCerbosWrk(rep) {
+  const peer = dirname(CERBOS_RUN);
+  const work = join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? tmpdir(), '.cache'), 'writ-bench-cerbos');
+  const bin = join(work, 'node_modules', '@cerbos', 'cerbos-linux-x64', 'cerbos-linux-x64');
+  try {
+    statSync(bin);
+  } catch {
+    log(`copying the Cerbos peer to ${work} and installing its pinned packages (npm ci)`);
+    mkdirSync(work, { recursive: true });
+    execFileSync('cp', ['-r', `${peer}/.`, `${work}/`]);
+    execFileSync('chmod', ['-R', 'u+w', work]);
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const request = readFileSync(join(work, 'requests', 'allow.json'), 'utf8');
+  for (const cfg of ['audit-off', 'audit-on']) {
+    const tmp = mkdtempSync(join(tmpdir(), 'writ-bench-cerbos-'));
+    const child = spawn(bin, ['server', `--config=config/cerbos-${cfg}.yaml`, '--log-level=info', '--debug-listen-addr=127.0.0.1:3594'], {
+      cwd: work, env: { ...process.env, POLICY_DIR: join(work, 'policies'), BENCH_TMP: tmp, CERBOS_NO_TELEMETRY: '1' },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    try {
+      await waitHealthy('http://127.0.0.1:3592/_cerbos/health', child);
+      const url = 'http://127.0.0.1:3592/api/check/resources';
+      const check = await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request })).json();
+      if (check.results?.[0]?.actions?.['idp/disable_sign_in'] !== 'EFFECT_ALLOW') throw new Error(`cerbos check failed: ${JSON.stringify(check)}`);
+      for (const c of CONNS) {
+        const run = (duration) => wrkLoad({ url, headers: { 'content-type': 'application/json' }, template: request, holes: '', prefix: '', connections: c, duration, pid: child.pid });
+        if (WARMUP > 0) await run(WARMUP);
+        record('cerbos', cfg, c, rep, await run(DURATION));
+      }
+    } finally {
+      await stop(child);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+}
+
 async function runCerbos(rep) {
+  if (LOADGEN === 'wrk') return runCerbosWrk(rep);
   const out = await new Promise((resolve, reject) => {
     const child = spawn('bash', [CERBOS_RUN, 'cerbos'], {
       env: { ...process.env, CONNECTIONS: CONNS.join(' '), DURATION_S: String(DURATION), WARMUP_S: String(WARMUP), REPEAT: '1' },
@@ -370,10 +435,10 @@ for (const c of connsSeen) {
   }
 }
 const loads = results.map((r) => r.loadavg_1m).filter(Number.isFinite);
-const md = `## HTTP decisions: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
+const md = `## HTTP decisions${LOADGEN === 'wrk' ? ', wrk as the load generator' : ''}: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
 
 Run ${startedAt}; machine: ${cpus().length} cores (${cpus()[0]?.model}), bench process on Node ${process.version}; load average (1 min) at start ${fmt(load0, 1)}${loads.length ? `, during the runs ${fmt(Math.min(...loads), 1)}–${fmt(Math.max(...loads), 1)}` : ''}.
-All servers on 127.0.0.1; autocannon in the bench process (it shares the 2 cores with the server).
+All servers on 127.0.0.1; ${LOADGEN === 'wrk' ? 'the load generator is wrk 4.1 (one thread, a C program; bench/wrk.mjs), for every target, Cerbos included (started by the bench from the peer\'s files)' : 'autocannon in the bench process'} (it shares the 2 cores with the server).
 ${RENDER_ONLY ? Math.max(...results.map((r) => r.rep)) : REPS} repetitions, each Cerbos → writ → Hono floor → Cerbos (Cerbos brackets writ: the machine's speed drifts over
 minutes); each measured run is ${DURATION} s after a ${WARMUP} s warm-up at that connection count. Figures are medians
 over the runs (req/s range in brackets); a writ / Cerbos ratio is taken per repetition against the mean of the two
@@ -404,15 +469,16 @@ ledger writer (record sealing, the LMDB commit) and passes through what fronts d
 does HTTP, admission and the memo. \`WorkerThread\` (Node 24) / \`node\` (Node 20) are worker threads: the HTTP
 fronts (HTTP, admission, memo, the record's canonical text) and the evaluator threads (Cedar misses);
 \`V8Worker\` = V8's GC and compiler helpers; \`libuv-worker\` / LMDB threads = file-system and commit work.
-"load generator cores" is autocannon in the bench process; "machine busy cores" is every process on the machine
+"load generator cores" is ${LOADGEN === 'wrk' ? 'wrk' : 'autocannon in the bench process'}; "machine busy cores" is every process on the machine
 (of ${cpus().length}), so what it leaves idle is time no one could use.
 
 | connections | writ configuration | workload | writ / Cerbos audit-on req/s: median of the per-repetition ratios (range) | p99 ms writ vs Cerbos | CPU ms / answer writ vs Cerbos | cores busy writ vs Cerbos | writ / Hono floor |
 |---:|---|---|---:|---|---|---|---:|
 ${ratios.join('\n')}
 
-Reproduce: \`npm run build && node bench/http.mjs\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
-run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/http-raw.jsonl\`).
+Reproduce: \`npm run build && node bench/http.mjs${LOADGEN === 'wrk' ? ' --loadgen wrk' : ''}\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
+run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: \`apt-get install -y wrk\`' : ''}).
 `;
-if (!a['no-write']) writeFileSync(join(here, 'results', 'http.md'), md);
+// wrk runs go beside the headline (autocannon, as the peer measures), never over it.
+if (!a['no-write']) writeFileSync(join(here, 'results', LOADGEN === 'wrk' ? 'http-wrk.md' : 'http.md'), md);
 process.stdout.write(md);
