@@ -2,8 +2,9 @@
  * Signed checkpoints (docs/protocol.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
  * seqs 0..size-1, where size is the seq the checkpoint itself gets; root and signature are computed
  * inside the same write transaction, so no record can slip between them. Written every `everyRecords`
- * records (on `maybeCheckpoint`, called after each write), every `everyMs` — never when nothing was
- * appended since the last checkpoint — and on `stop` (SIGTERM), always. Each one is also appended as its JCS line to
+ * records — on the embedded store right after the write that reaches them, in the same batch (the
+ * store's onWritten), on a shared store on `maybeCheckpoint`, called after each answer — every `everyMs`
+ * — never when nothing was appended since the last checkpoint — and on `stop` (SIGTERM), always. Each one is also appended as its JCS line to
  * `<witnessDir>/checkpoints.jsonl` when a witness dir is set.
  *
  * On a shared store (replicas) each checkpoint also writes `meta/checkpoint_end` (its seq + 1) in its
@@ -80,10 +81,15 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   /** This replica's key was rotated out: only a restart (with the new key) brings its checkpoints back. */
   let retiredReported = false;
 
-  /** `final`: the SIGTERM checkpoint (docs/protocol.md §1), written even when the last record is a checkpoint. */
-  const write = async (final = false): Promise<LedgerRecord | undefined> => {
-    await ready;
+  /**
+   * The checkpoint write: its callback (root and signature inside the transaction) and, once durable,
+   * the witness line. `final`: the SIGTERM checkpoint (docs/protocol.md §1), written even when the last
+   * record is a checkpoint. The callback runs as soon as this is called (no await before it), which the
+   * cadence below relies on.
+   */
+  const writeNow = async (final: boolean): Promise<LedgerRecord | undefined> => {
     let retiredFor: string | undefined;
+    const before = coveredEnd;
     const record = await store.write(
       (tx) => {
         retiredFor = undefined;
@@ -103,10 +109,16 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
         const root = tx.root();
         const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
         if (store.shared) tx.put('meta', CHECKPOINT_END_KEY, size + 1);
+        // Covered from now on for the cadence (a write in the same batch counts from here).
+        coveredEnd = size + 1;
         return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
       },
       { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], LEDGER_KEY_READ] },
-    );
+    ).catch((e) => {
+      // Not written: the records it would have covered count again.
+      coveredEnd = Math.min(coveredEnd, before);
+      throw e;
+    });
     if (retiredFor !== undefined && !retiredReported) {
       retiredReported = true; // once: the timer would otherwise repeat it every few seconds
       metrics.signingKeyRetired.set(1);
@@ -114,10 +126,15 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     }
     if (record) {
       metrics.checkpointsWritten.inc();
-      coveredEnd = record.seq + 1;
+      coveredEnd = Math.max(coveredEnd, record.seq + 1); // a later one may already be written
       if (o.witnessDir) appendWitness(o.witnessDir, record);
     }
     return record;
+  };
+
+  const write = async (final = false): Promise<LedgerRecord | undefined> => {
+    await ready;
+    return writeNow(final);
   };
 
   // One checkpoint at a time, in order (witness lines stay in seq order).
@@ -127,6 +144,23 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     chain = p.catch(() => undefined).finally(() => inFlight--);
     return p;
   };
+
+  // `every_records` exactly, on the embedded store: the checkpoint's write follows the write that
+  // reaches the cadence at once, in the same batch, before any other (group commit would otherwise carry
+  // a whole batch past it). A shared store's replicas checkpoint after their answers (maybeCheckpoint).
+  let inline = false;
+  const inlineCadence = !store.shared && store.onWritten !== undefined;
+  if (inlineCadence) {
+    store.onWritten!((pendingSize) => {
+      if (inline || stopped || retiredReported || pendingSize - coveredEnd < everyRecords) return;
+      inline = true;
+      try {
+        writeNow(false).catch(onError);
+      } finally {
+        inline = false;
+      }
+    });
+  }
 
   const timer =
     o.everyMs && o.everyMs > 0
@@ -139,7 +173,8 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   return {
     checkpointNow,
     maybeCheckpoint() {
-      if (stopped || inFlight > 0 || retiredReported) return;
+      // The embedded store's cadence is kept by its writes themselves (onWritten, above).
+      if (inlineCadence || stopped || inFlight > 0 || retiredReported) return;
       if (store.knownSize() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
     },
     async stop() {

@@ -111,7 +111,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
-    server.keepAliveTimeout = 5_000;
+    // Behind fronts this listener is their loopback upstream, and a front's agent reuses its idle
+    // connections until one second before the timeout the listener announces: with 5 s, a front whose
+    // timers ran late under load could send a request on a connection the listener was closing (a reset,
+    // answered 503). Its connections are the fronts' own, so they may stay idle for a minute.
+    server.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
     const addr = server.address() as AddressInfo;
     if (frontCount > 0) {
       fronts = await Fronts.start({

@@ -219,7 +219,15 @@ export class Store implements LedgerStore {
       if (last) await this.#enqueue(newOverlay(), this.#pendingSize(), this.#pendingHead(), result, deadline, false);
       return result;
     }
-    return (await this.#enqueue(tx.overlay, tx.size(), tx.head(), result, deadline, true, opts.label)) as T;
+    const durable = this.#enqueue(tx.overlay, tx.size(), tx.head(), result, deadline, true, opts.label);
+    for (const listener of this.#writtenListeners) listener(tx.size());
+    return (await durable) as T;
+  }
+
+  #writtenListeners: Array<(pendingSize: number) => void> = [];
+
+  onWritten(listener: (pendingSize: number) => void): void {
+    this.#writtenListeners.push(listener);
   }
 
   /** Joins the open batch (or opens one) and resolves when that batch is durable. */

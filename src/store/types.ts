@@ -66,6 +66,12 @@ export interface LedgerStore {
   readonly location: string;
 
   write<T>(fn: (tx: WriteTx) => T, opts?: WriteOptions): Promise<T>;
+  /**
+   * Embedded store only: `listener` is called synchronously right after each write's callback has
+   * joined the open batch, with the ledger size that batch will end at — so a checkpoint can follow the
+   * very write that reaches its cadence, before any other write (group commit takes many at once).
+   */
+  onWritten?(listener: (pendingSize: number) => void): void;
 
   get<T>(table: Table, key: string): MaybePromise<T | undefined>;
   /** Entries of a table in key order (UTF-8 byte order), those whose key starts with `prefix`. */
