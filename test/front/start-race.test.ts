@@ -47,7 +47,8 @@ test('entity changes while the HTTP fronts start: every start comes up and every
         assert.ok(Date.now() < deadline, `the port never accepted:\n${out}`);
       }
       // The sidecar first binds the port for a moment to check it is free (then the fronts listen): a
-      // refused connection before the fronts listen is retried.
+      // connection refused, or reset by that probe's close, before the sidecar says it listens is retried.
+      // Once it has said so, any failure is one.
       const putOnce = async (path: string): Promise<number> => {
         for (;;) {
           try {
@@ -58,7 +59,8 @@ test('entity changes while the HTTP fronts start: every start comes up and every
             return r.status;
           } catch (e) {
             const code = (e as { cause?: { code?: string } }).cause?.code;
-            if (code !== 'ECONNREFUSED' || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? e}\n${out}`);
+            const starting = !/listening on/.test(out) && (code === 'ECONNREFUSED' || code === 'ECONNRESET');
+            if (!starting || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? e}\n${out}`);
             await new Promise((r) => setTimeout(r, 5));
           }
         }
