@@ -158,12 +158,6 @@ export class EntityStore implements EntitySource {
     return subjectDigest(this.byKey.get(key), tx.get<number>('meta', subjectRevisionKey(key)) ?? 0);
   }
 
-  /** True when `entity` differs from what the store holds for its uid. */
-  differs(entity: EntityJson): boolean {
-    const cur = this.byKey.get(uidKey(entity.uid));
-    return !cur || jcs(cur) !== jcs(entity);
-  }
-
   /**
    * Stages upserts/deletions in a write tx, ledgering each as an `entity` record that carries the
    * entities_version it produces. Returns `commit`, to be called once the write is durable, and `abort`,
