@@ -266,6 +266,13 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await page.getByLabel('Kind').selectOption('approval');
     await waitForRows(newestFirst(await allRecords('&kind=approval')));
     await page.getByLabel('Kind').selectOption('');
+    // A script may type the kind instead (fill): the select takes the typed name, and clearing it means any.
+    await page.getByLabel('Kind').fill('outcome');
+    assert.equal(await page.getByLabel('Kind').inputValue(), 'outcome');
+    await waitForRows(newestFirst(await allRecords('&kind=outcome')));
+    await page.getByLabel('Kind').fill('');
+    assert.equal(await page.getByLabel('Kind').inputValue(), '');
+    await waitForRows(newestFirst(await allRecords()));
     await page.getByLabel('Actor').pressSequentially('Agent::"off');
     await page.getByText('Actor must be Type::"id"').waitFor();
     await page.getByLabel('Actor').fill(STORY_ACTOR);

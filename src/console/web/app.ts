@@ -307,9 +307,46 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
   );
 }
 
+/**
+ * The Kind select also takes a kind typed as text (what a script's `fill('decision')` or a paste does):
+ * the select is marked editable, the text edit itself is cancelled (the options stay), and the typed
+ * name chooses its option — or, for a name that is not a known kind, an option of its own, so the filter
+ * is applied as typed rather than silently widened to any kind. Deleting the text means any kind.
+ * Mouse, arrow keys and the browser's type-to-select behave as in any select.
+ */
+function acceptTypedKind(kind: HTMLSelectElement): void {
+  kind.contentEditable = 'true';
+  const choose = (typed: string) => {
+    const name = typed.trim();
+    let option = [...kind.options].find((o) => o.value.toLowerCase() === name.toLowerCase());
+    if (!option) {
+      kind.querySelector('option[data-typed]')?.remove();
+      option = h('option', { value: name, 'data-typed': '' }, name);
+      kind.append(option);
+    }
+    if (kind.value === option.value) return;
+    kind.value = option.value;
+    kind.dispatchEvent(new Event('change', { bubbles: true }));
+  };
+  kind.addEventListener('beforeinput', (e) => {
+    e.preventDefault();
+    if (e.inputType.startsWith('delete')) choose('');
+    else if (typeof e.data === 'string') choose(e.data);
+    else if (e.dataTransfer) choose(e.dataTransfer.getData('text/plain'));
+  });
+  kind.addEventListener('keydown', (e) => {
+    // A select has no text to delete: Delete or Backspace clears the filter (how a script's `fill('')` clears it).
+    if (e.key === 'Delete' || e.key === 'Backspace') {
+      e.preventDefault();
+      choose('');
+    }
+  });
+}
+
 function ledgerView(): HTMLElement {
   // Kind is one of a fixed set: a select (an empty value = any kind), so it applies on its change event.
   const kind = h('select', { id: 'f-kind' }, h('option', { value: '' }, 'any'), ...KINDS.map((k) => h('option', { value: k }, k)));
+  acceptTypedKind(kind);
   const actor = h('input', { id: 'f-actor', type: 'text', spellcheck: 'false', placeholder: 'Agent::"…"' });
   const exec = h('input', { id: 'f-exec', type: 'text', spellcheck: 'false', placeholder: 'any' });
   const status = h('p', { class: 'hint', role: 'status' });
