@@ -14,10 +14,9 @@
  * retired meanwhile (the `ledger_key` meta row, read in the same transaction) writes none: it says so
  * once and leaves checkpoints to replicas started with the new key.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { checkpointPayload, signPayload } from '../ledger/signing.js';
-import { recordLine, type LedgerRecord } from '../ledger/record.js';
+import type { LedgerRecord } from '../ledger/record.js';
+import { appendWitness } from './witness.js';
 import { isCurrentDeploymentKey, LEDGER_KEY_READ, type SigningKey } from './keys.js';
 import type { LedgerStore } from '../store/types.js';
 import * as metrics from '../metrics/metrics.js';
@@ -42,18 +41,7 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export const WITNESS_FILE = 'checkpoints.jsonl';
-
-function appendWitness(dir: string, record: LedgerRecord): void {
-  mkdirSync(dir, { recursive: true });
-  const fd = openSync(join(dir, WITNESS_FILE), 'a', 0o644);
-  try {
-    writeSync(fd, recordLine(record) + '\n');
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
+export { WITNESS_FILE } from './witness.js';
 
 /** The meta row of a shared store naming the ledger size right after the latest checkpoint. */
 const CHECKPOINT_END_KEY = 'checkpoint_end';

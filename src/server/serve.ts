@@ -15,6 +15,7 @@ import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
 import { dataFileOf } from '../store/layout.js';
+import { checkAgainstWitness } from '../checkpoints/witness.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
@@ -47,6 +48,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   let fronts: Fronts | undefined;
   let created: Sidecar | undefined;
   try {
+    // Before anything is written: a store behind (or beside) the checkpoints its witness holds is refused.
+    if (config.witness_dir) await checkAgainstWitness(store, config.witness_dir);
     const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0 });
     await ensureKeyRecord(store, key);
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
