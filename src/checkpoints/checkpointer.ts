@@ -2,8 +2,8 @@
  * Signed checkpoints (docs/protocol.md §6): a `checkpoint` record `{size, root, key_id, signature}` covers
  * seqs 0..size-1, where size is the seq the checkpoint itself gets; root and signature are computed
  * inside the same write transaction, so no record can slip between them. Written every `everyRecords`
- * records — on the embedded store right after the write that reaches them, in the same batch (the
- * store's onWritten), on a shared store on `maybeCheckpoint`, called after each answer — every `everyMs`
+ * records — right after the write that reaches them, in the same batch or transaction (the store's
+ * onWritten; `maybeCheckpoint`, called after each answer, for a store without it) — every `everyMs`
  * — never when nothing was appended since the last checkpoint — and on `stop` (SIGTERM), always. Each one is also appended as its JCS line to
  * `<witnessDir>/checkpoints.jsonl` when a witness dir is set.
  *
@@ -72,10 +72,10 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   /**
    * The checkpoint write: its callback (root and signature inside the transaction) and, once durable,
    * the witness line. `final`: the SIGTERM checkpoint (docs/protocol.md §1), written even when the last
-   * record is a checkpoint. The callback runs as soon as this is called (no await before it), which the
-   * cadence below relies on.
+   * record is a checkpoint; otherwise one is written only when `atLeast` records are new. The callback
+   * runs as soon as this is called (no await before it), which the cadence below relies on.
    */
-  const writeNow = async (final: boolean): Promise<LedgerRecord | undefined> => {
+  const writeNow = async (final: boolean, atLeast = 1): Promise<LedgerRecord | undefined> => {
     let retiredFor: string | undefined;
     const before = coveredEnd;
     const record = await store.write(
@@ -86,7 +86,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
           const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
           if (end > coveredEnd) coveredEnd = end;
         }
-        if (size === 0 || (size === coveredEnd && !final)) return undefined;
+        if (size === 0 || (!final && size - coveredEnd < atLeast)) return undefined;
         // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
         // a checkpoint signed by a retired key is what a rotation exists to prevent.
         const key = isCurrentDeploymentKey(store, tx, o.key);
@@ -133,17 +133,20 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     return p;
   };
 
-  // `every_records` exactly, on the embedded store: the checkpoint's write follows the write that
-  // reaches the cadence at once, in the same batch, before any other (group commit would otherwise carry
-  // a whole batch past it). A shared store's replicas checkpoint after their answers (maybeCheckpoint).
+  // `every_records` exactly: the checkpoint's write follows the write that reaches the cadence at once,
+  // in the same batch (LMDB) or transaction (PostgreSQL), before any other — group commit would otherwise
+  // carry a whole batch past it. On a shared store `coveredEnd` may lag what another replica covered:
+  // the checkpoint's callback then reads the newer `checkpoint_end` under the write lock and writes nothing.
   let inline = false;
-  const inlineCadence = !store.shared && store.onWritten !== undefined;
+  const inlineCadence = store.onWritten !== undefined;
   if (inlineCadence) {
     store.onWritten!((pendingSize) => {
       if (inline || stopped || retiredReported || pendingSize - coveredEnd < everyRecords) return;
       inline = true;
       try {
-        writeNow(false).catch(onError);
+        // At least `everyRecords` new as the store sees it under its write lock (another replica's
+        // checkpoint may have covered some of them since).
+        writeNow(false, everyRecords).catch(onError);
       } finally {
         inline = false;
       }
@@ -161,7 +164,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   return {
     checkpointNow,
     maybeCheckpoint() {
-      // The embedded store's cadence is kept by its writes themselves (onWritten, above).
+      // A store with onWritten keeps the cadence by its writes themselves (above).
       if (inlineCadence || stopped || inFlight > 0 || retiredReported) return;
       if (store.knownSize() - coveredEnd >= everyRecords) checkpointNow().catch(onError);
     },

@@ -67,9 +67,10 @@ export interface LedgerStore {
 
   write<T>(fn: (tx: WriteTx) => T, opts?: WriteOptions): Promise<T>;
   /**
-   * Embedded store only: `listener` is called synchronously right after each write's callback has
-   * joined the open batch, with the ledger size that batch will end at — so a checkpoint can follow the
-   * very write that reaches its cadence, before any other write (group commit takes many at once).
+   * `listener` is called synchronously right after each write's callback has joined the open batch
+   * (LMDB) or transaction (PostgreSQL), with the ledger size as of that write; a write the listener makes
+   * at once follows it in the same batch — so a checkpoint can follow the very write that reaches its
+   * cadence, before any other write (group commit takes many at once).
    */
   onWritten?(listener: (pendingSize: number) => void): void;
 

@@ -203,6 +203,17 @@ export class PgStore implements LedgerStore {
     }
   }
 
+  #writtenListeners: Array<(pendingSize: number) => void> = [];
+
+  /**
+   * Called right after each write's callback has joined the transaction, with the ledger size as of it.
+   * A write a listener queues synchronously (the checkpoint that reaches the cadence) joins the same
+   * transaction, right behind it, before any other write of the batch.
+   */
+  onWritten(listener: (pendingSize: number) => void): void {
+    this.#writtenListeners.push(listener);
+  }
+
   #queueWrite<T>(fn: (tx: WriteTx) => T, opts: WriteOptions): Promise<T> {
     if (this.#closed) return Promise.reject(unavailable('the store is closed'));
     return new Promise<T>((resolve, reject) => {
@@ -246,7 +257,8 @@ export class PgStore implements LedgerStore {
       if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
       const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
       await this.#prefetch(client, view, items.flatMap((i) => i.reads));
-      for (const item of items) {
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!;
         if (item.settled) continue;
         for (;;) {
           const tx = new PgTx(view, this.#nodes);
@@ -266,6 +278,12 @@ export class PgStore implements LedgerStore {
           }
           tx.mergeInto(view);
           break;
+        }
+        if (!item.failed && this.#writtenListeners.length > 0) {
+          const queued = this.#queue.length;
+          for (const listener of this.#writtenListeners) listener(view.size);
+          // What a listener wrote just now goes next, in this transaction.
+          if (this.#queue.length > queued) items.splice(i + 1, 0, ...this.#queue.splice(queued));
         }
       }
       await this.#apply(client, view, Number(head.rows[0].size));
