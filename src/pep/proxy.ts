@@ -9,9 +9,14 @@
  *   is forwarded with `params.arguments` replaced by the PDP's admitted arguments and its id replaced
  *   by a proxy-private id (so a duplicate or late answer can never be mistaken for another request's);
  *   anything else is answered by the proxy with a refusal result and never reaches the child.
- *   A `tools/call` *notification* (no id) would run unguarded and unanswered: it is dropped and logged.
- *   A JSON-RPC batch holding a `tools/call` is split into single messages.
- *   `notifications/cancelled` for an intercepted call is re-addressed to the private id.
+ *   Calls are decided concurrently and each goes to the child when its own decision arrives, so other
+ *   messages (a `ping`) may reach the child before a call the PDP is still deciding; they keep their
+ *   order among themselves. A `tools/call` *notification* (no id) would run unguarded and unanswered:
+ *   it is dropped and logged. A JSON-RPC batch holding a `tools/call` is split into single messages,
+ *   each the element's own bytes (so a call's arguments are admitted from the client's text).
+ *   `notifications/cancelled` for an intercepted call is re-addressed to the private id; one sent
+ *   while the PDP is still deciding waits for the call — sent right behind it if it is dispatched,
+ *   dropped if the proxy answers the call itself (the child never saw it).
  * - Server → client: every line passes through byte for byte, except answers to intercepted calls:
  *   the first answer per private id counts (duplicates are dropped and logged); a result is passed on
  *   (raw `result` text, with the client's id) after the outcome is posted — `committed`, or `rejected`
@@ -19,7 +24,8 @@
  *   client gets an `OUTCOME_UNKNOWN` refusal. A late answer is logged and posted to the PDP as a second
  *   outcome (refused and ledgered there), never delivered.
  * - When the child exits, calls in flight are answered as unknown, and `runProxy` resolves with the
- *   child's exit status (128 + signal number when it was killed by a signal). "In flight" includes a
+ *   child's exit status — once its stdout has closed, or EXIT_GRACE_MS after its exit when a process
+ *   it started still holds the pipe open (what the child wrote before exiting is read first) (128 + signal number when it was killed by a signal). "In flight" includes a
  *   call still waiting for the PDP's decision when the child exits: the PDP allows it (the execution
  *   is now `invoking`), the proxy cannot dispatch it, and posts outcome `unknown` ("the server exited
  *   … before the call was dispatched") — not `rejected`, which would claim the tool reported a
@@ -40,7 +46,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { PdpClient } from './client.js';
 import type { Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
-import { rawMember } from './rawjson.js';
+import { rawElements, rawMember } from './rawjson.js';
 import { META_EXECUTION_ID } from './types.js';
 
 export interface ProxyOptions {
@@ -87,6 +93,10 @@ class Lines {
   }
 }
 
+const NEWLINE = Buffer.from('\n');
+/** How long the child's stdout is read after its exit when a process it started keeps the pipe open. */
+const EXIT_GRACE_MS = 1000;
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -109,6 +119,8 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   const pending = new Map<string, Pending>();
   const byClientId = new Map<string, Pending>();
   const inFlight = new Set<Promise<void>>();
+  /** Cancellations from the client for held calls not yet dispatched, by client id. */
+  const cancelsBeforeDispatch = new Map<string, Array<Record<string, unknown>>>();
   /** Client ids of tools/call requests the proxy holds: only the proxy may answer them. */
   const held = new Map<string, number>();
   /** The child's pipes are closed: every answer it gave has been read. */
@@ -164,13 +176,17 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     try {
       await guardedCall(entry, clientKey, params, idRaw.raw, msg, text);
     } finally {
+      // Cancellations still waiting for this call: it never reached the child, which need not hear of it.
+      cancelsBeforeDispatch.delete(clientKey);
       const n = (held.get(clientKey) ?? 1) - 1;
       if (n > 0) held.set(clientKey, n);
       else held.delete(clientKey);
     }
   }
 
-  async function guardedCall(entry: Pending, clientKey: string, params: Record<string, unknown>, idRawText: string, msg: Record<string, unknown>, text: string): Promise<void> {
+  async function guardedCall(
+    entry: Pending, clientKey: string, params: Record<string, unknown>, idRawText: string, msg: Record<string, unknown>, text: string,
+  ): Promise<void> {
     const idRaw = { raw: idRawText };
     const rawArgs = rawMember(text, ['params', 'arguments']);
     const tool = params.name as string;
@@ -196,6 +212,11 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
           byClientId.set(clientKey, entry);
           const forwarded = { ...msg, id: entry.childId, params: { ...params, arguments: admitted } };
           toChild(JSON.stringify(forwarded) + '\n');
+          // A cancellation the client sent while the PDP was deciding follows the call, re-addressed.
+          for (const cancel of cancelsBeforeDispatch.get(clientKey) ?? []) {
+            toChild(JSON.stringify({ ...cancel, params: { ...(cancel.params as object), requestId: entry.childId } }) + '\n');
+          }
+          cancelsBeforeDispatch.delete(clientKey);
           signal.addEventListener('abort', () => {
             if (entry.answered) return;
             toChild(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: 'writ proxy: call timeout' } }) + '\n');
@@ -216,7 +237,8 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     inFlight.add(q);
   }
 
-  function fromClientMessage(msg: unknown, text: string, raw: Buffer | undefined): void {
+  /** `raw`: the message's own bytes when it is a whole line (passed on byte for byte, even if not UTF-8). */
+  function fromClientMessage(msg: unknown, text: string, raw?: Buffer): void {
     if (isObject(msg) && msg.method === 'tools/call') {
       if (!('id' in msg) || msg.id === null || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) {
         log('writ proxy: dropped a tools/call without a usable id (it would run unguarded)');
@@ -226,29 +248,40 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       return;
     }
     if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params) && 'requestId' in msg.params) {
-      const entry = byClientId.get(JSON.stringify(msg.params.requestId));
+      const clientKey = JSON.stringify(msg.params.requestId);
+      const entry = byClientId.get(clientKey);
       if (entry) {
         if (entry.childId && !entry.answered) {
           toChild(JSON.stringify({ ...msg, params: { ...msg.params, requestId: entry.childId } }) + '\n');
         }
         return;
       }
+      if (held.has(clientKey)) {
+        // The call is still with the PDP: the cancellation waits for it (sent right behind it if it is
+        // dispatched, dropped if the proxy answers it), never ahead of it under an id the child never saw.
+        let waiting = cancelsBeforeDispatch.get(clientKey);
+        if (!waiting) cancelsBeforeDispatch.set(clientKey, (waiting = []));
+        waiting.push(msg);
+        return;
+      }
     }
     if (raw) {
       toChild(raw);
-      toChild('\n');
+      toChild(NEWLINE);
     } else {
       toChild(text + '\n');
     }
   }
 
   function fromClient(line: Buffer): void {
+    const text = line.toString('utf8');
     const msg = parseLine(line);
     if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
-      for (const m of msg) fromClientMessage(m, JSON.stringify(m), undefined);
+      const raws = rawElements(text);
+      msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
       return;
     }
-    fromClientMessage(msg, line.toString('utf8'), line);
+    fromClientMessage(msg, text, line);
   }
 
   function fromChild(line: Buffer): void {
@@ -304,23 +337,33 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
 
   const statusOf = (code: number | null, signal: NodeJS.Signals | null): number =>
     code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
-  child.once('exit', (code, signal) => {
-    exited ??= { status: statusOf(code, signal) };
-  });
+  let graceTimer: NodeJS.Timeout | undefined;
   const status = await new Promise<number>((resolve) => {
+    const done = (status: number): void => {
+      if (childGone) return;
+      clearTimeout(graceTimer);
+      const rest = childLines.flush();
+      if (rest.length) fromChild(rest);
+      exited ??= { status };
+      childGone = true;
+      resolve(status);
+    };
     child.once('error', (e) => {
       log(`writ proxy: cannot start ${opts.command}: ${e.message}`);
       exited ??= { status: 127 };
-      childGone = true;
-      resolve(127);
+      done(127);
     });
-    child.once('close', (code, signal) => {
-      const rest = childLines.flush();
-      if (rest.length) fromChild(rest);
+    child.once('exit', (code, signal) => {
       exited ??= { status: statusOf(code, signal) };
-      childGone = true;
-      resolve(statusOf(code, signal));
+      // Its stdout normally closes with it; a process it started may hold the pipe open for as long as
+      // it lives. What the child wrote before exiting is in the pipe: read for a moment, then stop.
+      graceTimer = setTimeout(() => {
+        log(`writ proxy: the server exited (status ${exited!.status}) but its stdout is still open (held by a process it started): calls in flight are answered as unknown`);
+        child.stdout.destroy();
+        done(exited!.status);
+      }, EXIT_GRACE_MS);
     });
+    child.once('close', (code, signal) => done(statusOf(code, signal)));
   });
   if (opts.forwardSignals) for (const s of signals) process.off(s, forward);
   for (const entry of pending.values()) {

@@ -104,3 +104,22 @@ export function rawMember(text: string, path: string[]): RawMember {
   }
   return { found: true, raw: text.slice(span[0], span[1]) };
 }
+
+/** The raw text of each element of the top-level array `text` (a JSON-RPC batch), in order. */
+export function rawElements(text: string): string[] {
+  const sc = new Scanner(text);
+  sc.ws();
+  if (text[sc.i] !== '[') throw new SyntaxError('not an array');
+  sc.i++;
+  const out: string[] = [];
+  sc.ws();
+  if (text[sc.i] === ']') return out;
+  for (;;) {
+    const [start, end] = sc.value();
+    out.push(text.slice(start, end));
+    sc.ws();
+    const sep = text[sc.i++];
+    if (sep === ']') return out;
+    if (sep !== ',') throw new SyntaxError('bad JSON');
+  }
+}

@@ -8,94 +8,13 @@
 //     child's pipes closed and in the window between its exit and the close of its pipes.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer, request, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { startBackend, type Backend } from './backends.js';
+import { startGate, type Gate } from './gate.js';
 import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
 import { TEST_TOKENS } from '../helpers/server.js';
 import { HOSTILE, meta, readEffects, tempDir, waitFor } from './helpers.js';
-
-interface Gate {
-  url: string;
-  /** Every request forwarded: method, path, execution id of a decision, raw body. */
-  log: Array<{ method: string; path: string; executionId?: string; body: string }>;
-  /** Decision answers for these execution ids are held (the PDP has decided; the PEP has not heard). */
-  hold(id: string): void;
-  /** Resolves once the PDP has answered the held decision for `id` (the answer is now waiting here). */
-  heldAnswer(id: string): Promise<void>;
-  release(id: string): void;
-  stop(): Promise<void>;
-}
-
-/** An HTTP forwarder in front of the PDP that can hold the answers to chosen decision requests. */
-async function startGate(upstream: string): Promise<Gate> {
-  const up = new URL(upstream);
-  const log: Gate['log'] = [];
-  const held = new Map<string, { answered: Promise<void>; markAnswered: () => void; released: Promise<void>; release: () => void }>();
-  const slot = (id: string) => {
-    let s = held.get(id);
-    if (!s) {
-      let markAnswered!: () => void;
-      let release!: () => void;
-      const answered = new Promise<void>((r) => (markAnswered = r));
-      const released = new Promise<void>((r) => (release = r));
-      s = { answered, markAnswered, released, release };
-      held.set(id, s);
-    }
-    return s;
-  };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      let executionId: string | undefined;
-      if (req.url === '/v1/decisions') {
-        try {
-          executionId = JSON.parse(body.toString('utf8')).execution_id;
-        } catch {
-          /* forwarded as is */
-        }
-      }
-      log.push({ method: req.method ?? '', path: req.url ?? '', body: body.toString('utf8'), ...(executionId ? { executionId } : {}) });
-      const headers: IncomingHttpHeaders = { ...req.headers, host: up.host };
-      const f = request({ host: up.hostname, port: up.port, path: req.url, method: req.method, headers }, (r) => {
-        const b: Buffer[] = [];
-        r.on('data', (c: Buffer) => b.push(c));
-        r.on('end', async () => {
-          const s = executionId !== undefined ? held.get(executionId) : undefined;
-          if (s) {
-            s.markAnswered();
-            await s.released;
-          }
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          res.end(Buffer.concat(b));
-        });
-      });
-      f.on('error', () => {
-        res.writeHead(502);
-        res.end();
-      });
-      f.end(body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    log,
-    hold: (id) => void slot(id),
-    heldAnswer: (id) => slot(id).answered,
-    release: (id) => slot(id).release(),
-    stop: () =>
-      new Promise<void>((r) => {
-        for (const s of held.values()) s.release();
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
 
 const t = tempDir();
 const backends: Partial<Record<'fake' | 'real', Backend>> = {};
@@ -212,9 +131,11 @@ test('a call arriving between the child exit and the close of its pipes is refus
   const tag = `win-${Date.now().toString(36)}`;
   const effects = join(t.dir, `effects-${tag}.jsonl`);
   const pidFile = join(t.dir, `pid-${tag}`);
-  // The shell records its pid, leaves a grandchild holding the child's stdout for 3 s, and becomes the
-  // hostile server: when the server exits, its pipes stay open until the grandchild ends.
-  const script = `echo $$ > '${pidFile}'; sleep 3 & exec '${process.execPath}' '${HOSTILE}'`;
+  // The shell records its pid, leaves a grandchild holding the child's stdout for 60 s (its pid in a
+  // file of its own), and becomes the hostile server: when the server exits, its pipes stay open.
+  const holderFile = join(t.dir, `holder-${tag}`);
+  const script = `echo $$ > '${pidFile}'; sleep 60 & echo $! > '${holderFile}'; exec '${process.execPath}' '${HOSTILE}'`;
+  const started = Date.now();
   const p = rawProxy(gate.url, b.tokens.pep, effects, ['/bin/sh', '-c', script]);
   try {
     const exitId = `cx-${tag}-exit`;
@@ -243,14 +164,22 @@ test('a call arriving between the child exit and the close of its pipes is refus
     const a2 = await p.answer(2, 2_000);
     assert.deepEqual(a2.result._meta['io.writ/decision'], { code: 'SERVER_EXITED', reasons: [], obligations: [], execution_id: lateId });
     assert.equal(gate.log.filter((e) => e.executionId === lateId).length, 0, 'the PDP was not asked');
-    // Call 1 is answered unknown once the pipes close; the proxy exits with the child's status.
+    // The pipes stay open as long as the grandchild lives: call 1 is answered unknown a moment after
+    // the exit all the same, and the proxy exits with the child's status (contract §7).
     const a1 = await p.answer(1);
     assert.equal(a1.result._meta['io.writ/decision'].code, 'OUTCOME_UNKNOWN');
     assert.equal(await p.exited, 3);
+    assert.ok(Date.now() - started < 20_000, `answered and exited in ${Date.now() - started} ms, not when the grandchild ends`);
+    assert.match(p.stderr(), /its stdout is still open/);
     assert.equal((await b.execution(lateId)).status, 404);
     assert.deepEqual(readEffects(effects).map((e) => e.execution_id), [exitId]);
   } finally {
     await p.stop();
     await gate.stop();
+    try {
+      process.kill(Number(readFileSync(holderFile, 'utf8').trim()));
+    } catch {
+      /* already gone */
+    }
   }
 });

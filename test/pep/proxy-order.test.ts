@@ -1,0 +1,94 @@
+// `writ proxy`: a cancellation never overtakes the call it cancels, and a call inside a JSON-RPC batch
+// is admitted from the client's own bytes — against the real sidecar, with a gate in front of it that
+// holds chosen decision answers.
+//   - a `notifications/cancelled` sent while the call waits for its decision is not lost: it reaches the
+//     server after the call, re-addressed to the id the server saw (dropped if the call is refused);
+//   - inside a batch, a repeated key or a lossy number in a call's arguments is refused as it is alone.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startBackend, type Backend } from './backends.js';
+import { startGate } from './gate.js';
+import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
+import { HOSTILE, meta, readEffects, tempDir } from './helpers.js';
+
+const t = tempDir();
+let real: Backend;
+before(async () => {
+  real = await startBackend('real');
+});
+after(async () => {
+  await real?.stop();
+  t.cleanup();
+});
+
+function proxyVia(pdpUrl: string, effects: string) {
+  const args = proxyArgs({ pdpUrl, token: real.tokens.pep, server: 'hostile', dir: t.dir, callTimeoutMs: 10_000, command: [process.execPath, HOSTILE] });
+  return spawnProxy({ args, env: { HOSTILE_EFFECTS: effects, HOSTILE_CANCELS: effects, HOSTILE_SLOW_MS: '300' } });
+}
+
+function callLine(id: number, args: string, executionId: string): string {
+  return `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"apply","arguments":${args},"_meta":${JSON.stringify(meta(executionId))}}}`;
+}
+
+test('a cancellation sent while the PDP decides follows the call, re-addressed; for a refused call it is dropped', { timeout: 60_000 }, async () => {
+  const gate = await startGate(real.url);
+  const tag = Date.now().toString(36);
+  const effects = join(t.dir, `order-${tag}.jsonl`);
+  const p = proxyVia(gate.url, effects);
+  try {
+    const allowed = `ord-1-${tag}`;
+    gate.hold(allowed);
+    p.send(callLine(1, '{"key":"one","mode":"slow"}', allowed));
+    await gate.heldAnswer(allowed);
+    p.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user gave up"}}');
+    // Other messages are not held behind a call the PDP is deciding.
+    p.send('{"jsonrpc":"2.0","id":2,"method":"ping"}');
+    assert.deepEqual((await p.answer(2)).result, {});
+    await sleep(200);
+    assert.equal(readEffects(effects).length, 0, 'neither the call nor its cancellation reached the server yet');
+    gate.release(allowed);
+    await p.answer(1);
+    const lines = readEffects(effects) as Array<Record<string, unknown>>;
+    assert.equal(lines.length, 2, JSON.stringify(lines));
+    assert.equal(lines[0]!.execution_id, allowed, 'the call first');
+    assert.match(String(lines[1]!.cancelled), /^writ-[0-9a-f]+:\d+$/, 'then its cancellation, under the id the server saw');
+
+    // A call the PDP refuses (a repeated key) never reaches the server, nor does its cancellation.
+    const refused = `ord-3-${tag}`;
+    gate.hold(refused);
+    p.send(callLine(3, '{"key":"x","key":"y"}', refused));
+    await gate.heldAnswer(refused);
+    p.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}');
+    await sleep(100);
+    gate.release(refused);
+    assert.equal((await p.answer(3)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
+    p.send('{"jsonrpc":"2.0","id":4,"method":"ping"}');
+    await p.answer(4);
+    assert.equal(readEffects(effects).length, 2, 'nothing more reached the server');
+  } finally {
+    await p.stop();
+    await gate.stop();
+  }
+});
+
+test('a call inside a batch is admitted from its own bytes: a repeated key or a lossy number is refused, the tool never runs', { timeout: 60_000 }, async () => {
+  const tag = Date.now().toString(36);
+  const effects = join(t.dir, `batch-${tag}.jsonl`);
+  const p = proxyVia(real.url, effects);
+  try {
+    p.send(`[${callLine(1, '{"key":"a","key":"b"}', `bat-1-${tag}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}, ${callLine(3, '{"key":"c","n":1.0}', `bat-3-${tag}`)}]`);
+    assert.equal((await p.answer(1)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
+    assert.deepEqual((await p.answer(2)).result, {});
+    assert.equal((await p.answer(3)).result._meta['io.writ/decision'].code, 'BINDING_LOSSY_NUMBER');
+    // The same calls alone are refused the same way (and a clean one in a batch runs).
+    p.send(callLine(4, '{"key":"a","key":"b"}', `bat-4-${tag}`));
+    assert.equal((await p.answer(4)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
+    p.send(`[${callLine(5, '{"key":"ok","mode":"clean"}', `bat-5-${tag}`)}]`);
+    assert.equal((await p.answer(5)).result.content[0].text, 'applied ok');
+    assert.deepEqual(readEffects(effects).map((e) => e.key), ['ok']);
+  } finally {
+    await p.stop();
+  }
+});
