@@ -264,10 +264,3 @@ export interface PreparedAuthzen {
 export const AUTHZEN_EVALUATION_PATH = '/access/v1/evaluation';
 export const AUTHZEN_EVALUATIONS_PATH = '/access/v1/evaluations';
 
-/**
- * AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID, errors included, so a
- * PEP can match answers and logs — when it is printable ASCII of at most 256 characters.
- */
-export function echoedRequestId(header: string | string[] | undefined): string | undefined {
-  return typeof header === 'string' && /^[\x21-\x7e]{1,256}$/.test(header) ? header : undefined;
-}

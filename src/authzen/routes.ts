@@ -6,7 +6,7 @@ import type { Context, Hono } from 'hono';
 import { requireRole, type Caller, type TokenTable } from '../http/auth.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { AuthzenService } from './handler.js';
-import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId } from './request.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js';
 
 export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
 export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
@@ -21,20 +21,22 @@ export interface AuthzenDeps {
 }
 
 /**
- * `<scheme>://<host>` of this sidecar as the request reached it: from its Host header, or — an
- * HTTP/1.0 request may send none — the address the sidecar listens on (not the loopback address a
- * front passed the request through, nor a URL without its port).
+ * `<scheme>://<host>` of this sidecar as the request reached it: its Host header exactly as sent (AuthZEN
+ * discovery compares the identifier with the URL the client used, character for character: no case or
+ * default-port normalisation), or — an HTTP/1.0 request may send none — the address the sidecar listens
+ * on (not the loopback address a front passed the request through, nor a URL without its port). The
+ * Host header's syntax was checked before any route ran (src/http/request-target.ts).
  */
 function originOf(c: Context, deps: AuthzenDeps): string {
-  const fallback = c.req.header('host') ? undefined : deps.publicOrigin?.();
-  return fallback ?? new URL(c.req.url).origin;
+  const host = c.req.header('host');
+  if (host) return `${new URL(c.req.url).protocol}//${host}`;
+  return deps.publicOrigin?.() ?? new URL(c.req.url).origin;
 }
 
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.sidecar);
+  // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
   const authenticate = (c: Context): Caller => {
-    const requestId = echoedRequestId(c.req.header('x-request-id'));
-    if (requestId !== undefined) c.header('X-Request-ID', requestId);
     const caller = deps.tokens.authenticate(c.req.header('authorization'));
     requireRole(caller, ['evaluator', 'pep']);
     return caller;

@@ -21,6 +21,7 @@ import { WritError } from '../errors.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
+import { echoedRequestId } from '../http/request-id.js';
 import { refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
@@ -31,7 +32,7 @@ import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../serv
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import {
-  admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, echoedRequestId, evaluateItems, requestInputOf, type PreparedAuthzen,
+  admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen,
 } from '../authzen/request.js';
 import { pdpNow } from '../server/decision-admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
@@ -310,14 +311,11 @@ function unreachable(): never {
 
 /**
  * An AuthZEN evaluation (docs/protocol.md §10): the sidecar evaluates and records it exactly as its own
- * route does (AuthzenService), handed the body by message; the front echoes X-Request-ID as the route
- * does, on errors too.
+ * route does (AuthzenService), handed the body by message (X-Request-ID is echoed by `handle`).
  */
 async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller, batch: boolean): Promise<void> {
   const text = await readText(req, res);
   if (text === undefined) return;
-  const requestId = echoedRequestId(req.headers['x-request-id']);
-  const headers = requestId === undefined ? undefined : { 'x-request-id': requestId };
   // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
   // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
   // all, so the answer is its own.
@@ -336,8 +334,8 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
     prepared = undefined;
   }
   const a = await ask({ authzen: { caller, text, batch, ...(prepared ? { prepared } : {}) } });
-  if ('error' in a) sendJson(res, a.error.status, a.error.body, headers);
-  else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen, headers);
+  if ('error' in a) sendJson(res, a.error.status, a.error.body);
+  else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen);
   else unreachable();
 }
 
@@ -383,6 +381,9 @@ function declaredJson(req: IncomingMessage): boolean {
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
+  // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/app.ts).
+  const requestId = echoedRequestId(req.headers['x-request-id']);
+  if (requestId !== undefined) res.setHeader('X-Request-ID', requestId);
   // The same request-line judgement as the sidecar's own listener (src/http/request-target.ts).
   const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
   if (problem !== undefined) {

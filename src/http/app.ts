@@ -13,6 +13,7 @@ import { buildOpenApi } from '../schemas/openapi.js';
 import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 import { isJsonMediaType } from './media-type.js';
+import { echoedRequestId } from './request-id.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 
@@ -32,6 +33,8 @@ export interface AppOptions {
 }
 
 function errorResponse(c: Context, e: WritError): Response {
+  // RFC 6750 §3: a 401 names the scheme the client must use.
+  if (e.status === 401) c.header('WWW-Authenticate', 'Bearer');
   return c.json(e.toBody(), e.status as 400);
 }
 
@@ -150,6 +153,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }
     return errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+  });
+  // X-Request-ID is echoed on every answer, errors included (AuthZEN 1.0 asks it of its routes; a
+  // PEP or a proxy can match any answer to its request the same way).
+  app.use('*', async (c, next) => {
+    const requestId = echoedRequestId(c.req.header('x-request-id'));
+    if (requestId !== undefined) c.header('X-Request-ID', requestId);
+    await next();
   });
   // Every path segment must percent-decode to UTF-8, on every route (else Hono keeps the raw text).
   app.use('*', async (c, next) => {

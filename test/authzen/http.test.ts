@@ -235,8 +235,8 @@ test('a malformed item fails the whole batch with 400 and a pointer into it; not
   assert.deepEqual([bad.status, bad.body.error.code, bad.body.error.path], [400, 'INVALID_REQUEST', '/evaluations/1/resource/id']);
   const missing = await evaluation({ subject: user('alice'), action: { name: 'read' } });
   assert.deepEqual([missing.status, missing.body.error.code, missing.body.error.path], [400, 'INVALID_REQUEST', '/resource']);
-  const unknown = await evaluation({ ...read(user('alice'), doc('public')), extra: 1 });
-  assert.deepEqual([unknown.status, unknown.body.error.path], [400, '/extra']);
+  const wrongType = await evaluation({ ...read(user('alice'), doc('public')), action: { name: 123 } });
+  assert.deepEqual([wrongType.status, wrongType.body.error.path], [400, '/action/name']);
   const notJson = await call(server, 'POST', '/access/v1/evaluation', { token: TOKENS.evaluator, rawBody: '{"subject":' });
   assert.deepEqual([notJson.status, notJson.body.error.code], [400, 'INVALID_JSON']);
   const media = await call(server, 'POST', '/access/v1/evaluation', { token: TOKENS.evaluator, rawBody: '{}', headers: { 'content-type': 'text/plain' } });
@@ -304,6 +304,31 @@ test('X-Request-ID is echoed, on answers and on errors', async () => {
   });
   assert.equal(refused.status, 400);
   assert.equal(refused.headers.get('x-request-id'), 'req-43');
+  // Any value HTTP carries (spaces, long ones), on every answer: 401 (with its scheme), 405, the discovery document.
+  const long = 'trace ' + 'x'.repeat(600);
+  const unauth = await fetch(`${server.url}/access/v1/evaluation`, {
+    method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-request-id': 'req 44' },
+  });
+  assert.deepEqual([unauth.status, unauth.headers.get('x-request-id'), unauth.headers.get('www-authenticate')], [401, 'req 44', 'Bearer']);
+  const wrongMethod = await fetch(`${server.url}/access/v1/evaluation`, { headers: { 'x-request-id': long } });
+  assert.deepEqual([wrongMethod.status, wrongMethod.headers.get('x-request-id')], [405, long]);
+  const discovery = await fetch(`${server.url}/.well-known/authzen-configuration`, { headers: { 'x-request-id': 'req-45' } });
+  assert.deepEqual([discovery.status, discovery.headers.get('x-request-id')], [200, 'req-45']);
+});
+
+test('members writ does not know are ignored (AuthZEN 1.0 forward compatibility), and not recorded', async () => {
+  const body = {
+    subject: { type: 'user', id: 'bob', nickname: 'b' }, action: { name: 'read', verb: 'GET' }, resource: { type: 'doc', id: 'public', etag: 'x' },
+    foo: 'bar', futureField: { nested: true },
+  };
+  const one = await evaluation(body);
+  assert.deepEqual([one.status, one.body.decision], [200, true], JSON.stringify(one.body));
+  const many = await evaluations({ ...body, evaluations: [{ resource: { type: 'doc', id: 'secret', x: 1 }, later: true }], options: { page: { limit: 1 } } });
+  assert.deepEqual([many.status, many.body.evaluations?.map((e: { decision: boolean }) => e.decision)], [200, [true]], JSON.stringify(many.body));
+  const record = await call(server, 'GET', `/v1/ledger/records?kind=decision&limit=1000`, { token: TOKENS.auditor });
+  const mine = record.body.records.find((r: { decision_id?: string }) => r.decision_id === one.body.context.decision_id);
+  assert.ok(mine, 'the evaluation is recorded');
+  assert.equal(JSON.stringify(mine).includes('futureField') || JSON.stringify(mine).includes('nickname'), false, JSON.stringify(mine));
 });
 
 test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sidecar from the Host', async () => {
@@ -315,15 +340,21 @@ test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sid
     access_evaluations_endpoint: `${server.url}/access/v1/evaluations`,
   });
   const { port } = new URL(server.url);
-  const viaHost = await new Promise<any>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/.well-known/authzen-configuration', headers: { host: 'pdp.example.internal:8443' } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d)).on('end', () => resolve(JSON.parse(text)));
+  /** The discovery document of a request that names `host` in its Host header. */
+  const discoveryFor = (host: string) =>
+    new Promise<any>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/.well-known/authzen-configuration', headers: { host } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d)).on('end', () => resolve(JSON.parse(text)));
+      });
+      req.on('error', reject).end();
     });
-    req.on('error', reject).end();
-  });
+  const viaHost = await discoveryFor('pdp.example.internal:8443');
   assert.equal(viaHost.policy_decision_point, 'http://pdp.example.internal:8443');
   assert.equal(viaHost.access_evaluations_endpoint, 'http://pdp.example.internal:8443/access/v1/evaluations');
+  // The Host exactly as sent: discovery compares the identifier with the URL the client used.
+  const mixedCase = await discoveryFor('PDP.Example.com:80');
+  assert.equal(mixedCase.policy_decision_point, 'http://PDP.Example.com:80');
 });
 
 test('/metrics counts AuthZEN evaluations by decision', async () => {

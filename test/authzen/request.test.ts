@@ -75,7 +75,6 @@ test('malformed requests: INVALID_JSON, INVALID_REQUEST with a pointer into the 
   assert.deepEqual(refusal(() => one({ subject: { type: 'no spaces', id: 'x' }, action: { name: 'a' }, resource: TODO })), {
     code: 'INVALID_REQUEST', path: '/subject/type',
   });
-  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a', extra: 1 }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/extra' });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: '' }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
   // Any action name maps to Action::"<name>", an MCP tool's "<server>/<tool>" included (§10) — but the
   // context cannot carry what writ derives from real approvals (§2: never taken from a request).
@@ -88,7 +87,6 @@ test('malformed requests: INVALID_JSON, INVALID_REQUEST with a pointer into the 
     code: 'INVALID_REQUEST', path: '/evaluations/1/context/approver',
   });
   assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, context: [] })), { code: 'INVALID_REQUEST', path: '/context' });
-  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 'a' }, resource: TODO, evaluations: [] })), { code: 'INVALID_REQUEST', path: '/evaluations' });
   // In a batch: the item's own member, a missing member, or the default the item took.
   const base = { subject: USER, action: { name: 'a' }, resource: {} };
   assert.deepEqual(refusal(() => many({ ...base, evaluations: [{ resource: TODO }, { resource: { type: 'todo' } }] })), {
@@ -98,8 +96,20 @@ test('malformed requests: INVALID_JSON, INVALID_REQUEST with a pointer into the 
   assert.deepEqual(refusal(() => many({ action: { name: 'a' }, evaluations: [{ subject: USER, resource: TODO }, { resource: TODO }] })), {
     code: 'INVALID_REQUEST', path: '/evaluations/1/subject',
   });
-  assert.deepEqual(refusal(() => many({ ...base, evaluations: [{ resource: TODO, extra: true }] })), { code: 'INVALID_REQUEST', path: '/evaluations/0/extra' });
   assert.deepEqual(refusal(() => many({ ...base, evaluations: [{ resource: TODO, subject: 'alice' }] })), { code: 'INVALID_REQUEST', path: '/evaluations/0/subject' });
+});
+
+test('members writ does not know are ignored, anywhere (AuthZEN 1.0 forward compatibility); known ones keep their types', () => {
+  const plain = one({ subject: USER, action: { name: 'a' }, resource: TODO });
+  const extra = one({
+    subject: { ...USER, nickname: 'al' }, action: { name: 'a', verb: 'GET' }, resource: { ...TODO, etag: 'x' },
+    foo: 'bar', futureField: { nested: true }, evaluations: [{}], options: { evaluations_semantic: 'nonsense' },
+  });
+  assert.deepEqual(extra, plain, 'nothing of the unknown members is evaluated or recorded');
+  const batch = many({ subject: USER, action: { name: 'a' }, resource: {}, evaluations: [{ resource: TODO, extra: true }], options: { page: 2 }, foo: 1 });
+  assert.deepEqual(batch.evaluations.map((e) => e.resource), [TODO]);
+  assert.deepEqual(refusal(() => one({ subject: 'alice', action: { name: 'a' }, resource: TODO, foo: 1 })), { code: 'INVALID_REQUEST', path: '/subject' });
+  assert.deepEqual(refusal(() => one({ subject: USER, action: { name: 123 }, resource: TODO })), { code: 'INVALID_REQUEST', path: '/action/name' });
 });
 
 test('context and properties go through writ-bind/1 admission, with pointers into the body', () => {

@@ -1,0 +1,9 @@
+/** The X-Request-ID header, echoed on every answer (src/http/app.ts and the HTTP fronts). */
+
+/**
+ * AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID, errors included, so a
+ * PEP can match answers and logs — any value HTTP can carry back unchanged (the bytes as received).
+ */
+export function echoedRequestId(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' && /^[\t\x20-\x7e\x80-\xff]+$/.test(header) ? header : undefined;
+}
