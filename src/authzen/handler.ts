@@ -73,6 +73,17 @@ export class AuthzenService {
     // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
     // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
     await sidecar.entities.refresh();
+    // Taken once entity changes have beaten this request's write twice (EntityStore.hold()).
+    let releaseEntities: (() => void) | undefined;
+    try {
+      return await this.attempts(caller, request, () => (releaseEntities ??= sidecar.entities.hold()));
+    } finally {
+      releaseEntities?.();
+    }
+  }
+
+  private async attempts(caller: Caller, request: AuthzenRequest, holdEntities: () => void): Promise<AuthzenDecision[]> {
+    const sidecar = this.sidecar;
     for (let attempt = 0; ; attempt++) {
       const engine = sidecar.engine;
       const entitiesVersion = sidecar.entities.version;
@@ -85,6 +96,7 @@ export class AuthzenService {
       } catch (e) {
         if (!(e instanceof StaleEntities)) throw e;
         if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
+        if (attempt >= 1) holdEntities();
         await sidecar.entities.settle();
         if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
       }

@@ -73,6 +73,9 @@ export class EntityStore implements EntitySource {
    */
   private readonly unsettled = new Set<object>();
   private settleWaiters: Array<() => void> = [];
+  /** Decisions holding off new entity changes on this process (see `hold()`). */
+  private holds = 0;
+  private unheldWaiters: Array<() => void> = [];
 
   constructor(private readonly store: LedgerStore) {
     this.currentVersion = entitiesVersionOf([]);
@@ -126,6 +129,30 @@ export class EntityStore implements EntitySource {
   settle(): Promise<void> {
     if (this.unsettled.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.settleWaiters.push(resolve));
+  }
+
+  /**
+   * Holds off new entity changes made through this process until the returned function is called. A
+   * decision or evaluation whose write lost twice to an entity change staged meanwhile takes one, so a
+   * steady stream of admin updates cannot starve it (each would otherwise land between its evaluation
+   * and its write, until it gave up). Changes already staged still land first (`settle()`).
+   */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds > 0) return;
+      const waiters = this.unheldWaiters;
+      this.unheldWaiters = [];
+      for (const w of waiters) w();
+    };
+  }
+
+  /** Resolves once no decision holds off entity changes (an entity writer awaits it before staging). */
+  async unheld(): Promise<void> {
+    while (this.holds > 0) await new Promise<void>((resolve) => this.unheldWaiters.push(resolve));
   }
 
   private release(token: object): void {

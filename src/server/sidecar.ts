@@ -17,7 +17,7 @@ import { parseLossless, toPlain, type Json } from '../binding/index.js';
 import { admitNumberToken } from '../binding/admit.js';
 import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
-  admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, type DecisionResponse, type PreparedCommit, type PreparedDecision,
+  admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
 } from './decision-admission.js';
 import {
   applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
@@ -276,6 +276,7 @@ export class Sidecar {
       process.stderr.write(`writ: entities.json not applied: ${(e as Error).message}\n`);
       return;
     }
+    await this.entities.unheld();
     await this.withFreshEntities(() => this.applyEntitiesFile(parsed));
     this.lastEntitiesFileText = text;
   }
@@ -310,9 +311,18 @@ export class Sidecar {
     const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
     const admitted = admitDecision(caller, text);
+    // Taken once entity changes have beaten this decision's write twice (EntityStore.hold()).
+    let releaseEntities: (() => void) | undefined;
+    try {
+      return await this.decideAttempts(admitted, started, () => (releaseEntities ??= this.entities.hold()));
+    } finally {
+      releaseEntities?.();
+    }
+  }
+
+  private async decideAttempts(admitted: AdmittedDecision, started: number, holdEntities: () => void): Promise<DecisionResponse> {
     const { envelope, actor, executionId, phase, server, tool, bound, envDigest, key } = admitted;
     const refusalFields = { actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest };
-
     for (let attempt = 0; ; attempt++) {
       // 2. Evaluate against a snapshot of the execution, its approvals, the entities and the clock.
       const snapshot = await this.store.get<Execution>('executions', key);
@@ -375,6 +385,7 @@ export class Sidecar {
         }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
       } catch (e) {
         if (e instanceof StaleEntities && attempt < 20) await this.entities.reload();
+        if ((e instanceof StaleSnapshot || e instanceof StaleEntities) && attempt >= 1) holdEntities();
         if (e instanceof StaleSnapshot && attempt < 20) {
           // The snapshot reads only durable state; the write saw the execution moved by one not yet
           // durable. Retry once that is durable, so the next snapshot sees it (an execute then meets
@@ -606,6 +617,8 @@ export class Sidecar {
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.bundle, checked);
     let staged: ReturnType<EntityStore['stage']> | undefined;
+    // A decision starved by entity changes goes first (EntityStore.hold()).
+    await this.entities.unheld();
     const rec = await this.withFreshEntities(() => this.store.write((tx) => {
       // Fresh before the cycle check reads the entities held here (stage() checks again, for its own use).
       this.entities.checkFresh(tx);
