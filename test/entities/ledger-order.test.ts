@@ -7,25 +7,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, offboardingBody, startTestServer, TEST_TOKENS } from '../helpers/server.js';
+import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
+import { AUTHZEN_QUESTION, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 
 const EVALUATOR = 'ledger-order-evaluator';
 
 test('a decision racing an entity change is recorded after it only if it saw it (MCP and AuthZEN)', { timeout: 120_000 }, async () => {
   const t = TEST_TOKENS;
-  const server = await startTestServer({
-    config: {
-      tokens: [
-        { token: t.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
-        { token: EVALUATOR, role: 'evaluator' },
-        { token: t.auditor, role: 'auditor' },
-        { token: t.admin, role: 'admin' },
-      ],
-    },
-  });
+  const server = await startRaceServer(EVALUATOR);
   try {
-    const authzen = { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } };
+    const authzen = AUTHZEN_QUESTION;
     const rounds = 40;
     for (let i = 0; i < rounds; i++) {
       const answers = await Promise.all([

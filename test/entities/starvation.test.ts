@@ -9,7 +9,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, offboardingBody, startTestServer, TEST_TOKENS } from '../helpers/server.js';
+import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
+import { AUTHZEN_QUESTION, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { EntityStore } from '../../src/entities/entity-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
@@ -18,18 +19,9 @@ const EVALUATOR = 'starvation-evaluator';
 
 test('decisions and evaluations are answered while an admin rewrites an entity as fast as it can', { timeout: 120_000 }, async () => {
   const t = TEST_TOKENS;
-  const server = await startTestServer({
-    config: {
-      tokens: [
-        { token: t.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
-        { token: EVALUATOR, role: 'evaluator' },
-        { token: t.auditor, role: 'auditor' },
-        { token: t.admin, role: 'admin' },
-      ],
-    },
-  });
+  const server = await startRaceServer(EVALUATOR);
   try {
-    const authzen = { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } };
+    const authzen = AUTHZEN_QUESTION;
     let writing = true;
     let puts = 0;
     // Eight admins, each rewriting the subject back to back.
