@@ -138,10 +138,13 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   // carry a whole batch past it. On a shared store `coveredEnd` may lag what another replica covered:
   // the checkpoint's callback then reads the newer `checkpoint_end` under the write lock and writes nothing.
   let inline = false;
+  /** The ledger size an inline checkpoint was last tried at: one try per size (a retired key writes none). */
+  let triedAt = -1;
   const inlineCadence = store.onWritten !== undefined;
   if (inlineCadence) {
     store.onWritten!((pendingSize) => {
-      if (inline || stopped || retiredReported || pendingSize - coveredEnd < everyRecords) return;
+      if (inline || stopped || retiredReported || pendingSize === triedAt || pendingSize - coveredEnd < everyRecords) return;
+      triedAt = pendingSize;
       inline = true;
       try {
         // At least `everyRecords` new as the store sees it under its write lock (another replica's

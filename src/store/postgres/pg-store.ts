@@ -260,6 +260,7 @@ export class PgStore implements LedgerStore {
       for (let i = 0; i < items.length; i++) {
         const item = items[i]!;
         if (item.settled) continue;
+        const sizeBefore = view.size;
         for (;;) {
           const tx = new PgTx(view, this.#nodes);
           try {
@@ -279,7 +280,8 @@ export class PgStore implements LedgerStore {
           tx.mergeInto(view);
           break;
         }
-        if (!item.failed && this.#writtenListeners.length > 0) {
+        // Only after a write that appended (as on the embedded store, where a write of nothing is no write).
+        if (!item.failed && view.size !== sizeBefore && this.#writtenListeners.length > 0) {
           const queued = this.#queue.length;
           for (const listener of this.#writtenListeners) listener(view.size);
           // What a listener wrote just now goes next, in this transaction.
