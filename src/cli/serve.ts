@@ -34,6 +34,23 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
+  // Signals are taken from the start: a SIGTERM that arrives while the sidecar starts (or just after it
+  // said it listens, while it prints the rest) is kept and honoured as soon as it runs — a clean stop
+  // with its final checkpoint, never the default action that kills the process.
+  // A second signal while the first is being honoured is the operator insisting: the default action.
+  let pendingSignal: NodeJS.Signals | undefined;
+  const insist = (signal: NodeJS.Signals) => {
+    process.off('SIGTERM', signalListener);
+    process.off('SIGINT', signalListener);
+    process.kill(process.pid, signal);
+  };
+  let onSignal = (signal: NodeJS.Signals) => {
+    if (pendingSignal !== undefined) return insist(signal);
+    pendingSignal = signal;
+  };
+  const signalListener = (signal: NodeJS.Signals) => onSignal(signal);
+  process.on('SIGTERM', signalListener);
+  process.on('SIGINT', signalListener);
   let running;
   try {
     const overrides: Parameters<typeof loadConfig>[0] = {};
@@ -48,11 +65,13 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : (e as Error)?.message ?? String(e);
     process.stderr.write(`writ serve: cannot start: ${message}\n`);
+    process.off('SIGTERM', signalListener);
+    process.off('SIGINT', signalListener);
     return 1;
   }
   const r = running;
   return new Promise<number>((resolve) => {
-    const stop = (signal: string) => {
+    const stop = (signal: NodeJS.Signals) => {
       process.stderr.write(`writ serve: ${signal}: finishing in-flight requests, writing a final checkpoint\n`);
       r.close().then(
         () => resolve(0),
@@ -62,7 +81,15 @@ export async function main(argv: string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    let stopping = false;
+    onSignal = (signal) => {
+      if (stopping) return insist(signal);
+      stopping = true;
+      stop(signal);
+    };
+    if (pendingSignal !== undefined) {
+      stopping = true;
+      stop(pendingSignal);
+    }
   });
 }

@@ -63,3 +63,14 @@ test('SIGTERM checkpoint, restart continuity, consistency across the restart', a
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('SIGTERM the moment the sidecar says it listens: a clean stop (exit 0, final checkpoint), not the default kill', { timeout: 120_000 }, async () => {
+  // The sidecar printed more lines (and read its store) after "listening on" before its signal handlers
+  // existed: a SIGTERM in that window killed it (exit by signal, no final checkpoint).
+  for (let round = 0; round < 5; round++) {
+    const s = await startTestServer();
+    const code = await s.stop();
+    assert.equal(code, 0, `round ${round}: ${s.output()}`);
+    assert.match(s.output(), /SIGTERM: finishing in-flight requests, writing a final checkpoint/);
+  }
+});
