@@ -24,8 +24,9 @@
  *   client gets an `OUTCOME_UNKNOWN` refusal. A late answer is logged and posted to the PDP as a second
  *   outcome (refused and ledgered there), never delivered.
  * - When the child exits, calls in flight are answered as unknown, and `runProxy` resolves with the
- *   child's exit status — once its stdout has closed, or EXIT_GRACE_MS after its exit when a process
- *   it started still holds the pipe open (what the child wrote before exiting is read first) (128 + signal number when it was killed by a signal). "In flight" includes a
+ *   child's exit status (128 + signal number when it was killed by a signal) — once its stdout has
+ *   closed, or EXIT_GRACE_MS after its exit when a process it started still holds the pipe open (what
+ *   the child wrote before exiting is read first). "In flight" includes a
  *   call still waiting for the PDP's decision when the child exits: the PDP allows it (the execution
  *   is now `invoking`), the proxy cannot dispatch it, and posts outcome `unknown` ("the server exited
  *   … before the call was dispatched") — not `rejected`, which would claim the tool reported a
@@ -101,9 +102,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function parseLine(line: Buffer): unknown {
+function parseLine(text: string): unknown {
   try {
-    return JSON.parse(line.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     return undefined;
   }
@@ -275,7 +276,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
 
   function fromClient(line: Buffer): void {
     const text = line.toString('utf8');
-    const msg = parseLine(line);
+    const msg = parseLine(text);
     if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
       const raws = rawElements(text);
       msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
@@ -285,7 +286,8 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   }
 
   function fromChild(line: Buffer): void {
-    const msg = parseLine(line);
+    const text = line.toString('utf8');
+    const msg = parseLine(text);
     if (isObject(msg) && typeof msg.id === 'string' && msg.id.startsWith(prefix) && !('method' in msg)) {
       const entry = pending.get(msg.id);
       if (!entry || entry.answered) {
@@ -300,7 +302,6 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         return;
       }
       const result = msg.result;
-      const text = line.toString('utf8');
       const raw = rawMember(text, ['result']);
       const r: DispatchResult = { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };
       if (raw.found) r.raw = raw.raw;
