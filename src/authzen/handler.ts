@@ -73,13 +73,8 @@ export class AuthzenService {
     // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
     // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
     await sidecar.entities.refresh();
-    // Taken once entity changes have beaten this request's write twice (EntityStore.hold()).
-    let releaseEntities: (() => void) | undefined;
-    try {
-      return await this.attempts(caller, request, () => (releaseEntities ??= sidecar.entities.hold()));
-    } finally {
-      releaseEntities?.();
-    }
+    // Entity changes are held off once they have beaten this request's write twice (EntityStore.hold()).
+    return sidecar.entities.withHoldOnDemand((holdEntities) => this.attempts(caller, request, holdEntities));
   }
 
   private async attempts(caller: Caller, request: AuthzenRequest, holdEntities: () => void): Promise<AuthzenDecision[]> {

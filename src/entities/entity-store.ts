@@ -150,6 +150,19 @@ export class EntityStore implements EntitySource {
     };
   }
 
+  /**
+   * Runs `attempts` (a decision's or evaluation's retry loop), which calls `hold` once it wants entity
+   * changes held off (the first call takes the hold, later calls keep it); the hold ends with the run.
+   */
+  async withHoldOnDemand<T>(attempts: (hold: () => void) => Promise<T>): Promise<T> {
+    let release: (() => void) | undefined;
+    try {
+      return await attempts(() => void (release ??= this.hold()));
+    } finally {
+      release?.();
+    }
+  }
+
   /** Resolves once no decision holds off entity changes (an entity writer awaits it before staging). */
   async unheld(): Promise<void> {
     while (this.holds > 0) await new Promise<void>((resolve) => this.unheldWaiters.push(resolve));

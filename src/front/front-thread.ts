@@ -21,7 +21,7 @@ import { WritError } from '../errors.js';
 import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
-import { echoedRequestId } from '../http/request-id.js';
+import { echoRequestId } from '../http/request-id.js';
 import { refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
@@ -382,8 +382,7 @@ function declaredJson(req: IncomingMessage): boolean {
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
   // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/app.ts).
-  const requestId = echoedRequestId(req.headers['x-request-id']);
-  if (requestId !== undefined) res.setHeader('X-Request-ID', requestId);
+  echoRequestId(req, res);
   // The same request-line judgement as the sidecar's own listener (src/http/request-target.ts).
   const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
   if (problem !== undefined) {

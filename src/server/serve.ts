@@ -16,7 +16,7 @@ import { openStore } from '../store/open.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
 import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
-import { echoedRequestId } from '../http/request-id.js';
+import { echoRequestId } from '../http/request-id.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
@@ -106,8 +106,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
           createServer(options, (req, res) => {
             const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
             if (problem === undefined) return listener(req, res);
-            const requestId = echoedRequestId(req.headers['x-request-id']);
-            if (requestId !== undefined) res.setHeader('X-Request-ID', requestId);
+            echoRequestId(req, res);
             closeAfterAnswer({ incoming: req, outgoing: res });
             refuseRequestTarget(res, problem);
           })) as unknown as typeof createServer,

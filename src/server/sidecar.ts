@@ -311,13 +311,8 @@ export class Sidecar {
     const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
     const admitted = admitDecision(caller, text);
-    // Taken once entity changes have beaten this decision's write twice (EntityStore.hold()).
-    let releaseEntities: (() => void) | undefined;
-    try {
-      return await this.decideAttempts(admitted, started, () => (releaseEntities ??= this.entities.hold()));
-    } finally {
-      releaseEntities?.();
-    }
+    // Entity changes are held off once they have beaten this decision's write twice (EntityStore.hold()).
+    return this.entities.withHoldOnDemand((holdEntities) => this.decideAttempts(admitted, started, holdEntities));
   }
 
   private async decideAttempts(admitted: AdmittedDecision, started: number, holdEntities: () => void): Promise<DecisionResponse> {
