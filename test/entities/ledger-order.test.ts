@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
-import { AUTHZEN_QUESTION, startRaceServer } from './race-server.js';
+import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 
 const EVALUATOR = 'ledger-order-evaluator';
@@ -31,16 +31,7 @@ test('a decision racing an entity change is recorded after it only if it saw it 
     }
     const exported = await call(server, 'GET', '/v1/ledger/export', { token: t.auditor });
     assert.equal(exported.status, 200);
-    const records = exported.text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
-    let inForce: string | undefined;
-    let decisions = 0;
-    const stale: string[] = [];
-    for (const r of records) {
-      if (r.kind === 'entity') inForce = r.entities_version;
-      if (r.kind !== 'decision') continue;
-      decisions++;
-      if (inForce !== undefined && r.entities_version !== inForce) stale.push(`seq ${r.seq} (${r.api ?? 'mcp'}) names ${r.entities_version}, in force ${inForce}`);
-    }
+    const { decisions, stale } = staleDecisions(exported.text);
     assert.equal(decisions, rounds * 4);
     assert.deepEqual(stale, []);
   } finally {

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
-import { AUTHZEN_QUESTION, startRaceServer } from './race-server.js';
+import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { EntityStore } from '../../src/entities/entity-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
@@ -50,13 +50,7 @@ test('decisions and evaluations are answered while an admin rewrites an entity a
     assert.equal(answered, 160);
     assert.ok(puts >= 40, `the admins kept writing (${puts} changes)`);
     const exported = await call(server, 'GET', '/v1/ledger/export', { token: t.auditor });
-    let inForce: string | undefined;
-    const stale: number[] = [];
-    for (const line of exported.text.trim().split('\n')) {
-      const r = JSON.parse(line) as Record<string, any>;
-      if (r.kind === 'entity') inForce = r.entities_version;
-      else if (r.kind === 'decision' && inForce !== undefined && r.entities_version !== inForce) stale.push(r.seq);
-    }
+    const { stale } = staleDecisions(exported.text);
     assert.deepEqual(stale, [], 'every decision names the entities version in force at its place');
   } finally {
     await server.stop();
