@@ -35,10 +35,11 @@ export interface WritConfig {
   /** How often the policy dir is checked for changes (hot reload). */
   policy_poll_ms: number;
   /**
-   * 'sync' (default: each group commit fsync'd inside the commit) or 'flushed' (lmdb-js overlappingSync:
-   * the commit returns first and the store awaits its flush). Both answer only after fsync; 'sync' saves
-   * a hop to lmdb-js's flush per commit — ~0.7 ms per sequential request, and equal or better req/s at 10
-   * and 50 connections (bench/results/http-notes.md, fourth pass).
+   * 'sync' (default: each group commit made synchronously on the ledger writer's thread, fsync'd inside
+   * the commit, with no hand-off to lmdb-js's writer thread) or 'flushed' (lmdb-js overlappingSync on its
+   * writer thread: the commit returns first and the store awaits its flush). Both answer only after
+   * fsync; 'sync' measured faster at 1 and 10 connections and no slower at 50
+   * (bench/results/http-notes.md, fourth and eleventh passes).
    */
   durability: 'sync' | 'flushed';
   /** Testing aid, never for production: the PDP clock is read from this file (an RFC 3339 time) when set. */

@@ -107,7 +107,25 @@ function entitySourceOf(version: string, list: FrontStart['entities']['list']): 
 // ── the sidecar, across the thread boundary ──────────────────────────────────────────────────────
 
 let nextAskId = 0;
-const waiting = new Map<number, { resolve(a: SidecarAnswer): void }>();
+/** Asks waiting for the sidecar, oldest first (a Map keeps insertion order), with when each was made. */
+const waiting = new Map<number, { resolve(a: SidecarAnswer): void; at: number }>();
+
+/**
+ * An ask the sidecar has not answered within ASK_DEADLINE_MS is answered 503 STORE_UNAVAILABLE here. The
+ * ledger writer commits on its own thread and fsyncs there, so a disk that hangs in fsync holds that
+ * thread — and its own write timeout (10 s) cannot fire. The request is then refused (fail closed), with
+ * the same meaning as a write timeout: whether it was recorded is known only from a later read.
+ */
+const ASK_DEADLINE_MS = 15_000;
+setInterval(() => {
+  const now = performance.now();
+  for (const [id, w] of waiting) {
+    if (now - w.at < ASK_DEADLINE_MS) break;
+    waiting.delete(id);
+    const refusal = new WritError('STORE_UNAVAILABLE', `the ledger writer did not answer within ${ASK_DEADLINE_MS / 1000} s; whether the request was recorded is unknown until a later read`);
+    w.resolve({ id, error: { status: refusal.status, body: refusal.toBody() } });
+  }
+}, 1000).unref();
 let outbox: FrontAsk[] = [];
 
 function post(message: FromFront): void {
@@ -124,7 +142,7 @@ function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; tex
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
-  const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve }));
+  const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve, at: performance.now() }));
   if (outbox.length >= ASK_BATCH) flush();
   return answer;
 }

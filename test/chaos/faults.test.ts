@@ -241,6 +241,29 @@ describe('injected store faults', () => {
     await assertLedgerVerifies(s.url);
   });
 
+  test('a disk that hangs inside the commit: the front refuses with 503 in bounded time; a later read tells the fate', { skip: ON_POSTGRES ? 'LMDB only: the hang holds the thread that commits to LMDB' : false }, async () => {
+    // The ledger writer commits on its own thread and fsyncs there; a hung fsync holds that thread, so the
+    // store's own write timeout cannot fire. The HTTP front answers the request itself at its deadline (15 s).
+    const id = fresh('hang');
+    const HANG_MS = 17_500;
+    inject({ label: 'reserve', mode: 'hang', timeout_ms: HANG_MS, remaining: 1 });
+    const t0 = Date.now();
+    const r = await decide(id, 'propose');
+    const took = Date.now() - t0;
+    assertUnavailable(r, 'propose on a hung disk');
+    assert.ok(took >= 14_000 && took < HANG_MS, `refused at the front's deadline, before the disk came back (${took} ms)`);
+    consumed();
+    // The disk comes back and the commit completes: the reservation was recorded after all, and a read says so.
+    await sleep(Math.max(0, HANG_MS + 500 - (Date.now() - t0)));
+    const g = await getExec(id);
+    assert.equal(g.status, 200, g.text);
+    assert.equal(g.body.state, 'proposed');
+    assert.equal(g.body.records.length, 1);
+    const again = await decide(id, 'propose');
+    assert.equal(again.status, 200, again.text);
+    await assertLedgerVerifies(s.url);
+  });
+
   test('approval, reconciliation and entity writes fail closed too', async () => {
     // approval: needs a proposed execution that requires approval (the offboarding story).
     const id = fresh('approval');
