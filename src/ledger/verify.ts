@@ -12,8 +12,8 @@
  *   3. HASH_MISMATCH  — `hash` is not SHA-256(0x00 ‖ JCS(record without hash));
  *   4. PREV_MISMATCH  — `prev` is not the previous record's hash;
  *   5. kind checks    — key: key_id identifies public_key (UNKNOWN_KEY), signature (BAD_SIGNATURE:
- *                       null for the first key, else by the previous key), listed in --keys
- *                       (UNKNOWN_KEY); checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
+ *                       null for the first key, else by the previous key), the first key listed in
+ *                       --keys (UNKNOWN_KEY; later keys are vouched for by their signature); checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
  *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
  *                       recomputed from server, tool, arguments (BINDING_MISMATCH). AuthZEN
  *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
@@ -57,7 +57,8 @@ export interface PublicKeyEntry {
 }
 
 export interface VerifyOptions {
-  /** Trusted public keys (`{"keys":[…]}` of GET /v1/ledger/keys): every key record must be one of them. */
+  /** Trusted public keys (`{"keys":[…]}` of GET /v1/ledger/keys): the ledger's first key record must be
+   *  one of them; each later key record is trusted through its signature by the key before it. */
   keys?: PublicKeyEntry[];
   /** A checkpoint record held from earlier (GET /v1/ledger/checkpoint): the export must extend it. */
   checkpoint?: Record<string, unknown>;
@@ -747,13 +748,17 @@ export class ExportVerifier {
     if (!raw) return new Failure(seq, 'UNKNOWN_KEY', 'public_key is not a base64 32-byte Ed25519 key');
     if (rec.key_id !== keyIdOf(raw)) return new Failure(seq, 'UNKNOWN_KEY', `key_id ${String(rec.key_id)} does not identify public_key (${keyIdOf(raw)})`);
     const keyId = rec.key_id as string;
-    if (this.#lastKey === undefined) {
+    const first = this.#lastKey === undefined;
+    if (first) {
       if (rec.signature !== null) return new Failure(seq, 'BAD_SIGNATURE', 'the first key record must have signature null');
-    } else if (typeof rec.signature !== 'string' || !verifyPayload(this.#lastKey, keyPayload({ key_id: keyId, public_key: rec.public_key as string }), rec.signature)) {
+    } else if (typeof rec.signature !== 'string' || !verifyPayload(this.#lastKey!, keyPayload({ key_id: keyId, public_key: rec.public_key as string }), rec.signature)) {
       return new Failure(seq, 'BAD_SIGNATURE', `key ${keyId} is not signed by the previous key`);
     }
-    if (this.#trustedKeys && this.#trustedKeys.get(keyId) !== rec.public_key) {
-      return new Failure(seq, 'UNKNOWN_KEY', `key ${keyId} is not among the trusted keys`);
+    // The trusted keys anchor the ledger's first key. Each later key is vouched for by the key before
+    // it (the signature just checked: only the holder of a trusted key can introduce the next), so keys
+    // an auditor fetched before a rotation still verify the exports that follow it.
+    if (first && this.#trustedKeys && this.#trustedKeys.get(keyId) !== rec.public_key) {
+      return new Failure(seq, 'UNKNOWN_KEY', `the ledger's first key ${keyId} is not among the trusted keys`);
     }
     this.#knownKeys.set(keyId, raw);
     this.#lastKey = raw;

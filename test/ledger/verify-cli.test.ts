@@ -46,6 +46,10 @@ test('writ verify: an untouched export → exit 0 and the exact ok line', async 
   const withHeld = await run(['verify', exportFile, '--keys', keysFile, '--checkpoint', checkpointFile]);
   assert.equal(withHeld.code, 0, withHeld.stderr);
   assert.deepEqual(JSON.parse(withHeld.stdout), { ok: true, records: 60, head: HEAD });
+  // Keys an auditor fetched before the rotation (seq 30): the rotated-in key is vouched for by the first.
+  const preRotation = await run(['verify', exportFile, '--keys', file('pre-rotation-keys.json', JSON.stringify(keysDoc(GOLDEN_KEY))), '--checkpoint', checkpointFile]);
+  assert.equal(preRotation.code, 0, preRotation.stderr);
+  assert.deepEqual(JSON.parse(preRotation.stdout), { ok: true, records: 60, head: HEAD });
 });
 
 test('writ verify: tampered exports → exit 1 with seq and code', async () => {
@@ -57,7 +61,7 @@ test('writ verify: tampered exports → exit 1 with seq and code', async () => {
     [['verify', file('edited.jsonl', edited.join('\n') + '\n')], { seq: 12, code: 'HASH_MISMATCH' }],
     [['verify', file('gap.jsonl', LINES.filter((_, i) => i !== 7).join('\n') + '\n')], { seq: 7, code: 'SEQ_GAP' }],
     [['verify', file('short.jsonl', LINES.slice(0, 25).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 25, code: 'TRUNCATED' }],
-    [['verify', exportFile, '--keys', file('onekey.json', JSON.stringify(keysDoc(GOLDEN_KEY)))], { seq: 30, code: 'UNKNOWN_KEY' }],
+    [['verify', exportFile, '--keys', file('onekey.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }],
     [['verify', file('blank.jsonl', EXPORT + '\n')], { seq: 60, code: 'MALFORMED' }],
   ];
   for (const [args, expect] of cases) {
@@ -83,7 +87,7 @@ test('writ verify: every failure shape prints exactly {ok,seq,code} on stdout an
     ['checkpoint size "x"', ['verify', file('size-x.jsonl', sizeX.join('\n') + '\n')], { seq: 15, code: 'MALFORMED' }, /checkpoint size "x" is not a non-negative integer/],
     ['held checkpoint forged', ['verify', exportFile, '--checkpoint', file('forged-cp.json', JSON.stringify(forgedHeld))], { seq: 40, code: 'BAD_SIGNATURE' }, /held checkpoint's signature/],
     ['held checkpoint beyond the export', ['verify', file('short2.jsonl', LINES.slice(0, 10).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 10, code: 'TRUNCATED' }, /the export has 10 records/],
-    ['--keys lacks the rotated key', ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(GOLDEN_KEY)))], { seq: 30, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
+    ['--keys lacks the first key', ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(ROTATED_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /first key .* is not among the trusted keys/],
     ['--keys from another ledger', ['verify', exportFile, '--keys', file('otherkeys.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
     ['bytes that are not UTF-8', ['verify', file('latin1.jsonl', Buffer.concat([Buffer.from(LINES.slice(0, 3).join('\n') + '\n'), Buffer.from([0x7b, 0xff, 0x7d, 0x0a])]))], { seq: 3, code: 'MALFORMED' }, /not valid UTF-8/],
   ];

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { verifyExport, verifyExportSync, ExportVerifier } from '../../src/ledger/verify.js';
 import { ZERO_HASH } from '../../src/ledger/record.js';
-import { GOLDEN_KEY, ROTATED_KEY, clone, fixtureKeyAt, linesOf, rechain, rootOf, signCheckpoint } from './fixture.js';
+import { GOLDEN_KEY, ROTATED_KEY, clone, fixtureKeyAt, keysDoc, linesOf, rechain, rootOf, signCheckpoint } from './fixture.js';
 import {
   BOTH_KEYS,
   CHECKPOINTS,
@@ -31,6 +31,10 @@ test('the fixture is a real, valid export of about 60 records', async () => {
   assert.deepEqual(await verifyExport(LINES), { ok: true, records: N, head });
   assert.deepEqual(verifyExportSync(LINES, { keys: BOTH_KEYS }), { ok: true, records: N, head });
   for (const cp of CHECKPOINTS) assert.deepEqual(verifyExportSync(LINES, { keys: BOTH_KEYS, checkpoint: RECORDS[cp]! }), { ok: true, records: N, head });
+  // Keys fetched before the rotation (seq 30) still verify: the rotated key is vouched for by the first.
+  const preRotation = keysDoc(GOLDEN_KEY).keys;
+  assert.deepEqual(verifyExportSync(LINES, { keys: preRotation }), { ok: true, records: N, head });
+  assert.deepEqual(verifyExportSync(LINES, { keys: preRotation, checkpoint: HELD_31 }), { ok: true, records: N, head });
   // An export that extends a held checkpoint by more records is fine.
   assert.deepEqual(verifyExportSync(LINES.slice(0, 45), { checkpoint: RECORDS[22]! }), { ok: true, records: 45, head: RECORDS[44]!.hash });
 });
