@@ -166,6 +166,10 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     checkpoint: { ...DEFAULTS.checkpoint, ...(file.checkpoint ?? {}) },
     tokens: [],
   } as WritConfig;
+  // A flag given empty (`--database-url ""`, an unset shell variable) is a mistake, not "use the default":
+  // an empty --database-url would otherwise serve from LMDB without a word.
+  const flags: Array<[keyof typeof o, string]> = [['listen', '--listen'], ['policyDir', '--policy-dir'], ['dataDir', '--data-dir'], ['databaseUrl', '--database-url'], ['signingKeyFile', '--signing-key-file']];
+  for (const [key, flag] of flags) if (o[key] === '') fail(`${flag} is empty`);
   if (o.listen) config.listen = o.listen;
   if (o.policyDir) config.policy_dir = o.policyDir;
   if (o.dataDir) config.data_dir = o.dataDir;

@@ -69,3 +69,19 @@ test('an unknown (misspelt) config key is named on stderr, not silently ignored'
   assert.match(written[0]!, /unknown key "lsten" is ignored \(known keys: .*listen/);
   assert.match(written[1]!, /unknown key "checkpoint.every_record" is ignored/);
 });
+
+test('a flag given empty is refused, not taken as "use the default" (an empty --database-url would serve from LMDB)', () => {
+  const flags = { listen: '--listen', policyDir: '--policy-dir', dataDir: '--data-dir', databaseUrl: '--database-url', signingKeyFile: '--signing-key-file' } as const;
+  for (const [key, flag] of Object.entries(flags)) {
+    assert.throws(() => loadConfig({ [key]: '' }), (e: Error & { code?: string }) => e.code === 'INVALID_REQUEST' && e.message.includes(`${flag} is empty`), flag);
+  }
+  // WRIT_DATABASE_URL set but empty stays "unset", as an empty environment variable usually means.
+  const before = process.env.WRIT_DATABASE_URL;
+  process.env.WRIT_DATABASE_URL = '';
+  try {
+    assert.equal(loadConfig({}).config.database_url, null);
+  } finally {
+    if (before === undefined) delete process.env.WRIT_DATABASE_URL;
+    else process.env.WRIT_DATABASE_URL = before;
+  }
+});

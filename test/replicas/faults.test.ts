@@ -6,6 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import pgLib from 'pg';
@@ -176,6 +178,19 @@ describe('replica faults on one PostgreSQL', () => {
     }
     // The export as the stopped sidecar left it (its final checkpoint included).
     const url = await pg.createDatabase();
+    // A wrong --data-dir (absent, or a directory with no store) is refused and leaves no trace: neither
+    // files in the directory nor rows in the database, so the real copy below still finds it empty.
+    const emptyDir = mkdtempSync(join(tmpdir(), 'writ-copy-empty-'));
+    try {
+      for (const dir of [join(emptyDir, 'absent'), emptyDir]) {
+        const wrong = spawnSync(process.execPath, [WRIT_BIN, 'store', 'copy', '--data-dir', dir, '--database-url', url], { encoding: 'utf8' });
+        assert.equal(wrong.status, 1, wrong.stdout + wrong.stderr);
+        assert.match(wrong.stderr, /does not exist|holds no writ store/);
+      }
+      assert.deepEqual(readdirSync(emptyDir), []);
+    } finally {
+      rmSync(emptyDir, { recursive: true, force: true });
+    }
     const copy = spawnSync(process.execPath, [WRIT_BIN, 'store', 'copy', '--data-dir', lmdb.dataDir, '--database-url', url], { encoding: 'utf8' });
     assert.equal(copy.status, 0, copy.stdout + copy.stderr);
     const again = spawnSync(process.execPath, [WRIT_BIN, 'store', 'copy', '--data-dir', lmdb.dataDir, '--database-url', url], { encoding: 'utf8' });

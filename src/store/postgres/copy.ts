@@ -5,13 +5,14 @@
  * replicas without breaking its chain. A database holding records or state is refused. The data dir
  * is locked for the copy (its server must be stopped) and its chain tail checked first.
  */
+import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { entitiesVersionOf, type EntityJson } from '../../policy/entities.js';
 import { uidKey } from '../../util/uid.js';
 import { checkIntegrity } from '../integrity.js';
-import { indexTermsOf, openStoreDbs, TABLES } from '../layout.js';
+import { dataFileOf, indexTermsOf, openStoreDbs, TABLES } from '../layout.js';
 import { lockDataDir } from '../lock.js';
 import { indexTerm } from '../seal.js';
 import { PgStore, redactUrl } from './pg-store.js';
@@ -27,11 +28,18 @@ export interface CopyReport {
 }
 
 export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<CopyReport> {
+  // Checked before the lock and the open, which would create files: a wrong path must leave no trace,
+  // in the directory or in the database.
+  if (!existsSync(dataDir)) throw new WritError('INVALID_REQUEST', `data dir ${dataDir} does not exist`);
+  if (!existsSync(dataFileOf(dataDir))) throw new WritError('INVALID_REQUEST', `data dir ${dataDir} holds no writ store (no ${dataFileOf(dataDir)}): nothing to copy`);
   const lock = await lockDataDir(dataDir);
   const dbs = openStoreDbs(dataDir);
   const pool = PgStore.createPool({ url, connectTimeoutMs: 5000, writeTimeoutMs: 600_000 });
   try {
     const { size, head } = checkIntegrity(dbs, dataDir);
+    // A store with no record has no ledger to carry over; copying its state alone would only make the
+    // database non-empty and refuse the real copy.
+    if (size === 0) throw new WritError('INVALID_REQUEST', `the store in ${dataDir} holds no record: nothing to copy`);
     const client = await connectOrUnavailable(pool, url);
     try {
       await migrate(client);
