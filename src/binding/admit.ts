@@ -94,14 +94,24 @@ class Admitter {
       }
       return out;
     }
-    const out: { [k: string]: Json } = {};
-    for (const key of Object.keys(v)) {
+    // Members are judged in the document's order (the first refusal is the first in the text), and the
+    // admitted object holds them in JCS order (UTF-16 code units, RFC 8785 §3.2.3): the arguments a PEP
+    // forwards to the tool then read as the canonical text, member for member. (JavaScript itself puts
+    // integer-like names such as "10" first, in numeric order, whatever the insertion order.)
+    const keys = Object.keys(v);
+    const admitted: Json[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
       trail[depth - 1] = key;
       if (CEDAR_ESCAPE_KEYS.has(key)) {
         this.refuse('BINDING_UNREPRESENTABLE', `member name ${JSON.stringify(key)} is a Cedar JSON escape and cannot be passed to policy as data`, depth);
       }
-      setMember(out, key, this.admit(v[key]!, depth + 1));
+      admitted[i] = this.admit(v[key]!, depth + 1);
     }
+    const order = keys.map((_, i) => i);
+    if (keys.length > 1) order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
+    const out: { [k: string]: Json } = {};
+    for (const i of order) setMember(out, keys[i]!, admitted[i]!);
     return out;
   }
 }

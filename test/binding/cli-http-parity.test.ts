@@ -85,3 +85,15 @@ test('server and tool names: the CLI refuses exactly the ones HTTP refuses (INVA
     assert.deepEqual(await httpVerdict(decisionBytes(server, tool, args)), cli, JSON.stringify([server, tool]));
   }
 });
+
+test('the arguments a decision answers (for the PEP to forward) read as the canonical text, member for member', async () => {
+  // Members out of JCS order, nested, with names that sort by UTF-16 code units (astral after U+FF61)
+  // and a number written unusually; no integer-like names (JavaScript orders those itself).
+  const args = raw('{ "b" : 2, "a" : [ true, null, "x", { "z": 0.50000, "y": -0 } ], "😀": 1, "｡": 2, "A": {"d":1,"c":2} }');
+  const cli = JSON.parse(bindOutput(args, 'idp', 'disable_sign_in').stdout) as { binding: string; canonical: string };
+  const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, rawBody: decisionBytes('idp', 'disable_sign_in', args) });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.binding, cli.binding);
+  assert.equal(JSON.stringify(r.body.arguments), cli.canonical);
+  assert.ok(r.text.includes(`"arguments":${cli.canonical}`), 'the answer carries the canonical text itself');
+});

@@ -161,3 +161,10 @@ test('memberOf reads own members only, whatever the key', () => {
   assert.equal(memberOf(parseLossless('[1]'), '0'), undefined, 'an array has no members');
   assert.ok(isLosslessObject(memberOf(body, 'constructor')));
 });
+
+test('admitted objects hold their members in JCS order; the first refusal is still the first in the document', () => {
+  const admitted = admitValue(parseLossless('{"b":1,"a":{"d":true,"c":"x"},"é":0,"Z":null}'));
+  assert.equal(JSON.stringify(admitted), '{"Z":null,"a":{"c":"x","d":true},"b":1,"é":0}');
+  const doc = parseLossless('{"b":1.0,"a":1e-7}');
+  assert.deepEqual(refusal(() => admitValue(doc, '/action/arguments')), { code: 'BINDING_LOSSY_NUMBER', path: '/action/arguments/b' });
+});
