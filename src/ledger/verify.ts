@@ -13,7 +13,8 @@
  *   4. PREV_MISMATCH  — `prev` is not the previous record's hash;
  *   5. kind checks    — key: key_id identifies public_key (UNKNOWN_KEY), signature (BAD_SIGNATURE:
  *                       null for the first key, else by the previous key), the first key listed in
- *                       --keys (UNKNOWN_KEY; later keys are vouched for by their signature); checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
+ *                       --keys (UNKNOWN_KEY; later keys are vouched for by their signature);
+ *                       checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
  *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
  *                       recomputed from server, tool, arguments (BINDING_MISMATCH). AuthZEN
  *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
