@@ -10,27 +10,26 @@
 // AB_EXTRA_CONFIG='{"http_threads":0}' adds config members to both. Needs a quiet machine.
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, cpSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchPolicyDir } from './bench-policies.mjs';
+import { procCpuSeconds } from './proc.mjs';
 const [bin, writA, writB, pairsS, connsS, durS, workload = 'repeated'] = process.argv.slice(2);
 const actor = { type: 'Agent', id: 'offboarding-agent-prod' };
 const env0 = { task_id: 'BENCH-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' }, actor, subject: { type: 'Employee', id: '7721' } };
-const cpu = (pid) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) / 100; };
 async function one(label, writBin, conns) {
   const dir = mkdtempSync(join(tmpdir(), 'ab-'));
-  cpSync(new URL('../policies', import.meta.url), join(dir, 'policies'), { recursive: true });
-  writeFileSync(join(dir, 'policies', 'bench.cedar'), '@id("bench-blocked-task")\nforbid (principal, action == Action::"hris/read_employee", resource) when { context.task_id like "*-blocked" };\n');
-  writeFileSync(join(dir, 'c.json'), JSON.stringify({ listen: '127.0.0.1:8798', policy_dir: join(dir, 'policies'), data_dir: join(dir, 'data'), tokens: [{ token: 'tok', role: 'pep', actor }], ...JSON.parse(process.env.AB_EXTRA_CONFIG ?? '{}') }));
+  writeFileSync(join(dir, 'c.json'), JSON.stringify({ listen: '127.0.0.1:8798', policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'), tokens: [{ token: 'tok', role: 'pep', actor }], ...JSON.parse(process.env.AB_EXTRA_CONFIG ?? '{}') }));
   const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env } });
   for (;;) { try { if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 100)); }
   let i = 0;
   const run = (d) => autocannon({ url: 'http://127.0.0.1:8798/v1/decisions', connections: conns, duration: d, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer tok' },
     requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ execution_id: `r-${String(i++).padStart(8, '0')}`, phase: 'execute', envelope: workload === 'distinct' ? { ...env0, task_id: `T-${i}` } : env0, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) }) }] });
   await run(2);
-  const c0 = cpu(child.pid);
+  const c0 = procCpuSeconds(child.pid);
   const r = await run(Number(durS));
-  const c1 = cpu(child.pid);
+  const c1 = procCpuSeconds(child.pid);
   child.kill('SIGTERM'); await new Promise((res) => child.on('exit', res)); rmSync(dir, { recursive: true, force: true });
   const rps = r.requests.average;
   return { label, rps, p50: r.latency.p50, p99: r.latency.p99, cpuMs: ((c1 - c0) * 1000) / (rps * Number(durS)), non2xx: r.non2xx + r.errors };

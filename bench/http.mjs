@@ -24,7 +24,7 @@
 // Writes bench/results/http.md (unless --no-write) and the raw JSON lines to bench/tmp/http-raw.jsonl.
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { machineBusySeconds, procCpuSeconds, threadCpuSeconds } from './proc.mjs';
 import { wrkAvailable, wrkLoad } from './wrk.mjs';
+import { benchPolicyDir } from './bench-policies.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -223,23 +224,6 @@ const wrkBodyFor = (workload) => {
   throw new Error(`--loadgen wrk runs the repeated and distinct workloads, not ${workload}`);
 };
 
-/**
- * The bundled policies plus one that reads task_id on the benchmarked action (so the distinct workload's
- * calls really differ to Cedar); it never matches the bench's task ids, so every call still allows.
- */
-const BENCH_POLICY = `// bench/http.mjs: makes task_id Cedar-visible on hris/read_employee.
-@id("bench-blocked-task")
-forbid (principal, action == Action::"hris/read_employee", resource)
-when { context.task_id like "*-blocked" };
-`;
-function benchPolicyDir(dir) {
-  const out = join(dir, 'policies');
-  mkdirSync(out);
-  const src = join(root, 'policies');
-  for (const f of readdirSync(src)) if (statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(out, f));
-  writeFileSync(join(out, 'bench.cedar'), BENCH_POLICY);
-  return out;
-}
 
 async function runWrit(rep, cfg) {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-http-'));
