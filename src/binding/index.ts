@@ -26,6 +26,7 @@ export {
   cedarView,
   envelopeDigest,
   envelopeDigestOfCanonical,
+  storedArgumentsProblem,
   type BoundCall,
   type CedarValue,
 } from './views.js';

@@ -16,7 +16,8 @@
  *                       --keys (UNKNOWN_KEY; later keys are vouched for by their signature);
  *                       checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
  *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
- *                       recomputed from server, tool, arguments (BINDING_MISMATCH). AuthZEN
+ *                       recomputed from server, tool, arguments, which must be the canonical text
+ *                       of an admitted value (BINDING_MISMATCH; docs/protocol.md §3). AuthZEN
  *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
  *                       no binding: they get every other check, and MCP decisions lose none.
  * So an edited field is HASH_MISMATCH at its seq (MALFORMED if the new value is not of its form); an edit whose hash was recomputed is PREV_MISMATCH
@@ -30,7 +31,7 @@
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
-import { bindingFromCanonicalMembers } from '../binding/index.js';
+import { bindingFromCanonicalMembers, MAX_ARGUMENT_DEPTH, storedArgumentsProblem } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
 import { isRfc3339 } from '../util/rfc3339.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
@@ -110,6 +111,16 @@ const memberValueEnd: number[] = [];
 let memberCount = 0;
 /** The line the spans refer to. */
 let text = '';
+/** Span of the top-level `arguments` value while and after it is scanned (-1 when the line has none). */
+let argumentsStart = -1;
+let argumentsEnd = -1;
+/**
+ * Set when the stored arguments hold something §3 admission must judge: a number token other than a
+ * short plain integer (≤ 15 digits, so safe), or a container deeper than MAX_ARGUMENT_DEPTH (anywhere in
+ * the line: rare, and then admission simply runs). Without it, canonical arguments are admitted as
+ * they stand (bindingMismatchOf), and verify pays nothing per decision for re-admission.
+ */
+let argumentsNeedAdmission = false;
 
 const enum Ch {
   Quote = 0x22,
@@ -235,6 +246,7 @@ function scanNumber(s: string, i: number): number {
   const length = i - start;
   // Short integers without leading zeros are their own spelling, except -0.
   if (simpleInteger && length <= 15) return length === 2 && s.charCodeAt(start) === Ch.Minus && s.charCodeAt(start + 1) === Ch.Zero ? -1 : i;
+  if (start >= argumentsStart && start < argumentsEnd) argumentsNeedAdmission = true;
   const token = s.slice(start, i);
   return String(Number(token)) === token ? i : -1;
 }
@@ -259,6 +271,7 @@ const MAX_SCAN_DEPTH = 512;
 
 function scanObject(s: string, i: number, depth: number): number {
   if (depth > MAX_SCAN_DEPTH) return -1;
+  if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
   i++;
   if (s.charCodeAt(i) === Ch.CloseBrace) return i + 1;
   let prevStart = -1;
@@ -277,8 +290,14 @@ function scanObject(s: string, i: number, depth: number): number {
     prevEscaped = keyEscaped;
     if (s.charCodeAt(i) !== Ch.Colon) return -1;
     const valueStart = ++i;
+    const isArguments = depth === 0 && keyEnd - keyStart === 9 && s.startsWith('arguments', keyStart);
+    if (isArguments) {
+      argumentsStart = valueStart;
+      argumentsEnd = s.length;
+    }
     i = scanValue(s, i, depth + 1);
     if (i < 0) return -1;
+    if (isArguments) argumentsEnd = i;
     if (depth === 0) {
       memberKeyStart[memberCount] = keyStart;
       memberKeyEnd[memberCount] = keyEnd;
@@ -298,6 +317,7 @@ function scanValue(s: string, i: number, depth: number): number {
       return scanObject(s, i, depth);
     case Ch.OpenBracket: {
       if (depth > MAX_SCAN_DEPTH) return -1;
+      if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
       i++;
       if (s.charCodeAt(i) === Ch.CloseBracket) return i + 1;
       for (;;) {
@@ -328,6 +348,8 @@ function scanValue(s: string, i: number, depth: number): number {
 export function scanCanonicalObject(line: string): boolean {
   text = line;
   memberCount = 0;
+  argumentsStart = argumentsEnd = -1;
+  argumentsNeedAdmission = false;
   if (line.charCodeAt(0) !== Ch.OpenBrace) return false;
   plainStrings = !SPECIAL_STRING_UNIT.test(line);
   return scanObject(line, 0, 0) === line.length;
@@ -518,7 +540,11 @@ function bindingMismatchOf(view: RecordView): string | undefined {
     return 'the record has a binding but not the server, tool and arguments it binds';
   }
   const recomputed = bindingFromCanonicalMembers(serverToken, toolToken, argsToken);
-  return recomputed === binding ? undefined : `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
+  if (recomputed !== binding) return `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
+  // The binding matches its own recomputation; the arguments must also be a value admission could have
+  // produced. The scan already saw every number and container of a scanned line's arguments.
+  if (view === SCANNED_LINE && !argumentsNeedAdmission && argsToken.charCodeAt(0) === Ch.OpenBrace && !argsToken.includes('"__')) return undefined;
+  return storedArgumentsProblem(argsToken);
 }
 
 /** Whether a JCS token is a number's (the JCS text of a number, and only of a number, starts with `-` or a digit). */

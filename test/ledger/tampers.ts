@@ -254,6 +254,25 @@ export const TAMPERS: Tamper[] = [
   { name: 'stored server changed', lines: () => editRechained((rs) => void (rs[D]!.server = 'other')), expect: { code: 'BINDING_MISMATCH', seq: D } },
   { name: 'stored tool changed', lines: () => editRechained((rs) => void (rs[D]!.tool = 'delete_user')), expect: { code: 'BINDING_MISMATCH', seq: D } },
   { name: 'binding replaced by another decision’s', lines: () => editRechained((rs) => void (rs[D]!.binding = rs[D_WITH_INT]!.binding)), expect: { code: 'BINDING_MISMATCH', seq: D } },
+  // A forged call whose binding is recomputed over arguments admission refuses (§3), everything re-signed:
+  // the binding matches its own recomputation, so only admitting the stored arguments again tells.
+  ...(
+    [
+      ['a decimal with 7 fractional digits', { employee_id: '7721', ratio: 1e-7 }],
+      ['an unsafe integer', { employee_id: '7721', count: 2 ** 53 }],
+      ['a double that is not a Cedar decimal', { employee_id: '7721', ratio: 0.1 + 0.2 }],
+      ['an array', [1, 2]],
+    ] as Array<[string, unknown]>
+  ).map(([what, args]): Tamper => ({
+    name: `stored arguments hold ${what}, binding recomputed and checkpoints re-signed`,
+    lines: () =>
+      editRechained((rs) => {
+        const r = rs[D]!;
+        r.arguments = args as Rec;
+        r.binding = bindingOf(r.server as string, r.tool as string, args as never);
+      }, 0, true),
+    expect: { code: 'BINDING_MISMATCH', seq: D },
+  })),
   {
     name: 'arguments changed with the binding recomputed, old checkpoint',
     lines: () =>
