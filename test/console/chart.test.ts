@@ -24,3 +24,19 @@ test('decisions per minute by outcome; a truncated page leaves out its partly co
   assert.deepEqual(at(truncated, '10:01'), { allow: 1, deny: 1, approval_required: 0 });
   assert.equal(truncated.reduce((n, b) => n + b.counts.allow + b.counts.deny + b.counts.approval_required, 0), 3);
 });
+
+test('a truncated page whose decisions all fall in one minute still draws it, marked partial', () => {
+  // More decisions a minute than one page holds (the review's 1,500 in a minute): an empty chart would
+  // say there were none.
+  const records = Array.from({ length: 1000 }, (_, i) => decision(i, `2026-12-02T13:04:${String(i % 60).padStart(2, '0')}Z`, i % 10 === 0 ? 'deny' : 'allow'));
+  const buckets = bucketsOf(records, true);
+  const last = buckets[buckets.length - 1]!;
+  assert.equal(new Date(last.minute * 60_000).toISOString().slice(11, 16), '13:04');
+  assert.deepEqual(last.counts, { allow: 900, deny: 100, approval_required: 0 });
+  assert.equal(last.partial, true);
+  assert.equal(buckets.filter((b) => b.partial).length, 1);
+  // Two minutes in the page: the oldest is still left out, and nothing is marked partial.
+  const two = bucketsOf([...records, decision(1000, '2026-12-02T13:05:01Z', 'allow')], true);
+  assert.equal(two.reduce((n, b) => n + b.counts.allow + b.counts.deny, 0), 1);
+  assert.equal(two.some((b) => b.partial), false);
+});

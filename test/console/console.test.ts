@@ -11,7 +11,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
+import { createHash } from 'node:crypto';
 import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
+import { jcs } from '../../src/util/canonical.js';
 import { findChromium, launchChromium, NO_CHROMIUM } from './browser.js';
 import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
 
@@ -50,6 +52,9 @@ async function waitForRows(seqs: number[]): Promise<void> {
     JSON.stringify(seqs), { timeout: 15_000 },
   );
 }
+
+/** A record's leaf hash (docs/protocol.md §6), for a forged record that is to pass the hash check. */
+const leafHashOf = (body: unknown) => 'sha256:' + createHash('sha256').update(Buffer.concat([Buffer.of(0), Buffer.from(jcs(body))])).digest('hex');
 
 const newestFirst = (records: Rec[], n = 50) => records.slice(-n).map((r) => r.seq).reverse();
 
@@ -111,6 +116,13 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('checking…').waitFor({ state: 'detached' });
     assert.equal(await page.getByRole('alert').textContent(), 'unauthorized');
+    // A token that cannot even be a header value (a control character, an emoji) is no auditor's either.
+    for (const odd of [`${token}\u0001`, `${token}😀`]) {
+      await page.getByLabel('Auditor token').fill(odd);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('checking…').waitFor({ state: 'detached' });
+      assert.equal(await page.getByRole('alert').textContent(), 'unauthorized', JSON.stringify(odd));
+    }
   });
 
   await t.test('signing in keeps the token in memory only', async () => {
@@ -202,13 +214,21 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       await page.unrouteAll();
     }
 
+    // A record altered on its way to the page, once only: Verify proves the very record drawn (which
+    // now reads `allow`), never a second, honest copy fetched for the proof.
+    let altered = 0;
     await page.route(`**/v1/ledger/records/${view.records[0]}`, async (route) => {
       const res = await route.fetch();
-      const text = (await res.text()).replace('"approval_required"', '"allow"');
+      const text = altered++ === 0 ? (await res.text()).replace('"approval_required"', '"allow"') : await res.text();
       await route.fulfill({ response: res, body: text });
     });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForFunction(() => document.querySelector('ol.timeline li .decision')?.textContent === 'allow');
     assert.equal(await verdictOf(first), 'NOT verified: record hash mismatch');
     await page.unrouteAll();
+    assert.equal(altered, 1, 'the record was fetched once, to be drawn');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForFunction(() => document.querySelector('ol.timeline li .decision')?.textContent === 'approval_required');
 
     await page.route('**/v1/ledger/checkpoint', async (route) => {
       const res = await route.fetch();
@@ -219,7 +239,38 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     assert.match(await verdictOf(first), /^NOT verified: /);
     await page.unrouteAll();
 
+    // A forged checkpoint that would leave the record outside it (size 1, its hash even recomputed)
+    // is proved before its size is believed: NOT verified, not "not yet checkpointed".
+    await page.route('**/v1/ledger/checkpoint', async (route) => {
+      const res = await route.fetch();
+      const cp = await res.json();
+      cp.size = 1;
+      const { hash: _old, ...body } = cp;
+      cp.hash = leafHashOf(body);
+      await route.fulfill({ response: res, json: cp });
+    });
+    assert.equal(await verdictOf(first), 'NOT verified: bad checkpoint signature');
+    await page.unrouteAll();
+
     assert.equal(await verdictOf(first), 'verified');
+  });
+
+  await t.test('records the sidecar lists that name another execution are flagged, not drawn', async () => {
+    const other = (await allRecords('&kind=decision')).find((r) => r.execution_id !== STORY_EXECUTION)!;
+    await page.route('**/v1/executions/**', async (route) => {
+      const res = await route.fetch();
+      const body = await res.json();
+      body.records = [...body.records, other.seq];
+      await route.fulfill({ response: res, json: body });
+    });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText(`of another execution here (#${other.seq}): not shown.`).waitFor();
+    assert.equal(await items.count(), view.records.length);
+    assert.equal(await timeline.locator(`li[data-seq="${other.seq}"]`).count(), 0);
+    await page.unrouteAll();
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForFunction((n) => document.querySelectorAll('ol.timeline > li').length === n, view.records.length);
+    assert.equal(await page.getByRole('alert').count(), 0);
   });
 
   await t.test('Prove every record presses each Verify in turn', async () => {

@@ -68,6 +68,9 @@ export class Api {
   }
 
   async get<T>(path: string): Promise<T> {
+    // A bearer token is visible ASCII (RFC 6750 b64token is narrower still); anything else — a control
+    // character, an emoji — cannot even be put in a header, and is no auditor's token.
+    if (!/^[\x21-\x7e]+$/.test(this.#token)) throw new ApiError(401, 'UNAUTHENTICATED', 'not a bearer token');
     let res: Response;
     try {
       res = await fetch(path, { headers: { authorization: `Bearer ${this.#token}`, accept: 'application/json' }, cache: 'no-store' });

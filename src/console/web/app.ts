@@ -31,6 +31,17 @@ const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CHART_DECISIONS = 1000;
 const ACTOR_HINT = 'Actor must be Type::"id", e.g. Agent::"offboarding-agent-prod"';
 
+/** The uid an actor field names, when its id is a JSON string (a spelling the page cannot read is left to the sidecar). */
+function parseActor(text: string): { type: string; id: string } | undefined {
+  const m = /^(.*?)::("(?:[^"\\]|\\.)*")$/.exec(text);
+  if (!m) return undefined;
+  try {
+    return { type: m[1]!, id: JSON.parse(m[2]!) as string };
+  } catch {
+    return undefined;
+  }
+}
+
 function kindBadge(kind: string): HTMLElement {
   // The kind's name in an element of its own (the icon beside it is decoration): found by its exact text.
   return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), h('span', { class: 'kind-name' }, kind));
@@ -136,7 +147,8 @@ function recordDetails(r: LedgerRecord): Node[] {
   return [h('dl', { class: 'details' }, rows)];
 }
 
-function verifyControl(seq: number): HTMLElement {
+function verifyControl(record: LedgerRecord): HTMLElement {
+  const seq = record.seq;
   const result = h('span', { class: 'verdict', role: 'status', 'aria-live': 'polite' });
   const button = h('button', { type: 'button', class: 'verify', 'aria-describedby': `verdict-${seq}` }, 'Verify');
   result.id = `verdict-${seq}`;
@@ -148,7 +160,7 @@ function verifyControl(seq: number): HTMLElement {
     let text: string;
     let status: string;
     try {
-      const verdict = await verifyRecord(api, seq);
+      const verdict = await verifyRecord(api, record);
       text = verdictText(verdict);
       status = verdict.status;
     } catch (e) {
@@ -174,7 +186,7 @@ function timelineItem(r: LedgerRecord): HTMLElement {
   );
   return h('li', { class: `entry entry-${r.kind}`, 'data-seq': r.seq, 'data-kind': r.kind },
     h('span', { class: 'dot', 'aria-hidden': 'true' }, ICONS[r.kind] ?? '•'),
-    h('div', { class: 'entry-body' }, summary, recordDetails(r), verifyControl(r.seq)),
+    h('div', { class: 'entry-body' }, summary, recordDetails(r), verifyControl(r)),
   );
 }
 
@@ -212,7 +224,18 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
     const first = await api!.records(0, 1, { execution_id: id, actor });
     if (first.records.length === 0) return problem(`EXECUTION_NOT_FOUND: no execution ${id} for ${actor}`);
     const view = await api!.execution(id, actor);
-    const records = await loadRecords([...view.records].sort((a, b) => a - b));
+    const asked = parseActor(actor);
+    if (view.execution_id !== id || (asked !== undefined && uidText(view.actor) !== uidText(asked))) {
+      return problem(`the sidecar answered for execution ${String(view.execution_id)} of ${uidText(view.actor)}, not the one asked for`);
+    }
+    // The timeline holds only records that name this execution and its actor; anything else the
+    // sidecar lists is said out loud, not drawn (nor silently dropped).
+    const listed = await loadRecords([...view.records].sort((a, b) => a - b));
+    const names = (r: LedgerRecord) => r.execution_id === view.execution_id && uidText(r.actor) === uidText(view.actor);
+    const records = listed.filter(names);
+    const foreign = listed.filter((r) => !names(r));
+    const warning = foreign.length === 0 ? [] : h('p', { class: 'error', role: 'alert' },
+      `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here (${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`);
     const facts = h('dl', { class: 'facts' },
       field('state', h('span', { class: `state state-${view.state}` }, view.state)),
       field('actor', uidText(view.actor)),
@@ -236,6 +259,7 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
       proveAll.disabled = false;
     });
     fill(target,
+      warning,
       h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, approvalsTable(view)),
       h('section', { class: 'card', 'aria-label': 'Timeline' },
         h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} records)`), proveAll),
@@ -303,7 +327,7 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
     h('td', { class: 'nowrap' }, actor),
     h('td', { class: 'nowrap' }, link),
     h('td', {}, recordSummary(r)),
-    h('td', { class: 'proof' }, verifyControl(r.seq)),
+    h('td', { class: 'proof' }, verifyControl(r)),
   );
 }
 

@@ -8,6 +8,8 @@ type Outcome = (typeof OUTCOMES)[number];
 interface Bucket {
   minute: number;
   counts: Record<Outcome, number>;
+  /** Only part of this minute's decisions were fetched: it held at least these. */
+  partial?: boolean;
 }
 
 const MINUTE = 60_000;
@@ -18,7 +20,9 @@ const MIN_BUCKETS = 15;
 /**
  * Decision records grouped by minute, the last hour of activity ending at the newest decision.
  * `truncated`: the records are the newest N of more (the API's page limit), so their earliest minute may
- * hold only part of its decisions: it is left out, and so is everything before it, rather than drawn short.
+ * hold only part of its decisions: it is left out, and so is everything before it, rather than drawn short
+ * — unless it is the only minute they cover (more than N decisions a minute): then it is drawn, marked
+ * partial, since an empty chart would say there were none.
  */
 export function bucketsOf(records: LedgerRecord[], truncated = false): Bucket[] {
   let minutes = records
@@ -28,9 +32,17 @@ export function bucketsOf(records: LedgerRecord[], truncated = false): Bucket[] 
   // The earliest minute that may be drawn: with a truncated page, none before its first whole minute
   // (not even as an empty one of the axis: it was not empty, it was not fetched).
   let earliest = -Infinity;
+  let partial = false;
   if (truncated && minutes.length > 0) {
-    earliest = Math.min(...minutes.map((d) => d.minute)) + 1;
-    minutes = minutes.filter((d) => d.minute >= earliest);
+    const oldest = Math.min(...minutes.map((d) => d.minute));
+    const whole = minutes.filter((d) => d.minute > oldest);
+    if (whole.length > 0) {
+      earliest = oldest + 1;
+      minutes = whole;
+    } else {
+      earliest = oldest;
+      partial = true;
+    }
   }
   if (minutes.length === 0) return [];
   const last = Math.max(...minutes.map((d) => d.minute));
@@ -38,6 +50,7 @@ export function bucketsOf(records: LedgerRecord[], truncated = false): Bucket[] 
   const buckets: Bucket[] = [];
   for (let m = first; m <= last; m++) buckets.push({ minute: m, counts: { allow: 0, deny: 0, approval_required: 0 } });
   for (const d of minutes) if (d.minute >= first) buckets[d.minute - first]!.counts[d.outcome]++;
+  if (partial) buckets[buckets.length - 1]!.partial = true;
   return buckets;
 }
 
@@ -76,7 +89,7 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
     const x = pad.left + i * slot + (slot - barW) / 2;
     return OUTCOMES.filter((o) => b.counts[o] > 0).map((o) => {
       const rect = svg('rect', { class: `bar bar-${o}`, x: x.toFixed(1), y: y(base + b.counts[o]).toFixed(1), width: barW.toFixed(1), height: ((b.counts[o] / max) * plotH).toFixed(1) },
-        svg('title', {}, `${clock(b.minute)}: ${b.counts[o]} ${o}`));
+        svg('title', {}, `${clock(b.minute)}: ${b.partial ? 'at least ' : ''}${b.counts[o]} ${o}`));
       base += b.counts[o];
       return rect;
     });
@@ -98,8 +111,11 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
     buckets.length === 0 ? svg('text', { class: 'axis', x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'no decisions yet') : null,
   );
   const legend = h('ul', { class: 'legend' }, OUTCOMES.map((o) => h('li', {}, h('span', { class: `swatch bar-${o}` }), `${o} (${total(o)})`)));
-  const note = truncated
-    ? h('p', { class: 'hint' }, `Counted from the newest ${records.length.toLocaleString('en-US')} decisions: only the minutes they cover in full are drawn.`)
-    : null;
+  const partial = buckets.some((b) => b.partial);
+  const note = partial
+    ? h('p', { class: 'hint' }, `The newest ${records.length.toLocaleString('en-US')} decisions all fall in one minute: its bar counts those, and that minute held at least as many.`)
+    : truncated
+      ? h('p', { class: 'hint' }, `Counted from the newest ${records.length.toLocaleString('en-US')} decisions: only the minutes they cover in full are drawn.`)
+      : null;
   return h('figure', { class: 'chart-box' }, h('figcaption', {}, 'Decisions per minute'), chart, legend, note);
 }

@@ -117,11 +117,14 @@ export async function checkCheckpointSignature(cp: LedgerRecord, keys: Array<{ k
   return ok ? undefined : 'bad checkpoint signature';
 }
 
-/** Proves record `seq` against the latest checkpoint, fetching everything it needs. */
-export async function verifyRecord(api: Api, seq: number): Promise<Verdict> {
+/**
+ * Proves a record as the page shows it — the very object drawn, never a second copy fetched for the
+ * proof — against the latest checkpoint, fetching the checkpoint, the keys and the inclusion proof.
+ */
+export async function verifyRecord(api: Api, record: LedgerRecord): Promise<Verdict> {
   const fail = (reason: string): Verdict => ({ status: 'failed', reason });
-  const record = await api.record(seq);
-  if (record.seq !== seq) return fail(`asked for record ${seq}, got ${String(record.seq)}`);
+  const seq = record.seq;
+  if (!Number.isSafeInteger(seq) || seq < 0) return fail(`the record's seq ${String(seq)} is not a position in the ledger`);
   let computed: string;
   try {
     computed = await leafHash(record);
@@ -135,13 +138,15 @@ export async function verifyRecord(api: Api, seq: number): Promise<Verdict> {
   if (!cp) return { status: 'not-checkpointed', checkpointSize: null };
   if (cp.kind !== 'checkpoint' || !Number.isSafeInteger(cp.size) || (cp.size as number) < 1) return fail('the latest checkpoint is malformed');
   const size = cp.size as number;
-  if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
+  // The checkpoint is proved before its size is believed: a forged one must not turn a record it
+  // covers into "not yet checkpointed".
   const cpHash = await leafHash(cp);
   if (cpHash !== cp.hash) return fail('checkpoint record hash mismatch');
 
   const { keys } = await api.keys();
   const badSignature = await checkCheckpointSignature(cp, keys);
   if (badSignature) return fail(badSignature);
+  if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
 
   const root = hash32(withoutPrefix(cp.root, 'sha256:') ?? '');
   if (!root) return fail('the checkpoint root is malformed');
