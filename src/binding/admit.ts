@@ -3,12 +3,11 @@
  * value from which the binding, the Cedar view and the forwarded arguments are all derived.
  */
 import { WritError } from '../errors.js';
-import { LosslessNumber, jsonPointer, setMember, type LosslessValue } from './parse.js';
+import { LosslessNumber, MAX_ARGUMENT_DEPTH, jsonPointer, setMember, type LosslessValue } from './parse.js';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** The arguments object is depth 1; a container deeper than this is refused (§3). */
-export const MAX_ARGUMENT_DEPTH = 64;
+export { MAX_ARGUMENT_DEPTH };
 
 /** Cedar decimal is a signed 64-bit integer of ten-thousandths. */
 const DECIMAL_MAX_SCALED = 9223372036854775807n;

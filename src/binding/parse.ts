@@ -34,6 +34,10 @@ export type LosslessValue = null | boolean | string | LosslessNumber | LosslessV
  *  recursive descent can never exhaust the call stack. */
 export const PARSE_MAX_DEPTH = 512;
 
+/** The arguments object is depth 1; a container deeper than this is refused (§3). Defined here so that the
+ *  parser's own refusal can name it; admission (admit.ts) enforces it. */
+export const MAX_ARGUMENT_DEPTH = 64;
+
 /** RFC 6901 JSON pointer of a path of keys/indices. */
 export function jsonPointer(trail: ReadonlyArray<string | number>, length: number = trail.length, base = ''): string {
   let out = base;
@@ -143,7 +147,8 @@ class Parser {
   private enter(depth: number): void {
     if (depth + 1 > this.maxDepth) {
       if (this.deferred) throw this.deferred;
-      throw new WritError('BINDING_TOO_DEEP', `nesting deeper than ${this.maxDepth} levels`, { path: jsonPointer(this.trail, depth) });
+      // Far past the §3 limit: the refusal is the same code, and names the limit a caller must keep to.
+      throw new WritError('BINDING_TOO_DEEP', `nesting deeper than ${MAX_ARGUMENT_DEPTH} levels (the parser stops at ${this.maxDepth})`, { path: jsonPointer(this.trail, depth) });
     }
   }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { isWritError } from '../errors.js';
-import { entitiesVersionOf, listSourceFiles, loadPolicyDir, type PolicyBundle } from '../policy/load.js';
+import { describeCedarErrors, entitiesVersionOf, listSourceFiles, loadPolicyDir, type PolicyBundle } from '../policy/load.js';
 import { caseLine, runPolicyTests } from '../policy/testing.js';
 
 const USAGE = `usage: writ policy <validate|test|fmt|replay> [--dir DIR] [options]
@@ -97,6 +97,10 @@ function test(dir: string, json: boolean, coverage: boolean): number {
 }
 
 function fmt(dir: string, check: boolean): number {
+  if (!existsSync(dir)) {
+    err(`writ policy fmt: ${dir}: no such directory; name the policy directory with --dir DIR`);
+    return 1;
+  }
   let files: string[];
   try {
     files = listSourceFiles(dir).filter((f) => f.endsWith('.cedar'));
@@ -111,7 +115,7 @@ function fmt(dir: string, check: boolean): number {
     const text = readFileSync(path, 'utf8');
     const result = cedar.formatPolicies({ policyText: text });
     if (result.type === 'failure') {
-      err(`${rel}: ${result.errors.map((e) => e.message).join('; ')}`);
+      for (const line of describeCedarErrors(result.errors, rel, text)) err(line);
       status = 1;
       continue;
     }

@@ -63,7 +63,10 @@ export async function main(argv: string[]): Promise<number> {
     const { config, devTokens } = loadConfig(overrides);
     running = await startSidecar(config, { devTokens });
   } catch (e) {
-    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : (e as Error)?.message ?? String(e);
+    const syscall = (e as NodeJS.ErrnoException | undefined)?.syscall;
+    // A host that does not resolve, a port in use or not ours to bind: say it is the listen address.
+    const context = syscall === 'getaddrinfo' || syscall === 'listen' || syscall === 'bind' ? 'the listen address (config `listen` or --listen): ' : '';
+    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : context + ((e as Error)?.message ?? String(e));
     process.stderr.write(`writ serve: cannot start: ${message}\n`);
     process.off('SIGTERM', signalListener);
     process.off('SIGINT', signalListener);

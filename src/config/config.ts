@@ -2,7 +2,7 @@
  * The sidecar's configuration (docs/protocol.md §1): a JSON file (`--config` or WRIT_CONFIG), overridden by
  * flags; with no file, the bundled example policies, data in `.writ/`, and fresh dev tokens.
  */
-import { randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
@@ -114,7 +114,7 @@ function checkUid(v: unknown, where: string): Uid {
 
 function checkTokens(list: unknown): TokenSpec[] {
   if (!Array.isArray(list)) fail('tokens must be an array');
-  return list.map((t: any, i: number) => {
+  const specs = list.map((t: any, i: number): TokenSpec => {
     const where = `tokens[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
     if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
@@ -129,6 +129,16 @@ function checkTokens(list: unknown): TokenSpec[] {
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
     return spec;
   });
+  // One secret, one caller: a token listed twice (plain or by its SHA-256) would otherwise take the
+  // role of whichever entry auth happens to match first.
+  const seen = new Map<string, number>();
+  specs.forEach((spec, i) => {
+    const digest = spec.token !== undefined ? hash('sha256', spec.token, 'hex') : spec.token_sha256!;
+    const first = seen.get(digest);
+    if (first !== undefined) fail(`tokens[${i}] is the same token as tokens[${first}]: give each caller a token of its own`);
+    seen.set(digest, i);
+  });
+  return specs;
 }
 
 /** Reads the config file (if any) and applies flag overrides; relative paths resolve against the cwd. */

@@ -103,6 +103,11 @@ function locate(file: string, text: string, offset: number | undefined): string 
   return `${file}:${before.length}:${before[before.length - 1]!.length + 1}`;
 }
 
+/** Cedar's errors about one file, each as `file:line:col: message (help)` (as `writ policy validate` prints them). */
+export function describeCedarErrors(errors: cedar.DetailedError[], file: string, text?: string): string[] {
+  return describe(errors, file, text);
+}
+
 function describe(errors: cedar.DetailedError[], file: string, text?: string): string[] {
   return errors.map((e) => {
     const where = text === undefined ? file : locate(file, text, e.sourceLocations?.[0]?.start);

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,4 +85,21 @@ test('a flag given empty is refused, not taken as "use the default" (an empty --
     if (before === undefined) delete process.env.WRIT_DATABASE_URL;
     else process.env.WRIT_DATABASE_URL = before;
   }
+});
+
+test('a token listed twice, plainly or by its SHA-256, is refused: its role would be whichever entry matched first', () => {
+  const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+  const cases: unknown[][] = [
+    [{ token: 'a', role: 'auditor' }, { token: 'a', role: 'admin' }],
+    [{ token: 'a', role: 'auditor' }, { token_sha256: sha('a'), role: 'admin' }],
+    [{ token_sha256: sha('a').toUpperCase(), role: 'auditor' }, { token_sha256: sha('a'), role: 'auditor' }],
+  ];
+  for (const tokens of cases) {
+    withConfigFile({ tokens }, (path) => {
+      assert.throws(() => loadConfig({ configPath: path }), (e: Error) => e.message.includes('tokens[1] is the same token as tokens[0]'), JSON.stringify(tokens));
+    });
+  }
+  withConfigFile({ tokens: [{ token: 'a', role: 'auditor' }, { token: 'b', role: 'admin' }] }, (path) => {
+    assert.equal(loadConfig({ configPath: path }).config.tokens.length, 2);
+  });
 });

@@ -5,10 +5,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, offboardingBody, startTestServer } from '../helpers/server.js';
+import { call, offboardingBody, REPO, startTestServer } from '../helpers/server.js';
+import { freePort } from '../helpers/postgres.js';
 import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
 
 test('SIGTERM checkpoint, restart continuity, consistency across the restart', async () => {
@@ -74,3 +76,46 @@ test('SIGTERM the moment the sidecar says it listens: a clean stop (exit 0, fina
     assert.match(s.output(), /SIGTERM: finishing in-flight requests, writing a final checkpoint/);
   }
 });
+
+test('`npm start` hands SIGTERM to writ itself: a clean stop, not an orphan holding the port and the data dir', { timeout: 120_000 }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'writ-npm-start-'));
+  try {
+    const port = await freePort();
+    const npm = spawn('npm', ['start', '--silent', '--', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    npm.stdout!.on('data', (d) => (output += d));
+    npm.stderr!.on('data', (d) => (output += d));
+    const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
+    const deadline = Date.now() + 60_000;
+    while (!output.includes('writ serve: listening on')) {
+      assert.ok(Date.now() < deadline, `writ did not start under npm start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    npm.kill('SIGTERM');
+    await exited;
+    // writ got the signal (its own words), wrote its checkpoint and is gone: nothing runs on this data dir.
+    const stopBy = Date.now() + 30_000;
+    while (runningWith(dataDir).length > 0) {
+      assert.ok(Date.now() < stopBy, `still running after SIGTERM to npm: ${runningWith(dataDir).join(', ')}\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(output, /SIGTERM: finishing in-flight requests, writing a final checkpoint/);
+  } finally {
+    for (const pid of runningWith(dataDir)) process.kill(pid, 'SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/** Pids of the processes whose command line names `dir` (the writ an `npm start` spawned). */
+function runningWith(dir: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(dir)) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { BUNDLED_DIR, tempPolicyDir, WRIT_BIN } from './helpers.js';
 
 function writ(...args: string[]): { status: number | null; stdout: string; stderr: string; lines: string[] } {
@@ -192,6 +193,21 @@ test('fmt --check exits 1 without touching files; fmt rewrites; the bundled dir 
   } finally {
     cleanup();
   }
+});
+
+test('fmt names a parse error by file:line:col, as validate does, and a missing dir by the --dir hint', () => {
+  const { dir, cleanup } = tempPolicyDir({ 'b.cedar': 'permit(principal,action,resource)\nwhen { 1 + };\n' });
+  try {
+    const bad = writ('fmt', '--dir', dir);
+    assert.equal(bad.status, 1, bad.stdout + bad.stderr);
+    assert.match(bad.stderr, /^b\.cedar:2:12: cannot parse input policies: unexpected token/m);
+  } finally {
+    cleanup();
+  }
+  const missing = writ('fmt', '--dir', join(tmpdir(), 'writ-no-such-policy-dir'));
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /no such directory; name the policy directory with --dir DIR/);
+  assert.doesNotMatch(missing.stderr, /ENOENT/);
 });
 
 test('usage errors exit 2; --help exits 0', () => {
