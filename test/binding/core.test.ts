@@ -53,6 +53,8 @@ test('pathological nesting is a refusal, never a RangeError', () => {
     assert.equal(refusal(() => parseLossless(text)).code, 'BINDING_TOO_DEEP');
     assert.equal(refusal(() => admitText(text)).code, 'BINDING_TOO_DEEP');
   }
+  // The parser stops far past the §3 limit; its refusal still names the limit a caller must keep to.
+  assert.throws(() => admitText('{"a":'.repeat(600) + '1' + '}'.repeat(600)), (e: Error) => e.message.startsWith(`nesting deeper than ${MAX_ARGUMENT_DEPTH} levels`));
 });
 
 test('precedence: a syntax error anywhere wins; otherwise the first duplicate/surrogate in document order', () => {

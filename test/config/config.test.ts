@@ -1,11 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config/config.js';
 import { frontsAreThreads, frontThreadsSupported } from '../../src/front/support.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 function withConfigFile(content: unknown, fn: (path: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
@@ -102,4 +106,13 @@ test('a token listed twice, plainly or by its SHA-256, is refused: its role woul
   withConfigFile({ tokens: [{ token: 'a', role: 'auditor' }, { token: 'b', role: 'admin' }] }, (path) => {
     assert.equal(loadConfig({ configPath: path }).config.tokens.length, 2);
   });
+});
+
+test('writ serve names the listen address when its host does not resolve', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'writ-listen-'));
+  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', '256.1.1.1:8951', '--data-dir', dataDir], { encoding: 'utf8', timeout: 60_000 });
+  rmSync(dataDir, { recursive: true, force: true });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): getaddrinfo ENOTFOUND 256\.1\.1\.1/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
 });
