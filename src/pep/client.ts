@@ -4,9 +4,10 @@
  * so every caller fails closed by construction. 4xx answers carry the PDP's own error code.
  *
  * `decide` is sent once and never retried (a retry of a request that reached the PDP would only be
- * refused as EXECUTION_IN_FLIGHT). `outcome` is retried a few times on PDP_UNAVAILABLE, because losing
- * it leaves the execution `invoking` until a reconciler steps in; a 409 `EXECUTION_TERMINAL` on a
- * retry means an earlier attempt landed and counts as success.
+ * refused as EXECUTION_IN_FLIGHT), but one that times out is still listened to (`onLateAnswer`).
+ * `outcome` is retried a few times on PDP_UNAVAILABLE, because losing it leaves the execution
+ * `invoking`, which only an outcome ends (core.ts retries longer in the background); a 409
+ * `EXECUTION_TERMINAL` on a retry means an earlier attempt landed and counts as success.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -32,6 +33,13 @@ export interface PdpClientOptions {
 }
 
 const DECISIONS = new Set(['allow', 'deny', 'approval_required']);
+
+/**
+ * How long a decision request the PEP stopped waiting for is still listened to. Its answer may still
+ * come: an `allow` then means the execution is `invoking` for a call this PEP refused (PDP_UNAVAILABLE)
+ * and never dispatched, and only this PEP knows that (see `decide`'s `onLateAnswer`).
+ */
+const LATE_DECISION_MS = 60_000;
 
 /**
  * An idle kept-alive connection to the PDP is closed after this long: well under the sidecar's 5 s
@@ -75,7 +83,7 @@ export class PdpClient {
    * `action.arguments`, so the PDP's lossless admission (§3) sees exactly the text the MCP client sent
    * (duplicate keys, `1.0`, big integers…); `body.action.arguments` is then ignored.
    */
-  async decide(body: DecisionRequest, opts: { rawArguments?: string } = {}): Promise<PdpResult<DecisionResponse>> {
+  async decide(body: DecisionRequest, opts: { rawArguments?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void } = {}): Promise<PdpResult<DecisionResponse>> {
     let text: string;
     if (opts.rawArguments !== undefined) {
       text =
@@ -88,18 +96,9 @@ export class PdpClient {
     } else {
       text = JSON.stringify(body);
     }
-    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text);
-    if (!r.ok) return r;
-    const d = r.body as Partial<DecisionResponse> | null;
-    if (
-      d === null || typeof d !== 'object' || typeof d.decision !== 'string' || !DECISIONS.has(d.decision) ||
-      (d.decision === 'allow' && (d.arguments === null || typeof d.arguments !== 'object' || Array.isArray(d.arguments)))
-    ) {
-      return unavailable(r.status, 'the PDP answered a decision this PEP cannot read');
-    }
-    if (!Array.isArray(d.reasons)) d.reasons = [];
-    if (!Array.isArray(d.obligations)) d.obligations = [];
-    return r;
+    const onLate = opts.onLateAnswer;
+    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late)) : undefined);
+    return readDecision(r);
   }
 
   /** `POST /v1/executions/{id}/outcome`, retried on PDP_UNAVAILABLE. */
@@ -123,16 +122,28 @@ export class PdpClient {
     return this.request('GET', `/v1/executions/${encodeURIComponent(executionId)}`);
   }
 
-  /** One HTTP exchange; never throws. */
-  request<T>(method: string, path: string, body?: string): Promise<PdpResult<T>> {
+  /**
+   * One HTTP exchange; never throws. With `onLate`, a request that outlives the timeout is answered
+   * PDP_UNAVAILABLE at the timeout as usual but kept open for LATE_DECISION_MS more, and its answer, if
+   * one comes, goes to `onLate`.
+   */
+  request<T>(method: string, path: string, body?: string, onLate?: (late: PdpResult<T>) => void): Promise<PdpResult<T>> {
     return new Promise((resolve) => {
       let settled = false;
+      let late = false;
       const done = (r: PdpResult<T>): void => {
+        if (late) {
+          late = false;
+          clearTimeout(lateTimer);
+          onLate!(r);
+          return;
+        }
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         resolve(r);
       };
+      let lateTimer: NodeJS.Timeout | undefined;
       const headers: Record<string, string | number> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
       if (body !== undefined) {
         headers['content-type'] = 'application/json';
@@ -155,12 +166,37 @@ export class PdpClient {
       }
       const timer = setTimeout(() => {
         done(unavailable(0, `the PDP cannot be reached: no answer within ${this.timeoutMs} ms`));
-        req.destroy();
+        if (!onLate) {
+          req.destroy();
+          return;
+        }
+        late = true;
+        req.socket?.unref(); // listening on must not hold a process open
+        lateTimer = setTimeout(() => {
+          late = false;
+          req.destroy();
+        }, LATE_DECISION_MS);
+        lateTimer.unref();
       }, this.timeoutMs);
       req.on('error', (e) => done(unavailable(0, `the PDP cannot be reached: ${e.message}`)));
       req.end(body);
     });
   }
+}
+
+/** The decision a PEP can act on, or PDP_UNAVAILABLE for an answer it cannot read. */
+function readDecision(r: PdpResult<DecisionResponse>): PdpResult<DecisionResponse> {
+  if (!r.ok) return r;
+  const d = r.body as Partial<DecisionResponse> | null;
+  if (
+    d === null || typeof d !== 'object' || typeof d.decision !== 'string' || !DECISIONS.has(d.decision) ||
+    (d.decision === 'allow' && (d.arguments === null || typeof d.arguments !== 'object' || Array.isArray(d.arguments)))
+  ) {
+    return unavailable(r.status, 'the PDP answered a decision this PEP cannot read');
+  }
+  if (!Array.isArray(d.reasons)) d.reasons = [];
+  if (!Array.isArray(d.obligations)) d.obligations = [];
+  return r;
 }
 
 /** What a PEP makes of the PDP's answer: its body, its refusal (4xx with an error body), or PDP_UNAVAILABLE. */

@@ -15,7 +15,7 @@ import { isWritError } from '../errors.js';
 import { jcs, sha256Tagged } from '../util/canonical.js';
 import { callContext, type Defaults } from './context.js';
 import type { PdpClient } from './client.js';
-import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus } from './types.js';
+import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus, PdpResult } from './types.js';
 import { META_DECISION } from './types.js';
 
 /** What a dispatch of the tool came to. `error` (guard only) is rethrown to the MCP layer. */
@@ -111,7 +111,19 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     envelope: envelope as Record<string, unknown>,
     action: { server: opts.server, tool: call.tool, arguments: call.arguments ?? {} },
   };
-  const r = await pdp.decide(decideBody, call.rawArguments !== undefined ? { rawArguments: call.rawArguments } : {});
+  // A decision that comes after the PEP stopped waiting (the client was told PDP_UNAVAILABLE and the
+  // tool did not run) may be an allow, and then the execution is `invoking` for a call that will never
+  // be dispatched: only this PEP knows that, so it ends the execution as `rejected` (not invoked).
+  const onLateAnswer = (late: PdpResult<DecisionResponse>): void => {
+    if (!late.ok || late.body.decision !== 'allow') return;
+    const lateId = late.body.execution_id ?? (executionId as string);
+    const detail = `not invoked: the PDP's allow came after this PEP's ${pdp.timeoutMs} ms timeout; the client was told PDP_UNAVAILABLE`;
+    void postOutcome(opts, lateId, { status: 'rejected', detail }).then((ok) =>
+      log(`writ pep: execution ${lateId} was allowed after the PEP's timeout and never dispatched; outcome rejected ${ok ? 'recorded' : 'NOT recorded'}`),
+    );
+  };
+  const decideOpts = call.rawArguments !== undefined ? { rawArguments: call.rawArguments, onLateAnswer } : { onLateAnswer };
+  const r = await pdp.decide(decideBody, decideOpts);
   if (!r.ok) {
     const text =
       r.error.code === 'PDP_UNAVAILABLE'
@@ -174,6 +186,14 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
   const posted = await pdp.outcome(id, outcomeBody(outcome));
   if (!posted.ok) {
     log(`writ pep: could not record outcome ${outcome.status} of execution ${id}: ${posted.error.code}: ${posted.error.message}`);
+    // The PDP may be restarting: keep trying for a while in the background, or the execution would
+    // stay `invoking` (the client is answered now; a retry of it meanwhile meets EXECUTION_IN_FLIGHT).
+    if (posted.error.code === 'PDP_UNAVAILABLE') {
+      const body = outcomeBody(outcome);
+      void postOutcome(opts, id, body, OUTCOME_BACKGROUND_DELAYS_MS).then((ok) =>
+        log(`writ pep: outcome ${outcome.status} of execution ${id} ${ok ? 'recorded after retries' : 'could not be recorded; it stays invoking until a pep posts its outcome'}`),
+      );
+    }
   }
   if (outcome.status === 'unknown') {
     return {
@@ -188,4 +208,18 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
   const answer: CallAnswer = { result: outcome.result as Record<string, unknown> };
   if (outcome.raw !== undefined) answer.raw = outcome.raw;
   return answer;
+}
+
+/** Background retries of an outcome the PDP could not take (about a minute in all). */
+const OUTCOME_BACKGROUND_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
+
+/** Posts an outcome, after each delay in turn until one lands; true when the PDP has it (or had it). */
+async function postOutcome(opts: PipelineOptions, id: string, body: OutcomeRequest, delaysMs: number[] = [0]): Promise<boolean> {
+  for (const delay of delaysMs) {
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    const r = await opts.pdp.outcome(id, body);
+    if (r.ok) return true;
+    if (r.error.code !== 'PDP_UNAVAILABLE') return r.error.code === 'EXECUTION_TERMINAL';
+  }
+  return false;
 }

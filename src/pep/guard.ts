@@ -37,6 +37,8 @@ export interface GuardOptions {
   defaults?: Defaults | Record<string, unknown>;
   /** Per-call limit on the tool (default 60 000 ms); beyond it the outcome is unknown. */
   callTimeoutMs?: number;
+  /** Per-request limit on the PDP when `pdp` is a URL (default 10 000 ms; `writ proxy --pdp-timeout`). */
+  pdpTimeoutMs?: number;
   /** Where late answers and unrecordable outcomes are reported (default: stderr). */
   log?: (line: string) => void;
 }
@@ -105,7 +107,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
   if (opts.pdp instanceof PdpClient) pdp = opts.pdp;
   else {
     if (typeof opts.token !== 'string') throw new TypeError('guardMcpServer: token is required with a PDP URL');
-    pdp = new PdpClient({ url: opts.pdp, token: opts.token });
+    pdp = new PdpClient({ url: opts.pdp, token: opts.token, ...(opts.pdpTimeoutMs !== undefined ? { timeoutMs: opts.pdpTimeoutMs } : {}) });
   }
   const defaults = opts.defaults === undefined ? undefined : isDefaults(opts.defaults) ? opts.defaults : parseDefaults(opts.defaults);
   const log = opts.log ?? ((l: string) => void process.stderr.write(l + '\n'));

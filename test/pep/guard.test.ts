@@ -1,5 +1,7 @@
 // guardMcpServer: an in-process McpServer and SDK client over InMemoryTransport, against the fake PDP.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -49,7 +51,7 @@ function addTools(server: McpServer, calls: Rig['calls']): void {
   });
 }
 
-async function rig(order: 'before' | 'after', opts: { pdpUrl?: string; defaults?: Record<string, unknown> } = {}): Promise<Rig> {
+async function rig(order: 'before' | 'after', opts: { pdpUrl?: string; defaults?: Record<string, unknown>; pdpTimeoutMs?: number } = {}): Promise<Rig> {
   const server = new McpServer({ name: 'guarded', version: '1.0.0' });
   const calls: Rig['calls'] = [];
   const logs: string[] = [];
@@ -61,6 +63,7 @@ async function rig(order: 'before' | 'after', opts: { pdpUrl?: string; defaults?
       callTimeoutMs: 1000,
       log: (l) => logs.push(l),
       ...(opts.defaults ? { defaults: opts.defaults } : {}),
+      ...(opts.pdpTimeoutMs !== undefined ? { pdpTimeoutMs: opts.pdpTimeoutMs } : {}),
     });
   if (order === 'before') guard();
   addTools(server, calls);
@@ -154,6 +157,24 @@ test('PDP down â†’ PDP_UNAVAILABLE and the tool does not run; missing context â†
     assert.match(body.execution_id, /^writ-proxy:/);
   } finally {
     await withDefaults.close();
+  }
+});
+
+test('pdpTimeoutMs bounds a PDP that accepts and never answers: PDP_UNAVAILABLE, the tool does not run', { timeout: 20_000 }, async () => {
+  const silent = createServer(() => undefined); // takes the connection, never answers
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const r = await rig('after', { pdpUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, pdpTimeoutMs: 300 });
+  try {
+    const started = Date.now();
+    const res = await r.client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: meta('g-silent') });
+    assert.ok(Date.now() - started < 5_000, `answered after ${Date.now() - started} ms`);
+    assert.equal(decisionOf(res)?.code, 'PDP_UNAVAILABLE');
+    assert.match((res.content as Array<{ text: string }>)[0]!.text, /no answer within 300 ms/);
+    assert.equal(r.calls.length, 0);
+  } finally {
+    await r.close();
+    silent.closeAllConnections();
+    silent.close();
   }
 });
 

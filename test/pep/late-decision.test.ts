@@ -1,0 +1,105 @@
+// A decision the PEP stopped waiting for (the client was told PDP_UNAVAILABLE; the tool did not run) may
+// still be an allow: the execution is then `invoking` for a call nobody will dispatch, and no reconcile
+// can reach it (§4: reconcile only from `unknown`). The PEP keeps listening to that request and, on a
+// late allow, records the outcome `rejected` (not invoked) — against the real sidecar, with a gate in
+// front of it that holds the decision past the PEP's timeout.
+import assert from 'node:assert/strict';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PdpClient } from '../../src/pep/client.js';
+import { runGuardedCall } from '../../src/pep/core.js';
+import { startBackend, type Backend } from './backends.js';
+import { startGate } from './gate.js';
+import { meta } from './helpers.js';
+
+let real: Backend;
+before(async () => {
+  real = await startBackend('real');
+});
+after(async () => {
+  await real?.stop();
+});
+
+test('an allow that comes after the PEP gave up ends the execution as rejected (not invoked); the tool never runs', { timeout: 60_000 }, async () => {
+  const gate = await startGate(real.url);
+  const logs: string[] = [];
+  try {
+    const pdp = new PdpClient({ url: gate.url, token: real.tokens.pep, timeoutMs: 300 });
+    const id = `late-${Date.now().toString(36)}`;
+    gate.hold(id);
+    let dispatched = 0;
+    const answer = await runGuardedCall(
+      { pdp, server: 'hostile', callTimeoutMs: 5_000, log: (l) => logs.push(l) },
+      { tool: 'apply', arguments: { key: 'one' }, meta: meta(id) },
+      async () => {
+        dispatched++;
+        return { status: 'committed', result: { content: [] } };
+      },
+    );
+    assert.ok('result' in answer);
+    assert.equal((answer.result._meta as Record<string, any>)['io.writ/decision'].code, 'PDP_UNAVAILABLE');
+    await gate.heldAnswer(id);
+    assert.equal((await real.execution(id)).body.state, 'invoking', 'the PDP allowed meanwhile');
+    gate.release(id);
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'rejected'; i++) {
+      await sleep(50);
+      state = (await real.execution(id)).body.state;
+    }
+    assert.equal(state, 'rejected', logs.join('\n'));
+    assert.equal(dispatched, 0, 'the tool never ran');
+    const outcome = gate.log.find((e) => e.path === `/v1/executions/${id}/outcome`);
+    assert.ok(outcome, 'the outcome went to the PDP');
+    assert.equal(JSON.parse(outcome.body).status, 'rejected');
+    assert.match(JSON.parse(outcome.body).detail, /^not invoked: the PDP's allow came after this PEP's 300 ms timeout/);
+    assert.ok(logs.some((l) => l.includes(`execution ${id} was allowed after the PEP's timeout`) && l.includes('recorded')), logs.join('\n'));
+  } finally {
+    await gate.stop();
+  }
+});
+
+test('an outcome the PDP cannot take (restarting) is retried in the background until it lands', { timeout: 60_000 }, async () => {
+  // A forwarder to the real sidecar that answers every outcome 503 while `failing`.
+  let failing = true;
+  const up = new URL(real.url);
+  const forwarder = createServer((req, res) => {
+    if (failing && req.url?.endsWith('/outcome')) {
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"error":{"code":"STORE_UNAVAILABLE","message":"restarting"}}');
+      return;
+    }
+    const f = httpRequest({ host: up.hostname, port: up.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(f);
+  });
+  await new Promise<void>((r) => forwarder.listen(0, '127.0.0.1', r));
+  const logs: string[] = [];
+  try {
+    const pdp = new PdpClient({ url: `http://127.0.0.1:${(forwarder.address() as AddressInfo).port}`, token: real.tokens.pep, retryDelayMs: 10 });
+    const id = `bg-${Date.now().toString(36)}`;
+    const answer = await runGuardedCall(
+      { pdp, server: 'hostile', callTimeoutMs: 5_000, log: (l) => logs.push(l) },
+      { tool: 'apply', arguments: { key: 'one' }, meta: meta(id) },
+      async () => ({ status: 'committed', result: { content: [{ type: 'text', text: 'done' }] } }),
+    );
+    assert.ok('result' in answer && answer.result.isError !== true, 'the client gets the tool result');
+    assert.equal((await real.execution(id)).body.state, 'invoking', 'the three immediate attempts failed');
+    failing = false;
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'committed'; i++) {
+      await sleep(50);
+      state = (await real.execution(id)).body.state;
+    }
+    assert.equal(state, 'committed', logs.join('\n'));
+    await sleep(50);
+    assert.ok(logs.some((l) => l.includes(`outcome committed of execution ${id} recorded after retries`)), logs.join('\n'));
+  } finally {
+    forwarder.closeAllConnections();
+    forwarder.close();
+  }
+});
