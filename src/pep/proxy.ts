@@ -241,8 +241,15 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   /** `raw`: the message's own bytes when it is a whole line (passed on byte for byte, even if not UTF-8). */
   function fromClientMessage(msg: unknown, text: string, raw?: Buffer): void {
     if (isObject(msg) && msg.method === 'tools/call') {
-      if (!('id' in msg) || msg.id === null || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) {
-        log('writ proxy: dropped a tools/call without a usable id (it would run unguarded)');
+      if (!('id' in msg)) {
+        log('writ proxy: dropped a tools/call sent as a notification (no id: it could be neither guarded nor answered)');
+        return;
+      }
+      if (msg.id === null || (typeof msg.id !== 'string' && typeof msg.id !== 'number')) {
+        // JSON-RPC 2.0 §5: a request whose id is not a string or number is an Invalid Request, answered
+        // with id null; it reaches neither the PDP nor the server.
+        log('writ proxy: refused a tools/call whose id is not a string or number');
+        respond('null', '"error":{"code":-32600,"message":"Invalid Request: a tools/call id must be a string or a number"}');
         return;
       }
       track(handleCall(msg, text));

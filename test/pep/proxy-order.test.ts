@@ -92,3 +92,27 @@ test('a call inside a batch is admitted from its own bytes: a repeated key or a 
     await p.stop();
   }
 });
+
+test('a tools/call whose id is null, a boolean or an object is answered Invalid Request (id null); neither the PDP nor the server sees it', { timeout: 60_000 }, async () => {
+  const gate = await startGate(real.url);
+  const tag = Date.now().toString(36);
+  const effects = join(t.dir, `badid-${tag}.jsonl`);
+  const p = proxyVia(gate.url, effects);
+  try {
+    for (const id of ['null', 'true', '{"o":1}']) {
+      p.send(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"apply","arguments":{"key":"one"},"_meta":${JSON.stringify(meta(`badid-${tag}`))}}}`);
+      const answer = await p.answer(null);
+      assert.equal((answer as { error?: { code?: number } }).error?.code, -32600, JSON.stringify(answer));
+      p.lines.splice(p.lines.findIndex((l) => JSON.parse(l).id === null), 1);
+    }
+    // A good call afterwards still works, and is the only one either side saw.
+    p.send(callLine(7, '{"key":"two"}', `badid-ok-${tag}`));
+    await p.answer(7);
+    assert.deepEqual(gate.log.filter((e) => e.path === '/v1/decisions').map((e) => e.executionId), [`badid-ok-${tag}`]);
+    assert.equal(readEffects(effects).length, 1);
+  } finally {
+    p.child.stdin.end();
+    await p.exited;
+    await gate.stop();
+  }
+});

@@ -127,7 +127,7 @@ test('refusals: deny, approval_required then approval, 4xx codes, missing contex
     assert.equal(JSON.parse(await p.answerLine(7)).result._meta['io.writ/decision'].code, 'MISSING_CONTEXT');
     assert.deepEqual(JSON.parse(await p.answerLine(8)).result, {});
     assert.deepEqual(readEffects(effects).map((e) => e.key), ['y']);
-    assert.match(p.stderr(), /dropped a tools\/call without a usable id/);
+    assert.match(p.stderr(), /dropped a tools\/call sent as a notification/);
   } finally {
     await p.stop();
   }
