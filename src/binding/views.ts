@@ -5,7 +5,7 @@
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs, sha256Tagged } from '../util/canonical.js';
-import { admitNumberToken, admitValue, MAX_ARGUMENT_DEPTH, type Json } from './admit.js';
+import { admitValue, type Json } from './admit.js';
 import { parseLossless, setMember } from './parse.js';
 
 export type CedarValue =
@@ -107,7 +107,6 @@ export function bindCall(server: string, tool: string, admittedArgs: Json): Boun
  * integer) would still match its own recomputation; admission again tells a forged call from a real one.
  */
 export function storedArgumentsProblem(text: string): string | undefined {
-  if (plainlyAdmissible(text)) return undefined;
   let admitted: Json;
   try {
     const parsed = parseLossless(text);
@@ -119,34 +118,6 @@ export function storedArgumentsProblem(text: string): string | undefined {
   }
   return jcs(admitted) === text ? undefined : 'the stored arguments are not the canonical text of their admitted value';
 }
-
-const JCS_STRING = /"(?:[^"\\]|\\.)*"/g;
-const SURROGATE_ESCAPE = /\\ud[89a-f]/i;
-
-/**
- * Fast path of storedArgumentsProblem for a JCS object text (verify runs it once per decision). With its
- * strings blanked out, a JCS text that has no escaped surrogate, no member name that is a Cedar escape,
- * at most MAX_ARGUMENT_DEPTH containers in all (so none nested deeper) and only number tokens the §3
- * rule admits is one admission gives back unchanged: a JCS number token is its double's own spelling.
- * Anything else takes the full path, which names the problem.
- */
-function plainlyAdmissible(text: string): boolean {
-  if (text.charCodeAt(0) !== 0x7b /* { */ || SURROGATE_ESCAPE.test(text) || text.includes('"__')) return false;
-  const structure = text.replace(JCS_STRING, '""');
-  let containers = 0;
-  for (let i = 0; i < structure.length; i++) {
-    const c = structure.charCodeAt(i);
-    if ((c === 0x7b || c === 0x5b) && ++containers > MAX_ARGUMENT_DEPTH) return false;
-    if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
-      let end = i + 1;
-      while (end < structure.length && NUMBER_CHAR.test(structure[end]!)) end++;
-      if (typeof admitNumberToken(structure.slice(i, end)) !== 'number') return false;
-      i = end - 1;
-    }
-  }
-  return true;
-}
-const NUMBER_CHAR = /[-+.0-9eE]/;
 
 /** For `writ bind` and tests: parse + admit raw argument text, which must be a JSON object (else
  *  INVALID_REQUEST). */

@@ -1,5 +1,5 @@
-// storedArgumentsProblem (what `writ verify` asks of a decision's stored arguments): its fast path for
-// texts without numbers must agree with admission itself, and anything admission refuses is a problem.
+// storedArgumentsProblem (what `writ verify` asks of a decision's stored arguments) must agree with
+// admission itself: what admission refuses is a problem, what it takes back unchanged is not.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_ARGUMENT_DEPTH, storedArgumentsProblem } from '../../src/binding/index.js';
