@@ -8,7 +8,8 @@
 //   e.g. git worktree add /tmp/base HEAD~1 && (cd /tmp/base && npm ci)
 //        node bench/ab.mjs "$(which node)" /tmp/base/bin/writ bin/writ 4 10 6
 // AB_EXTRA_CONFIG='{"http_threads":0}' adds config members to both; AB_EXTRA_CONFIG_A / AB_EXTRA_CONFIG_B to
-// one (to compare two settings of one build, give the same checkout twice). Needs a quiet machine.
+// one (to compare two settings of one build, give the same checkout twice); AB_ENV_A / AB_ENV_B (JSON) add
+// environment variables to one server's process. Needs a quiet machine.
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -23,7 +24,7 @@ async function one(label, writBin, conns) {
   const extra = { ...JSON.parse(process.env.AB_EXTRA_CONFIG ?? '{}'), ...JSON.parse(process.env[`AB_EXTRA_CONFIG_${label}`] ?? '{}') };
   const dir = mkdtempSync(join(tmpdir(), 'ab-'));
   writeFileSync(join(dir, 'c.json'), JSON.stringify({ listen: '127.0.0.1:8798', policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'), tokens: [{ token: 'tok', role: 'pep', actor }], ...extra }));
-  const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env } });
+  const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...JSON.parse(process.env[`AB_ENV_${label}`] ?? '{}') } });
   for (;;) { try { if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 100)); }
   let i = 0;
   const run = (d) => autocannon({ url: 'http://127.0.0.1:8798/v1/decisions', connections: conns, duration: d, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer tok' },
