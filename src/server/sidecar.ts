@@ -330,6 +330,8 @@ export class Sidecar {
       }
       const now = this.now();
       let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
+      // The revision of the retried execution whose state the policy sees: the write below checks it.
+      let supersedesRev = -1;
       if (typeof envelope.supersedes === 'string') {
         const target = await this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
         try {
@@ -337,6 +339,7 @@ export class Sidecar {
         } catch (e) {
           throw await this.refuse(e, key, refusalFields);
         }
+        supersedesRev = target!.rev ?? -1;
         supersedes = { execution_id: target!.execution_id, state: target!.state };
         if (target!.resolution) supersedes.resolution = target!.resolution;
       }
@@ -362,7 +365,11 @@ export class Sidecar {
           if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
           if (typeof envelope.supersedes === 'string') {
             const targetKey = executionKey(actor, envelope.supersedes);
-            const target = takeSupersedeSlot(tx.get<Execution>('executions', targetKey), executionId, envelope.supersedes);
+            const seen = tx.get<Execution>('executions', targetKey);
+            // The retried execution moved (an outcome, a reconciliation, an approval) after the policy saw
+            // its state: evaluate again, so no retry is allowed on a state it no longer has.
+            if (seen !== undefined && (seen.rev ?? -1) !== supersedesRev) throw new StaleSnapshot();
+            const target = takeSupersedeSlot(seen, executionId, envelope.supersedes);
             if (target.superseded_by !== undefined) tx.put('executions', targetKey, { ...target, rev: (target.rev ?? 0) + 1 });
           }
           const state = stateAfterDecision(phase, outcome.decision);
@@ -587,14 +594,16 @@ export class Sidecar {
       const a = tx.get<Approval>('approvals', approvalId);
       if (!a) throw new WritError('NOT_FOUND', `no approval ${approvalId}`);
       if (!sameUid(a.approver, caller.principal!)) throw new WritError('FORBIDDEN_ROLE', 'only the approver who gave an approval can revoke it');
-      if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at };
-      const revoked = { ...a, revoked_at: now.toISOString() };
+      // Revoking again answers the first revocation (its record too, for approvals revoked since it is kept).
+      if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at, ...(a.revocation_record ? { record: a.revocation_record } : {}) };
+      const revokedAt = now.toISOString();
+      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt });
+      const revoked: Approval = { ...a, revoked_at: revokedAt, revocation_record: { seq: rec.seq, hash: rec.hash } };
       tx.put('approvals', approvalId, revoked);
-      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revoked.revoked_at });
       const key = executionKey(a.actor, a.execution_id);
       const e = tx.get<Execution>('executions', key);
       if (e) tx.put('executions', key, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
-      return { approval_id: approvalId, revoked_at: revoked.revoked_at, record: { seq: rec.seq, hash: rec.hash } };
+      return { approval_id: approvalId, revoked_at: revokedAt, record: { seq: rec.seq, hash: rec.hash } };
     }, { label: 'revocation' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
   }
 
