@@ -1,12 +1,13 @@
 import { WritError } from '../errors.js';
-import { isRfc3339 } from '../util/rfc3339.js';
+import { isRfc3339, rfc3339ToDate } from '../util/rfc3339.js';
 
 /**
  * RFC 3339 → the string Cedar's `datetime()` accepts. Cedar takes only `YYYY-MM-DDThh:mm:ss`
  * followed by `Z`, `.SSSZ`, `±hhmm` or `.SSS±hhmm`: exactly three fraction digits and an offset
  * without a colon. RFC 3339 allows any number of fraction digits, lower-case `t`/`z` and `±hh:mm`.
- * Fractions are truncated (not rounded) to milliseconds so a value never moves past the next
- * second; sub-millisecond precision is below what Cedar can compare.
+ * Cedar compares milliseconds, and `context.now` is a whole millisecond. A finer fraction is rounded
+ * up to the next millisecond: `now < t` and `now >= t` then answer exactly as for the true instant, so
+ * a not-before time (`execute_after`) is never passed early.
  */
 const RFC3339 = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
@@ -18,6 +19,10 @@ export function cedarDatetimeText(rfc3339: string): string {
     throw new WritError('INVALID_REQUEST', `not an RFC 3339 timestamp with an offset: ${JSON.stringify(rfc3339)}`);
   }
   const [, date, time, fraction, zulu, sign, offHours, offMinutes] = m;
+  if (fraction !== undefined && fraction.length > 3 && /[1-9]/.test(fraction.slice(3))) {
+    const next = new Date(rfc3339ToDate(rfc3339.toUpperCase()).getTime() + 1).toISOString();
+    if (next.length === 24) return next; // UTC; the instant is what Cedar compares (else the year left 0000–9999)
+  }
   const millis = fraction === undefined ? '' : '.' + fraction.padEnd(3, '0').slice(0, 3);
   const offset = zulu !== undefined ? 'Z' : `${sign}${offHours}${offMinutes}`;
   return `${date}T${time}${millis}${offset}`;

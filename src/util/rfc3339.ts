@@ -7,7 +7,7 @@ import { WritError } from '../errors.js';
 
 /*
  * Strict RFC 3339 §5.6 `date-time`:
- *   YYYY-MM-DD "T" HH:MM:SS [ "." 1*9DIGIT ] ( "Z" / ("+" / "-") HH:MM )
+ *   YYYY-MM-DD "T" HH:MM:SS [ "." 1*DIGIT ] ( "Z" / ("+" / "-") HH:MM )
  * Decisions (documented in the README and in schemas/defs.json):
  *  - the offset is mandatory (`Z` or ±HH:MM with the colon); `-00:00` is accepted and means UTC;
  *  - `T` and `Z` must be upper case (RFC 3339 §5.6 lets a specification require this; Cedar's
@@ -15,7 +15,8 @@ import { WritError } from '../errors.js';
  *  - the date and time must exist: month 01–12, the day within that month (leap years per the
  *    Gregorian rules), hour 00–23, minute 00–59, second 00–59, offset hour 00–23, minute 00–59;
  *  - leap seconds (`:60`) are refused: neither JS Date nor Cedar can represent them;
- *  - 1 to 9 fractional digits; beyond milliseconds they are accepted and truncated by rfc3339ToDate.
+ *  - any number (≥ 1) of fractional digits, as RFC 3339 allows. Instants are compared in milliseconds:
+ *    rfc3339ToDate truncates finer digits, and the Cedar view rounds them up (policy/datetime.ts).
  */
 function daysInMonth(year: number, month: number): number {
   if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
@@ -49,8 +50,8 @@ function digits(s: string, at: number, n: number): number {
 function parseRfc3339(s: string): Rfc3339Parts | undefined {
   if (typeof s !== 'string') return undefined;
   const len = s.length;
-  // Shortest: 2026-08-24T10:00:00Z (20); longest: 9 fractional digits and ±HH:MM (35).
-  if (len < 20 || len > 35) return undefined;
+  // Shortest: 2026-08-24T10:00:00Z (20).
+  if (len < 20) return undefined;
   if (s.charCodeAt(4) !== 45 /* - */ || s.charCodeAt(7) !== 45 || s.charCodeAt(10) !== 84 /* T */) return undefined;
   if (s.charCodeAt(13) !== 58 /* : */ || s.charCodeAt(16) !== 58) return undefined;
   const year = digits(s, 0, 4);
@@ -65,14 +66,13 @@ function parseRfc3339(s: string): Rfc3339Parts | undefined {
   let millis = 0;
   if (s.charCodeAt(i) === 46 /* . */) {
     const from = ++i;
-    while (i < len && i - from < 10) {
+    while (i < len) {
       const c = s.charCodeAt(i) - 48;
       if (!(c >= 0 && c <= 9)) break;
       if (i - from < 3) millis += c * (i - from === 0 ? 100 : i - from === 1 ? 10 : 1);
       i++;
     }
-    const n = i - from;
-    if (n < 1 || n > 9) return undefined;
+    if (i === from) return undefined;
   }
   let offsetMinutes = 0;
   const z = s.charCodeAt(i);

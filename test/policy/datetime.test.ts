@@ -10,11 +10,17 @@ test('RFC 3339 offsets become Cedar ±hhmm, Z stays Z', () => {
   assert.equal(cedarDatetimeText('2026-08-24t10:00:00z'), '2026-08-24T10:00:00Z');
 });
 
-test('fractions of any length become exactly three digits, truncated', () => {
+test('fractions become exactly three digits; a finer fraction is rounded up to the next millisecond (in UTC)', () => {
   assert.equal(cedarDatetimeText('2026-08-24T10:00:00.5Z'), '2026-08-24T10:00:00.500Z');
   assert.equal(cedarDatetimeText('2026-08-24T10:00:00.12+07:00'), '2026-08-24T10:00:00.120+0700');
   assert.equal(cedarDatetimeText('2026-08-24T10:00:00.123Z'), '2026-08-24T10:00:00.123Z');
-  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.999999999-01:00'), '2026-08-24T10:00:00.999-0100');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.123000000+07:00'), '2026-08-24T10:00:00.123+0700', 'zeros past the millisecond change nothing');
+  // `now` is a whole millisecond: now < t and now >= t answer as for the true instant, never early.
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.0005Z'), '2026-08-24T10:00:00.001Z');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.000999Z'), '2026-08-24T10:00:00.001Z');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.999999999-01:00'), '2026-08-24T11:00:01.000Z');
+  assert.equal(cedarDatetimeText('2026-12-31T23:59:59.9999+00:00'), '2027-01-01T00:00:00.000Z');
+  assert.equal(cedarDatetimeText('2026-08-24T10:00:00.12345678901234567890Z'), '2026-08-24T10:00:00.124Z', 'any number of digits');
 });
 
 test('a Date becomes a UTC datetime with milliseconds', () => {

@@ -50,6 +50,14 @@ test('isRfc3339 refuses impossible dates, missing offsets and lax forms', () => 
   }
   assert.equal(isRfc3339(42 as unknown as string), false);
   assert.equal(isRfc3339('2026-08-24T10:00:00.123456789+07:00' + ' '.repeat(100)), false);
+  assert.equal(isRfc3339('2026-08-24T10:00:00.Z'), false, 'a point needs a digit');
+});
+
+test('isRfc3339 accepts any number of fractional digits, as RFC 3339 does (time-secfrac = "." 1*DIGIT)', () => {
+  for (const s of ['2026-08-24T10:00:00.1234567890Z', '2026-08-24T10:00:00.123456789012345678901234567890+07:00']) {
+    assert.equal(isRfc3339(s), true, s);
+  }
+  assert.equal(rfc3339ToDate('2026-08-24T10:00:00.1239999999999Z').toISOString(), '2026-08-24T10:00:00.123Z');
 });
 
 test('rfc3339ToDate converts offsets to the same instant', () => {
@@ -84,7 +92,7 @@ test('rfc3339ToDate throws WritError INVALID_REQUEST on invalid input', () => {
 });
 
 // A slow, obviously-correct reference: the RFC 3339 grammar as a regex plus calendar checks.
-const REFERENCE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:Z|[+-](\d{2}):(\d{2}))$/;
+const REFERENCE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|[+-](\d{2}):(\d{2}))$/;
 function reference(s: string): boolean {
   const m = REFERENCE.exec(s);
   if (!m) return false;

@@ -183,7 +183,6 @@ test('decision: execute_after must be strict RFC 3339 with an offset and a real 
     '2026-08-24 17:00:00Z', // space separator
     '2026-08-24t17:00:00z', // lower case (documented)
     '2026-08-24T17:00:00.Z', // empty fraction
-    '2026-08-24T17:00:00.1234567890Z', // > 9 fractional digits
     '2026-08-24', // date only
     '2026-8-24T17:00:00Z',
     '+2026-08-24T17:00:00Z',
