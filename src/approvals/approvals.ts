@@ -20,6 +20,8 @@ export interface Approval {
   subject: Uid;
   subject_digest: string;
   revoked_at?: string;
+  /** The revocation's ledger record, so that revoking again answers exactly the first revocation. */
+  revocation_record?: { seq: number; hash: string };
 }
 
 export type InvalidReason = 'revoked' | 'expired' | 'subject_changed' | 'binding_changed';

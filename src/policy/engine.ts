@@ -88,11 +88,14 @@ function requiredString(envelope: Record<string, unknown>, field: string): strin
   return value;
 }
 
-/** Earliest approved_at first; approval_id breaks ties so the order never depends on input order. */
+/**
+ * Earliest approved_at first. Approvals given within one millisecond keep the order they come in, which
+ * is the order they were given (an execution lists its approvals as they are ledgered, and replay reads
+ * them back in that order): the approval recorded as used never depends on a random approval id.
+ */
 function byApprovalTime(a: ValidApproval, b: ValidApproval): number {
   const dt = Date.parse(a.approved_at) - Date.parse(b.approved_at);
-  if (dt !== 0 && !Number.isNaN(dt)) return dt;
-  return a.approval_id < b.approval_id ? -1 : a.approval_id > b.approval_id ? 1 : 0;
+  return Number.isNaN(dt) ? 0 : dt;
 }
 
 /**

@@ -131,6 +131,10 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(wrong.body.error.code, 'FORBIDDEN_ROLE');
     const ok = await call(s, 'POST', `/v1/approvals/${a2.body.approval_id}/revoke`, { token: t.approver });
     assert.equal(ok.status, 200, ok.text);
+    // Revoking twice answers the first revocation, record included; no second revocation is ledgered.
+    const again = await call(s, 'POST', `/v1/approvals/${a2.body.approval_id}/revoke`, { token: t.approver });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body, ok.body);
     const entity = await call(s, 'GET', '/v1/entities/Employee/7722', { token: t.auditor });
     assert.equal(entity.body.attrs.legal_hold, true);
   });

@@ -131,6 +131,17 @@ test('approvals are tried earliest first; the first that allows is used', () => 
   });
 });
 
+test('approvals given in the same millisecond are tried in the order they were given, not by approval id', () => {
+  const engine = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR].join('\n') });
+  const extraHr = { uid: { type: 'User', id: 'carol' }, attrs: {}, parents: [{ type: 'Role', id: 'hr' }] };
+  const entities = new StaticEntitySource([...ENTITIES, extraHr]);
+  const at = '2026-08-24T08:00:00.000Z';
+  for (const [first, second] of [['z-given-first', 'a-given-second'], ['a-given-first', 'z-given-second']] as const) {
+    const approvals = [approval(first, 'carol', at), approval(second, 'alice', '2026-08-24T10:00:00+02:00')];
+    assert.equal(engine.decide(input({ approvals, entities })).approval_used, first);
+  }
+});
+
 test('approvals that satisfy nothing leave the outcome of the evaluation without approver', () => {
   const engine = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR].join('\n') });
   const outcome = engine.decide(input({ approvals: [approval('legal-only', 'bob', '2026-08-24T08:00:00Z')] }));
