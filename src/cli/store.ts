@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isWritError } from '../errors.js';
+import { databaseUrlProblem } from '../config/config.js';
 
 const USAGE = `usage: writ store migrate [--database-url URL]
        writ store copy --data-dir DIR [--database-url URL]
@@ -14,24 +15,17 @@ copy     copies an LMDB data dir's ledger and state into an empty database, ever
 The URL defaults to WRIT_DATABASE_URL.
 `;
 
-const POSTGRES_URL = /^postgres(ql)?:\/\/./;
-
 /** Why the command line cannot run (a usage error, exit 2), or undefined. The first problem wins. */
 function usageProblem(sub: string | undefined, url: string | undefined, fromFlag: boolean, dataDir: string | undefined): string | undefined {
   if (sub !== 'migrate' && sub !== 'copy') return sub === undefined ? 'a command is needed: migrate or copy' : `unknown command '${sub}' (migrate or copy)`;
   if (!url) return 'a postgres:// --database-url (or WRIT_DATABASE_URL) is needed';
-  if (!POSTGRES_URL.test(url)) {
+  const urlProblem = databaseUrlProblem(url);
+  if (urlProblem !== undefined) {
     const source = fromFlag ? '--database-url' : 'WRIT_DATABASE_URL';
-    return `${source} is not a postgres:// (or postgresql://) URL: ${describeUrl(url)}`;
+    return `${source} is not a postgres:// (or postgresql://) URL: ${urlProblem}`;
   }
   if (sub === 'copy' && !dataDir) return 'copy needs --data-dir DIR (the LMDB data dir to copy)';
   return undefined;
-}
-
-/** The URL's scheme, never its credentials: a usage message may end up in logs. */
-function describeUrl(url: string): string {
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
-  return scheme ? `its scheme is ${scheme[1]}:` : 'it has no scheme';
 }
 
 export async function main(argv: string[]): Promise<number> {

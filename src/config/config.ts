@@ -186,8 +186,9 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (process.env.WRIT_DATABASE_URL) config.database_url = process.env.WRIT_DATABASE_URL;
   if (o.databaseUrl) config.database_url = o.databaseUrl;
   if (o.signingKeyFile) config.signing_key_file = o.signingKeyFile;
-  if (config.database_url !== null && !(typeof config.database_url === 'string' && /^postgres(ql)?:\/\/./.test(config.database_url))) {
-    fail('database_url must be a postgres://user[:password]@host:port/db URL');
+  if (config.database_url !== null) {
+    const problem = typeof config.database_url === 'string' ? databaseUrlProblem(config.database_url) : 'not a string';
+    if (problem !== undefined) fail(`database_url must be a postgres://user[:password]@host:port/db URL (${problem})`);
   }
   if (config.signing_key_file !== null && typeof config.signing_key_file !== 'string') fail('signing_key_file must be a path');
   if (config.signing_key_file) config.signing_key_file = resolve(config.signing_key_file);
@@ -247,4 +248,22 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
   const file = join(dataDir, 'tokens.json');
   writeFileSync(file, JSON.stringify({ ...byRole, tokens: specs }, null, 2) + '\n', { mode: 0o600 });
   return { specs, file, byRole };
+}
+
+/**
+ * Why a database URL cannot be used, or undefined. Never quotes the URL: it may hold a password, and
+ * these messages end up in logs. The driver parses the URL as WHATWG does, so a URL it cannot parse (a
+ * port past 65535, a bad host) is refused here, as a usage error, rather than as an unreachable database.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  if (!/^postgres(ql)?:\/\/./.test(url)) {
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
+    return scheme ? `its scheme is ${scheme[1]}:` : 'it has no scheme';
+  }
+  try {
+    new URL(url);
+  } catch {
+    return 'it cannot be parsed: check its host and port (1–65535)';
+  }
+  return undefined;
 }

@@ -170,13 +170,18 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── operations (no auth) ──
   app.get('/healthz', (c) => c.json({ ok: true }));
+  // Health checks and scrapes answer within OPS_PROBE_MS even when the store hangs (a database frozen
+  // or cut off): a store that cannot answer that fast is not ready, and /metrics falls back to the ledger
+  // size last known here, so monitoring keeps working exactly when it is needed.
   app.get('/readyz', async (c) => {
-    const ready = await o.ready();
+    const ready = await settleWithin(o.ready(), OPS_PROBE_MS, false);
+    const size = ready ? await settleWithin(Promise.resolve(store.size()), OPS_PROBE_MS, undefined) : undefined;
     // Not ready (e.g. the database is down): the size last known here, without asking the store again.
-    return c.json({ ready, policy_version: sidecar.engine.policyVersion, ledger_size: ready ? await store.size() : store.knownSize() }, ready ? 200 : 503);
+    const ok = ready && size !== undefined;
+    return c.json({ ready: ok, policy_version: sidecar.engine.policyVersion, ledger_size: size ?? store.knownSize() }, ok ? 200 : 503);
   });
   app.get('/metrics', async (c) => {
-    metrics.ledgerRecords.set(await store.size());
+    metrics.ledgerRecords.set((await settleWithin(Promise.resolve(store.size()), OPS_PROBE_MS, undefined)) ?? store.knownSize());
     return c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType });
   });
   const openapi = JSON.stringify(buildOpenApi());
@@ -303,4 +308,17 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   return app;
+}
+
+/** How long /readyz and /metrics wait for the store. */
+const OPS_PROBE_MS = 2000;
+
+/** The promise's value if it settles within `ms` and fulfils; `fallback` if it rejects or is slower. */
+async function settleWithin<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p.catch(() => fallback), new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

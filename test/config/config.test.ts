@@ -91,6 +91,17 @@ test('a flag given empty is refused, not taken as "use the default" (an empty --
   }
 });
 
+test('database_url: a postgres:// URL the driver cannot parse is refused at start, without quoting it (it may hold a password)', () => {
+  for (const databaseUrl of ['postgres://writ:s3cret@127.0.0.1:99999/db', 'mysql://writ:s3cret@h/db']) {
+    assert.throws(
+      () => loadConfig({ databaseUrl }),
+      (e: Error & { code?: string }) => e.code === 'INVALID_REQUEST' && /database_url must be a postgres:\/\/user/.test(e.message) && !e.message.includes('s3cret'),
+      databaseUrl,
+    );
+  }
+  assert.equal(loadConfig({ databaseUrl: 'postgres://writ:s3cret@127.0.0.1:5432/db' }).config.database_url, 'postgres://writ:s3cret@127.0.0.1:5432/db');
+});
+
 test('a token listed twice, plainly or by its SHA-256, is refused: its role would be whichever entry matched first', () => {
   const sha = (t: string) => createHash('sha256').update(t).digest('hex');
   const cases: unknown[][] = [

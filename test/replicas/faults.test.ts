@@ -148,6 +148,12 @@ describe('replica faults on one PostgreSQL', () => {
       assert.equal(l.acks.length, acksDown, 'no decision is acknowledged while the database is down');
       assert.ok(acksDown - acksAtStop <= 12, 'at most the commits in flight at the stop');
       for (const s of rs) assert.equal((await call(s, 'GET', '/readyz')).status, 503);
+      // Monitoring keeps working while the database is down (§8: /metrics, no auth, Prometheus text).
+      for (const s of rs) {
+        const m = await call(s, 'GET', '/metrics');
+        assert.equal(m.status, 200, m.text);
+        assert.match(m.text, /^writ_ledger_records \d+$/m);
+      }
       pg.resume();
       for (const s of rs) await until(async () => (await call(s, 'GET', '/readyz')).status === 200, 90_000);
       const before = l.acks.length;

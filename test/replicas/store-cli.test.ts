@@ -34,6 +34,13 @@ test('a --database-url that is not postgres:// is named as such, for migrate and
     }
   }
   assert.match(firstLine(store(['migrate', '--database-url', 'mysql://h/db']).stderr), /its scheme is mysql:$/);
+  // A postgres:// URL the driver cannot parse (a port past 65535) is a usage error too, not "cannot connect".
+  for (const url of ['postgres://writ:s3cret@127.0.0.1:99999/db', 'postgres://writ@[::1/db']) {
+    const r = store(['migrate', '--database-url', url]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(firstLine(r.stderr), /URL: it cannot be parsed: check its host and port/);
+    assert.doesNotMatch(r.stderr, /s3cret/);
+  }
 });
 
 test('WRIT_DATABASE_URL that is not postgres:// is named as the source', () => {

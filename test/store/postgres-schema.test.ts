@@ -52,3 +52,26 @@ test('a database that goes away: writes and reads reject STORE_UNAVAILABLE, writ
     await store.close();
   }
 });
+
+test('a replica frozen inside a transaction (the head row locked, then silent) holds the other replicas for about 5 s, not for ever', async () => {
+  const url = await (await sharedPostgres()).createDatabase();
+  const store = await PgStore.open({ url });
+  // A writ connection, as a replica's, that took the lock every writer takes first and then stopped
+  // (SIGSTOP, a VM pause, a network cut with the TCP connection still open).
+  const frozenPool = PgStore.createPool({ url });
+  const frozen = await frozenPool.connect();
+  try {
+    await store.write((tx) => tx.append({ kind: 'before' }));
+    await frozen.query('BEGIN');
+    await frozen.query('SELECT size FROM ledger_head WHERE id = 1 FOR UPDATE');
+    // Without the idle-in-transaction limit this write waits for the lock until its own 10-s timeout
+    // and fails STORE_UNAVAILABLE; with it, PostgreSQL ends the frozen session and the write commits.
+    const appended = await store.write((tx) => tx.append({ kind: 'after' }));
+    assert.equal(appended.seq, 1);
+    await assert.rejects(frozen.query('SELECT 1'), 'the frozen session was ended by the server');
+  } finally {
+    frozen.release(true);
+    await frozenPool.end().catch(() => undefined);
+    await store.close();
+  }
+});

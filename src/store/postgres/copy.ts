@@ -34,7 +34,8 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
   if (!existsSync(dataFileOf(dataDir))) throw new WritError('INVALID_REQUEST', `data dir ${dataDir} holds no writ store (no ${dataFileOf(dataDir)}): nothing to copy`);
   const lock = await lockDataDir(dataDir);
   const dbs = openStoreDbs(dataDir);
-  const pool = PgStore.createPool({ url, connectTimeoutMs: 5000, writeTimeoutMs: 600_000 });
+  // One long copy transaction, its process reading LMDB between statements: not the 5-s idle limit of serving.
+  const pool = PgStore.createPool({ url, connectTimeoutMs: 5000, writeTimeoutMs: 600_000, idleInTransactionTimeoutMs: 600_000 });
   try {
     const { size, head } = checkIntegrity(dbs, dataDir);
     // A store with no record has no ledger to carry over; copying its state alone would only make the

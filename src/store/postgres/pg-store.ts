@@ -34,6 +34,7 @@ import type { FaultHooks } from '../store.js';
 
 const MAX_PAGE = 1000;
 const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
+const DEFAULT_IDLE_IN_TRANSACTION_MS = 5_000;
 const NODE_CACHE_LIMIT = 200_000;
 
 export interface PgStoreOptions {
@@ -43,6 +44,15 @@ export interface PgStoreOptions {
   /** Connect timeout: how fast an unreachable database is reported (default 2 s). */
   connectTimeoutMs?: number;
   poolSize?: number;
+  /**
+   * How long PostgreSQL lets one of these connections sit idle inside a transaction before it ends the
+   * session (default 5 s). Every writer holds the ledger head's row lock for its whole transaction, so a
+   * replica frozen mid-transaction (SIGSTOP, a VM pause, a network cut that leaves the TCP connection
+   * open) would otherwise stop the writes of every replica until PostgreSQL noticed the dead peer
+   * (hours, with default TCP keepalives). A writ transaction runs its statements back to back; it is
+   * idle only while its process computes between two of them (milliseconds).
+   */
+  idleInTransactionTimeoutMs?: number;
   /** Create or migrate the schema on open (default true). */
   migrate?: boolean;
   /** Test-only fault injection (WRIT_FAULT_FILE, src/server/faults.ts): `beforeCommit` runs before a
@@ -147,7 +157,8 @@ export class PgStore implements LedgerStore {
       idleTimeoutMillis: 10_000,
       query_timeout: o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS,
       // An answer is sent only after COMMIT returned, and COMMIT returns only once the WAL is flushed.
-      options: '-c synchronous_commit=on',
+      // A transaction left idle (its replica frozen) is ended by the server, releasing its locks.
+      options: `-c synchronous_commit=on -c idle_in_transaction_session_timeout=${o.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS}`,
       keepAlive: true,
     });
     // A connection that dies (idle in the pool, or checked out between queries) must not crash the
