@@ -15,7 +15,8 @@
  *                       null for the first key, else by the previous key), the first key listed in
  *                       --keys (UNKNOWN_KEY; later keys are vouched for by their signature);
  *                       checkpoint: root of the first `size` leaves (ROOT_MISMATCH),
- *                       key known (UNKNOWN_KEY), signature (BAD_SIGNATURE); decision with a binding:
+ *                       key known and not rotated out by a later key record (UNKNOWN_KEY),
+ *                       signature (BAD_SIGNATURE); decision with a binding:
  *                       recomputed from server, tool, arguments, which must be the canonical text
  *                       of an admitted value (BINDING_MISMATCH; docs/protocol.md §3). AuthZEN
  *                       decisions (`api: "authzen"`, docs/protocol.md §10) bind no tool call and carry
@@ -623,6 +624,9 @@ export class ExportVerifier {
   readonly #knownKeys = new Map<string, Buffer>();
   readonly #trustedKeys: Map<string, string> | undefined;
   #lastKey: Buffer | undefined;
+  /** The ledger's key at this point: the last key record's key_id, and the seq of that record. */
+  #lastKeyId: string | undefined;
+  #lastKeySeq = -1;
   readonly #held: HeldCheckpoint | undefined;
   #heldSignatureChecked = false;
   #failure: Failure | undefined;
@@ -789,7 +793,19 @@ export class ExportVerifier {
     }
     this.#knownKeys.set(keyId, raw);
     this.#lastKey = raw;
+    this.#lastKeyId = keyId;
+    this.#lastKeySeq = seq;
     return undefined;
+  }
+
+  /**
+   * A signature by a key that a later key record rotated out. writ signs with the ledger's current key
+   * only (a replica still holding a retired key stops writing checkpoints), and a key is often rotated
+   * because it may be compromised: what it signs after its rotation is not vouched for.
+   */
+  #retired(seq: number, keyId: string, what: string): Failure | undefined {
+    if (this.#lastKeyId === undefined || keyId === this.#lastKeyId) return undefined;
+    return new Failure(seq, 'UNKNOWN_KEY', `${what} key ${keyId} was rotated out by the key record at seq ${this.#lastKeySeq} (the ledger's key is then ${this.#lastKeyId})`);
   }
 
   #checkCheckpointRecord(seq: number, rec: Record<string, unknown>): Failure | undefined {
@@ -807,7 +823,7 @@ export class ExportVerifier {
     if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)) {
       return new Failure(seq, 'BAD_SIGNATURE', `checkpoint signature does not verify under ${key_id as string}`);
     }
-    return undefined;
+    return this.#retired(seq, key_id as string, 'checkpoint');
   }
 
   /** An operator repair: it must chain from the last good record it names and be signed by a known key. */
@@ -821,7 +837,7 @@ export class ExportVerifier {
     if (typeof signature !== 'string' || !verifyPayload(key, chainBreakPayload({ last_good_hash: prev, last_good_seq: seq - 1, reason }), signature)) {
       return new Failure(seq, 'BAD_SIGNATURE', `chain_break signature does not verify under ${key_id as string}`);
     }
-    return undefined;
+    return this.#retired(seq, key_id as string, 'chain_break');
   }
 
   /** Root of the first `size` accepted leaves, if it is still within reach. */
@@ -848,7 +864,10 @@ export class ExportVerifier {
     if (!verifyPayload(key, checkpointPayload(held), held.signature)) {
       return new Failure(held.reportSeq, 'BAD_SIGNATURE', `the held checkpoint's signature does not verify under ${held.key_id}`);
     }
-    return undefined;
+    // Placed by its seq, it is checked where it stands in the chain (the keys then known, the key then
+    // current). Without a seq (size, root, key_id, signature only) it is checked once every key is known,
+    // and a key rotated out since may have signed it in its day.
+    return held.seq !== undefined ? this.#retired(held.reportSeq, held.key_id, "the held checkpoint's") : undefined;
   }
 }
 

@@ -213,6 +213,13 @@ export const TAMPERS: Tamper[] = [
     expect: { code: 'UNKNOWN_KEY', seq: 15 },
   },
   {
+    // A rotation retires the key before it (often rotated because it may be compromised): a checkpoint
+    // it signs after the rotation is not vouched for, however valid its signature.
+    name: 'checkpoint after the rotation re-signed by the retired key',
+    lines: () => editRechained((rs) => void Object.assign(rs[40]!, signCheckpoint(GOLDEN_KEY, 40, rs[40]!.root as string))),
+    expect: { code: 'UNKNOWN_KEY', seq: 40 },
+  },
+  {
     name: 'rotated key signed before its introduction is used',
     lines: () => editRechained((rs) => void Object.assign(rs[22]!, signCheckpoint(ROTATED_KEY, 20, rs[22]!.root as string))),
     expect: { code: 'UNKNOWN_KEY', seq: 22 },
