@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
 import { isWritError } from '../errors.js';
 import { startSidecar } from '../server/serve.js';
+import { StartStopped } from '../server/waiting.js';
 
 const HELP = `usage: writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]
                   [--database-url URL] [--signing-key-file FILE]
@@ -61,15 +62,20 @@ export async function main(argv: string[]): Promise<number> {
     if (typeof values['database-url'] === 'string') overrides.databaseUrl = values['database-url'];
     if (typeof values['signing-key-file'] === 'string') overrides.signingKeyFile = values['signing-key-file'];
     const { config, devTokens } = loadConfig(overrides);
-    running = await startSidecar(config, { devTokens });
+    running = await startSidecar(config, { devTokens, stopRequested: () => pendingSignal !== undefined });
   } catch (e) {
+    process.off('SIGTERM', signalListener);
+    process.off('SIGINT', signalListener);
+    if (e instanceof StartStopped) {
+      // Nothing was started, so nothing is in flight and there is no ledger to checkpoint.
+      process.stderr.write(`writ serve: ${pendingSignal}: stopped while waiting for the database\n`);
+      return 0;
+    }
     const syscall = (e as NodeJS.ErrnoException | undefined)?.syscall;
     // A host that does not resolve, a port in use or not ours to bind: say it is the listen address.
     const context = syscall === 'getaddrinfo' || syscall === 'listen' || syscall === 'bind' ? 'the listen address (config `listen` or --listen): ' : '';
     const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : context + ((e as Error)?.message ?? String(e));
     process.stderr.write(`writ serve: cannot start: ${message}\n`);
-    process.off('SIGTERM', signalListener);
-    process.off('SIGINT', signalListener);
     return 1;
   }
   const r = running;

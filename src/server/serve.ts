@@ -13,6 +13,7 @@ import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
+import { openStoreWhenReachable } from './waiting.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
 import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
@@ -35,15 +36,25 @@ export interface RunningSidecar {
   close(): Promise<void>;
 }
 
-export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void }): Promise<RunningSidecar> {
+export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void; stopRequested?: () => boolean }): Promise<RunningSidecar> {
   const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   const faults = faultHooksFromEnv();
   if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
-  const store = await openStore({
+  const open = () => openStore({
     dataDir: config.data_dir, databaseUrl: config.database_url, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}),
   });
+  // Replicas wait for an unreachable database, answering 503 on their address meanwhile (waiting.ts);
+  // the embedded LMDB store either opens or the start fails.
+  let store: Awaited<ReturnType<typeof open>>;
+  if (config.database_url) {
+    const opened = await openStoreWhenReachable(open, { listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false) });
+    store = opened.store;
+    config = { ...config, listen: opened.listen };
+  } else {
+    store = await open();
+  }
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
   let server: Server | undefined;
   let fronts: Fronts | undefined;

@@ -5,11 +5,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { call, offboardingBody, REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import pgLib from 'pg';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -171,6 +171,55 @@ describe('replica faults on one PostgreSQL', () => {
       await l.stop();
       for (const s of rs) await s.stop();
       d.remove();
+    }
+  });
+
+  test('a replica started while PostgreSQL is down answers on its address (healthz 200, readyz 503, 503 STORE_UNAVAILABLE), starts by itself once the database is back; SIGTERM while it waits exits 0', async () => {
+    const d = newDeployment(await pg.createDatabase());
+    const dir = mkdtempSync(join(tmpdir(), 'writ-wait-'));
+    const configPath = join(dir, 'config.json');
+    writeFileSync(configPath, JSON.stringify({
+      listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), database_url: d.databaseUrl, signing_key_file: d.keyFile,
+      tokens: [{ token: TEST_TOKENS.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } }],
+    }));
+    const start = () => {
+      const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = { child, out: '', exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) };
+      child.stdout!.on('data', (b) => (p.out += b));
+      child.stderr!.on('data', (b) => (p.out += b));
+      return p;
+    };
+    const WAITING = /waiting for it on (http:\/\/\S+),/;
+    pg.pause();
+    const first = start();
+    try {
+      await until(async () => WAITING.test(first.out), 30_000, () => first.out);
+      const s = { url: WAITING.exec(first.out)![1]! };
+      assert.equal((await call(s, 'GET', '/healthz')).status, 200);
+      assert.equal((await call(s, 'GET', '/readyz')).status, 503);
+      assert.equal((await call(s, 'GET', '/metrics')).status, 200);
+      const refused = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-1') });
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.body.error.code, 'STORE_UNAVAILABLE');
+      pg.resume();
+      await until(async () => first.out.includes(`listening on ${s.url}`), 60_000, () => first.out);
+      const allowed = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-2') });
+      assert.equal(allowed.status, 200, allowed.text);
+      assert.equal(allowed.body.decision, 'allow');
+      first.child.kill('SIGTERM');
+      assert.equal(await first.exited, 0, first.out);
+
+      pg.pause();
+      const second = start();
+      await until(async () => WAITING.test(second.out), 30_000, () => second.out);
+      second.child.kill('SIGTERM');
+      assert.equal(await second.exited, 0, second.out);
+      assert.match(second.out, /stopped while waiting for the database/);
+    } finally {
+      first.child.kill('SIGKILL');
+      pg.resume();
+      d.remove();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,0 +1,113 @@
+/**
+ * A replica started while its database is unreachable (docs/protocol.md §9). Exiting would leave a
+ * supervisor restarting it in a loop, and a load balancer would see a port that refuses connections.
+ * Instead it answers on its listen address as a running replica whose database is down does —
+ * `/healthz` 200, `/readyz` 503, `/metrics`, every other route 503 STORE_UNAVAILABLE (nothing is
+ * decided, nothing is allowed) — and keeps trying; once the database answers it starts for real on the
+ * same address. A database that answers but refuses (bad password, no such database) is a
+ * configuration error: that still ends the start at once.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isWritError } from '../errors.js';
+import * as metrics from '../metrics/metrics.js';
+import type { LedgerStore } from '../store/types.js';
+import { parseListen } from '../config/config.js';
+
+/** The start was stopped (SIGTERM/SIGINT) while it waited for the database. */
+export class StartStopped extends Error {}
+
+/** Connection-level failures, which a database coming back cures (node errnos and SQLSTATEs). */
+const TRANSIENT_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
+const TRANSIENT_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** Whether a failure to open the store is the database being unreachable (or not up yet), not a refusal. */
+export function isUnreachableDatabase(e: unknown): boolean {
+  if (!isWritError(e) || e.code !== 'STORE_UNAVAILABLE') return false;
+  const cause = (e as { cause?: unknown }).cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof cause?.code === 'string' ? cause.code : undefined;
+  if (code !== undefined) return TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATES.has(code) || code.startsWith('08');
+  // The driver's own connect timeout and a connection cut mid-handshake carry no code.
+  return /timeout|terminated|closed/i.test(String(cause?.message ?? e.message));
+}
+
+export interface WaitOptions {
+  /** HOST:PORT from the config; port 0 takes a free one, and the real start then uses that one. */
+  listen: string;
+  log: (line: string) => void;
+  stopRequested: () => boolean;
+  retryMs?: number;
+}
+
+/**
+ * Opens the store; while the database is unreachable, serves the answers above on the listen address
+ * and retries. Returns the store and the listen address to start on (the port actually bound).
+ */
+export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o: WaitOptions): Promise<{ store: LedgerStore; listen: string }> {
+  try {
+    return { store: await open(), listen: o.listen };
+  } catch (e) {
+    if (!isUnreachableDatabase(e)) throw e;
+    const waiting = await listenWhileWaiting(o.listen);
+    const address = waiting.address() as AddressInfo;
+    const listen = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${address.port}`;
+    const host = address.address.includes(':') ? `[${address.address}]` : address.address;
+    o.log(`writ serve: the database is unreachable (${(e as Error).message}); waiting for it on http://${host}:${address.port}, answering 503 meanwhile`);
+    try {
+      for (;;) {
+        await pause(o.retryMs ?? 1000, o.stopRequested);
+        if (o.stopRequested()) throw new StartStopped('stopped while waiting for the database');
+        try {
+          const store = await open();
+          o.log('writ serve: the database answers; starting');
+          return { store, listen };
+        } catch (again) {
+          if (!isUnreachableDatabase(again)) throw again;
+        }
+      }
+    } finally {
+      await closeNow(waiting);
+    }
+  }
+}
+
+async function listenWhileWaiting(listen: string): Promise<Server> {
+  const { host, port } = parseListen(listen);
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    req.resume();
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method === 'GET' && path === '/healthz') return json(200, { ok: true });
+    if (req.method === 'GET' && path === '/readyz') return json(503, { ready: false });
+    if (req.method === 'GET' && path === '/metrics') {
+      void metrics.renderMetrics().then((text) => {
+        res.writeHead(200, { 'content-type': metrics.metricsContentType, connection: 'close' });
+        res.end(text);
+      });
+      return;
+    }
+    json(503, { error: { code: 'STORE_UNAVAILABLE', message: 'the database is unreachable; this replica is waiting for it' } });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
+
+function closeNow(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** Sleeps `ms`, waking early when a stop is requested. */
+async function pause(ms: number, stopRequested: () => boolean): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end && !stopRequested()) await new Promise((r) => setTimeout(r, Math.min(100, end - Date.now())));
+}
+
