@@ -59,6 +59,14 @@ export function subjectRevisionKey(key: string): string {
 /** Thrown inside a write when another replica changed the entities since they were loaded here. */
 export class StaleEntities extends Error {}
 
+/**
+ * Thrown inside a write on the embedded store while an entity change staged here is not durable yet: a
+ * change staged now would start from the entities as they were before it (and be overwritten by it once
+ * both commit), and an approval would bind the subject's record from before it with the revision after
+ * it. The caller waits until the change lands (`settle()`) and runs again.
+ */
+export class EntitiesUnsettled extends StaleEntities {}
+
 export class EntityStore implements EntitySource {
   private readonly byKey = new Map<string, EntityJson>();
   private currentVersion: string;
@@ -118,6 +126,11 @@ export class EntityStore implements EntitySource {
 
   get version(): string {
     return this.currentVersion;
+  }
+
+  /** Inside a write that reads the entities held here: throws EntitiesUnsettled while a change is landing. */
+  checkSettled(): void {
+    if (!this.settled) throw new EntitiesUnsettled();
   }
 
   /** False while an entity change is staged in a write not yet durable (see `unsettled`). */
@@ -195,6 +208,7 @@ export class EntityStore implements EntitySource {
 
   /** The same, inside a write (under the store's lock: no change can come in between). */
   approvalDigestIn(tx: WriteTx, key: string): string {
+    this.checkSettled();
     return subjectDigest(this.byKey.get(key), tx.get<number>('meta', subjectRevisionKey(key)) ?? 0);
   }
 
@@ -205,6 +219,8 @@ export class EntityStore implements EntitySource {
    */
   stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file'): { records: number[]; version: string; commit(): void; abort(): void } {
     this.checkFresh(tx);
+    // One change in flight at a time on the embedded store: the next starts from this one's result.
+    this.checkSettled();
     const next = new Map(this.byKey);
     for (const { entity, deleted } of changes) {
       if (deleted) next.delete(uidKey(entity.uid));

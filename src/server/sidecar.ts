@@ -31,7 +31,7 @@ import { entityFromJson, parseEntitiesJson, type EntityJson } from '../policy/en
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
-import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntitiesUnsettled, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
 import {
   validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
@@ -166,11 +166,17 @@ export class Sidecar {
    * store: the write's callback throws StaleEntities under the store's lock; reload and run again).
    */
   private async withFreshEntities<T>(run: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0, waits = 0; ; ) {
       try {
         return await run();
       } catch (e) {
-        if (!(e instanceof StaleEntities) || attempt >= 20) throw e instanceof StaleEntities ? new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later') : e;
+        // An entity change of this process still landing (embedded store): wait for it, then run again.
+        // Each wait ends with some change durable, so this makes progress; the bound only stops a runaway.
+        if (e instanceof EntitiesUnsettled && ++waits < 10_000) {
+          await this.entities.settle();
+          continue;
+        }
+        if (!(e instanceof StaleEntities) || ++attempt > 20) throw e instanceof StaleEntities ? new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later') : e;
         await this.entities.reload();
       }
     }
@@ -290,8 +296,10 @@ export class Sidecar {
         const applied = tx.get<EntityJson[]>('meta', ENTITIES_FILE_KEY);
         // Already applied to this store: by another replica, or before a restart.
         if (applied !== undefined && jcs(applied) === fileText) return;
-        // The diff reads the entities held here: they must be the store's (StaleEntities → reload, again).
+        // The diff reads the entities held here: they must be the store's (StaleEntities → reload, again),
+        // with no change of this process still landing (EntitiesUnsettled → wait for it, again).
         this.entities.checkFresh(tx);
+        this.entities.checkSettled();
         const changes = entitiesFileChanges(applied, parsed, (key) => this.entities.get(key));
         tx.put('meta', ENTITIES_FILE_KEY, parsed);
         if (changes.length > 0) staged = this.entities.stage(tx, changes, 'file');
@@ -624,8 +632,9 @@ export class Sidecar {
     // A decision starved by entity changes goes first (EntityStore.hold()).
     await this.entities.unheld();
     const rec = await this.withFreshEntities(() => this.store.write((tx) => {
-      // Fresh before the cycle check reads the entities held here (stage() checks again, for its own use).
+      // Fresh and settled before the cycle check reads the entities held here (stage() checks again).
       this.entities.checkFresh(tx);
+      this.entities.checkSettled();
       refuseParentCycle(checked, (key) => this.entities.get(key));
       staged = this.entities.stage(tx, [{ entity: checked }], 'api');
       return staged.records[0]!;
