@@ -10,7 +10,7 @@ import { PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
 
-const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--] CMD [ARG…]
+const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--pdp-timeout MS] [--] CMD [ARG…]
 
 Runs CMD as a stdio MCP server and puts writ in front of it: every tools/call is decided by the PDP
 (phase execute), run once with the PDP's admitted arguments, and its outcome reported; every other
@@ -116,11 +116,16 @@ export async function main(argv: string[]): Promise<number> {
   let callTimeoutMs: number;
   let pdp: PdpClient;
   try {
-    token = readFileSync(tokenFile, 'utf8').trim();
+    try {
+      token = readFileSync(tokenFile, 'utf8').trim();
+    } catch (e) {
+      throw new Error(`--token-file (or WRIT_TOKEN_FILE) ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
     if (!token) throw new Error(`${tokenFile} holds no token`);
     if (values.defaults) defaults = parseDefaults(JSON.parse(readFileSync(values.defaults as string, 'utf8')));
     callTimeoutMs = positiveInt(values['call-timeout'] as string | undefined, '--call-timeout', 60_000);
     const pdpTimeout = positiveInt(values['pdp-timeout'] as string | undefined, '--pdp-timeout', 10_000);
+    if (!/^https?:\/\//.test(pdpUrl)) throw new Error(`--pdp (or WRIT_PDP) must be an http(s) URL, e.g. http://127.0.0.1:8700; got ${JSON.stringify(pdpUrl)}`);
     pdp = new PdpClient({ url: pdpUrl, token, timeoutMs: pdpTimeout });
   } catch (e) {
     return badInput((e as Error).message);

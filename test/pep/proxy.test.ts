@@ -216,5 +216,12 @@ test('usage errors exit 2', { timeout: 30_000 }, async () => {
   const noCmd = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's']);
   assert.equal(noCmd.code, 2);
   assert.match(noCmd.err, /after --/);
+  // Bad input names the option it came from.
+  const missingFile = await run(['--pdp', fx.pdp.url, '--token-file', '/nonexistent/pep.token', '--server', 's', '--', 'x']);
+  assert.equal(missingFile.code, 2);
+  assert.match(missingFile.err, /--token-file \(or WRIT_TOKEN_FILE\) \/nonexistent\/pep\.token: ENOENT/);
+  const noScheme = await run(['--pdp', '127.0.0.1:8700', '--token-file', WRIT_BIN, '--server', 's', '--', 'x']);
+  assert.equal(noScheme.code, 2);
+  assert.match(noScheme.err, /--pdp \(or WRIT_PDP\) must be an http\(s\) URL/);
   assert.equal((await run(['--help'])).code, 0);
 });
