@@ -9,7 +9,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isWritError } from '../errors.js';
+import { isWritError, WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
 import type { LedgerStore } from '../store/types.js';
 import { parseListen } from '../config/config.js';
@@ -89,7 +89,8 @@ async function listenWhileWaiting(listen: string): Promise<Server> {
       });
       return;
     }
-    json(503, { error: { code: 'STORE_UNAVAILABLE', message: 'the database is unreachable; this replica is waiting for it' } });
+    const refusal = new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
+    json(refusal.status, refusal.toBody());
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
