@@ -10,9 +10,9 @@
  *
  * A batch is judged whole: the first malformed item fails it with 400, before anything is evaluated.
  */
-import { WritError } from '../errors.js';
+import { isWritError, WritError } from '../errors.js';
 import {
-  LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
+  LosslessNumber, PARSE_MAX_DEPTH, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
 } from '../binding/index.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
@@ -61,8 +61,19 @@ function isObject(v: LosslessValue | undefined): v is { [k: string]: LosslessVal
 
 function parseBody(text: string): LosslessValue {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
-  return parseLossless(text);
+  try {
+    return parseLossless(text);
+  } catch (e) {
+    // The parser's depth stop names the binding rule, which judges only a context and properties.
+    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP' && !ADMITTED_PATH.test(e.path ?? '')) {
+      throw new WritError('INVALID_REQUEST', `nesting deeper than ${PARSE_MAX_DEPTH} levels`, e.path === undefined ? {} : { path: e.path });
+    }
+    throw e;
+  }
 }
+
+/** Members admitted by the §3 rules (a context, an action's or entity's properties), at the top or in a batch item. */
+const ADMITTED_PATH = /^(\/evaluations\/\d+)?(\/context|\/(subject|action|resource)\/properties)(\/|$)/;
 
 /** Admits an object member (context or properties) by the §3 rules; BINDING_* errors point at `path`. */
 function admitObject(value: LosslessValue, path: string): { [k: string]: Json } {

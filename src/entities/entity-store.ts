@@ -13,6 +13,8 @@ import { entitiesVersionOf, type EntityJson, type EntitySource } from '../policy
 import type { LedgerStore, WriteTx } from '../store/types.js';
 import { jcs } from '../util/canonical.js';
 import { uidKey } from '../util/uid.js';
+import { isTableKey, MAX_TABLE_KEY_BYTES } from '../store/seal.js';
+import { WritError } from '../errors.js';
 
 /** The meta row holding the entities version on a shared store. */
 export const ENTITIES_VERSION_KEY = 'entities_version';
@@ -221,6 +223,14 @@ export class EntityStore implements EntitySource {
     this.checkFresh(tx);
     // One change in flight at a time on the embedded store: the next starts from this one's result.
     this.checkSettled();
+    for (const { entity } of changes) {
+      // Every key an entity is filed under must fit a table key (multi-byte ids can pass a length limit in
+      // characters and not fit): bad input, refused before anything is written, not a store failure.
+      const longestKey = subjectRevisionKey(uidKey(entity.uid));
+      if (!isTableKey(longestKey)) {
+        throw new WritError('INVALID_REQUEST', `the entity uid ${entity.uid.type}::"…" is too long to store: its key would take ${Buffer.byteLength(longestKey, 'utf8')} bytes of UTF-8, at most ${MAX_TABLE_KEY_BYTES}`);
+      }
+    }
     const next = new Map(this.byKey);
     for (const { entity, deleted } of changes) {
       if (deleted) next.delete(uidKey(entity.uid));

@@ -5,8 +5,8 @@
  * would have made, field for field.
  */
 import { readFileSync } from 'node:fs';
-import { WritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
+import { isWritError, WritError } from '../errors.js';
+import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, PARSE_MAX_DEPTH, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -95,7 +95,7 @@ function deepFreeze<T>(value: T): T {
 
 /** Step 1 of a decision: lossless parse of the raw text, the envelope schema, the actor, the arguments. */
 export function admitDecision(caller: Caller, text: string): AdmittedDecision {
-  const parsed = parseLosslessWithRootText(text);
+  const parsed = parseWithDepthOutsideArguments(text);
   const raw = parsed.value;
   const body = toPlain(raw) as Record<string, any>;
   validateDecisionRequest(body);
@@ -115,6 +115,25 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   const envelopeText = parsed.rootText('envelope');
   const { envelopeJcs, envDigest } = envelopeJcsByText.get(envelopeText) ?? envelopeJcsByText.keep(envelopeText, envelopeViews(envelope));
   return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId) };
+}
+
+/**
+ * The parser stops far past §3's depth limit wherever it is (BINDING_TOO_DEEP): only the arguments are
+ * judged by the binding rules, so nesting that deep in the envelope is ENVELOPE_INVALID and elsewhere in
+ * the body INVALID_REQUEST, at the same path.
+ */
+function parseWithDepthOutsideArguments(text: string): ReturnType<typeof parseLosslessWithRootText> {
+  try {
+    return parseLosslessWithRootText(text);
+  } catch (e) {
+    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP') {
+      const path = e.path ?? '';
+      const message = `nesting deeper than ${PARSE_MAX_DEPTH} levels`;
+      if (path === '/envelope' || path.startsWith('/envelope/')) throw new WritError('ENVELOPE_INVALID', message, { path });
+      if (!(path === '/action/arguments' || path.startsWith('/action/arguments/'))) throw new WritError('INVALID_REQUEST', message, { path });
+    }
+    throw e;
+  }
 }
 
 function envelopeViews(envelope: Record<string, unknown>): { envelopeJcs: string; envDigest: string } {

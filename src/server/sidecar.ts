@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
-import { parseLossless, toPlain, type Json } from '../binding/index.js';
+import { PARSE_MAX_DEPTH, parseLossless, toPlain, type Json } from '../binding/index.js';
 import { admitNumberToken } from '../binding/admit.js';
 import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
@@ -104,7 +104,13 @@ function refuseParentCycle(entity: EntityJson, stored: (key: string) => EntityJs
 /** A request body, parsed without loss (number tokens kept); an empty one is INVALID_JSON. */
 function parseLosslessBody(text: string): LosslessValue {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
-  return parseLossless(text);
+  try {
+    return parseLossless(text);
+  } catch (e) {
+    // The parser's depth stop names the binding rule; these bodies carry no arguments.
+    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP') throw new WritError('INVALID_REQUEST', `nesting deeper than ${PARSE_MAX_DEPTH} levels`, e.path === undefined ? {} : { path: e.path });
+    throw e;
+  }
 }
 
 function parseBody(text: string): Json {

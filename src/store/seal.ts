@@ -12,6 +12,15 @@ const RESERVED_FIELDS = ['v', 'seq', 'ts', 'prev', 'hash'] as const;
 const MAX_INDEX_TERM_BYTES = 480;
 export const MAX_TABLE_KEY_BYTES = 1900;
 
+/**
+ * Whether a string can be a table key. A read with any other string finds nothing (no such key can have
+ * been written), so a long id in a path or a query is a 404, not a store failure (LMDB throws on keys
+ * past its limit).
+ */
+export function isTableKey(key: unknown): key is string {
+  return typeof key === 'string' && key !== '' && Buffer.byteLength(key, 'utf8') <= MAX_TABLE_KEY_BYTES;
+}
+
 /** The term an index stores for a value (long values by digest; lookups map the same way). */
 export function indexTerm(value: string): string {
   return Buffer.byteLength(value, 'utf8') > MAX_INDEX_TERM_BYTES ? `sha256:${sha256Hex(value)}#` : value;

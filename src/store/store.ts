@@ -21,7 +21,7 @@ import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
-import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
+import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from './types.js';
 
 export type { Table } from './layout.js';
@@ -407,6 +407,7 @@ export class Store implements LedgerStore {
   // ── reading committed state ──
 
   get<T>(table: Table, key: string): T | undefined {
+    if (!isTableKey(key)) return undefined;
     const v = this.#dbs.tables[table].get(key);
     return v === undefined ? undefined : (JSON.parse(v) as T);
   }
@@ -600,6 +601,7 @@ class BufferedTx implements WriteTx {
   }
 
   get<T>(table: Table, key: string): T | undefined {
+    if (!isTableKey(key)) return undefined;
     const own = this.overlay.tables.get(table)?.get(key);
     const v = own !== undefined ? own : this.#readTable(table, key);
     return v === undefined || v === null ? undefined : (JSON.parse(v) as T);
@@ -616,7 +618,7 @@ class BufferedTx implements WriteTx {
   }
 
   #table(table: Table, key: string): Map<string, string | null> {
-    if (typeof key !== 'string' || key === '' || Buffer.byteLength(key, 'utf8') > MAX_TABLE_KEY_BYTES) {
+    if (!isTableKey(key)) {
       throw new TypeError(`table keys are non-empty strings of at most ${MAX_TABLE_KEY_BYTES} bytes`);
     }
     let m = this.overlay.tables.get(table);

@@ -165,6 +165,15 @@ describe('limits', () => {
     // Deep nesting outside the arguments is a plain schema refusal, not a crash.
     const env = await req(s.url, 'POST', '/v1/decisions', { token: T.pep, rawBody: JSON.stringify(readBody('deep-env', 'propose')).replace('"supersedes":null', `"supersedes":${nest(100_000)}`) });
     assert.equal(env.status, 400, env.text.slice(0, 300));
+    // The parser's stop (past 512 levels) is named by where it happens: only arguments get the binding code.
+    assert.equal(env.body.error.code, 'ENVELOPE_INVALID');
+    assert.match(env.body.error.path, /^\/envelope\/supersedes\/0\/0/);
+    const top = await req(s.url, 'POST', '/v1/decisions', { token: T.pep, rawBody: `{"x":${nest(600)}}` });
+    assert.equal(top.body.error.code, 'INVALID_REQUEST', top.text.slice(0, 300));
+    const entity = await req(s.url, 'PUT', '/v1/entities/User/deep', { token: T.admin, rawBody: `{"attrs":{"x":${nest(600)}},"parents":[]}` });
+    assert.equal(entity.status, 400, entity.text.slice(0, 300));
+    assert.equal(entity.body.error.code, 'INVALID_REQUEST');
+    assert.match(entity.body.error.path, /^\/attrs\/x\/0/);
     assert.equal((await req(s.url, 'GET', '/healthz')).status, 200);
   });
 
@@ -186,6 +195,25 @@ describe('limits', () => {
     // Refused input never reached the ledger.
     const recs = await req(s.url, 'GET', '/v1/ledger/records?execution_id=ev-65', { token: T.auditor });
     assert.deepEqual(recs.body.records, []);
+  });
+
+  test('ids too long to be a store key are 400 or 404, never 503 STORE_UNAVAILABLE', async () => {
+    // 700 × '€' is within the 1024-character id limit but 2,100 bytes of UTF-8: more than a table key holds.
+    const euros = encodeURIComponent('€'.repeat(700));
+    const put = await req(s.url, 'PUT', `/v1/entities/User/${euros}`, { token: T.admin, body: { attrs: {}, parents: [] } });
+    assert.equal(put.status, 400, put.text.slice(0, 300));
+    assert.equal(put.body.error.code, 'INVALID_REQUEST');
+    const get = await req(s.url, 'GET', `/v1/entities/User/${euros}`, { token: T.admin });
+    assert.equal(get.status, 404, get.text.slice(0, 300));
+    const revoke = await req(s.url, 'POST', `/v1/approvals/${'a'.repeat(5000)}/revoke`, { token: T.approver, body: {} });
+    assert.equal(revoke.status, 404, revoke.text.slice(0, 300));
+    const actor = encodeURIComponent(`Agent::"${'x'.repeat(5000)}"`);
+    const read = await req(s.url, 'GET', `/v1/executions/long-actor?actor=${actor}`, { token: T.auditor });
+    assert.equal(read.status, 404, read.text.slice(0, 300));
+    assert.equal(read.body.error.code, 'EXECUTION_NOT_FOUND');
+    const reconcile = await req(s.url, 'POST', `/v1/executions/long-actor/reconcile?actor=${actor}`, { token: T.reconciler, body: { resolution: 'absent', evidence_ref: 'x' } });
+    assert.equal(reconcile.status, 404, reconcile.text.slice(0, 300));
+    assert.equal((await req(s.url, 'GET', '/readyz')).status, 200);
   });
 
   test('records pages are capped at 1000 whatever limit asks for', async () => {

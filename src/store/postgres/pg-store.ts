@@ -27,7 +27,7 @@ import { ZERO_HASH } from '../../ledger/record.js';
 import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
 import { uidKey } from '../../util/uid.js';
 import { indexTermsOf } from '../layout.js';
-import { appendedRecord, indexTerm, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
+import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
 import type { FaultHooks } from '../store.js';
@@ -412,6 +412,7 @@ export class PgStore implements LedgerStore {
   }
 
   async get<T>(table: Table, key: string): Promise<T | undefined> {
+    if (!isTableKey(key)) return undefined;
     const r = await this.#q<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [table, key]);
     return r.rows[0] ? (JSON.parse(r.rows[0].value) as T) : undefined;
   }
@@ -634,6 +635,7 @@ class PgTx implements WriteTx {
   }
 
   get<T>(table: Table, key: string): T | undefined {
+    if (!isTableKey(key)) return undefined;
     const k = rowKey(table, key);
     const own = this.own.rows.get(k) ?? this.#view.written.rows.get(k);
     let v: string | null | undefined;
@@ -679,7 +681,7 @@ class PgTx implements WriteTx {
 }
 
 function checkKey(table: Table, key: string): void {
-  if (typeof key !== 'string' || key === '' || Buffer.byteLength(key, 'utf8') > MAX_TABLE_KEY_BYTES) {
+  if (!isTableKey(key)) {
     throw new TypeError(`table keys are non-empty strings of at most ${MAX_TABLE_KEY_BYTES} bytes (${table})`);
   }
 }
