@@ -22,7 +22,7 @@ import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
-import { refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
+import { answerClientError, refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -440,6 +440,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 }
 
 const server = http.createServer(handle);
+server.on('clientError', answerClientError);
 // Slow or idle clients must not hold resources forever (the same limits as the sidecar's listener).
 server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;

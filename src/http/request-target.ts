@@ -5,7 +5,8 @@
  * refuses (a backslash in the path, a Host that is no host) and the one rewrite it makes (dot segments,
  * `/v1/./decisions` is `/v1/decisions`, as WHATWG URL resolves them).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { WritError } from '../errors.js';
 
 const VALID_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
@@ -13,6 +14,8 @@ const DOT_SEGMENT = /\/\.\.?(?:[/?#]|$)/;
 
 /** Why a request's target cannot be served, or undefined. */
 export function requestTargetProblem(host: string | undefined, url: string): string | undefined {
+  // The asterisk form (`OPTIONS *`) and anything else that is neither a path nor an absolute URL.
+  if (!url.startsWith('/') && !/^https?:\/\//i.test(url)) return 'the request target is not a path';
   const backslash = url.indexOf('\\');
   if (backslash !== -1) {
     const query = url.indexOf('?');
@@ -62,4 +65,27 @@ export function singleHeader(req: IncomingMessage, name: string): string | undef
     }
   }
   return found;
+}
+
+/**
+ * Node's answer to a request its HTTP parser refuses (a method it does not know, bad bytes in the
+ * target, two Content-Length headers, headers past the size limit) is a bare status with no body. This
+ * one is the same status in the §8 shape, so that every answer a client gets is `{"error": …}`.
+ * Installed as the `clientError` listener of every listener the sidecar owns.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  // The same statuses Node's own handler picks.
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message =
+    status === 431 ? 'the request headers are too large' :
+    status === 408 ? 'the request was not received in time' :
+    `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`;
+  const body = JSON.stringify(new WritError('INVALID_REQUEST', message, { status }).toBody());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

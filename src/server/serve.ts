@@ -6,7 +6,7 @@
 import { serve as serveHttp } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
-import { refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
+import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { TokenTable } from '../http/auth.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
@@ -123,6 +123,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
           })) as unknown as typeof createServer,
       }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
+      s.on('clientError', answerClientError);
     });
     // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
     server.headersTimeout = 10_000;

@@ -8,6 +8,7 @@
  * configuration error: that still ends the start at once.
  */
 import { createServer, type Server } from 'node:http';
+import { answerClientError } from '../http/request-target.js';
 import type { AddressInfo } from 'node:net';
 import { isWritError, WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
@@ -92,6 +93,7 @@ async function listenWhileWaiting(listen: string): Promise<Server> {
     const refusal = new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
     json(refusal.status, refusal.toBody());
   });
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

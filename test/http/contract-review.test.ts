@@ -207,6 +207,17 @@ for (const httpThreads of [1, 0]) {
       // A refusal on the headers does not wait for a body that never comes.
       const short = await raw(post('/v1/executions/x/outcome', ['Authorization: Bearer nobody', json], '{"status":"committed"}').slice(0, -1), 3_000);
       assert.deepEqual([short.status, short.body?.error?.code], [401, 'UNAUTHENTICATED']);
+      // What Node's HTTP parser refuses, and the asterisk form, are answered in the §8 shape too.
+      for (const [line, status] of [
+        ['FOO / HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+        ['GET /a\x01b HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+        ['OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+        ['POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab', 400],
+        [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      ] as const) {
+        const refused = await raw(line);
+        assert.deepEqual([refused.status, refused.body?.error?.code], [status, 'INVALID_REQUEST'], line.slice(0, 40));
+      }
     });
 
     test('§10: discovery without a Host header names the address the sidecar listens on', async () => {
