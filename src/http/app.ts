@@ -17,7 +17,8 @@ import { echoedRequestId } from './request-id.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 
-const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** schemas/defs.json executionId: `.` and `..` are dot segments, which a URL parser removes from a path. */
+const EXECUTION_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 type Env = { Variables: { caller: Caller } };
@@ -118,7 +119,7 @@ function actorParam(c: Context): Uid {
 
 function executionIdParam(c: Context): string {
   const id = c.req.param('id') ?? '';
-  if (!EXECUTION_ID.test(id)) throw new WritError('INVALID_REQUEST', 'execution ids are 1–128 characters of A-Za-z0-9._:-');
+  if (!EXECUTION_ID.test(id)) throw new WritError('INVALID_REQUEST', 'execution ids are 1–128 characters of A-Za-z0-9._:-, and not . or ..');
   return id;
 }
 
@@ -148,7 +149,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.notFound((c) => {
     // A known path asked with a method it does not answer is 405 with `Allow`, not 404.
     const allow = allowedMethods(app.routes, c.req.path);
-    if (allow.length) {
+    // A route that answers this method but has nothing at this path (a console file that does not exist) is 404.
+    if (allow.length && !allow.includes(c.req.method)) {
       const e = new WritError('METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`);
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }

@@ -115,7 +115,7 @@ function describe(e: ErrorObject): SchemaIssue {
 
 function describePattern(pattern: string): string {
   if (pattern.startsWith('^(?!(?:true|false|if|')) return 'must be a Cedar type name (Name(::Name)*, no reserved identifier)';
-  if (pattern.startsWith('^[A-Za-z0-9._:-]')) return 'must be 1–128 characters of A-Za-z0-9 . _ : -';
+  if (pattern.startsWith('^(?!\\.\\.?$)[A-Za-z0-9._:-]')) return 'must be 1–128 characters of A-Za-z0-9 . _ : -, and not . or ..';
   if (pattern === '^[^/]+$') return 'must not contain "/"';
   return `must match pattern ${pattern}`;
 }

@@ -122,6 +122,28 @@ for (const httpThreads of [1, 0]) {
       // Still 405 with Allow on the path itself.
       const wrong = await call(s, 'GET', '/v1/decisions', { token: t.pep });
       assert.equal(wrong.status, 405);
+      // A route that answers GET with nothing at this path (a console file that does not exist) is 404, not 405.
+      for (const method of ['GET', 'HEAD'] as const) {
+        const missing = await call(s, method, '/console/nope.js');
+        assert.equal(missing.status, 404, `${method} /console/nope.js: ${missing.text}`);
+      }
+    });
+
+    test('§2/§4: the execution ids . and .. (dot segments no URL can carry) are refused before they are reserved', async () => {
+      const t = s.tokens;
+      for (const id of ['.', '..']) {
+        const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
+        assert.deepEqual([r.status, r.body.error?.code, r.body.error?.path], [400, 'INVALID_REQUEST', '/execution_id'], r.text);
+        const approval = await call(s, 'POST', '/v1/approvals', {
+          token: t.approver,
+          body: { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: 'writ-bind/1:sha256:' + '0'.repeat(64), envelope_digest: 'sha256:' + '0'.repeat(64), expires_at: new Date(Date.now() + 60_000).toISOString() },
+        });
+        assert.equal(approval.status, 400, approval.text);
+      }
+      const dots = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `...${httpThreads}` }) });
+      assert.equal(dots.status, 200, dots.text);
+      const read = await call(s, 'GET', `/v1/executions/...${httpThreads}`, { token: t.pep });
+      assert.equal(read.status, 200, read.text);
     });
 
     test('§8: a JSON body declared in a charset other than UTF-8 is 415; UTF-8 in any spelling is fine', async () => {

@@ -26,7 +26,7 @@ function describeError(e: unknown): string {
 
 /** `Type::"id"` as the API takes it; checked here so a half-typed value never becomes a failed request. */
 const ACTOR = /^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*::"(?:[^"\\]|\\.)*"$/;
-const EXECUTION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const EXECUTION_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
 /** The decisions the chart counts at most (one page of the API). */
 const CHART_DECISIONS = 1000;
 const ACTOR_HINT = 'Actor must be Type::"id", e.g. Agent::"offboarding-agent-prod"';
@@ -215,7 +215,7 @@ async function loadRecords(seqs: number[]): Promise<LedgerRecord[]> {
 
 async function showExecution(target: HTMLElement, id: string, actor: string): Promise<void> {
   const problem = (text: string) => fill(target, h('p', { class: 'error', role: 'alert' }, text));
-  if (!EXECUTION_ID.test(id)) return problem('Execution id must be 1–128 characters of A-Za-z0-9._:-');
+  if (!EXECUTION_ID.test(id)) return problem('Execution id must be 1–128 characters of A-Za-z0-9._:-, and not . or ..');
   if (!ACTOR.test(actor)) return problem(ACTOR_HINT);
   fill(target, h('p', { class: 'hint' }, 'loading…'));
   try {
