@@ -390,7 +390,10 @@ export class Sidecar {
           const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state });
           const rec = tx.append(fields);
           const next: Execution = current
-            ? { ...current, state, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }
+            // A decision that leaves the state as it was changes nothing another decision reads (the records
+            // list is not policy input): its revision stays, so concurrent decisions on one execution (many
+            // proposes, an execute that denies) are all committed, not evaluated again in turn.
+            ? { ...current, state, records: [...current.records, rec.seq], rev: state === current.state ? (current.rev ?? 0) : (current.rev ?? 0) + 1 }
             : {
                 execution_id: executionId, actor, state, binding: bound.binding, envelope_digest: envDigest, subject, server, tool,
                 ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
@@ -412,8 +415,9 @@ export class Sidecar {
           continue;
         }
         if (e instanceof StaleEntities && attempt < 20) continue;
-        if (e instanceof StaleEntities) throw new WritError('EXECUTION_IN_FLIGHT', 'the entities keep changing; retry later');
-        if (e instanceof StaleSnapshot) throw new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later');
+        // Out of attempts: refused, and the refusal ledgered like any other (§4).
+        if (e instanceof StaleEntities) throw await this.refuse(new WritError('EXECUTION_IN_FLIGHT', 'the entities keep changing; retry later'), key, refusalFields);
+        if (e instanceof StaleSnapshot) throw await this.refuse(new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later'), key, refusalFields);
         throw await this.refuse(e, key, refusalFields);
       }
       // The write checked that the execution is still the snapshot's (same rev), so it left snapshot.state.

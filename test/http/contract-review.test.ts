@@ -129,6 +129,28 @@ for (const httpThreads of [1, 0]) {
       }
     });
 
+    test('§4/§9: many decisions at once on one execution are each decided and recorded (no false EXECUTION_IN_FLIGHT)', async () => {
+      const t = s.tokens;
+      const id = `REV-same-${httpThreads}`;
+      const first = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
+      assert.equal(first.status, 200, first.text);
+      // Eight lanes for three seconds, every one on the same execution (a false 409 came after 20 retries).
+      const until = Date.now() + 3_000;
+      const refused: string[] = [];
+      let decided = 0;
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        while (Date.now() < until) {
+          const a = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
+          if (a.status === 200) decided++;
+          else refused.push(a.text);
+        }
+      }));
+      assert.deepEqual(refused.slice(0, 3), [], `${refused.length} of ${decided + refused.length} refused`);
+      const exec = await call(s, 'GET', `/v1/executions/${id}`, { token: t.pep });
+      assert.equal(exec.body.records.length, 1 + decided);
+      assert.equal(exec.body.state, 'proposed');
+    });
+
     test('§2/§4: the execution ids . and .. (dot segments no URL can carry) are refused before they are reserved', async () => {
       const t = s.tokens;
       for (const id of ['.', '..']) {
