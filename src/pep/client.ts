@@ -83,7 +83,10 @@ export class PdpClient {
    * `action.arguments`, so the PDP's lossless admission (§3) sees exactly the text the MCP client sent
    * (duplicate keys, `1.0`, big integers…); `body.action.arguments` is then ignored.
    */
-  async decide(body: DecisionRequest, opts: { rawArguments?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void } = {}): Promise<PdpResult<DecisionResponse>> {
+  async decide(
+    body: DecisionRequest,
+    opts: { rawArguments?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void; onLateWindow?: (closed: Promise<void>) => void } = {},
+  ): Promise<PdpResult<DecisionResponse>> {
     let text: string;
     if (opts.rawArguments !== undefined) {
       text =
@@ -97,7 +100,7 @@ export class PdpClient {
       text = JSON.stringify(body);
     }
     const onLate = opts.onLateAnswer;
-    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late)) : undefined);
+    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late)) : undefined, opts.onLateWindow);
     return readDecision(r);
   }
 
@@ -125,17 +128,23 @@ export class PdpClient {
   /**
    * One HTTP exchange; never throws. With `onLate`, a request that outlives the timeout is answered
    * PDP_UNAVAILABLE at the timeout as usual but kept open for LATE_DECISION_MS more, and its answer, if
-   * one comes, goes to `onLate`.
+   * one comes, goes to `onLate`. `onLateWindow` is then given a promise that settles when that wait is
+   * over (after `onLate` ran, or with no answer), so a caller about to exit can let a late answer land.
    */
-  request<T>(method: string, path: string, body?: string, onLate?: (late: PdpResult<T>) => void): Promise<PdpResult<T>> {
+  request<T>(method: string, path: string, body?: string, onLate?: (late: PdpResult<T>) => void, onLateWindow?: (closed: Promise<void>) => void): Promise<PdpResult<T>> {
     return new Promise((resolve) => {
       let settled = false;
       let late = false;
+      let closeLateWindow = (): void => undefined;
       const done = (r: PdpResult<T>): void => {
         if (late) {
           late = false;
           clearTimeout(lateTimer);
-          onLate!(r);
+          try {
+            onLate!(r);
+          } finally {
+            closeLateWindow();
+          }
           return;
         }
         if (settled) return;
@@ -171,10 +180,12 @@ export class PdpClient {
           return;
         }
         late = true;
+        onLateWindow?.(new Promise<void>((res) => (closeLateWindow = res)));
         req.socket?.unref(); // listening on must not hold a process open
         lateTimer = setTimeout(() => {
           late = false;
           req.destroy();
+          closeLateWindow();
         }, LATE_DECISION_MS);
         lateTimer.unref();
       }, this.timeoutMs);

@@ -44,6 +44,9 @@ export interface PipelineOptions {
   defaults?: Defaults;
   callTimeoutMs: number;
   log: (line: string) => void;
+  /** Given the work a call leaves behind after its answer (a late decision awaited and its outcome
+   *  posted, a late tool answer posted): a caller about to exit (writ proxy) waits for it. */
+  trackLate?: (work: Promise<unknown>) => void;
 }
 
 export type Dispatch = (admitted: Record<string, unknown>, signal: AbortSignal, execution: DecisionResponse) => Promise<DispatchResult>;
@@ -118,11 +121,13 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     if (!late.ok || late.body.decision !== 'allow') return;
     const lateId = late.body.execution_id ?? (executionId as string);
     const detail = `not invoked: the PDP's allow came after this PEP's ${pdp.timeoutMs} ms timeout; the client was told PDP_UNAVAILABLE`;
-    void postOutcome(opts, lateId, { status: 'rejected', detail }).then((ok) =>
+    const posted = postOutcome(opts, lateId, { status: 'rejected', detail }).then((ok) =>
       log(`writ pep: execution ${lateId} was allowed after the PEP's timeout and never dispatched; outcome rejected ${ok ? 'recorded' : 'NOT recorded'}`),
     );
+    opts.trackLate?.(posted);
   };
-  const decideOpts = call.rawArguments !== undefined ? { rawArguments: call.rawArguments, onLateAnswer } : { onLateAnswer };
+  const onLateWindow = opts.trackLate;
+  const decideOpts = call.rawArguments !== undefined ? { rawArguments: call.rawArguments, onLateAnswer, onLateWindow } : { onLateAnswer, onLateWindow };
   const r = await pdp.decide(decideBody, decideOpts);
   if (!r.ok) {
     const text =
@@ -170,7 +175,7 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
   if (first === timedOut) {
     ctl.abort();
     outcome = { status: 'unknown', detail: `no answer from the tool within ${opts.callTimeoutMs} ms` };
-    void running.then(async (late) => {
+    const lateAnswer = running.then(async (late) => {
       const body = outcomeBody(late);
       body.detail = `late answer after the ${opts.callTimeoutMs} ms timeout (outcome already reported unknown): ${late.status}${late.detail ? `: ${late.detail}` : ''}`;
       const lr = await pdp.outcome(id, body);
@@ -179,6 +184,7 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
           `recorded with the PDP: ${lr.ok ? 'accepted' : lr.error.code}`,
       );
     });
+    opts.trackLate?.(lateAnswer);
   } else {
     outcome = first;
   }

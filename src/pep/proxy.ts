@@ -5,7 +5,10 @@
  * child inherits the proxy's environment, working directory and stderr.
  *
  * - Client → server: every line that is not a `tools/call` request goes to the child byte for byte,
- *   in order (lines that are not JSON too). A `tools/call` request is held: PDP `execute`; on allow it
+ *   in order — if the proxy can be sure the child reads it as the proxy does: a line that is not
+ *   strict JSON, or repeats a key, is answered with a JSON-RPC error and dropped (see
+ *   clientLineProblem), and a CR is taken out of a line (a line end to some children, whitespace to
+ *   JSON); blank lines are dropped. A `tools/call` request is held: PDP `execute`; on allow it
  *   is forwarded with `params.arguments` replaced by the PDP's admitted arguments and its id replaced
  *   by a proxy-private id (so a duplicate or late answer can never be mistaken for another request's);
  *   anything else is answered by the proxy with a refusal result and never reaches the child.
@@ -48,6 +51,8 @@ import type { PdpClient } from './client.js';
 import type { Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { rawElements, rawMember } from './rawjson.js';
+import { parseLossless } from '../binding/parse.js';
+import { isWritError } from '../errors.js';
 import { META_EXECUTION_ID } from './types.js';
 
 export interface ProxyOptions {
@@ -97,6 +102,8 @@ class Lines {
 const NEWLINE = Buffer.from('\n');
 /** How long the child's stdout is read after its exit when a process it started keeps the pipe open. */
 const EXIT_GRACE_MS = 1000;
+/** How long the proxy waits, at its end, for late PDP answers to calls it already answered. */
+const LATE_WORK_GRACE_MS = 10_000;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -107,6 +114,24 @@ function parseLine(text: string): unknown {
     return JSON.parse(text);
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Why a client line cannot go to the child as it is, or undefined. The proxy judges a line by its own
+ * parse; a child whose parser reads it differently could run a `tools/call` the proxy never saw. So a
+ * line must be JSON by the strict grammar (a child's parser may take `NaN`, a comment, or a bare CR as a
+ * line end and find a call in the pieces) with no repeated key at any depth (a child may keep the first
+ * `method` where the proxy keeps the last) — else it is answered with a JSON-RPC error and dropped.
+ */
+function clientLineProblem(text: string): { code: number; message: string } | undefined {
+  try {
+    parseLossless(text);
+    return undefined;
+  } catch (e) {
+    if (isWritError(e) && e.code === 'INVALID_JSON') return { code: -32700, message: 'Parse error: the line is not JSON' };
+    const what = isWritError(e) && e.code === 'BINDING_DUPLICATE_KEY' ? `a repeated key at ${e.path ?? '/'}` : (e as Error).message;
+    return { code: -32600, message: `Invalid Request: ${what}` };
   }
 }
 
@@ -142,7 +167,13 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     output.write(data);
   };
 
-  const pipeline = { pdp: opts.pdp, server: opts.server, callTimeoutMs, log, ...(opts.defaults ? { defaults: opts.defaults } : {}) };
+  /** What answered calls leave behind (a late allow to end as `rejected`, a late tool answer to post). */
+  const lateWork = new Set<Promise<unknown>>();
+  const trackLate = (work: Promise<unknown>): void => {
+    const q: Promise<unknown> = work.catch(() => undefined).finally(() => lateWork.delete(q));
+    lateWork.add(q);
+  };
+  const pipeline = { pdp: opts.pdp, server: opts.server, callTimeoutMs, log, trackLate, ...(opts.defaults ? { defaults: opts.defaults } : {}) };
 
   function respond(idRaw: string, body: string): void {
     toClient(`{"jsonrpc":"2.0","id":${idRaw},${body}}\n`);
@@ -159,6 +190,15 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     });
     if (dupParams || !isObject(params) || typeof params.name !== 'string') {
       respond(idRaw.raw, `"error":{"code":-32602,"message":"writ proxy: invalid tools/call params${dupParams ? ' (a repeated key)' : ''}"}`);
+      return;
+    }
+    if (params.task !== undefined) {
+      // As guardMcpServer: a task-augmented call's effect happens after its answer, so no outcome the
+      // proxy could post would be true. Refused before the PDP is asked; nothing is reserved.
+      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult(
+        { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: null },
+        'writ: task-augmented tools/call is not supported behind writ proxy',
+      ))}`);
       return;
     }
     if (exited) {
@@ -282,14 +322,25 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   }
 
   function fromClient(line: Buffer): void {
-    const text = line.toString('utf8');
+    let text = line.toString('utf8');
+    // A CR is whitespace to JSON but a line end to some children (Python's universal newlines): the
+    // line goes on without it, so the child sees one message where the proxy judged one.
+    const hadCr = text.includes('\r');
+    if (hadCr) text = text.replace(/\r/g, '');
+    if (text.trim() === '') return;
+    const problem = clientLineProblem(text);
+    if (problem) {
+      log(`writ proxy: refused a client line the server might read differently (${problem.message})`);
+      respond('null', `"error":${JSON.stringify(problem)}`);
+      return;
+    }
     const msg = parseLine(text);
     if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
       const raws = rawElements(text);
       msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
       return;
     }
-    fromClientMessage(msg, text, line);
+    fromClientMessage(msg, text, hadCr ? undefined : line);
   }
 
   function fromChild(line: Buffer): void {
@@ -384,6 +435,16 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   // refused SERVER_EXITED, so client input is read until everything in flight is answered.
   while (inFlight.size) await Promise.allSettled([...inFlight]);
   input.off('data', onInput);
+  // A decision still due after its call was answered PDP_UNAVAILABLE may be an allow: the execution
+  // would stay `invoking` unless this proxy, the only one who knows the tool never ran, ends it.
+  // Bounded, so a PDP that never answers cannot hold the exit.
+  const lateDeadline = Date.now() + LATE_WORK_GRACE_MS;
+  while (lateWork.size && Date.now() < lateDeadline) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...lateWork]), new Promise((res) => (timer = setTimeout(res, lateDeadline - Date.now())))]);
+    clearTimeout(timer);
+  }
+  if (lateWork.size) log(`writ proxy: exiting with ${lateWork.size} late PDP answer(s) still awaited after ${LATE_WORK_GRACE_MS} ms`);
   return status;
 }
 

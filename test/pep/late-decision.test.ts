@@ -12,7 +12,11 @@ import { PdpClient } from '../../src/pep/client.js';
 import { runGuardedCall } from '../../src/pep/core.js';
 import { startBackend, type Backend } from './backends.js';
 import { startGate } from './gate.js';
-import { meta } from './helpers.js';
+import { HOSTILE, meta, readEffects } from './helpers.js';
+import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let real: Backend;
 before(async () => {
@@ -57,6 +61,36 @@ test('an allow that comes after the PEP gave up ends the execution as rejected (
     assert.ok(logs.some((l) => l.includes(`execution ${id} was allowed after the PEP's timeout`) && l.includes('recorded')), logs.join('\n'));
   } finally {
     await gate.stop();
+  }
+});
+
+test('writ proxy told to stop (stdin closed) still ends a late allow as rejected before it exits', { timeout: 60_000 }, async () => {
+  const gate = await startGate(real.url);
+  const dir = mkdtempSync(join(tmpdir(), 'writ-late-proxy-'));
+  const effects = join(dir, 'effects.jsonl');
+  const p = spawnProxy({
+    args: proxyArgs({ pdpUrl: gate.url, token: real.tokens.pep, server: 'hostile', dir, extra: ['--pdp-timeout', '300'], command: [process.execPath, HOSTILE] }),
+    env: { HOSTILE_EFFECTS: effects },
+    killAfterMs: 20_000,
+  });
+  try {
+    const id = `late-proxy-${Date.now().toString(36)}`;
+    gate.hold(id);
+    p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"apply","arguments":{"key":"one"},"_meta":${JSON.stringify(meta(id))}}}`);
+    const answer = await p.answer(1);
+    assert.equal(answer.result._meta['io.writ/decision'].code, 'PDP_UNAVAILABLE');
+    await gate.heldAnswer(id);
+    assert.equal((await real.execution(id)).body.state, 'invoking', 'the PDP allowed meanwhile');
+    // The client is done: stdin closes, the child exits — and the proxy waits for the late answer.
+    const stopped = p.stop();
+    await sleep(700);
+    gate.release(id);
+    assert.equal(await stopped, 0);
+    assert.equal((await real.execution(id)).body.state, 'rejected', p.stderr());
+    assert.equal(readEffects(effects).length, 0, 'the tool never ran');
+  } finally {
+    await gate.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

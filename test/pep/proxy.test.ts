@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startFakePdp } from './fake-pdp.js';
-import { envelope, fakePdpPerTestFile, HOSTILE, meta, readEffects, WRIT_BIN } from './helpers.js';
+import { envelope, fakePdpPerTestFile, HOSTILE, meta, readEffects, waitFor, WRIT_BIN } from './helpers.js';
 import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
 
 const fx = fakePdpPerTestFile();
@@ -48,6 +48,34 @@ test('every message except tools/call passes through byte for byte, both directi
     const ids = p.lines.map((l) => JSON.parse(l).id).filter((id) => typeof id === 'number' && id >= 100);
     assert.deepEqual(ids, [100, 101, 102, 103, 104, 105, 106, 107, 108, 109]);
     assert.equal(readEffects(effects).length, 0);
+  } finally {
+    assert.equal(await p.stop(), 0);
+  }
+});
+
+test('a line the child might read differently never reaches it: bare CRs are taken out, non-JSON and repeated keys are refused', { timeout: 30_000 }, async () => {
+  const effects = join(fx.dir, 'e-frame.jsonl');
+  const p = rawProxy({ effects });
+  const errors = () => p.lines.map((l) => JSON.parse(l)).filter((m) => m.id === null && m.error);
+  try {
+    // Two messages joined by a bare CR (a line end to Python's universal newlines): not one JSON value.
+    p.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}\r${callLine(2, '{"key":"cr"}')}`);
+    // JSON to a lenient parser only (NaN), and a repeated method (a child keeping the first runs the call).
+    p.send(callLine(3, '{"key":"nan","n":NaN}'));
+    p.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","method":"ping","params":{"name":"apply","arguments":{"key":"dup"}}}`);
+    // Valid JSON with CRs as whitespace goes on, without them.
+    p.send('{"jsonrpc":"2.0",\r"id":5,\r"method":"test/echo"}');
+    const echo = JSON.parse(await p.answerLine(5));
+    assert.equal(echo.result.line, '{"jsonrpc":"2.0","id":5,"method":"test/echo"}');
+    await waitFor(() => errors().length === 3, 5_000);
+    assert.deepEqual(errors().map((m) => m.error.code), [-32700, -32700, -32600]);
+    // A task-augmented call is refused before the PDP is asked, as guardMcpServer refuses it.
+    p.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"apply","arguments":{"key":"task"},"task":{"ttl":60000},"_meta":${JSON.stringify(meta('frame-task'))}}}`);
+    const task = JSON.parse(await p.answerLine(6)).result;
+    assert.equal(task.isError, true);
+    assert.equal(task._meta['io.writ/decision'].code, 'INVALID_REQUEST');
+    assert.ok(!p.lines.some((l) => JSON.parse(l).id === 2 || JSON.parse(l).id === 1), 'nothing of the CR-joined line reached the child');
+    assert.equal(readEffects(effects).length, 0, 'no tool ran');
   } finally {
     assert.equal(await p.stop(), 0);
   }
