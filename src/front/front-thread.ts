@@ -257,6 +257,14 @@ function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): 
     }
     res.writeHead(answer.statusCode ?? 502, out);
     answer.pipe(res);
+    // The upstream answer cut short (the sidecar destroyed a stream it could not finish, an export whose
+    // database went away): the client's answer is cut too, at once, so a partial body can never look
+    // like a slow one. (`up` reports no error once its response has begun.)
+    answer.on('aborted', () => res.destroy());
+    answer.on('error', () => res.destroy());
+    answer.on('close', () => {
+      if (!answer.complete) res.destroy();
+    });
   });
   up.on('error', () => {
     if (!res.headersSent) sendUnavailable(res);
