@@ -28,9 +28,14 @@ Every route, code and format ("§N" in the help texts) is in docs/protocol.md (a
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (!name) {
+    // No command is a usage error: like every other, on stderr with 2.
+    process.stderr.write(USAGE);
+    return 2;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(USAGE);
-    return name ? 0 : 2;
+    return 0;
   }
   if (name === '--version') {
     process.stdout.write('writ 0.1.0\n');

@@ -191,6 +191,21 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     if (problem !== undefined) fail(`database_url must be a postgres://user[:password]@host:port/db URL (${problem})`);
   }
   if (config.signing_key_file !== null && typeof config.signing_key_file !== 'string') fail('signing_key_file must be a path');
+  // Every value is checked for its type before use: a `max_body_bytes` of "x" would otherwise switch the
+  // 413 limit off, a `policy_poll_ms` of 0 poll without pause, a `checkpoint` of 5 fall back unseen.
+  for (const key of ['listen', 'policy_dir', 'data_dir'] as const) {
+    if (typeof config[key] !== 'string' || config[key] === '') fail(`${key} must be a non-empty string`);
+  }
+  for (const key of ['witness_dir', 'clock_file'] as const) {
+    if (config[key] !== null && (typeof config[key] !== 'string' || config[key] === '')) fail(`${key} must be a path or null`);
+  }
+  if (file.checkpoint !== undefined && (file.checkpoint === null || typeof file.checkpoint !== 'object' || Array.isArray(file.checkpoint))) {
+    fail('checkpoint must be an object {"every_records", "every_ms"}');
+  }
+  if (config.durability !== 'sync' && config.durability !== 'flushed') fail('durability must be "sync" or "flushed"');
+  for (const [key, min] of [['max_body_bytes', 1], ['policy_poll_ms', 10]] as const) {
+    if (!Number.isSafeInteger(config[key]) || config[key] < min) fail(`${key} must be an integer of at least ${min}`);
+  }
   if (config.signing_key_file) config.signing_key_file = resolve(config.signing_key_file);
   // The default is the example bundled with writ itself, wherever writ is run from.
   config.policy_dir = file.policy_dir === undefined && !o.policyDir ? BUNDLED_POLICIES : resolve(config.policy_dir);

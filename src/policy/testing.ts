@@ -5,7 +5,7 @@
  * same PolicyEngine the server uses, over the seed entities of `<dir>/entities.json`, with the
  * arguments admitted and bound exactly as the server does (writ-bind/1).
  */
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { readdirSync, readFileSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitValue, bindCall, parseLossless, toPlain, type LosslessValue } from '../binding/index.js';
 import { isWritError, WritError } from '../errors.js';
@@ -51,14 +51,34 @@ function caseError(message: string): never {
 export function listTestFiles(dir: string): string[] {
   const root = join(dir, 'tests');
   if (!existsSync(root)) return [];
-  const walk = (rel: string): string[] =>
-    readdirSync(join(root, rel), { withFileTypes: true })
+  // Real paths of the directories being walked: a link back up the tree is not walked again.
+  const walking = new Set<string>();
+  const walk = (rel: string): string[] => {
+    const real = realpathSync(join(root, rel));
+    walking.add(real);
+    const found = readdirSync(join(root, rel), { withFileTypes: true })
       .sort((a, b) => (a.name < b.name ? -1 : 1))
       .flatMap((e) => {
         const relPath = rel === '' ? e.name : `${rel}/${e.name}`;
-        if (e.isDirectory()) return walk(relPath);
-        return e.isFile() && e.name.endsWith('.json') ? [`tests/${relPath}`] : [];
+        // Symlinks are followed, as the policy loader follows them (a ConfigMap mount is all links):
+        // a test skipped without a word would make `policy test` pass having run nothing.
+        let kind: { isDirectory(): boolean; isFile(): boolean } = e;
+        if (e.isSymbolicLink()) {
+          try {
+            kind = statSync(join(root, relPath));
+          } catch {
+            caseError(`tests/${relPath}: a symlink to nothing`);
+          }
+        }
+        if (kind.isDirectory()) {
+          if (walking.has(realpathSync(join(root, relPath)))) return [];
+          return walk(relPath);
+        }
+        return kind.isFile() && e.name.endsWith('.json') ? [`tests/${relPath}`] : [];
       });
+    walking.delete(real);
+    return found;
+  };
   return walk('');
 }
 

@@ -127,3 +127,26 @@ test('writ serve names the listen address when its host does not resolve', () =>
   assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): getaddrinfo ENOTFOUND 256\.1\.1\.1/);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
 });
+
+test('every config value is checked for its type at start: a wrong one is refused, naming the key, never used', () => {
+  const bad: Array<[Record<string, unknown>, string]> = [
+    [{ max_body_bytes: 'x' }, 'max_body_bytes'], // would switch the 413 limit off
+    [{ max_body_bytes: null }, 'max_body_bytes'],
+    [{ max_body_bytes: -1 }, 'max_body_bytes'],
+    [{ policy_poll_ms: 0 }, 'policy_poll_ms'], // would poll without pause
+    [{ policy_poll_ms: 'x' }, 'policy_poll_ms'],
+    [{ durability: 'fast' }, 'durability'],
+    [{ checkpoint: 5 }, 'checkpoint'],
+    [{ data_dir: 5 }, 'data_dir'],
+    [{ policy_dir: ['p'] }, 'policy_dir'],
+    [{ witness_dir: 7 }, 'witness_dir'],
+    [{ clock_file: {} }, 'clock_file'],
+  ];
+  for (const [file, key] of bad) {
+    withConfigFile(file, (path) => assert.throws(() => loadConfig({ configPath: path }), new RegExp(`config: ${key}`), JSON.stringify(file)));
+  }
+  withConfigFile({ max_body_bytes: 2048, policy_poll_ms: 250, durability: 'flushed', witness_dir: null }, (path) => {
+    const { config } = loadConfig({ configPath: path });
+    assert.deepEqual([config.max_body_bytes, config.policy_poll_ms, config.durability, config.witness_dir], [2048, 250, 'flushed', null]);
+  });
+});

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { BUNDLED_DIR, tempPolicyDir, WRIT_BIN } from './helpers.js';
@@ -217,4 +217,31 @@ test('usage errors exit 2; --help exits 0', () => {
   const help = writ('--help');
   assert.equal(help.status, 0);
   assert.match(help.stdout, /validate/);
+});
+
+test('test files and folders behind symlinks are run (as the policy loader follows links), a link back up is not looped', () => {
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': '@id("read") permit(principal, action == Action::"s/read", resource);',
+    'entities.json': STORY_ENTITIES,
+    'real/cases.json': JSON.stringify([{ name: 'linked file', now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow', reasons: ['read'] } }]),
+    'real/more/cases.json': JSON.stringify([{ name: 'linked folder', now: '2026-01-01T00:00:00Z', request: request('write'), expect: { decision: 'deny' } }]),
+  });
+  try {
+    mkdirSync(join(dir, 'tests'));
+    symlinkSync(join(dir, 'real', 'cases.json'), join(dir, 'tests', 'a.json'));
+    symlinkSync(join(dir, 'real', 'more'), join(dir, 'tests', 'more'));
+    symlinkSync(join(dir, 'tests'), join(dir, 'tests', 'loop'));
+    const r = writ('test', '--dir', dir);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(r.lines, ['PASS linked file', 'PASS linked folder', '2 passed, 0 failed']);
+  } finally {
+    cleanup();
+  }
+});
+
+test('writ with no command is a usage error: usage on stderr, exit 2', () => {
+  const r = spawnSync(process.execPath, [WRIT_BIN], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^usage: writ <command>/);
 });
