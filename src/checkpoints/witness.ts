@@ -83,13 +83,32 @@ export function latestWitnessed(dir: string): { seq: number; hash: string; size:
   return best;
 }
 
+/**
+ * A checkpoint is durable in the store before its witness line is written: a crash between the two
+ * leaves a signed checkpoint the witness never saw. On start the embedded store's later checkpoints are
+ * appended, in seq order, so every checkpoint record is a witness line. (Replicas, which may share a
+ * witness dir, are left as they are: two starting at once would write the same lines twice.)
+ */
+async function appendUnwitnessed(store: LedgerStore, dir: string, witnessedSeq: number): Promise<void> {
+  if (store.shared) return;
+  let from: number | null = witnessedSeq + 1;
+  while (from !== null) {
+    const page: { records: LedgerRecord[]; next: number | null } = await store.listRecords({ kind: 'checkpoint', from, limit: 1000 });
+    for (const record of page.records) appendWitness(dir, record);
+    from = page.next;
+  }
+}
+
 /** Refuses (WITNESS_MISMATCH) a store that lacks the latest checkpoint its witness dir holds. */
 export async function checkAgainstWitness(store: LedgerStore, dir: string): Promise<void> {
   const witnessed = latestWitnessed(dir);
   if (!witnessed) return;
   const size = await store.size();
   const held = witnessed.seq < size ? await store.getRecord(witnessed.seq) : undefined;
-  if (held?.hash === witnessed.hash) return;
+  if (held?.hash === witnessed.hash) {
+    await appendUnwitnessed(store, dir, witnessed.seq);
+    return;
+  }
   const repairs = (await store.listRecords({ kind: 'chain_break', from: 0, limit: 1000 })).records;
   if (repairs.some((r) => typeof r.last_good_seq === 'number' && r.last_good_seq < witnessed.seq)) return;
   const file = join(dir, WITNESS_FILE);

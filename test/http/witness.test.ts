@@ -105,3 +105,33 @@ test('a witness line torn by a crash is skipped; the store still matches the las
     rmSync(join(root, 'data.config.json'), { force: true });
   }
 });
+
+test('a checkpoint made durable but never witnessed (a crash between the two) is appended at the next start', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'writ-witness-gap-'));
+  const witness = join(root, 'witness');
+  const data = join(root, 'data');
+  try {
+    await serveAndStop(data, witness, 2, 'W-GAP');
+    // The crash window: the last checkpoint is in the ledger, its witness line never written.
+    const file = join(witness, WITNESS_FILE);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    assert.ok(lines.length >= 2, lines.join('\n'));
+    const lost = JSON.parse(lines.at(-1)!) as { seq: number };
+    writeFileSync(file, lines.slice(0, -1).join('\n') + '\n');
+    const s = await startTestServer({ dataDir: data, config: { witness_dir: witness } });
+    try {
+      const ledger = await call(s, 'GET', '/v1/ledger/records?kind=checkpoint&limit=1000', { token: s.tokens.auditor });
+      const witnessed = readFileSync(file, 'utf8').trimEnd().split('\n');
+      for (const record of ledger.body.records as Array<{ seq: number }>) {
+        assert.ok(witnessed.some((l) => JSON.parse(l).seq === record.seq), `checkpoint ${record.seq} is witnessed`);
+      }
+      assert.ok(witnessed.some((l) => JSON.parse(l).seq === lost.seq));
+      assert.equal(new Set(witnessed).size, witnessed.length, 'no line twice');
+    } finally {
+      assert.equal(await s.stop({ keepData: true }), 0);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(`${data}.config.json`, { force: true });
+  }
+});
