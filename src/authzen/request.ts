@@ -10,10 +10,11 @@
  *
  * A batch is judged whole: the first malformed item fails it with 400, before anything is evaluated.
  */
-import { isWritError, WritError } from '../errors.js';
+import { WritError } from '../errors.js';
 import {
-  LosslessNumber, PARSE_MAX_DEPTH, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
+  LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
 } from '../binding/index.js';
+import { relabelDepthStop } from '../binding/parse.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
 import type { DecisionOutcome, RequestInput } from '../policy/engine.js';
@@ -64,11 +65,8 @@ function parseBody(text: string): LosslessValue {
   try {
     return parseLossless(text);
   } catch (e) {
-    // The parser's depth stop names the binding rule, which judges only a context and properties.
-    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP' && !ADMITTED_PATH.test(e.path ?? '')) {
-      throw new WritError('INVALID_REQUEST', `nesting deeper than ${PARSE_MAX_DEPTH} levels`, e.path === undefined ? {} : { path: e.path });
-    }
-    throw e;
+    // The binding rules judge only a context and properties.
+    throw relabelDepthStop(e, (path) => (ADMITTED_PATH.test(path) ? undefined : 'INVALID_REQUEST'));
   }
 }
 

@@ -16,7 +16,7 @@
  *  - nesting beyond the hard limit stops parsing at once (BINDING_TOO_DEEP), unless a duplicate key or
  *    lone surrogate was already met earlier in the document, which is then reported instead.
  */
-import { WritError } from '../errors.js';
+import { isWritError, WritError, type ErrorCode } from '../errors.js';
 import { isWellFormed } from '../util/canonical.js';
 
 /** A JSON number token, kept exactly as written (e.g. `1.0`, `-0`, `2.50e1`). */
@@ -351,6 +351,18 @@ export function parseLosslessWithRootText(text: string, maxDepth: number = PARSE
       return span === undefined ? undefined : text.slice(span[0], span[1]);
     },
   };
+}
+
+/**
+ * The parser stops far past §3's depth limit wherever it is, with BINDING_TOO_DEEP; only the members the
+ * binding rules judge (arguments, an AuthZEN context) should keep that code. Given a parse refusal,
+ * returns it relabelled with the code `codeAt` names for its path (undefined: keep it), same path.
+ */
+export function relabelDepthStop(e: unknown, codeAt: (path: string) => ErrorCode | undefined): unknown {
+  if (!(isWritError(e) && e.code === 'BINDING_TOO_DEEP')) return e;
+  const code = codeAt(e.path ?? '');
+  if (code === undefined) return e;
+  return new WritError(code, `nesting deeper than ${PARSE_MAX_DEPTH} levels`, e.path === undefined ? {} : { path: e.path });
 }
 
 /** True for a JSON object of a lossless value (not an array, not a number token). */

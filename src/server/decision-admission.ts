@@ -5,8 +5,9 @@
  * would have made, field for field.
  */
 import { readFileSync } from 'node:fs';
-import { isWritError, WritError } from '../errors.js';
-import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, PARSE_MAX_DEPTH, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
+import { WritError } from '../errors.js';
+import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
+import { relabelDepthStop } from '../binding/parse.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -117,22 +118,15 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId) };
 }
 
-/**
- * The parser stops far past §3's depth limit wherever it is (BINDING_TOO_DEEP): only the arguments are
- * judged by the binding rules, so nesting that deep in the envelope is ENVELOPE_INVALID and elsewhere in
- * the body INVALID_REQUEST, at the same path.
- */
+/** Nesting that deep in the envelope is ENVELOPE_INVALID, elsewhere outside the arguments INVALID_REQUEST. */
 function parseWithDepthOutsideArguments(text: string): ReturnType<typeof parseLosslessWithRootText> {
   try {
     return parseLosslessWithRootText(text);
   } catch (e) {
-    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP') {
-      const path = e.path ?? '';
-      const message = `nesting deeper than ${PARSE_MAX_DEPTH} levels`;
-      if (path === '/envelope' || path.startsWith('/envelope/')) throw new WritError('ENVELOPE_INVALID', message, { path });
-      if (!(path === '/action/arguments' || path.startsWith('/action/arguments/'))) throw new WritError('INVALID_REQUEST', message, { path });
-    }
-    throw e;
+    throw relabelDepthStop(e, (path) =>
+      path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID'
+      : path === '/action/arguments' || path.startsWith('/action/arguments/') ? undefined
+      : 'INVALID_REQUEST');
   }
 }
 

@@ -13,7 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
-import { PARSE_MAX_DEPTH, parseLossless, toPlain, type Json } from '../binding/index.js';
+import { parseLossless, toPlain, type Json } from '../binding/index.js';
+import { relabelDepthStop } from '../binding/parse.js';
 import { admitNumberToken } from '../binding/admit.js';
 import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
@@ -107,9 +108,8 @@ function parseLosslessBody(text: string): LosslessValue {
   try {
     return parseLossless(text);
   } catch (e) {
-    // The parser's depth stop names the binding rule; these bodies carry no arguments.
-    if (isWritError(e) && e.code === 'BINDING_TOO_DEEP') throw new WritError('INVALID_REQUEST', `nesting deeper than ${PARSE_MAX_DEPTH} levels`, e.path === undefined ? {} : { path: e.path });
-    throw e;
+    // These bodies carry no arguments: the parser's depth stop is no binding refusal here.
+    throw relabelDepthStop(e, () => 'INVALID_REQUEST');
   }
 }
 
