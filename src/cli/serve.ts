@@ -52,6 +52,13 @@ export async function main(argv: string[]): Promise<number> {
   const signalListener = (signal: NodeJS.Signals) => onSignal(signal);
   process.on('SIGTERM', signalListener);
   process.on('SIGINT', signalListener);
+  // One taken by bin/writ while writ was still loading counts as if it came now.
+  const early = (process as unknown as Record<symbol, { signal?: NodeJS.Signals; listener: (s: NodeJS.Signals) => void } | undefined>)[Symbol.for('writ.earlySignal')];
+  if (early) {
+    process.off('SIGTERM', early.listener);
+    process.off('SIGINT', early.listener);
+    if (early.signal !== undefined) onSignal(early.signal);
+  }
   let running;
   try {
     const overrides: Parameters<typeof loadConfig>[0] = {};
