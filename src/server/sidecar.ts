@@ -570,7 +570,14 @@ export class Sidecar {
     if (e.supersedes !== undefined) view.supersedes = e.supersedes;
     if (e.superseded_by !== undefined) view.superseded_by = e.superseded_by;
     view.approvals = approvals;
-    view.records = e.records;
+    // A refusal that named this id before it was reserved (a `supersedes` of an unknown execution, the
+    // loser of a supersede race) could not be listed on an execution that did not exist yet: it comes
+    // from the ledger's index, so `records` is every record naming the execution.
+    const first = e.records[0] ?? Number.MAX_SAFE_INTEGER;
+    const earlier = first === 0 ? [] : (await this.store.listRecords({ execution_id: executionId, actor: uidKey(actor), from: 0, limit: 1000 })).records
+      .map((r) => r.seq)
+      .filter((seq) => seq < first);
+    view.records = earlier.length ? [...earlier, ...e.records] : e.records;
     return view;
   }
 

@@ -151,6 +151,20 @@ for (const httpThreads of [1, 0]) {
       assert.equal(exec.body.state, 'proposed');
     });
 
+    test('§4: an execution lists every record naming it, a refusal from before it was reserved included', async () => {
+      const t = s.tokens;
+      const id = `REV-early-refusal-${httpThreads}`;
+      const refused = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id, envelope: { supersedes: 'REV-never-reserved' } }) });
+      assert.equal(refused.status, 404, refused.text);
+      const reserved = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
+      assert.equal(reserved.status, 200, reserved.text);
+      const exec = await call(s, 'GET', `/v1/executions/${id}`, { token: t.pep });
+      const ledger = await call(s, 'GET', `/v1/ledger/records?execution_id=${id}`, { token: t.auditor });
+      assert.deepEqual(exec.body.records, ledger.body.records.map((r: { seq: number }) => r.seq));
+      assert.equal(exec.body.records.length, 2);
+      assert.equal(ledger.body.records[0].kind, 'refusal');
+    });
+
     test('§2/§4: the execution ids . and .. (dot segments no URL can carry) are refused before they are reserved', async () => {
       const t = s.tokens;
       for (const id of ['.', '..']) {
