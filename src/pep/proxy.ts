@@ -6,7 +6,7 @@
  *
  * - Client → server: every line that is not a `tools/call` request goes to the child byte for byte,
  *   in order — if the proxy can be sure the child reads it as the proxy does: a line that is not
- *   strict JSON, or repeats a key, is answered with a JSON-RPC error and dropped (see
+ *   strict JSON, or repeats a member that decides what a message is, is answered with a JSON-RPC error and dropped (see
  *   clientLineProblem), and a CR is taken out of a line (a line end to some children, whitespace to
  *   JSON); blank lines are dropped. A `tools/call` request is held: PDP `execute`; on allow it
  *   is forwarded with `params.arguments` replaced by the PDP's admitted arguments and its id replaced
@@ -51,8 +51,6 @@ import type { PdpClient } from './client.js';
 import type { Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { rawElements, rawMember } from './rawjson.js';
-import { parseLossless } from '../binding/parse.js';
-import { isWritError } from '../errors.js';
 import { META_EXECUTION_ID } from './types.js';
 
 export interface ProxyOptions {
@@ -117,22 +115,28 @@ function parseLine(text: string): unknown {
   }
 }
 
+/** The members that decide what a JSON-RPC message is: a repeat of one may be read either way. */
+const ENVELOPE_MEMBERS = ['jsonrpc', 'id', 'method', 'params'];
+
 /**
  * Why a client line cannot go to the child as it is, or undefined. The proxy judges a line by its own
  * parse; a child whose parser reads it differently could run a `tools/call` the proxy never saw. So a
- * line must be JSON by the strict grammar (a child's parser may take `NaN`, a comment, or a bare CR as a
- * line end and find a call in the pieces) with no repeated key at any depth (a child may keep the first
- * `method` where the proxy keeps the last) — else it is answered with a JSON-RPC error and dropped.
+ * line must be JSON by the strict grammar (a child's parser may take `NaN` or a comment, and find a
+ * call in it) and no message in it may repeat `jsonrpc`, `id`, `method` or `params` (a child may keep
+ * the first `method` where the proxy keeps the last). Repeats deeper in a `tools/call` are judged as
+ * before: in `params` by the proxy, in the arguments by the PDP (BINDING_DUPLICATE_KEY).
  */
-function clientLineProblem(text: string): { code: number; message: string } | undefined {
-  try {
-    parseLossless(text);
-    return undefined;
-  } catch (e) {
-    if (isWritError(e) && e.code === 'INVALID_JSON') return { code: -32700, message: 'Parse error: the line is not JSON' };
-    const what = isWritError(e) && e.code === 'BINDING_DUPLICATE_KEY' ? `a repeated key at ${e.path ?? '/'}` : (e as Error).message;
-    return { code: -32600, message: `Invalid Request: ${what}` };
+function clientLineProblem(text: string, msg: unknown): { code: number; message: string } | undefined {
+  if (msg === undefined) return { code: -32700, message: 'Parse error: the line is not JSON' };
+  const messages = Array.isArray(msg) ? rawElements(text) : [text];
+  for (const m of messages) {
+    const repeated = ENVELOPE_MEMBERS.find((k) => {
+      const member = rawMember(m, [k]);
+      return !member.found && member.duplicate;
+    });
+    if (repeated !== undefined) return { code: -32600, message: `Invalid Request: the member "${repeated}" is repeated` };
   }
+  return undefined;
 }
 
 export async function runProxy(opts: ProxyOptions): Promise<number> {
@@ -328,13 +332,13 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     const hadCr = text.includes('\r');
     if (hadCr) text = text.replace(/\r/g, '');
     if (text.trim() === '') return;
-    const problem = clientLineProblem(text);
+    const msg = parseLine(text);
+    const problem = clientLineProblem(text, msg);
     if (problem) {
       log(`writ proxy: refused a client line the server might read differently (${problem.message})`);
       respond('null', `"error":${JSON.stringify(problem)}`);
       return;
     }
-    const msg = parseLine(text);
     if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
       const raws = rawElements(text);
       msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
