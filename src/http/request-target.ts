@@ -74,7 +74,9 @@ export function singleHeader(req: IncomingMessage, name: string): string | undef
  * Installed as the `clientError` listener of every listener the sidecar owns.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // As Node's own handler: no answer in the middle of one already being sent on this connection.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }
