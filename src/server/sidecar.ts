@@ -46,6 +46,9 @@ import { jcs } from '../util/canonical.js';
 const LEDGERED_REFUSALS = new Set([
   'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED',
   'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN',
+  // An approval given for a state the execution is not in (or for no execution) is evidence too: the
+  // auditor sees who tried to approve what, and why it did not count.
+  'APPROVAL_STALE',
 ]);
 
 /** The meta row of a shared store naming the policy set last recorded as loaded. */
@@ -610,7 +613,15 @@ export class Sidecar {
       const rec = tx.append({ kind: 'approval', ...approval });
       tx.put('executions', key, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
       return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
-    }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch(async (e) => {
+      if (isWritError(e) && e.code === 'APPROVAL_STALE') {
+        throw await this.refuse(e, key, {
+          actor, execution_id: body.execution_id, approver: caller.principal!,
+          attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
+        });
+      }
+      throw isWritError(e) ? e : storeFailure(e);
+    });
   }
 
   async revoke(caller: Caller, approvalId: string): Promise<Record<string, unknown>> {

@@ -155,6 +155,20 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
       assert.equal(r.status, 409, r.text);
       assert.equal(r.body.error.code, 'APPROVAL_STALE');
     }
+    // Each stale approval is ledgered as a refusal naming the approver and what was approved; the two
+    // aimed at this execution are among its records.
+    const stale = await call(s, 'GET', '/v1/ledger/records?kind=refusal&limit=1000', { token: t.auditor });
+    const mine = stale.body.records.filter((r: any) => r.code === 'APPROVAL_STALE' && r.execution_id.startsWith('OFF-4000:'));
+    assert.equal(mine.length, 4, stale.text);
+    for (const r of mine) {
+      assert.equal(r.attempted.kind, 'approval');
+      assert.ok(r.approver && typeof r.approver.type === 'string' && typeof r.approver.id === 'string', JSON.stringify(r));
+      assert.ok(typeof r.attempted.expires_at === 'string');
+    }
+    const exec = await call(s, 'GET', '/v1/executions/OFF-4000:disable', { token: t.pep });
+    const ownRefusals = mine.filter((r: any) => r.execution_id === 'OFF-4000:disable' && r.actor.id === body.envelope.actor.id).map((r: any) => r.seq);
+    assert.equal(ownRefusals.length, 2);
+    for (const seq of ownRefusals) assert.ok(exec.body.records.includes(seq), exec.text);
     const past = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: { ...base, expires_at: '2026-08-24T15:00:00+07:00' } });
     assert.equal(past.status, 400);
     assert.equal(past.body.error.code, 'INVALID_REQUEST');
