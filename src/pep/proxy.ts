@@ -23,8 +23,9 @@
  * - Server → client: every line passes through byte for byte, except answers to intercepted calls:
  *   the first answer per private id counts (duplicates are dropped and logged); a result is passed on
  *   (raw `result` text, with the client's id) after the outcome is posted — `committed`, or `rejected`
- *   when `isError`; a JSON-RPC error, the child's exit or `callTimeoutMs` → outcome `unknown` and the
- *   client gets an `OUTCOME_UNKNOWN` refusal. A late answer is logged and posted to the PDP as a second
+ *   when `isError`; a JSON-RPC error, a malformed answer (no result object, a non-boolean `isError`),
+ *   the child's exit or `callTimeoutMs` → outcome `unknown` and the client gets an `OUTCOME_UNKNOWN`
+ *   refusal. A late answer is logged and posted to the PDP as a second
  *   outcome (refused and ledgered there), never delivered.
  * - When the child exits, calls in flight are answered as unknown, and `runProxy` resolves with the
  *   child's exit status (128 + signal number when it was killed by a signal) — once its stdout has
@@ -47,7 +48,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import type { PdpClient } from './client.js';
+import { checkTimeoutMs, type PdpClient } from './client.js';
 import type { Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { rawElements, rawMember } from './rawjson.js';
@@ -143,7 +144,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   const input = opts.input ?? process.stdin;
   const output = opts.output ?? process.stdout;
   const log = opts.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : l + '\n'));
-  const callTimeoutMs = opts.callTimeoutMs ?? 60_000;
+  const callTimeoutMs = checkTimeoutMs(opts.callTimeoutMs ?? 60_000, 'runProxy: callTimeoutMs');
   const prefix = `writ-${randomBytes(6).toString('hex')}:`;
   let seq = 0;
   const pending = new Map<string, Pending>();
@@ -364,8 +365,17 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         return;
       }
       const result = msg.result;
+      // A tool result is an object whose `isError`, when present, is a boolean. An answer with neither
+      // `result` nor `error`, a non-object result or `isError: "yes"` says nothing certain about what
+      // the tool did: the outcome is unknown (a reconciler decides), and nothing of it reaches the client.
+      if (!isObject(result) || ('isError' in result && typeof result.isError !== 'boolean')) {
+        const what = !('result' in msg) ? 'neither result nor error' : !isObject(result) ? `a result that is not an object (${result === null ? 'null' : Array.isArray(result) ? 'array' : typeof result})` : `isError that is not a boolean (${JSON.stringify(result.isError)})`;
+        log(`writ proxy: malformed answer from the server for ${msg.id}: ${what}; outcome unknown`);
+        entry.resolve({ status: 'unknown', detail: `malformed answer after dispatch: ${what}` });
+        return;
+      }
       const raw = rawMember(text, ['result']);
-      const r: DispatchResult = { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };
+      const r: DispatchResult = { status: result.isError === true ? 'rejected' : 'committed', result };
       if (raw.found) r.raw = raw.raw;
       entry.resolve(r);
       return;

@@ -232,6 +232,27 @@ test('the child exits mid-call: the call is answered unknown, outcome unknown po
   assert.equal(readEffects(effects).length, 1);
 });
 
+test('a malformed answer from the server (no result or error, a null result, a non-boolean isError) is an unknown outcome, never committed', { timeout: 30_000 }, async () => {
+  const effects = join(fx.dir, 'e-malformed.jsonl');
+  const p = rawProxy({ effects });
+  try {
+    const modes = ['no-result', 'null-result', 'bad-iserror'];
+    modes.forEach((mode, i) => p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`))));
+    for (const [i, mode] of modes.entries()) {
+      const line = await p.answerLine(i + 1);
+      const r = JSON.parse(line).result;
+      assert.ok(r, `${mode}: the client gets a tool result: ${line}`);
+      assert.equal(r.isError, true, line);
+      assert.equal(r._meta['io.writ/decision'].code, 'OUTCOME_UNKNOWN', line);
+      await waitFor(() => fx.pdp.executions.get(`Agent::"offboarding-agent-prod"/malformed-${mode}`)?.state === 'unknown');
+    }
+    // The tool did run each time; only the answer was unreadable.
+    assert.equal(readEffects(effects).length, 3);
+  } finally {
+    await p.stop();
+  }
+});
+
 test('usage errors exit 2', { timeout: 30_000 }, async () => {
   const run = (args: string[]) =>
     new Promise<{ code: number | null; err: string }>((res) => {
@@ -251,5 +272,14 @@ test('usage errors exit 2', { timeout: 30_000 }, async () => {
   const noScheme = await run(['--pdp', '127.0.0.1:8700', '--token-file', WRIT_BIN, '--server', 's', '--', 'x']);
   assert.equal(noScheme.code, 2);
   assert.match(noScheme.err, /--pdp \(or WRIT_PDP\) must be an http\(s\) URL/);
+  // Timeouts that Node's timers would turn into 1 ms are refused, not run with.
+  for (const [opt, v] of [['--call-timeout', '0'], ['--call-timeout', '2147483648'], ['--pdp-timeout', '1e3'], ['--pdp-timeout', '99999999999']]) {
+    const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', opt!, v!, '--', 'x']);
+    assert.equal(bad.code, 2, `${opt} ${v}`);
+    assert.match(bad.err, new RegExp(`${opt} must be a whole number of milliseconds from 1 to 2147483647`));
+  }
+  const badDefaults = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', '--defaults', WRIT_BIN, '--', 'x']);
+  assert.equal(badDefaults.code, 2);
+  assert.match(badDefaults.err, new RegExp(`--defaults ${WRIT_BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
   assert.equal((await run(['--help'])).code, 0);
 });
