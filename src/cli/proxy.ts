@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { PdpClient } from '../pep/client.js';
+import { MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
 
@@ -71,7 +71,7 @@ function badInput(msg: string): number {
 
 function positiveInt(v: string | undefined, name: string, dflt: number): number {
   if (v === undefined) return dflt;
-  if (!/^[1-9][0-9]*$/.test(v)) throw new Error(`${name} must be a positive integer (milliseconds)`);
+  if (!/^[1-9][0-9]*$/.test(v) || Number(v) > MAX_TIMEOUT_MS) throw new Error(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
   return Number(v);
 }
 
@@ -122,7 +122,14 @@ export async function main(argv: string[]): Promise<number> {
       throw new Error(`--token-file (or WRIT_TOKEN_FILE) ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
     if (!token) throw new Error(`${tokenFile} holds no token`);
-    if (values.defaults) defaults = parseDefaults(JSON.parse(readFileSync(values.defaults as string, 'utf8')));
+    if (values.defaults) {
+      const file = values.defaults as string;
+      try {
+        defaults = parseDefaults(JSON.parse(readFileSync(file, 'utf8')));
+      } catch (e) {
+        throw new Error(`--defaults ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
+    }
     callTimeoutMs = positiveInt(values['call-timeout'] as string | undefined, '--call-timeout', 60_000);
     const pdpTimeout = positiveInt(values['pdp-timeout'] as string | undefined, '--pdp-timeout', 10_000);
     if (!/^https?:\/\//.test(pdpUrl)) throw new Error(`--pdp (or WRIT_PDP) must be an http(s) URL, e.g. http://127.0.0.1:8700; got ${JSON.stringify(pdpUrl)}`);

@@ -48,6 +48,22 @@ const LATE_DECISION_MS = 60_000;
  */
 const IDLE_CONNECTION_MS = 2_000;
 
+/** The largest delay Node's timers honour; a larger one (or 0, NaN, Infinity) fires after 1 ms. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/**
+ * Returns `value` if it is a usable timeout: a whole number of milliseconds from 1 to MAX_TIMEOUT_MS.
+ * Anything else throws a TypeError naming the option, because Node's setTimeout would quietly turn it
+ * into 1 ms — every decision would then time out (PDP_UNAVAILABLE) and every dispatched call would be
+ * reported `unknown`, however it ended.
+ */
+export function checkTimeoutMs(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TIMEOUT_MS) {
+    throw new TypeError(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${String(value)}`);
+  }
+  return value;
+}
+
 function unavailable(status: number, message: string): { ok: false; status: number; error: PdpErrorBody } {
   return { ok: false, status, error: { code: 'PDP_UNAVAILABLE', message } };
 }
@@ -68,12 +84,18 @@ export class PdpClient {
 
   constructor(opts: PdpClientOptions) {
     if (typeof opts.url !== 'string' || !/^https?:\/\//.test(opts.url)) throw new TypeError('PdpClient: url must be an http(s) URL');
+    // Paths are appended to the base URL, so a query or fragment in it would swallow them.
+    if (/[?#]/.test(opts.url)) throw new TypeError('PdpClient: url must not carry a query or fragment');
     if (typeof opts.token !== 'string' || opts.token.length === 0) throw new TypeError('PdpClient: token is required');
     this.url = opts.url.replace(/\/+$/, '');
     this.#token = opts.token;
-    this.timeoutMs = opts.timeoutMs ?? 10_000;
-    this.#outcomeAttempts = Math.max(1, opts.outcomeAttempts ?? 3);
-    this.#retryDelayMs = opts.retryDelayMs ?? 100;
+    this.timeoutMs = checkTimeoutMs(opts.timeoutMs ?? 10_000, 'PdpClient: timeoutMs');
+    const attempts = opts.outcomeAttempts ?? 3;
+    if (!Number.isInteger(attempts) || attempts < 1) throw new TypeError(`PdpClient: outcomeAttempts must be a positive whole number, got ${String(attempts)}`);
+    this.#outcomeAttempts = attempts;
+    const delay = opts.retryDelayMs ?? 100;
+    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TIMEOUT_MS) throw new TypeError(`PdpClient: retryDelayMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${String(delay)}`);
+    this.#retryDelayMs = delay;
     this.#transport = this.url.startsWith('https:') ? https : http;
     this.#agent = new this.#transport.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
   }
@@ -100,8 +122,8 @@ export class PdpClient {
       text = JSON.stringify(body);
     }
     const onLate = opts.onLateAnswer;
-    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late)) : undefined, opts.onLateWindow);
-    return readDecision(r);
+    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late, body)) : undefined, opts.onLateWindow);
+    return readDecision(r, body);
   }
 
   /** `POST /v1/executions/{id}/outcome`, retried on PDP_UNAVAILABLE. */
@@ -196,7 +218,7 @@ export class PdpClient {
 }
 
 /** The decision a PEP can act on, or PDP_UNAVAILABLE for an answer it cannot read. */
-function readDecision(r: PdpResult<DecisionResponse>): PdpResult<DecisionResponse> {
+function readDecision(r: PdpResult<DecisionResponse>, asked: DecisionRequest): PdpResult<DecisionResponse> {
   if (!r.ok) return r;
   const d = r.body as Partial<DecisionResponse> | null;
   if (
@@ -204,6 +226,12 @@ function readDecision(r: PdpResult<DecisionResponse>): PdpResult<DecisionRespons
     (d.decision === 'allow' && (d.arguments === null || typeof d.arguments !== 'object' || Array.isArray(d.arguments)))
   ) {
     return unavailable(r.status, 'the PDP answered a decision this PEP cannot read');
+  }
+  // An allow is a licence to run the tool once for *this* execution, which the PDP has moved to
+  // `invoking`. One naming another execution, or a state that is not `invoking`, licenses nothing
+  // (a proxy or PDP in between has mixed up answers): refuse rather than run the tool.
+  if (d.decision === 'allow' && (d.execution_id !== asked.execution_id || (asked.phase === 'execute' && d.state !== 'invoking'))) {
+    return unavailable(r.status, `the PDP answered an allow for execution ${JSON.stringify(d.execution_id)} in state ${JSON.stringify(d.state)}, not for ${JSON.stringify(asked.execution_id)} invoking`);
   }
   if (!Array.isArray(d.reasons)) d.reasons = [];
   if (!Array.isArray(d.obligations)) d.obligations = [];

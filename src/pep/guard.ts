@@ -22,7 +22,7 @@
  * outcome could be reported truthfully.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { PdpClient } from './client.js';
+import { PdpClient, checkTimeoutMs } from './client.js';
 import { parseDefaults, type Defaults } from './context.js';
 import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 
@@ -111,7 +111,8 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
   }
   const defaults = opts.defaults === undefined ? undefined : isDefaults(opts.defaults) ? opts.defaults : parseDefaults(opts.defaults);
   const log = opts.log ?? ((l: string) => void process.stderr.write(l + '\n'));
-  const pipeline = { pdp, server: opts.server, callTimeoutMs: opts.callTimeoutMs ?? 60_000, log, ...(defaults ? { defaults } : {}) };
+  const callTimeoutMs = checkTimeoutMs(opts.callTimeoutMs ?? 60_000, 'guardMcpServer: callTimeoutMs');
+  const pipeline = { pdp, server: opts.server, callTimeoutMs, log, ...(defaults ? { defaults } : {}) };
 
   const low = (mcp as unknown as { server?: Record<string, unknown> }).server;
   const handlers = low?._requestHandlers;

@@ -47,16 +47,23 @@ test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are P
       res.writeHead(200).end('<html>');
     } else if (mode === 'bad-decision') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"decision":"maybe"}');
+    } else if (mode === 'allow-other-execution' || mode === 'allow-not-invoking' || mode === 'allow-ok') {
+      const answer = { decision: 'allow', execution_id: mode === 'allow-other-execution' ? 'someone-else' : body.execution_id, state: mode === 'allow-not-invoking' ? 'proposed' : 'invoking', arguments: {}, reasons: [], obligations: [] };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     }
   });
   try {
     const c = new PdpClient({ url: s.url + '/', token: 'tok', timeoutMs: 300 });
-    for (const m of ['503', 'hang', 'garbage', 'bad-decision']) {
+    // An allow for another execution, or one that did not move it to invoking, licenses nothing.
+    for (const m of ['503', 'hang', 'garbage', 'bad-decision', 'allow-other-execution', 'allow-not-invoking']) {
       mode = m;
       const r = await c.decide(body);
       assert.equal(r.ok, false, m);
       if (!r.ok) assert.equal(r.error.code, 'PDP_UNAVAILABLE', m);
     }
+    mode = 'allow-ok';
+    const ok = await c.decide(body);
+    assert.equal(ok.ok && ok.body.decision, 'allow');
     mode = '409';
     const r = await c.decide(body);
     assert.deepEqual(r, { ok: false, status: 409, error: { code: 'EXECUTION_TERMINAL', message: 'done', path: '/execution_id' } });
@@ -144,7 +151,7 @@ test('PdpClient: raw arguments are spliced verbatim; outcome retries and treats 
       return void res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":{"code":"EXECUTION_TERMINAL","message":"t"}}');
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ decision: 'allow', execution_id: 'e1', arguments: { a: 1 }, reasons: ['p'], obligations: [], binding: 'b', envelope_digest: 'd' }),
+      JSON.stringify({ decision: 'allow', execution_id: 'e1', state: 'invoking', arguments: { a: 1 }, reasons: ['p'], obligations: [], binding: 'b', envelope_digest: 'd' }),
     );
   });
   try {
@@ -163,6 +170,19 @@ test('PdpClient: raw arguments are spliced verbatim; outcome retries and treats 
   } finally {
     await s.close();
   }
+});
+
+test('PdpClient refuses options Node would quietly change: timeouts outside 1..2^31-1 ms, a URL with a query or fragment', () => {
+  const base = { url: 'http://127.0.0.1:1', token: 't' };
+  for (const bad of [0, -5, 2.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '100' as unknown as number]) {
+    assert.throws(() => new PdpClient({ ...base, timeoutMs: bad }), /timeoutMs must be a whole number of milliseconds from 1 to 2147483647/);
+  }
+  assert.equal(new PdpClient({ ...base, timeoutMs: 1 }).timeoutMs, 1);
+  assert.equal(new PdpClient({ ...base, timeoutMs: 2 ** 31 - 1 }).timeoutMs, 2 ** 31 - 1);
+  assert.throws(() => new PdpClient({ ...base, url: 'http://127.0.0.1:1/?x=1' }), /query or fragment/);
+  assert.throws(() => new PdpClient({ ...base, url: 'http://127.0.0.1:1/#f' }), /query or fragment/);
+  assert.throws(() => new PdpClient({ ...base, outcomeAttempts: 0 }), /outcomeAttempts/);
+  assert.throws(() => new PdpClient({ ...base, retryDelayMs: Number.NaN }), /retryDelayMs/);
 });
 
 test('defaults: plain envelope, extended form with pointers and per-tool layers, MISSING_CONTEXT', () => {

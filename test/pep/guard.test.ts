@@ -178,6 +178,17 @@ test('pdpTimeoutMs bounds a PDP that accepts and never answers: PDP_UNAVAILABLE,
   }
 });
 
+test('guardMcpServer refuses timeouts that Node would turn into 1 ms, before it wraps anything', () => {
+  const server = new McpServer({ name: 'timeouts', version: '1.0.0' }, { capabilities: { tools: {} } });
+  const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
+  for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
+    assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: bad }), /callTimeoutMs must be a whole number of milliseconds/);
+    assert.throws(() => guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'inproc', pdpTimeoutMs: bad }), /timeoutMs must be a whole number of milliseconds/);
+  }
+  // Nothing was wrapped by the refused calls: the first good one still guards.
+  guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: 2 ** 31 - 1 });
+});
+
 test('guardMcpServer is callable once; a low-level tools/call handler installed later is guarded too', { timeout: 20_000 }, async () => {
   const server = new McpServer({ name: 'low', version: '1.0.0' }, { capabilities: { tools: {} } });
   const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
