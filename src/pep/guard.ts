@@ -14,7 +14,8 @@
  * callback (lazily, at call time, so tools registered or updated later are covered) and watches it
  * through AsyncLocalStorage:
  *   - the callback threw → `unknown` (client: OUTCOME_UNKNOWN);
- *   - the callback returned → `committed`, or `rejected` if its own result has `isError`;
+ *   - the callback returned → `committed`, or `rejected` if its own result has `isError`; a result
+ *     that is not an object, or an `isError` that is not a boolean → `unknown`;
  *   - the callback never ran (unknown tool, input validation) → `rejected`;
  *   - not observable (task-based tools, low-level handlers): result → committed, `isError` →
  *     rejected, throw → unknown.
@@ -75,6 +76,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function isDefaults(v: unknown): v is Defaults {
   return isObject(v) && isObject(v.base) && isObject(v.tools) && typeof v.prefix === 'string';
+}
+
+/** Why a tool result is not one (not an object, `isError` not a boolean), or undefined when it is. */
+function malformedResult(r: unknown): string | undefined {
+  if (!isObject(r)) return `a result that is not an object (${r === null ? 'null' : Array.isArray(r) ? 'array' : typeof r})`;
+  if ('isError' in r && r.isError !== undefined && typeof r.isError !== 'boolean') return `isError that is not a boolean (${JSON.stringify(r.isError)})`;
+  return undefined;
 }
 
 function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => unknown {
@@ -158,6 +166,10 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
           if (observable) {
             if (w.threw) return { status: 'unknown', detail: `the tool threw: ${msg(w.error)}` };
             if (w.returned) {
+              // As in the proxy: a result that is not an object, or whose isError is not a boolean,
+              // says nothing certain about what the tool did.
+              const bad = malformedResult(w.result);
+              if (bad) return { status: 'unknown', detail: `the tool returned ${bad}` };
               const own = isObject(w.result) && w.result.isError === true ? 'rejected' : 'committed';
               return threw ? { status: own, error, detail: `after the tool returned: ${msg(error)}` } : { status: own, result };
             }
@@ -165,6 +177,8 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
             return { status: 'rejected', result, detail: 'the tool did not run' };
           }
           if (threw) return { status: 'unknown', detail: `the handler threw: ${msg(error)}` };
+          const bad = malformedResult(result);
+          if (bad) return { status: 'unknown', detail: `the handler returned ${bad}` };
           return { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };
         },
       );

@@ -178,6 +178,20 @@ test('pdpTimeoutMs bounds a PDP that accepts and never answers: PDP_UNAVAILABLE,
   }
 });
 
+test('a tool result whose isError is not a boolean is an unknown outcome (OUTCOME_UNKNOWN), never committed', { timeout: 20_000 }, async () => {
+  const r = await rig('before');
+  try {
+    r.server.registerTool('vague', {}, async () => ({ content: [{ type: 'text' as const, text: 'maybe' }], isError: 'yes' as unknown as boolean }));
+    const vague = await r.client.callTool({ name: 'vague', arguments: {}, _meta: meta('g-vague') });
+    assert.equal(decisionOf(vague)?.code, 'OUTCOME_UNKNOWN');
+    const ex = pdp.executions.get('Agent::"offboarding-agent-prod"/g-vague');
+    assert.equal(ex?.state, 'unknown');
+    assert.match(String(ex?.outcomes[0]?.detail), /isError that is not a boolean/);
+  } finally {
+    await r.close();
+  }
+});
+
 test('guardMcpServer refuses timeouts that Node would turn into 1 ms, before it wraps anything', () => {
   const server = new McpServer({ name: 'timeouts', version: '1.0.0' }, { capabilities: { tools: {} } });
   const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
