@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
+import { checkTimeoutMs, MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
 
@@ -71,8 +71,9 @@ function badInput(msg: string): number {
 
 function positiveInt(v: string | undefined, name: string, dflt: number): number {
   if (v === undefined) return dflt;
-  if (!/^[1-9][0-9]*$/.test(v) || Number(v) > MAX_TIMEOUT_MS) throw new Error(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
-  return Number(v);
+  // Digits only: Number() would also take "1e3", "0x10" or " 5 ".
+  if (!/^[1-9][0-9]*$/.test(v)) throw new Error(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${JSON.stringify(v)}`);
+  return checkTimeoutMs(Number(v), name);
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -53,7 +53,8 @@ export interface Defaults {
 
 const UID_FIELDS = new Set(['requester', 'actor', 'subject']);
 
-function isObject(v: unknown): v is Record<string, unknown> {
+/** A JSON object (not null, not an array). */
+export function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 

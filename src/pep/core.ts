@@ -13,7 +13,7 @@
  */
 import { isWritError } from '../errors.js';
 import { jcs, sha256Tagged } from '../util/canonical.js';
-import { callContext, type Defaults } from './context.js';
+import { callContext, isObject, type Defaults } from './context.js';
 import type { PdpClient } from './client.js';
 import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus, PdpResult } from './types.js';
 import { META_DECISION } from './types.js';
@@ -54,6 +54,17 @@ export type Dispatch = (admitted: Record<string, unknown>, signal: AbortSignal, 
 export type CallAnswer = { result: Record<string, unknown>; raw?: string } | { error: unknown };
 
 /** A tool result carrying a refusal or an unknown outcome (docs/protocol.md §7). */
+/**
+ * Why `r` is not a tool result — not an object, or an `isError` that is not a boolean — or undefined
+ * when it is one. Such an answer says nothing certain about what the tool did, so the guard and the
+ * proxy report its outcome `unknown` rather than `committed`.
+ */
+export function malformedToolResult(r: unknown): string | undefined {
+  if (!isObject(r)) return `a result that is not an object (${r === null ? 'null' : Array.isArray(r) ? 'array' : typeof r})`;
+  if (r.isError !== undefined && typeof r.isError !== 'boolean') return `isError that is not a boolean (${JSON.stringify(r.isError)})`;
+  return undefined;
+}
+
 export function refusalResult(meta: DecisionMeta, text: string): Record<string, unknown> {
   return { content: [{ type: 'text', text }], isError: true, _meta: { [META_DECISION]: meta } };
 }

@@ -24,8 +24,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
-import { parseDefaults, type Defaults } from './context.js';
-import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { isObject, parseDefaults, type Defaults } from './context.js';
+import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 
 export interface GuardOptions {
   /** PDP base URL, or a ready client. */
@@ -70,19 +70,8 @@ const GUARDED = new WeakSet<object>();
 const WRAPPED = Symbol.for('writ.pep.wrappedToolCallback');
 const watchStore = new AsyncLocalStorage<Watch>();
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function isDefaults(v: unknown): v is Defaults {
   return isObject(v) && isObject(v.base) && isObject(v.tools) && typeof v.prefix === 'string';
-}
-
-/** Why a tool result is not one (not an object, `isError` not a boolean), or undefined when it is. */
-function malformedResult(r: unknown): string | undefined {
-  if (!isObject(r)) return `a result that is not an object (${r === null ? 'null' : Array.isArray(r) ? 'array' : typeof r})`;
-  if ('isError' in r && r.isError !== undefined && typeof r.isError !== 'boolean') return `isError that is not a boolean (${JSON.stringify(r.isError)})`;
-  return undefined;
 }
 
 function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => unknown {
@@ -168,7 +157,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
             if (w.returned) {
               // As in the proxy: a result that is not an object, or whose isError is not a boolean,
               // says nothing certain about what the tool did.
-              const bad = malformedResult(w.result);
+              const bad = malformedToolResult(w.result);
               if (bad) return { status: 'unknown', detail: `the tool returned ${bad}` };
               const own = isObject(w.result) && w.result.isError === true ? 'rejected' : 'committed';
               return threw ? { status: own, error, detail: `after the tool returned: ${msg(error)}` } : { status: own, result };
@@ -177,7 +166,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
             return { status: 'rejected', result, detail: 'the tool did not run' };
           }
           if (threw) return { status: 'unknown', detail: `the handler threw: ${msg(error)}` };
-          const bad = malformedResult(result);
+          const bad = malformedToolResult(result);
           if (bad) return { status: 'unknown', detail: `the handler returned ${bad}` };
           return { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };
         },

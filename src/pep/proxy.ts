@@ -49,8 +49,8 @@ import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { checkTimeoutMs, type PdpClient } from './client.js';
-import type { Defaults } from './context.js';
-import { runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { isObject, type Defaults } from './context.js';
+import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { rawElements, rawMember } from './rawjson.js';
 import { META_EXECUTION_ID } from './types.js';
 
@@ -103,10 +103,6 @@ const NEWLINE = Buffer.from('\n');
 const EXIT_GRACE_MS = 1000;
 /** How long the proxy waits, at its end, for late PDP answers to calls it already answered. */
 const LATE_WORK_GRACE_MS = 10_000;
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function parseLine(text: string): unknown {
   try {
@@ -368,14 +364,14 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       // A tool result is an object whose `isError`, when present, is a boolean. An answer with neither
       // `result` nor `error`, a non-object result or `isError: "yes"` says nothing certain about what
       // the tool did: the outcome is unknown (a reconciler decides), and nothing of it reaches the client.
-      if (!isObject(result) || ('isError' in result && typeof result.isError !== 'boolean')) {
-        const what = !('result' in msg) ? 'neither result nor error' : !isObject(result) ? `a result that is not an object (${result === null ? 'null' : Array.isArray(result) ? 'array' : typeof result})` : `isError that is not a boolean (${JSON.stringify(result.isError)})`;
-        log(`writ proxy: malformed answer from the server for ${msg.id}: ${what}; outcome unknown`);
-        entry.resolve({ status: 'unknown', detail: `malformed answer after dispatch: ${what}` });
+      const bad = 'result' in msg ? malformedToolResult(result) : 'neither result nor error';
+      if (bad !== undefined) {
+        log(`writ proxy: malformed answer from the server for ${msg.id}: ${bad}; outcome unknown`);
+        entry.resolve({ status: 'unknown', detail: `malformed answer after dispatch: ${bad}` });
         return;
       }
       const raw = rawMember(text, ['result']);
-      const r: DispatchResult = { status: result.isError === true ? 'rejected' : 'committed', result };
+      const r: DispatchResult = { status: (result as Record<string, unknown>).isError === true ? 'rejected' : 'committed', result };
       if (raw.found) r.raw = raw.raw;
       entry.resolve(r);
       return;
