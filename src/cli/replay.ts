@@ -1,5 +1,5 @@
 /**
- * `writ policy replay --dir CANDIDATE EXPORT.jsonl [--json] [--since TS] [--until TS] [--no-verify]`
+ * `writ policy replay --dir CANDIDATE EXPORT.jsonl [--json] [--since TS] [--until TS] [--keys K] [--checkpoint C] [--no-verify]`
  * (docs/protocol.md §12): what the candidate policies would have decided on the ledger's real traffic.
  *
  * Three streaming passes over the export, each holding one line at a time: (1) the chain is verified
@@ -23,9 +23,11 @@ import { Replayer } from '../replay/replayer.js';
 import { authzenDecider } from '../replay/authzen.js';
 import { changeLines, summaryLine, type ReplayChange } from '../replay/diff.js';
 import { rfc3339ToDate } from '../util/rfc3339.js';
-import { verifyInput } from './verify.js';
+import { readVerifyAnchors, verifyInput } from './verify.js';
+import type { VerifyOptions } from '../ledger/verify.js';
 
-export const REPLAY_USAGE = `usage: writ policy replay --dir CANDIDATE EXPORT.jsonl [--json] [--since TS] [--until TS] [--no-verify]
+export const REPLAY_USAGE = `usage: writ policy replay --dir CANDIDATE EXPORT.jsonl [--json] [--since TS] [--until TS]
+                          [--keys KEYS.json] [--checkpoint CP.json] [--no-verify]
 
 Re-decides every decision record of a ledger export (GET /v1/ledger/export) with the candidate
 policies of CANDIDATE, using what each decision saw when it was made: the recorded envelope,
@@ -40,11 +42,17 @@ options:
                     candidate: {decision, reasons}}, then {"replayed": N, "changed": M}
   --since TS        only decisions whose clock (the record's "now") is at or after TS (RFC 3339)
   --until TS        only decisions whose clock is before TS (RFC 3339)
+  --keys KEYS.json  trusted public keys (GET /v1/ledger/keys), checked as 'writ verify --keys' does:
+                    the ledger's first key must be one of them
+  --checkpoint CP.json
+                    a checkpoint held from earlier (GET /v1/ledger/checkpoint): the export must
+                    extend it, so a truncated or rewritten export is refused
   --no-verify       skip verifying the export's chain (hashes, links, checkpoints, bindings)
   -h, --help        show this help
 
 The export is verified first, with the checks of 'writ verify'; one that does not verify is refused,
-naming the verify code. Entity records before --since still count: entities are rebuilt from the
+naming the verify code. Without --keys or --checkpoint that proves only that the export is
+self-consistent: anyone can re-hash and re-sign an edited export with a key of their own. Entity records before --since still count: entities are rebuilt from the
 start of the export. Progress is shown on stderr when it is a terminal.
 
 exit 0: no decision changed; 1: some changed; 2: bad input (usage, unreadable export, a candidate that
@@ -91,10 +99,31 @@ class Progress {
   }
 }
 
+/** The reader of stdout went away (`writ policy replay … | head`): stop quietly, as `git log | head` does. */
+class StdoutClosed extends Error {}
+
+let stdoutError: NodeJS.ErrnoException | undefined;
+function checkStdout(): void {
+  const e = stdoutError as NodeJS.ErrnoException | undefined;
+  if (e) throw new StdoutClosed(e.message);
+}
+
 /** Writes `text` to stdout and waits for the pipe to drain when it is full (bounded memory). */
 async function emit(text: string): Promise<void> {
+  checkStdout();
   if (text === '') return;
-  if (!process.stdout.write(text)) await new Promise<void>((resolve) => process.stdout.once('drain', resolve));
+  if (!process.stdout.write(text)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        process.stdout.off('drain', done);
+        process.stdout.off('error', done);
+        resolve();
+      };
+      process.stdout.on('drain', done);
+      process.stdout.on('error', done);
+    });
+  }
+  checkStdout();
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -110,6 +139,8 @@ export async function main(argv: string[]): Promise<number> {
         since: { type: 'string' },
         until: { type: 'string' },
         'no-verify': { type: 'boolean', default: false },
+        keys: { type: 'string' },
+        checkpoint: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -129,10 +160,22 @@ export async function main(argv: string[]): Promise<number> {
   try {
     since = instant('--since', values.since);
     until = instant('--until', values.until);
+    if (since !== undefined && until !== undefined && since >= until) {
+      throw new Error(`--since ${values.since} is not before --until ${values.until}: no decision could be selected`);
+    }
   } catch (e) {
     return usageError((e as Error).message);
   }
   const json = values.json!;
+  let anchors: VerifyOptions;
+  try {
+    if (values['no-verify'] && (values.keys !== undefined || values.checkpoint !== undefined)) {
+      throw new Error('--keys and --checkpoint are checked by verifying the export: they cannot go with --no-verify');
+    }
+    anchors = readVerifyAnchors(values.keys, values.checkpoint);
+  } catch (e) {
+    return usageError((e as Error).message);
+  }
 
   let bundle: PolicyBundle;
   let engine: PolicyEngine;
@@ -151,10 +194,16 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const progress = new Progress();
+  // A closed stdout is an 'error' event; without a listener it would end the process with a stack trace.
+  const onStdoutError = (e: NodeJS.ErrnoException) => {
+    stdoutError = e;
+  };
+  process.stdout.on('error', onStdoutError);
+  let started: Replayer | undefined;
   try {
     // 1. The chain, with writ verify's checks and its default worker threads.
     if (!values['no-verify']) {
-      const verdict = await verifyInput(exportPath, {}, availableParallelism(), false);
+      const verdict = await verifyInput(exportPath, anchors, availableParallelism(), false);
       if (!verdict.ok) {
         if (json) await emit(JSON.stringify({ error: { code: verdict.code, seq: verdict.seq, message: verdict.message } }) + '\n');
         return fail(`refused: ${exportPath} does not verify: ${verdict.code} at seq ${verdict.seq} (${verdict.message})`);
@@ -184,6 +233,7 @@ export async function main(argv: string[]): Promise<number> {
     const replayer = new Replayer(engine, {
       supersedeTargets: targets, ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(authzen ? { authzen } : {}),
     });
+    started = replayer;
     let pending = '';
     let line = 0;
     await forEachLine(
@@ -230,10 +280,13 @@ export async function main(argv: string[]): Promise<number> {
     return changed > 0 ? 1 : 0;
   } catch (e) {
     progress.done();
+    if (e instanceof StdoutClosed) return (started?.counts.changed ?? 0) > 0 ? 1 : 0;
     if (e instanceof BadExport) return fail(e.message);
     const err = e as NodeJS.ErrnoException;
     if (err && typeof err.code === 'string' && err.syscall) return fail(`cannot read ${exportPath}: ${err.message}`);
     throw e;
+  } finally {
+    process.stdout.off('error', onStdoutError);
   }
 }
 

@@ -71,6 +71,18 @@ function readJsonFile(flag: string, file: string): unknown {
   }
 }
 
+/**
+ * The trust anchors of `writ verify` (and `writ policy replay`): --keys and --checkpoint files, read
+ * and validated before the export is touched. Throws WritError INVALID_REQUEST naming the flag.
+ */
+export function readVerifyAnchors(keysFile: string | undefined, checkpointFile: string | undefined): VerifyOptions {
+  const opts: VerifyOptions = {};
+  if (keysFile !== undefined) opts.keys = parseKeysFile(readJsonFile('--keys', keysFile));
+  if (checkpointFile !== undefined) opts.checkpoint = readJsonFile('--checkpoint', checkpointFile) as Record<string, unknown>;
+  new ExportVerifier(opts); // validates the documents' shapes
+  return opts;
+}
+
 /** Below this size a file is verified on the main thread: starting workers would cost more than they save. */
 const PARALLEL_MIN_BYTES = 8 << 20;
 
@@ -135,16 +147,12 @@ export async function main(argv: string[]): Promise<number> {
   if (parsed.positionals.length !== 1) return usageError('expected exactly one EXPORT file');
   const exportPath = parsed.positionals[0]!;
 
-  const opts: VerifyOptions = {};
+  let opts: VerifyOptions;
   let workers: number;
   let workersGiven: boolean;
   try {
-    if (parsed.values.keys !== undefined) opts.keys = parseKeysFile(readJsonFile('--keys', parsed.values.keys));
-    if (parsed.values.checkpoint !== undefined) {
-      opts.checkpoint = readJsonFile('--checkpoint', parsed.values.checkpoint) as Record<string, unknown>;
-    }
     // Validate the options before touching the export.
-    new ExportVerifier(opts);
+    opts = readVerifyAnchors(parsed.values.keys, parsed.values.checkpoint);
     ({ workers, given: workersGiven } = workerCount(parsed.values.workers, process.env.WRIT_VERIFY_WORKERS));
   } catch (err) {
     if (isWritError(err)) return usageError(err.message);

@@ -7,6 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +39,8 @@ function candidate(name: string, edit: (file: string, text: string) => string, e
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'writ-replay-'));
   at('2026-08-24T15:30:00+07:00');
-  s = await startTestServer({ clockFile: join(dir, 'now') });
+  // A checkpoint every 10 records, so the export carries some to hold a truncated copy against.
+  s = await startTestServer({ clockFile: join(dir, 'now'), config: { checkpoint: { every_records: 10, every_ms: 10000 } } });
   const t = s.tokens;
   const { propose, execute, decide, approve, putEmployee: put } = offboardingSteps(s);
   const read = (n: number) => offboardingBody({ execution_id: `OFF-2048:read-${n}`, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
@@ -71,6 +73,9 @@ before(async () => {
   assert.equal(exported.status, 200);
   exportPath = join(dir, 'export.jsonl');
   writeFileSync(exportPath, exported.text);
+  const keys = await call(s, 'GET', '/v1/ledger/keys', { token: t.auditor });
+  assert.equal(keys.status, 200);
+  writeFileSync(join(dir, 'keys.json'), keys.text);
   decisions = exported.text
     .split('\n')
     .filter((l) => l !== '')
@@ -182,6 +187,51 @@ test('(d) a tampered export is refused with its verify code, exit 2; --no-verify
   const unverified = replay(['--dir', join(REPO, 'policies'), '--no-verify', tampered]);
   assert.equal(unverified.status, 1, unverified.stderr);
   assert.match(unverified.stdout, /allow → deny/);
+});
+
+test('--keys / --checkpoint: a truncated export, or one under a foreign key, is refused as writ verify refuses it', () => {
+  const policies = join(REPO, 'policies');
+  const lines = readFileSync(exportPath, 'utf8').split('\n').filter((l) => l !== '');
+  const checkpoints = lines.map((l) => JSON.parse(l)).filter((r) => r.kind === 'checkpoint');
+  assert.ok(checkpoints.length >= 2, 'the story writes at least two checkpoints');
+  const last = checkpoints.at(-1);
+  writeFileSync(join(dir, 'cp.json'), JSON.stringify(last));
+  // Cut inside what the last checkpoint covers (seqs 0..size-1): a genuine, self-consistent prefix.
+  const truncated = join(dir, 'truncated.jsonl');
+  writeFileSync(truncated, lines.slice(0, last.size - 1).join('\n') + '\n');
+  assert.equal(replay(['--dir', policies, truncated]).status, 0, 'without an anchor the prefix replays');
+  const held = replay(['--dir', policies, '--checkpoint', join(dir, 'cp.json'), truncated]);
+  assert.equal(held.status, 2, held.stdout);
+  assert.match(held.stderr, /does not verify: TRUNCATED/);
+  const whole = replay(['--dir', policies, '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json'), exportPath]);
+  assert.equal(whole.status, 0, whole.stderr);
+  assert.equal(whole.stdout, '8 replayed, 0 changed\n');
+  // A key nobody trusts: the export is refused with UNKNOWN_KEY.
+  const { publicKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  const foreign = { keys: [{ key_id: `ed25519:${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`, public_key: raw.toString('base64') }] };
+  writeFileSync(join(dir, 'foreign.json'), JSON.stringify(foreign));
+  const untrusted = replay(['--dir', policies, '--json', '--keys', join(dir, 'foreign.json'), exportPath]);
+  assert.equal(untrusted.status, 2);
+  assert.equal(JSON.parse(untrusted.stdout).error.code, 'UNKNOWN_KEY');
+  // Anchors are checked by verifying: with --no-verify they are a usage error, as is a bad file.
+  assert.equal(replay(['--dir', policies, '--no-verify', '--keys', join(dir, 'keys.json'), exportPath]).status, 2);
+  const badKeys = replay(['--dir', policies, '--keys', join(dir, 'missing.json'), exportPath]);
+  assert.equal(badKeys.status, 2);
+  assert.match(badKeys.stderr, /--keys: cannot read/);
+});
+
+test('--since not before --until is a usage error; a closed stdout ends the replay quietly', () => {
+  const policies = join(REPO, 'policies');
+  const r = replay(['--dir', policies, '--since', '2026-08-24T17:00:00+07:00', '--until', '2026-08-24T16:00:00+07:00', exportPath]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /is not before --until/);
+  const dropHold = candidate('no-hold-pipe', (file, text) => (file === 'offboarding.cedar' ? text.slice(0, text.indexOf('@id("legal-hold")')) : text));
+  // The reader takes nothing and goes away (head -c 0 exits at once): no stack trace, and the exit
+  // code says what was decided before the pipe closed (a change: 1).
+  const piped = spawnSync('bash', ['-c', `"${process.execPath}" "${WRIT_BIN}" policy replay --dir "${dropHold}" "${exportPath}" | head -c 0; echo "rc=\${PIPESTATUS[0]}"`], { encoding: 'utf8' });
+  assert.equal(piped.stderr, '');
+  assert.equal(piped.stdout, 'rc=1\n');
 });
 
 test('bad input exits 2: a missing export, a candidate that does not load, usage', () => {
