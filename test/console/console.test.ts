@@ -14,6 +14,8 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { createHash } from 'node:crypto';
 import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
 import { jcs } from '../../src/util/canonical.js';
+import { readKeyFile, SIGNING_KEY_FILE, signingKeyFromSeed } from '../../src/checkpoints/keys.js';
+import { keyPayload, signPayload } from '../../src/ledger/signing.js';
 import { findChromium, launchChromium, NO_CHROMIUM } from './browser.js';
 import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
 
@@ -250,6 +252,24 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       await route.fulfill({ response: res, json: cp });
     });
     assert.equal(await verdictOf(first), 'NOT verified: bad checkpoint signature');
+    await page.unrouteAll();
+
+    // A key record, genuinely signed by the ledger's key, that rotated it out just before the latest
+    // checkpoint: that checkpoint is then signed by a retired key, which writ verify calls UNKNOWN_KEY.
+    const current = readKeyFile(join(server.dataDir, SIGNING_KEY_FILE));
+    const next = signingKeyFromSeed(new Uint8Array(32).fill(9));
+    const latest = (await call(server, 'GET', '/v1/ledger/checkpoint', { token: server.tokens.auditor })).body;
+    await page.route('**/v1/ledger/records?*kind=key*', async (route) => {
+      const res = await route.fetch();
+      const listing = await res.json();
+      const body = {
+        v: 1, seq: latest.seq - 1, ts: '2026-08-24T10:00:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: next.key_id, public_key: next.public_key,
+        signature: signPayload(current.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key })),
+      };
+      listing.records.push({ ...body, hash: leafHashOf(body) });
+      await route.fulfill({ response: res, json: listing });
+    });
+    assert.equal(await verdictOf(first), `NOT verified: the checkpoint is signed by key ${current.key_id}, but the key in force at seq ${latest.seq} is ${next.key_id} (key record ${latest.seq - 1})`);
     await page.unrouteAll();
 
     assert.equal(await verdictOf(first), 'verified');

@@ -5,12 +5,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../helpers/server.js';
 import { canonicalize } from '../../src/console/web/jcs.js';
-import { checkCheckpointSignature, leafHash, rootFromInclusionProof, toHex } from '../../src/console/web/verify.js';
+import { checkCheckpointSignature, keyInForceAt, leafHash, rootFromInclusionProof, toHex } from '../../src/console/web/verify.js';
 import type { LedgerRecord } from '../../src/console/web/api.js';
 
 const vectors = (path: string) => JSON.parse(readFileSync(join(REPO, 'vectors', path), 'utf8'));
@@ -78,4 +78,29 @@ test('the checkpoint vector signature verifies with WebCrypto Ed25519; tampering
   assert.equal(await checkCheckpointSignature({ ...cp, size: 999 }, keys), 'bad checkpoint signature');
   assert.match((await checkCheckpointSignature(cp, []))!, /unknown key/);
   assert.match((await checkCheckpointSignature(cp, [{ key_id: v.key_id, public_key: Buffer.alloc(32, 7).toString('base64') }]))!, /does not match its public key/);
+});
+
+test('the key in force at a checkpoint: the signed chain of key records, a rotated-out key refused', async () => {
+  const keyPair = () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+    const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    return { privateKey, public_key: raw.toString('base64'), key_id: `ed25519:${createHash('sha256').update(raw).digest('hex').slice(0, 16)}` };
+  };
+  const sealed = async (body: Record<string, unknown>) => ({ ...body, hash: await leafHash(body) }) as unknown as LedgerRecord;
+  const keyRecord = (seq: number, k: ReturnType<typeof keyPair>, by?: ReturnType<typeof keyPair>) => sealed({
+    v: 1, seq, ts: '2026-08-24T08:30:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: k.key_id, public_key: k.public_key,
+    signature: by ? sign(null, Buffer.from('writ-key/1\n' + canonicalize({ key_id: k.key_id, public_key: k.public_key })), by.privateKey).toString('base64') : null,
+  });
+  const a = keyPair();
+  const b = keyPair();
+  const chain = [await keyRecord(0, a), await keyRecord(40, b, a)];
+  assert.deepEqual(await keyInForceAt(chain, 10), { key_id: a.key_id, public_key: a.public_key, seq: 0 });
+  assert.deepEqual(await keyInForceAt(chain, 40), { key_id: a.key_id, public_key: a.public_key, seq: 0 }, 'a key record counts after its own seq');
+  assert.deepEqual(await keyInForceAt(chain, 41), { key_id: b.key_id, public_key: b.public_key, seq: 40 });
+  // A rotation the previous key did not sign, a first key with a signature, an altered key record.
+  assert.match(String(await keyInForceAt([chain[0]!, await keyRecord(40, b, b)], 41)), /not signed by the key before it/);
+  assert.match(String(await keyInForceAt([await keyRecord(0, a, b)], 5)), /must have signature null/);
+  assert.match(String(await keyInForceAt([{ ...chain[0]!, public_key: b.public_key }], 5)), /hash mismatch/);
+  assert.match(String(await keyInForceAt([chain[0]!, chain[0]!], 50)), /seq order/);
+  assert.match(String(await keyInForceAt([], 5)), /no key record precedes/);
 });

@@ -124,6 +124,18 @@ export class Api {
     return this.get('/v1/ledger/keys');
   }
 
+  /** The ledger's `key` records, in seq order (a handful: one per rotation). */
+  async keyRecords(): Promise<LedgerRecord[]> {
+    const out: LedgerRecord[] = [];
+    let cursor: number | null = 0;
+    while (cursor !== null) {
+      const page: RecordPage = await this.records(cursor, 1000, { kind: 'key' });
+      out.push(...page.records);
+      cursor = page.next;
+    }
+    return out;
+  }
+
   inclusionProof(seq: number, size: number): Promise<{ seq: number; size: number; leaf?: string; root?: string; path: string[] }> {
     return this.get(`/v1/ledger/proofs/inclusion?seq=${seq}&size=${size}`);
   }

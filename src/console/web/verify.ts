@@ -5,7 +5,8 @@
  *           latest checkpoint's root;
  *   the checkpoint's Ed25519 signature over "writ-checkpoint/1\n" + JCS({key_id, root, size}),
  *   checked with WebCrypto against the key of /v1/ledger/keys whose key_id it names (and whose
- *   key_id is itself re-derived from the public key).
+ *   key_id is itself re-derived from the public key), which must be the key in force at the
+ *   checkpoint's seq by the ledger's signed chain of `key` records.
  * Nothing here is shared with the sidecar's verifier: a second implementation is the point.
  */
 import { canonicalize } from './jcs.js';
@@ -96,25 +97,70 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
+/** Ed25519 over `payload` with a raw 32-byte key, by WebCrypto; a string says why it could not be checked. */
+async function ed25519Verify(publicKey: Uint8Array<ArrayBuffer>, signatureBase64: unknown, payload: Uint8Array<ArrayBuffer>): Promise<boolean | string> {
+  const signature = typeof signatureBase64 === 'string' ? fromBase64(signatureBase64) : undefined;
+  if (!signature || signature.length !== 64) return false;
+  try {
+    const verifier = await crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
+    return await crypto.subtle.verify({ name: 'Ed25519' }, verifier, signature, payload);
+  } catch (e) {
+    return `this browser cannot check Ed25519 signatures (${(e as Error).message})`;
+  }
+}
+
+/** A base64 raw Ed25519 key whose key_id is `ed25519:` + the first 16 hex of its SHA-256, or why not. */
+async function publicKeyNamed(keyId: unknown, publicKeyBase64: unknown): Promise<Uint8Array<ArrayBuffer> | string> {
+  const publicKey = typeof publicKeyBase64 === 'string' ? fromBase64(publicKeyBase64) : undefined;
+  if (!publicKey || publicKey.length !== 32) return `key ${String(keyId)} is not a raw 32-byte Ed25519 key`;
+  const derivedId = 'ed25519:' + toHex(await sha256(publicKey)).slice(0, 16);
+  if (derivedId !== keyId) return `key ${String(keyId)} does not match its public key`;
+  return publicKey;
+}
+
 /** Checks a checkpoint record's signature against the ledger's published keys. */
 export async function checkCheckpointSignature(cp: LedgerRecord, keys: Array<{ key_id: string; public_key: string }>): Promise<string | undefined> {
   const key = keys.find((k) => k.key_id === cp.key_id);
   if (!key) return `the checkpoint names unknown key ${String(cp.key_id)}`;
-  const publicKey = fromBase64(key.public_key);
-  if (!publicKey || publicKey.length !== 32) return `key ${key.key_id} is not a raw 32-byte Ed25519 key`;
-  const derivedId = 'ed25519:' + toHex(await sha256(publicKey)).slice(0, 16);
-  if (derivedId !== key.key_id) return `key ${key.key_id} does not match its public key`;
-  const signature = typeof cp.signature === 'string' ? fromBase64(cp.signature) : undefined;
-  if (!signature || signature.length !== 64) return 'the checkpoint signature is not 64 bytes of base64';
+  const publicKey = await publicKeyNamed(key.key_id, key.public_key);
+  if (typeof publicKey === 'string') return publicKey;
+  if (typeof cp.signature !== 'string' || fromBase64(cp.signature)?.length !== 64) return 'the checkpoint signature is not 64 bytes of base64';
   const payload = encoder.encode('writ-checkpoint/1\n' + canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size }));
-  let ok: boolean;
-  try {
-    const verifier = await crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
-    ok = await crypto.subtle.verify({ name: 'Ed25519' }, verifier, signature, payload);
-  } catch (e) {
-    return `this browser cannot check Ed25519 signatures (${(e as Error).message})`;
-  }
+  const ok = await ed25519Verify(publicKey, cp.signature, payload);
+  if (typeof ok === 'string') return ok;
   return ok ? undefined : 'bad checkpoint signature';
+}
+
+/**
+ * The key in force at ledger position `atSeq`, from the ledger's `key` records (seq order): the first
+ * has signature null, each later one is signed by the key before it over
+ * "writ-key/1\n" + JCS({key_id, public_key}), and the last one before `atSeq` is the key that may
+ * sign there. A checkpoint signed by a key rotated out before it is refused, as `writ verify` refuses
+ * it (UNKNOWN_KEY): a key is often rotated because it may be compromised. Returns why not, as a string.
+ */
+export async function keyInForceAt(keyRecords: LedgerRecord[], atSeq: number): Promise<{ key_id: string; public_key: string; seq: number } | string> {
+  let previous: Uint8Array<ArrayBuffer> | undefined;
+  let inForce: { key_id: string; public_key: string; seq: number } | undefined;
+  let lastSeq = -1;
+  for (const rec of keyRecords) {
+    if (rec.kind !== 'key' || !Number.isSafeInteger(rec.seq) || rec.seq <= lastSeq) return 'the key records are not a list of key records in seq order';
+    lastSeq = rec.seq;
+    if (rec.seq >= atSeq) break;
+    if ((await leafHash(rec)) !== rec.hash) return `key record ${rec.seq} hash mismatch`;
+    const publicKey = await publicKeyNamed(rec.key_id, rec.public_key);
+    if (typeof publicKey === 'string') return `key record ${rec.seq}: ${publicKey}`;
+    if (previous === undefined) {
+      if (rec.signature !== null) return `the first key record (seq ${rec.seq}) must have signature null`;
+    } else {
+      const payload = encoder.encode('writ-key/1\n' + canonicalize({ key_id: rec.key_id, public_key: rec.public_key }));
+      const ok = await ed25519Verify(previous, rec.signature, payload);
+      if (typeof ok === 'string') return ok;
+      if (!ok) return `key record ${rec.seq} is not signed by the key before it`;
+    }
+    previous = publicKey;
+    inForce = { key_id: rec.key_id as string, public_key: rec.public_key as string, seq: rec.seq };
+  }
+  return inForce ?? `no key record precedes seq ${atSeq}`;
 }
 
 /**
@@ -143,7 +189,14 @@ export async function verifyRecord(api: Api, record: LedgerRecord): Promise<Verd
   const cpHash = await leafHash(cp);
   if (cpHash !== cp.hash) return fail('checkpoint record hash mismatch');
 
-  const { keys } = await api.keys();
+  const [{ keys }, keyRecords] = await Promise.all([api.keys(), api.keyRecords()]);
+  const inForce = await keyInForceAt(keyRecords, cp.seq);
+  if (typeof inForce === 'string') return fail(inForce);
+  if (cp.key_id !== inForce.key_id) {
+    return fail(`the checkpoint is signed by key ${String(cp.key_id)}, but the key in force at seq ${cp.seq} is ${inForce.key_id} (key record ${inForce.seq})`);
+  }
+  const published = keys.find((k) => k.key_id === inForce.key_id);
+  if (published && published.public_key !== inForce.public_key) return fail(`/v1/ledger/keys and key record ${inForce.seq} disagree on key ${inForce.key_id}`);
   const badSignature = await checkCheckpointSignature(cp, keys);
   if (badSignature) return fail(badSignature);
   if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
