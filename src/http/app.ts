@@ -10,6 +10,7 @@ import type { Sidecar } from '../server/sidecar.js';
 import { parseUidKey, uidKey, type Uid } from '../util/uid.js';
 import { parseLossless, toPlain } from '../binding/index.js';
 import { buildOpenApi } from '../schemas/openapi.js';
+import { LEDGER_RECORD_KINDS } from '../schemas/load.js';
 import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 import { isJsonMediaType } from './media-type.js';
@@ -243,7 +244,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
     };
     if (q.limit < 1) throw new WritError('INVALID_REQUEST', 'query parameter limit must be from 1 to 1000');
     const kind = c.req.query('kind');
-    if (kind) q.kind = kind;
+    if (kind) {
+      // A misspelt kind would otherwise list nothing, indistinguishable from a ledger without such records.
+      if (!(LEDGER_RECORD_KINDS as readonly string[]).includes(kind)) {
+        throw new WritError('INVALID_REQUEST', `kind must be one of ${LEDGER_RECORD_KINDS.join(', ')}`);
+      }
+      q.kind = kind;
+    }
     const actor = c.req.query('actor');
     if (actor) {
       const uid = parseUidKey(actor);

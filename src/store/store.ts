@@ -63,6 +63,64 @@ export interface StoreStats {
 
 const DEFAULT_WRITE_TIMEOUT_MS = 5000;
 const MAX_PAGE = 1000;
+/**
+ * The index work one filtered listRecords call may do before it answers a short page, in index steps
+ * (≈0.5 µs each here; a seek costs SEEK_COST of them): about 10 ms, since it runs on the writer's thread.
+ */
+const LIST_WORK_BUDGET = 20_000;
+const SEEK_COST = 14;
+/** Sequential steps an index cursor takes towards a target before it seeks instead. */
+const STEPS_BEFORE_SEEK = 16;
+
+/**
+ * One index term's seqs, in order, for the leapfrog of listRecords: it walks forward entry by entry
+ * when the target is near and re-seeks when it is far, charging its work to a shared budget.
+ */
+class IndexCursor {
+  #iterator: Iterator<unknown> | undefined;
+  #current: number | undefined;
+  #done = false;
+
+  constructor(
+    private readonly db: StoreDbs['indexes'][IndexName],
+    private readonly term: string,
+    private readonly end: number,
+    private readonly budget: { left: number },
+  ) {}
+
+  /** The least seq ≥ target under the term, or undefined when there is none. */
+  advanceTo(target: number): number | undefined {
+    if (this.#done) return undefined;
+    if (this.#current !== undefined && this.#current >= target) return this.#current;
+    if (this.#iterator !== undefined) {
+      for (let step = 0; step < STEPS_BEFORE_SEEK; step++) {
+        if (!this.#step()) return undefined;
+        if (this.#current! >= target) return this.#current;
+      }
+    }
+    this.close();
+    this.budget.left -= SEEK_COST;
+    this.#iterator = this.db.getKeys({ start: [this.term, target], end: [this.term, this.end] })[Symbol.iterator]();
+    return this.#step() ? this.#current : undefined;
+  }
+
+  #step(): boolean {
+    this.budget.left--;
+    const next = this.#iterator!.next();
+    if (next.done) {
+      this.#done = true;
+      this.close();
+      return false;
+    }
+    this.#current = (next.value as [string, number])[1];
+    return true;
+  }
+
+  close(): void {
+    this.#iterator?.return?.();
+    this.#iterator = undefined;
+  }
+}
 
 /** Writes buffered by one callback or one batch of callbacks, applied to LMDB together. */
 interface Overlay {
@@ -442,8 +500,13 @@ export class Store implements LedgerStore {
 
   /**
    * A page of records in seq order from `from`, at most `limit` (1..1000, default 100), filtered by
-   * kind, actor (uidKey) and execution_id — driven by an index, never a full scan. `next` is the
+   * kind, actor (uidKey) and execution_id — driven by the indexes, never a full scan. `next` is the
    * `from` of the next page, null when there is none.
+   *
+   * Several filters intersect their indexes by leapfrogging (each index seeks to the others' next
+   * seq), so actor + kind costs about the smaller index, not the larger one read record by record.
+   * This runs on the thread that writes the ledger, so one call stops after LIST_SEEK_BUDGET seeks:
+   * the page may then hold fewer than `limit` records (even none) with `next` set — keep following it.
    */
   listRecords(q: RecordQuery): { records: LedgerRecord[]; next: number | null } {
     const from = q.from ?? 0;
@@ -451,27 +514,57 @@ export class Store implements LedgerStore {
     if (!Number.isSafeInteger(from) || from < 0) throw new WritError('INVALID_REQUEST', 'from must be a non-negative integer');
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new WritError('INVALID_REQUEST', `limit must be 1..${MAX_PAGE}`);
     const end = this.#committedSize;
+    // An index term may be a digest of a long value: the record itself is checked too.
     const matches = (r: LedgerRecord): boolean =>
       (q.kind === undefined || r.kind === q.kind) &&
       (q.execution_id === undefined || r.execution_id === q.execution_id) &&
       (q.actor === undefined || actorKeyOf(r) === q.actor);
-    let seqs: Iterable<number>;
-    if (q.execution_id !== undefined) seqs = this.#indexSeqs('idx_exec', q.execution_id, from, end);
-    else if (q.actor !== undefined) seqs = this.#indexSeqs('idx_actor', q.actor, from, end);
-    else if (q.kind !== undefined) seqs = this.#indexSeqs('idx_kind', q.kind, from, end);
-    else seqs = this.#dbs.records.getKeys({ start: from, end });
+    const filters: Array<[IndexName, string]> = [];
+    // The most selective first: an execution has a handful of records, an actor or a kind many.
+    if (q.execution_id !== undefined) filters.push(['idx_exec', indexTerm(q.execution_id)]);
+    if (q.actor !== undefined) filters.push(['idx_actor', indexTerm(q.actor)]);
+    if (q.kind !== undefined) filters.push(['idx_kind', indexTerm(q.kind)]);
     const records: LedgerRecord[] = [];
-    for (const seq of seqs) {
-      const r = this.getRecord(seq);
-      if (!r || !matches(r)) continue;
-      if (records.length === limit) return { records, next: seq };
-      records.push(r);
+    if (filters.length <= 1) {
+      const seqs = filters.length === 0 ? this.#dbs.records.getKeys({ start: from, end }) : this.#indexSeqs(filters[0]![0], filters[0]![1], from, end);
+      for (const seq of seqs as Iterable<number>) {
+        const r = this.getRecord(seq);
+        if (!r || !matches(r)) continue;
+        if (records.length === limit) return { records, next: seq };
+        records.push(r);
+      }
+      return { records, next: null };
     }
-    return { records, next: null };
+    const budget = { left: LIST_WORK_BUDGET };
+    const cursors = filters.map(([name, term]) => new IndexCursor(this.#dbs.indexes[name], term, end, budget));
+    try {
+      let candidate = from;
+      for (;;) {
+        // Leapfrog: the least seq ≥ candidate present in every index.
+        let agreeing = 0;
+        for (let i = 0; agreeing < cursors.length; i = (i + 1) % cursors.length) {
+          if (budget.left <= 0) return { records, next: candidate };
+          const seq = cursors[i]!.advanceTo(candidate);
+          if (seq === undefined) return { records, next: null };
+          if (seq === candidate) agreeing++;
+          else {
+            candidate = seq;
+            agreeing = 1;
+          }
+        }
+        const r = this.getRecord(candidate);
+        if (r && matches(r)) {
+          if (records.length === limit) return { records, next: candidate };
+          records.push(r);
+        }
+        candidate++;
+      }
+    } finally {
+      for (const c of cursors) c.close();
+    }
   }
 
-  *#indexSeqs(name: IndexName, value: string, from: number, end: number): Iterable<number> {
-    const term = indexTerm(value);
+  *#indexSeqs(name: IndexName, term: string, from: number, end: number): Iterable<number> {
     for (const key of this.#dbs.indexes[name].getKeys({ start: [term, from], end: [term, end] })) yield key[1];
   }
 

@@ -314,6 +314,17 @@ for (const httpThreads of [1, 0]) {
       const escaped = await call(s, 'GET', `/v1/ledger/records?actor=${encodeURIComponent('Agent::"offboarding\\u002dagent-prod"')}`, { token: t.auditor });
       assert.ok(plain.body.records.length > 0, plain.text);
       assert.deepEqual(escaped.body, plain.body);
+      // A kind that no record can have is a mistake, not an empty ledger.
+      const bogus = await call(s, 'GET', '/v1/ledger/records?kind=decisions', { token: t.auditor });
+      assert.equal(bogus.status, 400, bogus.text);
+      assert.match(bogus.body.error.message, /kind must be one of decision, refusal/);
+      const actor = encodeURIComponent('Agent::"offboarding-agent-prod"');
+      const everything = await call(s, 'GET', `/v1/ledger/records?limit=1000&actor=${actor}`, { token: t.auditor });
+      const combined = await call(s, 'GET', `/v1/ledger/records?limit=1000&kind=decision&actor=${actor}`, { token: t.auditor });
+      const upTo = everything.body.next ?? Infinity; // the first page of the actor's records, whatever follows it
+      const decisions = everything.body.records.filter((r: { kind: string }) => r.kind === 'decision');
+      assert.ok(decisions.length > 0);
+      assert.deepEqual(combined.body.records.filter((r: { seq: number }) => r.seq < upTo), decisions);
     });
   });
 }

@@ -86,6 +86,49 @@ for (const [name, open] of implementations) {
       assert.deepEqual((await store.listRecords({ from: 39 })).records.map((r) => r.seq), [39, 40]);
     });
 
+    test('combined filters: following next gives exactly the records every filter selects, in seq order', async (t) => {
+      const store = await open();
+      t.after(() => store.close());
+      let seed = 7;
+      const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+      const kinds = ['decision', 'outcome', 'approval', 'refusal'];
+      const actors = [{ type: 'Agent', id: 'a' }, { type: 'Agent', id: 'b' }, { type: 'User', id: 'hr' }, null];
+      await store.write((tx) => {
+        for (let i = 0; i < 1500; i++) {
+          const actor = actors[rand(actors.length)];
+          const exec = rand(5) === 0 ? undefined : `E${rand(40)}`;
+          tx.append({ kind: kinds[rand(kinds.length)]!, ...(actor ? { actor } : {}), ...(exec ? { execution_id: exec } : {}) });
+        }
+      });
+      const all: LedgerRecord[] = [];
+      for (let s = 0; s < 1500; s++) all.push((await store.getRecord(s))!);
+      const actorKey = (r: LedgerRecord) => (r.actor && typeof r.actor === 'object' ? uidKey(r.actor as { type: string; id: string }) : undefined);
+      let checked = 0;
+      for (let q = 0; q < 60; q++) {
+        const filter: { kind?: string; actor?: string; execution_id?: string } = {};
+        if (rand(3) > 0) filter.kind = kinds[rand(kinds.length)]!;
+        if (rand(3) > 0) filter.actor = uidKey(actors[rand(3)]!);
+        if (rand(2) > 0) filter.execution_id = `E${rand(40)}`;
+        const from = rand(3) === 0 ? rand(1500) : 0;
+        const limit = 1 + rand(60);
+        const expected = all.filter((r) => r.seq >= from && (filter.kind === undefined || r.kind === filter.kind) &&
+          (filter.actor === undefined || actorKey(r) === filter.actor) && (filter.execution_id === undefined || r.execution_id === filter.execution_id));
+        const got: number[] = [];
+        let cursor: number | null = from;
+        for (let pages = 0; cursor !== null; pages++) {
+          assert.ok(pages < 2000, 'paging ends');
+          const page: { records: LedgerRecord[]; next: number | null } = await store.listRecords({ ...filter, from: cursor, limit });
+          assert.ok(page.records.length <= limit);
+          for (const r of page.records) got.push(r.seq);
+          if (page.next !== null) assert.ok(page.next > (page.records.at(-1)?.seq ?? cursor - 1) && page.next >= cursor, 'next moves forward');
+          cursor = page.next;
+        }
+        assert.deepEqual(got, expected.map((r) => r.seq), JSON.stringify({ filter, from, limit }));
+        checked += got.length;
+      }
+      assert.ok(checked > 100, `${checked} records matched across the queries`);
+    });
+
     test('tables: read-your-writes in a tx, a throwing callback drops only its own writes, entries in key order', async (t) => {
       const store = await open();
       t.after(() => store.close());

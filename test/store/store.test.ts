@@ -172,6 +172,34 @@ test('listRecords pages by kind, actor and execution_id from the indexes; next i
   for (const limit of [0, 1001, 1.5]) assert.throws(() => store.listRecords({ limit }), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
 });
 
+test('listRecords with disjoint large filters answers short pages with next (bounded work per call), and following next finds every match', async (t) => {
+  const store = await Store.open({ dataDir: tempDir(t) });
+  t.after(() => store.close());
+  // Agent a writes decisions and outcomes; approvals are by User hr, but for two of them by Agent a.
+  const N = 30_000;
+  for (let b = 0; b < N; b += 5000) {
+    await store.write((tx) => {
+      for (let i = b; i < b + 5000; i++) {
+        const approval = i % 3 === 2;
+        const actor = approval && i !== 29_999 && i !== 14_999 ? { type: 'User', id: 'hr' } : { type: 'Agent', id: 'a' };
+        tx.append({ kind: approval ? 'approval' : i % 3 === 0 ? 'decision' : 'outcome', actor });
+      }
+    });
+  }
+  const q = { actor: uidKey({ type: 'Agent', id: 'a' }), kind: 'approval', limit: 1000 };
+  const first = store.listRecords(q);
+  assert.ok(first.records.length < 2 && first.next !== null, `a short first page, ${first.records.length} records, next ${first.next}`);
+  const found: number[] = [];
+  let calls = 0;
+  for (let from: number | null = 0; from !== null; calls++) {
+    const page = store.listRecords({ ...q, from });
+    found.push(...page.records.map((r) => r.seq));
+    from = page.next;
+  }
+  assert.deepEqual(found, [14_999, 29_999]);
+  assert.ok(calls >= 2 && calls < 20, `${calls} calls`);
+});
+
 test('concurrent writes group-commit: 50 writers share far fewer than 50 fsyncs, and seqs follow callback order', async (t) => {
   const store = await Store.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
