@@ -160,17 +160,22 @@ export class Api {
    */
   async recordsBefore(end: number, n: number, filters: Filters): Promise<LedgerRecord[]> {
     let width = n;
+    let found: LedgerRecord[] = [];
+    let upTo = end; // [upTo, end) has been read already: each widening reads only what is new
     for (;;) {
       const from = Math.max(0, end - width);
-      const found: LedgerRecord[] = [];
+      const older: LedgerRecord[] = [];
       let cursor: number | null = from;
-      while (cursor !== null && cursor < end) {
+      while (cursor !== null && cursor < upTo) {
         const page: RecordPage = await this.records(cursor, 1000, filters);
-        for (const r of page.records) if (r.seq < end) found.push(r);
+        for (const r of page.records) if (r.seq < upTo) older.push(r);
         cursor = page.next;
       }
+      found = older.concat(found);
+      upTo = from;
       if (found.length >= n || from === 0) return found.slice(-n);
       width *= 4;
     }
   }
+
 }
