@@ -25,7 +25,8 @@ JCS text, seqs are contiguous from 0, every hash and prev link, every key record
 
 options:
   --keys KEYS.json        trusted public keys, {"keys":[{"key_id","public_key"}]} as served by
-                          GET /v1/ledger/keys: the ledger's first key must be one of them; a key
+                          GET /v1/ledger/keys: the ledger's first key must be one of them (an
+                          export with no key record, an empty one included, fails); a key
                           rotated in later is trusted through its signature by the key before it
   --checkpoint CP.json    a checkpoint record held from earlier (GET /v1/ledger/checkpoint): its
                           signature must verify and the export must extend it

@@ -706,6 +706,12 @@ export class ExportVerifier {
         }
       }
     }
+    if (this.#trustedKeys && this.#lastKeyId === undefined) {
+      // Trusted keys were given to anchor the ledger, and no key record is there to be anchored: an
+      // empty (or key-less) file proves nothing about the ledger those keys sign.
+      this.#failure = new Failure(this.#count, 'UNKNOWN_KEY', `the export has ${this.#count} records and no key record: none of the trusted keys can vouch for it`);
+      return this.#result(this.#failure);
+    }
     return { ok: true, records: this.#count, head: this.#prevHash };
   }
 

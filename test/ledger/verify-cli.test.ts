@@ -89,6 +89,7 @@ test('writ verify: every failure shape prints exactly {ok,seq,code} on stdout an
     ['held checkpoint beyond the export', ['verify', file('short2.jsonl', LINES.slice(0, 10).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 10, code: 'TRUNCATED' }, /the export has 10 records/],
     ['--keys lacks the first key', ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(ROTATED_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /first key .* is not among the trusted keys/],
     ['--keys from another ledger', ['verify', exportFile, '--keys', file('otherkeys.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
+    ['--keys and an empty export', ['verify', file('empty.jsonl', ''), '--keys', keysFile], { seq: 0, code: 'UNKNOWN_KEY' }, /no key record: none of the trusted keys/],
     ['bytes that are not UTF-8', ['verify', file('latin1.jsonl', Buffer.concat([Buffer.from(LINES.slice(0, 3).join('\n') + '\n'), Buffer.from([0x7b, 0xff, 0x7d, 0x0a])]))], { seq: 3, code: 'MALFORMED' }, /not valid UTF-8/],
   ];
   for (const [name, args, expect, why] of cases) {
