@@ -21,7 +21,7 @@ import { forEachLine } from '../replay/lines.js';
 import { SUPERSEDES_MARK, supersedeTargetOf } from '../replay/executions.js';
 import { Replayer } from '../replay/replayer.js';
 import { authzenDecider } from '../replay/authzen.js';
-import { changeLines, summaryLine, type ReplayChange } from '../replay/diff.js';
+import { changeLines, jsonChange, summaryLine, type ReplayChange } from '../replay/diff.js';
 import { rfc3339ToDate } from '../util/rfc3339.js';
 import { readVerifyAnchors, verifyInput } from './verify.js';
 import type { VerifyOptions } from '../ledger/verify.js';
@@ -257,7 +257,7 @@ export async function main(argv: string[]): Promise<number> {
           throw e;
         }
         if (change === undefined) return;
-        pending += json ? JSON.stringify(change) + '\n' : changeLines(change).join('\n') + '\n';
+        pending += json ? jsonChange(change) + '\n' : changeLines(change).join('\n') + '\n';
       },
       async () => {
         progress.tick('replaying', line, replayer.counts.replayed);

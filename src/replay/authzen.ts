@@ -13,6 +13,7 @@ import type { EntitySource } from '../policy/entities.js';
 import type { PolicyEngine } from '../policy/engine.js';
 import { requestInputOf, type AuthzenEvaluation } from '../authzen/request.js';
 import type { RecordedDecision } from './request.js';
+import { errorTexts } from './diff.js';
 
 export function isAuthzenDecision(record: Record<string, unknown>): boolean {
   return record.kind === 'decision' && record.api === 'authzen';
@@ -21,13 +22,13 @@ export function isAuthzenDecision(record: Record<string, unknown>): boolean {
 type Evaluation = AuthzenEvaluation;
 
 /** Re-decides one AuthZEN record against the entities as they stood. */
-export type AuthzenDecider = (record: Record<string, unknown>, entities: EntitySource) => RecordedDecision;
+export type AuthzenDecider = (record: Record<string, unknown>, entities: EntitySource) => RecordedDecision & { errors?: string[] };
 
 /** The live AuthZEN path's decider for `engine` (kept async: callers await it). */
 export async function authzenDecider(engine: PolicyEngine): Promise<AuthzenDecider | undefined> {
   return (record, entities) => {
     const outcome = engine.decideRequest(requestInputOf(evaluationOf(record), entities));
-    return { decision: outcome.decision, reasons: outcome.reasons };
+    return { decision: outcome.decision, reasons: outcome.reasons, errors: errorTexts(outcome.errors) };
   };
 }
 

@@ -13,12 +13,26 @@ export function decisionChanged(recorded: RecordedDecision, candidate: RecordedD
   return recorded.decision !== candidate.decision || !sameReasonSet(recorded.reasons, candidate.reasons);
 }
 
-/** One changed decision, as `--json` prints it. */
+/** One changed decision: `--json` prints exactly {seq, execution_id, recorded, candidate} (jsonChange). */
 export interface ReplayChange {
   seq: number;
   execution_id: string | null;
   recorded: RecordedDecision;
   candidate: RecordedDecision;
+  /** For the human form: what an AuthZEN decision was about (it has no execution id). */
+  about?: string;
+  /** For the human form: the candidate's evaluation errors (a deny from an error says why). */
+  candidateErrors?: string[];
+}
+
+/** The contract's --json line for a change (docs/protocol.md §12), members in this order. */
+export function jsonChange(change: ReplayChange): string {
+  return JSON.stringify({ seq: change.seq, execution_id: change.execution_id, recorded: change.recorded, candidate: change.candidate });
+}
+
+/** Evaluation errors as one line each: `policy: message`. */
+export function errorTexts(errors: ReadonlyArray<{ policy?: string; message: string }>): string[] {
+  return errors.map((e) => (e.policy ? `${e.policy}: ${e.message}` : e.message));
 }
 
 function reasonList(reasons: readonly string[]): string {
@@ -27,11 +41,13 @@ function reasonList(reasons: readonly string[]): string {
 
 /** The human form of one change: a headline and both reason lists. */
 export function changeLines(change: ReplayChange): string[] {
-  return [
-    `seq ${change.seq} ${change.execution_id ?? '(no execution id)'}: ${change.recorded.decision} → ${change.candidate.decision}`,
+  const lines = [
+    `seq ${change.seq} ${change.execution_id ?? change.about ?? '(no execution id)'}: ${change.recorded.decision} → ${change.candidate.decision}`,
     `  recorded reasons:  ${reasonList(change.recorded.reasons)}`,
     `  candidate reasons: ${reasonList(change.candidate.reasons)}`,
   ];
+  if (change.candidateErrors?.length) lines.push(`  candidate errors:  ${change.candidateErrors.join('; ')}`);
+  return lines;
 }
 
 export function summaryLine(replayed: number, changed: number): string {

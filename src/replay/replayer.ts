@@ -8,7 +8,7 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EntityTimeline, UNDO_WINDOW, type EntityRecord } from './entity-timeline.js';
 import { SupersededExecutions } from './executions.js';
 import { decisionInputOf, recordedDecisionOf, type RecordedDecision } from './request.js';
-import { decisionChanged, type ReplayChange } from './diff.js';
+import { decisionChanged, errorTexts, type ReplayChange } from './diff.js';
 import { isAuthzenDecision, type AuthzenDecider } from './authzen.js';
 
 export interface ReplayOptions {
@@ -98,17 +98,22 @@ export class Replayer {
   private redecide(record: Record<string, unknown>): ReplayChange | undefined {
     if (!this.inWindow(record)) return undefined;
     const recorded = recordedDecisionOf(record);
-    let candidate: RecordedDecision | undefined;
-    if (isAuthzenDecision(record)) {
+    let candidate: RecordedDecision;
+    let errors: string[] = [];
+    const authzen = isAuthzenDecision(record);
+    if (authzen) {
       if (this.options.authzen === undefined) {
         this.counts.authzenSkipped++;
         return undefined;
       }
-      candidate = this.options.authzen(record, this.entitiesFor(record));
+      const outcome = this.options.authzen(record, this.entitiesFor(record));
+      candidate = { decision: outcome.decision, reasons: outcome.reasons };
+      errors = outcome.errors ?? [];
     } else {
       const input = decisionInputOf(record, this.entitiesFor(record), this.executions.viewFor(record));
       const outcome = this.engine.decide(input);
       candidate = { decision: outcome.decision, reasons: outcome.reasons };
+      errors = errorTexts(outcome.errors);
     }
     this.counts.replayed++;
     if (!decisionChanged(recorded, candidate)) return undefined;
@@ -118,6 +123,18 @@ export class Replayer {
       execution_id: typeof record.execution_id === 'string' ? record.execution_id : null,
       recorded: { decision: recorded.decision, reasons: recorded.reasons },
       candidate,
+      ...(authzen ? { about: authzenAbout(record) } : {}),
+      ...(errors.length > 0 ? { candidateErrors: errors } : {}),
     };
   }
+}
+
+/** `authzen Type::"id" action Type::"id"`, what an AuthZEN decision (no execution id) was about. */
+function authzenAbout(record: Record<string, unknown>): string {
+  const uid = (v: unknown) => {
+    const o = v as { type?: unknown; id?: unknown } | null;
+    return o && typeof o.type === 'string' && typeof o.id === 'string' ? `${o.type}::${JSON.stringify(o.id)}` : '?';
+  };
+  const action = (record.action as { name?: unknown } | null)?.name;
+  return `authzen ${uid(record.subject)} ${typeof action === 'string' ? JSON.stringify(action) : '?'} ${uid(record.resource)}`;
 }

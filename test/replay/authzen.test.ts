@@ -73,4 +73,7 @@ test('AuthZEN records replay exactly, with the entities as they stood', { skip: 
   assert.equal(updatesByAny.length, 2, 'Rick on a todo of Morty, and Morty once he is an evil genius');
   assert.deepEqual(lines.slice(0, -1).map((l: { seq: number; execution_id: unknown; candidate: { decision: string } }) => [l.seq, l.execution_id, l.candidate.decision]), updatesByAny.map((seq) => [seq, null, 'deny']));
   assert.deepEqual(lines.at(-1), { replayed: 8, changed: 2 });
+  // The human form names what an AuthZEN decision was about: it has no execution id.
+  const human = replay(['--dir', candidate, exportPath]);
+  assert.match(human.stdout, /^seq \d+ authzen user::"[^"]+" "can_update_todo" todo::"7": allow → deny$/m);
 });

@@ -234,6 +234,18 @@ test('--since not before --until is a usage error; a closed stdout ends the repl
   assert.equal(piped.stdout, 'rc=1\n');
 });
 
+test('a candidate whose policy errors: the deny names its errors in the human form; --json keeps the contract shape', () => {
+  const erring = candidate('erring', (file, text) => (file === 'hris.cedar' ? `${text}\n@id("reads-missing")\nforbid (principal, action, resource) when { context.no_such_field == 1 };\n` : text));
+  const r = replay(['--dir', erring, exportPath]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stdout, /→ deny\n {2}recorded reasons: .*\n {2}candidate reasons: .*\n {2}candidate errors: {2}reads-missing: /);
+  const json = replay(['--dir', erring, '--json', exportPath]);
+  const changes = json.stdout.trim().split('\n').map((l) => JSON.parse(l)).slice(0, -1);
+  assert.ok(changes.length > 0);
+  for (const c of changes) assert.deepEqual(Object.keys(c), ['seq', 'execution_id', 'recorded', 'candidate']);
+  for (const c of changes) assert.deepEqual(Object.keys(c.candidate), ['decision', 'reasons']);
+});
+
 test('bad input exits 2: a missing export, a candidate that does not load, usage', () => {
   assert.equal(replay(['--dir', join(REPO, 'policies'), join(dir, 'missing.jsonl')]).status, 2);
   const broken = candidate('broken', (file, text) => (file === 'hris.cedar' ? `${text}\npermit (` : text));
