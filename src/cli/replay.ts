@@ -180,7 +180,8 @@ export async function main(argv: string[]): Promise<number> {
   let bundle: PolicyBundle;
   let engine: PolicyEngine;
   try {
-    bundle = loadPolicyDir(values.dir!);
+    // The entities come from the export; the candidate's own entities.json is not used, so not read.
+    bundle = loadPolicyDir(values.dir!, { entities: false });
     engine = new PolicyEngine(bundle);
   } catch (e) {
     if (!isWritError(e)) throw e;

@@ -192,9 +192,9 @@ function readSchema(file: string, text: string, problems: string[]): cedar.Schem
  * Reads every *.cedar (recursive, excluding tests/), an optional Cedar schema (`*.cedarschema`, or
  * `*.cedarschema.json`), entities.json. Parse errors, duplicate @id, strict schema validation
  * failures, bad @requires_approval values, bad entities.json → WritError('POLICY_INVALID', msg,
- * {details: [...]}).
+ * {details: [...]}). With `entities: false` entities.json is neither read nor checked.
  */
-export function loadPolicyDir(dir: string): PolicyBundle {
+export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): PolicyBundle {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) invalid([`${dir}: not a directory`]);
   const relPaths = listSourceFiles(dir);
   const files: Array<[string, string]> = relPaths.map((rel) => [rel, readFileSync(join(dir, rel), 'utf8')]);
@@ -227,7 +227,8 @@ export function loadPolicyDir(dir: string): PolicyBundle {
 
   let seedEntities: EntityJson[] = [];
   const entitiesPath = join(dir, 'entities.json');
-  if (existsSync(entitiesPath)) {
+  // `entities: false` (policy replay): the caller brings its own entities, so the file is not read.
+  if (opts.entities !== false && existsSync(entitiesPath)) {
     try {
       seedEntities = parseEntitiesJson(readFileSync(entitiesPath, 'utf8'), 'entities.json');
       const check = cedar.checkParseEntities({ entities: seedEntities as cedar.EntityJson[], schema: schema ?? null });

@@ -253,6 +253,11 @@ test('bad input exits 2: a missing export, a candidate that does not load, usage
   assert.equal(r.status, 2);
   assert.match(r.stderr, /do not load/);
   assert.equal(replay(['--dir', join(REPO, 'policies')]).status, 2);
+  // The candidate's entities.json is not used (entities come from the export), so a broken one is no obstacle.
+  const brokenEntities = candidate('broken-entities', (_file, text) => text, { 'entities.json': '{not json' });
+  const unaffected = replay(['--dir', brokenEntities, exportPath]);
+  assert.equal(unaffected.status, 0, unaffected.stderr);
+  assert.equal(unaffected.stdout, '8 replayed, 0 changed\n');
   const help = replay(['--help']);
   assert.equal(help.status, 0);
   assert.match(help.stdout, /usage: writ policy replay/);
