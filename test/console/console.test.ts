@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
 import { jcs } from '../../src/util/canonical.js';
 import { readKeyFile, SIGNING_KEY_FILE, signingKeyFromSeed } from '../../src/checkpoints/keys.js';
-import { keyPayload, signPayload } from '../../src/ledger/signing.js';
+import { checkpointPayload, keyPayload, signPayload } from '../../src/ledger/signing.js';
 import { findChromium, launchChromium, NO_CHROMIUM } from './browser.js';
 import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
 
@@ -271,6 +271,27 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     });
     assert.equal(await verdictOf(first), `NOT verified: the checkpoint is signed by key ${current.key_id}, but the key in force at seq ${latest.seq} is ${next.key_id} (key record ${latest.seq - 1})`);
     await page.unrouteAll();
+
+    // Checkpoints genuinely signed by the ledger's key but at odds with the one this page verified
+    // before: an older one (a rollback), another root for the same size (a fork), and a larger one
+    // that does not extend it (its consistency proof fails).
+    const sizeNow = latest.size as number;
+    const olderRoot = (await call(server, 'GET', `/v1/ledger/proofs/consistency?from=${sizeNow - 5}&to=${sizeNow}`, { token: server.tokens.auditor })).body.from_root;
+    const signedCheckpoint = (size: number, root: string) => {
+      const body = { ...latest, size, root, signature: signPayload(current.privateKey, checkpointPayload({ key_id: current.key_id, root, size })) };
+      delete body.hash;
+      return { ...body, hash: leafHashOf(body) };
+    };
+    const forgedRoot = 'sha256:' + 'cd'.repeat(32);
+    for (const [forged, why] of [
+      [signedCheckpoint(sizeNow - 5, olderRoot), `the sidecar served checkpoint size ${sizeNow - 5}, older than size ${sizeNow} that this page verified before (a rollback)`],
+      [signedCheckpoint(sizeNow, forgedRoot), `two checkpoints of size ${sizeNow} with different roots (a fork)`],
+      [signedCheckpoint(sizeNow + 1, forgedRoot), `the checkpoint of size ${sizeNow + 1} does not extend the one of size ${sizeNow} this page verified before`],
+    ] as const) {
+      await page.route('**/v1/ledger/checkpoint', (route) => route.fulfill({ json: forged }));
+      assert.equal(await verdictOf(first), `NOT verified: ${why}`);
+      await page.unrouteAll();
+    }
 
     assert.equal(await verdictOf(first), 'verified');
   });

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../helpers/server.js';
 import { canonicalize } from '../../src/console/web/jcs.js';
-import { checkCheckpointSignature, keyInForceAt, leafHash, rootFromInclusionProof, toHex } from '../../src/console/web/verify.js';
+import { checkCheckpointSignature, keyInForceAt, leafHash, rootFromInclusionProof, toHex, verifyConsistencyProof } from '../../src/console/web/verify.js';
 import type { LedgerRecord } from '../../src/console/web/api.js';
 
 const vectors = (path: string) => JSON.parse(readFileSync(join(REPO, 'vectors', path), 'utf8'));
@@ -103,4 +103,28 @@ test('the key in force at a checkpoint: the signed chain of key records, a rotat
   assert.match(String(await keyInForceAt([{ ...chain[0]!, public_key: b.public_key }], 5)), /hash mismatch/);
   assert.match(String(await keyInForceAt([chain[0]!, chain[0]!], 50)), /seq order/);
   assert.match(String(await keyInForceAt([], 5)), /no key record precedes/);
+});
+
+test('consistency proofs of the Merkle vectors verify in the browser code, and altered ones do not', async () => {
+  const m = vectors('ledger/merkle.json') as { consistency: Array<{ m: number; n: number; root_m: string; root_n: string; path: string[] }> };
+  let checked = 0;
+  for (const v of m.consistency) {
+    const path = v.path.map(hexBytes);
+    const [rootM, rootN] = [hexBytes(v.root_m), hexBytes(v.root_n)];
+    assert.equal(await verifyConsistencyProof(v.m, v.n, rootM, rootN, path), true, `${v.m} → ${v.n}`);
+    // Another old root, another new root, a changed step, a step dropped: all refused.
+    const other = new Uint8Array(32).fill(1);
+    assert.equal(await verifyConsistencyProof(v.m, v.n, other, rootN, path), false);
+    assert.equal(await verifyConsistencyProof(v.m, v.n, rootM, other, path), false);
+    if (path.length > 0) {
+      const bent = path.map((p, i) => (i === path.length - 1 ? Uint8Array.from(p, (b, j) => (j === 0 ? b ^ 1 : b)) : p));
+      assert.equal(await verifyConsistencyProof(v.m, v.n, rootM, rootN, bent), false);
+      assert.equal(await verifyConsistencyProof(v.m, v.n, rootM, rootN, path.slice(0, -1)), false);
+    }
+    checked++;
+  }
+  assert.equal(checked, 14);
+  assert.equal(await verifyConsistencyProof(3, 3, new Uint8Array(32), new Uint8Array(32), []), true);
+  assert.equal(await verifyConsistencyProof(0, 3, new Uint8Array(32), new Uint8Array(32), []), false);
+  assert.equal(await verifyConsistencyProof(4, 3, new Uint8Array(32), new Uint8Array(32), []), false);
 });

@@ -136,6 +136,10 @@ export class Api {
     return out;
   }
 
+  consistencyProof(from: number, to: number): Promise<{ from: number; to: number; path: unknown }> {
+    return this.get(`/v1/ledger/proofs/consistency?from=${from}&to=${to}`);
+  }
+
   inclusionProof(seq: number, size: number): Promise<{ seq: number; size: number; leaf?: string; root?: string; path: string[] }> {
     return this.get(`/v1/ledger/proofs/inclusion?seq=${seq}&size=${size}`);
   }

@@ -93,6 +93,44 @@ export async function rootFromInclusionProof(index: number, size: number, leaf: 
   return sn === 0 ? r : undefined;
 }
 
+/**
+ * RFC 9162 §2.1.4.2: whether `path` proves the tree of `first` leaves (root `firstRoot`) is a prefix
+ * of the tree of `second` leaves (root `secondRoot`) — the sidecar did not rewrite what it had shown.
+ */
+export async function verifyConsistencyProof(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, path: Uint8Array<ArrayBuffer>[]): Promise<boolean> {
+  if (!(first >= 1 && first <= second)) return false;
+  if (first === second) return path.length === 0 && sameBytes(firstRoot, secondRoot);
+  if (path.length === 0) return false;
+  // When `first` is a power of two its root is a node of the second tree: the proof starts from it.
+  const steps = (first & (first - 1)) === 0 ? [Uint8Array.from(firstRoot) as Uint8Array<ArrayBuffer>, ...path] : path;
+  let fn = first - 1;
+  let sn = second - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = steps[0]!;
+  let sr = steps[0]!;
+  for (const c of steps.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = await sha256(concat(Uint8Array.of(0x01), c, fr));
+      sr = await sha256(concat(Uint8Array.of(0x01), c, sr));
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      sr = await sha256(concat(Uint8Array.of(0x01), sr, c));
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && sameBytes(fr, firstRoot) && sameBytes(sr, secondRoot);
+}
+
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
@@ -163,6 +201,36 @@ export async function keyInForceAt(keyRecords: LedgerRecord[], atSeq: number): P
   return inForce ?? `no key record precedes seq ${atSeq}`;
 }
 
+/** The largest checkpoint each signed-in session has verified (in memory, like the token). */
+const largestVerified = new WeakMap<Api, { size: number; root: Uint8Array }>();
+
+/**
+ * A checkpoint verified now against the largest one verified before in this session: an honest
+ * sidecar never serves an older one, nor two trees that disagree. A larger one must come with an
+ * RFC 9162 consistency proof from the one seen before. Returns why not, or undefined.
+ */
+async function checkAgainstEarlier(api: Api, size: number, root: Uint8Array): Promise<string | undefined> {
+  const earlier = largestVerified.get(api);
+  if (earlier !== undefined) {
+    if (size < earlier.size) return `the sidecar served checkpoint size ${size}, older than size ${earlier.size} that this page verified before (a rollback)`;
+    if (size === earlier.size && !sameBytes(root, earlier.root)) return `two checkpoints of size ${size} with different roots (a fork)`;
+    if (size > earlier.size) {
+      const proof = await api.consistencyProof(earlier.size, size);
+      const path: Uint8Array<ArrayBuffer>[] = [];
+      for (const step of Array.isArray(proof.path) ? proof.path : [null]) {
+        const node = typeof step === 'string' ? hash32(step) : undefined;
+        if (!node) return 'the consistency proof is malformed';
+        path.push(node);
+      }
+      if (!(await verifyConsistencyProof(earlier.size, size, earlier.root, root, path))) {
+        return `the checkpoint of size ${size} does not extend the one of size ${earlier.size} this page verified before`;
+      }
+    }
+  }
+  if (earlier === undefined || size > earlier.size) largestVerified.set(api, { size, root });
+  return undefined;
+}
+
 /**
  * Proves a record as the page shows it — the very object drawn, never a second copy fetched for the
  * proof — against the latest checkpoint, fetching the checkpoint, the keys and the inclusion proof.
@@ -199,10 +267,12 @@ export async function verifyRecord(api: Api, record: LedgerRecord): Promise<Verd
   if (published && published.public_key !== inForce.public_key) return fail(`/v1/ledger/keys and key record ${inForce.seq} disagree on key ${inForce.key_id}`);
   const badSignature = await checkCheckpointSignature(cp, keys);
   if (badSignature) return fail(badSignature);
-  if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
-
   const root = hash32(withoutPrefix(cp.root, 'sha256:') ?? '');
   if (!root) return fail('the checkpoint root is malformed');
+  const history = await checkAgainstEarlier(api, size, root);
+  if (history) return fail(history);
+  if (seq >= size) return { status: 'not-checkpointed', checkpointSize: size };
+
   const proof = await api.inclusionProof(seq, size);
   if (proof.seq !== seq || proof.size !== size || !Array.isArray(proof.path)) return fail('the inclusion proof answers another question');
   // The answer also names its leaf and root: the walk below does not need them, but an answer that
