@@ -164,6 +164,8 @@ function verifyControl(record: LedgerRecord): HTMLElement {
       text = verdictText(verdict);
       status = verdict.status;
     } catch (e) {
+      // The token stopped being an auditor's (revoked, rotated): sign out, as every other view does.
+      if (e instanceof ApiError && e.unauthorized) return signOut('unauthorized');
       text = `NOT verified: ${describeError(e)}`;
       status = 'failed';
     }
@@ -262,7 +264,7 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
       warning,
       h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, approvalsTable(view)),
       h('section', { class: 'card', 'aria-label': 'Timeline' },
-        h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} records)`), proveAll),
+        h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} ${records.length === 1 ? 'record' : 'records'})`), proveAll),
         h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, records.map(timelineItem)),
       ),
     );

@@ -61,8 +61,9 @@ function niceStep(raw: number): number {
   return 10 * power;
 }
 
+/** HH:MM in UTC, 24-hour: the time the timeline shows (records' `ts` are UTC), whatever the browser's locale. */
 function clock(minute: number): string {
-  return new Date(minute * MINUTE).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  return new Date(minute * MINUTE).toISOString().slice(11, 16);
 }
 
 export function decisionsChart(records: LedgerRecord[], truncated = false): HTMLElement {
@@ -77,7 +78,7 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
   const max = Math.ceil(tallest / step) * step;
   const total = (o: Outcome) => buckets.reduce((n, b) => n + b.counts[o], 0);
   const summary = buckets.length
-    ? `Decisions by outcome, each minute from ${clock(buckets[0]!.minute)} to ${clock(buckets[buckets.length - 1]!.minute)}: ` +
+    ? `Decisions by outcome, each minute from ${clock(buckets[0]!.minute)} to ${clock(buckets[buckets.length - 1]!.minute)} UTC: ` +
       OUTCOMES.map((o) => `${total(o)} ${o}`).join(', ')
     : 'No decisions in these records';
 
@@ -109,6 +110,7 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
       ? svg('text', { class: 'axis', x: pad.left + i * slot + slot / 2, y: height - pad.bottom + 16, 'text-anchor': 'middle' }, clock(b.minute))
       : null)),
     buckets.length === 0 ? svg('text', { class: 'axis', x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'no decisions yet') : null,
+    buckets.length > 0 ? svg('text', { class: 'axis', x: width - pad.right, y: height - 2, 'text-anchor': 'end' }, 'UTC') : null,
   );
   const legend = h('ul', { class: 'legend' }, OUTCOMES.map((o) => h('li', {}, h('span', { class: `swatch bar-${o}` }), `${o} (${total(o)})`)));
   const partial = buckets.some((b) => b.partial);
