@@ -299,7 +299,11 @@ export function buildOpenApi(): Obj {
           queryParam('actor', { type: 'string' }, 'Only records of this actor, Type::"id" (URL-encoded).'),
           queryParam('execution_id', ref('Defs/$defs/executionId'), 'Only records naming this execution.'),
         ],
-        ok: { status: 200, description: 'A page of records.', content: json(ref('RecordsPage')) },
+        ok: {
+          status: 200,
+          description: 'A page of records. Combined filters that match little may give a short page, even an empty one, with `next` set: follow `next` until it is null.',
+          content: json(ref('RecordsPage')),
+        },
         codes: ['INVALID_REQUEST'],
       }),
     },
