@@ -286,9 +286,9 @@ export async function main(argv: string[]): Promise<number> {
     const err = e as NodeJS.ErrnoException;
     if (err && typeof err.code === 'string' && err.syscall) return fail(`cannot read ${exportPath}: ${err.message}`);
     throw e;
-  } finally {
-    process.stdout.off('error', onStdoutError);
   }
+  // The listener stays: bin/writ lets the event loop drain, and an EPIPE can still arrive after the
+  // last write was buffered — without a listener it would end the process with a stack trace.
 }
 
 class BadExport extends Error {}
