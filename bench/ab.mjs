@@ -12,8 +12,8 @@
 // environment variables to one server's process. Needs a quiet machine.
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { benchPolicyDir } from './bench-policies.mjs';
 import { procCpuSeconds } from './proc.mjs';
@@ -26,6 +26,7 @@ async function one(label, writBin, conns) {
   writeFileSync(join(dir, 'c.json'), JSON.stringify({ listen: '127.0.0.1:8798', policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'), tokens: [{ token: 'tok', role: 'pep', actor }], ...extra }));
   const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...JSON.parse(process.env[`AB_ENV_${label}`] ?? '{}') } });
   for (;;) { try { if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 100)); }
+  renice(child.pid, JSON.parse(process.env[`AB_RENICE_${label}`] ?? '{}'));
   let i = 0;
   const run = (d) => autocannon({ url: 'http://127.0.0.1:8798/v1/decisions', connections: conns, duration: d, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer tok' },
     requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ execution_id: `r-${String(i++).padStart(8, '0')}`, phase: 'execute', envelope: workload === 'distinct' ? { ...env0, task_id: `T-${i}` } : env0, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) }) }] });
@@ -36,6 +37,14 @@ async function one(label, writBin, conns) {
   child.kill('SIGTERM'); await new Promise((res) => child.on('exit', res)); rmSync(dir, { recursive: true, force: true });
   const rps = r.requests.average;
   return { label, rps, p50: r.latency.p50, p99: r.latency.p99, cpuMs: ((c1 - c0) * 1000) / (rps * Number(durS)), non2xx: r.non2xx + r.errors };
+}
+// AB_RENICE_A / AB_RENICE_B (JSON {"<thread name or 'main'>": nice}): set the scheduling niceness of the
+// server's threads by name once it answers (an experiment on how the commit loop shares the 2 cores).
+function renice(pid, byName) {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const name = Number(tid) === pid ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    if (byName[name] !== undefined) setPriority(Number(tid), byName[name]);
+  }
 }
 const res = { A: [], B: [] };
 for (let p = 0; p < Number(pairsS); p++) {
