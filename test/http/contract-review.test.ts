@@ -2,7 +2,7 @@
  * What a black-box review against the contract found (2026-12-02), over HTTP against the real server,
  * with and without the HTTP front thread (`http_threads`): an approval stays dead once its subject's
  * record changed, even if the record is changed back (§5); entity upserts refuse what the store or Cedar
- * cannot hold (a path id past the uid limit, an integer beyond 2^53, a parent cycle); Cedar's reserved
+ * cannot hold (a path id past the uid limit, an integer beyond 2^53, `1.0`, a malformed `__entity`, a parent cycle); Cedar's reserved
  * identifiers are not type names (§2: 400, never a deny); a trailing slash is another path (404); a
  * request refused on its headers while its body is still coming does not cost the next request on the
  * connection; AuthZEN discovery without a Host header names the sidecar's own address; a revocation body
@@ -80,6 +80,25 @@ for (const httpThreads of [1, 0]) {
       const exact = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: '{"attrs":{"n":9007199254740991},"parents":[]}' });
       assert.equal(exact.status, 200, exact.text);
       assert.equal(exact.body.attrs.n, 9007199254740991);
+      // An integral value written as a float would be stored as an integer: refused as in arguments (§3).
+      const lossy = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: '{"attrs":{"r":{"a":[1,1.0]}},"parents":[]}' });
+      assert.equal(lossy.status, 400, lossy.text);
+      assert.deepEqual([lossy.body.error.code, lossy.body.error.path], ['BINDING_LOSSY_NUMBER', '/attrs/r/a/1']);
+      // A malformed entity reference would be read by Cedar as a plain record (every comparison false): refused.
+      for (const [attrs, path] of [
+        [{ manager: { __entity: { type: 'User' } } }, '/attrs/manager/__entity'],
+        [{ manager: { __entity: { type: 'User', id: 'u1' }, note: 'x' } }, '/attrs/manager'],
+        [{ team: [{ __entity: { __entity: { type: 'User', id: 'u1' } } }] }, '/attrs/team/0/__entity'],
+        [{ limit: { __extn: 'decimal' } }, '/attrs/limit/__extn'],
+      ] as const) {
+        const bad = await put('/v1/entities/Acme::Emp/e2', { attrs, parents: [] });
+        assert.equal(bad.status, 400, bad.text);
+        assert.deepEqual([bad.body.error.code, bad.body.error.path], ['INVALID_REQUEST', path], JSON.stringify(attrs));
+      }
+      const good = await put('/v1/entities/Acme::Emp/e2', {
+        attrs: { manager: { __entity: { type: 'User', id: 'u1' } }, limit: { __extn: { fn: 'decimal', arg: '1.5' } } }, parents: [],
+      });
+      assert.equal(good.status, 200, good.text);
 
       assert.equal((await put('/v1/entities/Role/cyc-a', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-b' }] })).status, 200);
       assert.equal((await put('/v1/entities/Role/cyc-c', { attrs: {}, parents: [{ type: 'Role', id: 'cyc-a' }] })).status, 200);
