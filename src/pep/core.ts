@@ -190,10 +190,14 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
       const body = outcomeBody(late);
       body.detail = `late answer after the ${opts.callTimeoutMs} ms timeout (outcome already reported unknown): ${late.status}${late.detail ? `: ${late.detail}` : ''}`;
       const lr = await pdp.outcome(id, body);
-      log(
-        `writ pep: late answer for execution ${id} after timeout: ${late.status}; not delivered to the client; ` +
-          `recorded with the PDP: ${lr.ok ? 'accepted' : lr.error.code}`,
-      );
+      // The execution already ended `unknown`, so the PDP is expected to refuse this second outcome — and
+      // to ledger the refusal with the late answer in it, as evidence for a reconciler.
+      const fate = lr.ok
+        ? 'the PDP accepted it'
+        : lr.error.code === 'EXECUTION_TERMINAL'
+          ? 'the PDP ledgered it as a refused second outcome (EXECUTION_TERMINAL), evidence for a reconciler'
+          : `the PDP did not take it (${lr.error.code})`;
+      log(`writ pep: late answer for execution ${id} after timeout: ${late.status}; not delivered to the client; ${fate}`);
     });
     opts.trackLate?.(lateAnswer);
   } else {
