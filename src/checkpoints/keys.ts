@@ -107,11 +107,13 @@ export function loadSigningKey(dataDir: string): SigningKey | undefined {
  * lost, not never made — refused rather than replaced by a fresh key that the ledger does not know (the
  * operator must restore the file, and a fresh one would sit where it has to go).
  */
-export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null; ledgerHasKeys?: boolean }): SigningKey {
+export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null; ledgerHasKeys?: boolean; ledgerWhere?: string }): SigningKey {
   if (o.keyFile) return readKeyFile(o.keyFile);
   const path = join(o.dataDir, SIGNING_KEY_FILE);
   if (o.ledgerHasKeys && !existsSync(path)) {
-    throw new WritError('STORE_CORRUPT', `the ledger in ${o.dataDir} has signing keys but ${path} is missing: restore it (or name the key with signing_key_file)`, {
+    // `ledgerWhere` names where the ledger is (the data dir, or a PostgreSQL database without its password).
+    const ledger = o.ledgerWhere ?? `the ledger in ${o.dataDir}`;
+    throw new WritError('STORE_CORRUPT', `${ledger} has signing keys but ${path} is missing: restore it (or name the key with signing_key_file)`, {
       details: { seq: null },
     });
   }

@@ -62,7 +62,9 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   try {
     // Before anything is written: a store behind (or beside) the checkpoints its witness holds is refused.
     if (config.witness_dir) await checkAgainstWitness(store, config.witness_dir);
-    const key = loadDeploymentKey({ dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0 });
+    const key = loadDeploymentKey({
+      dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0, ledgerWhere: `the ledger in ${store.location}`,
+    });
     await ensureKeyRecord(store, key);
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
