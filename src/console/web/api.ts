@@ -100,8 +100,13 @@ export class Api {
     return this.get(`/v1/executions/${encodeURIComponent(id)}?actor=${encodeURIComponent(actor)}`);
   }
 
-  record(seq: number): Promise<LedgerRecord> {
-    return this.get(`/v1/ledger/records/${seq}`);
+  async record(seq: number): Promise<LedgerRecord> {
+    const r = await this.get<LedgerRecord>(`/v1/ledger/records/${seq}`);
+    // Drawn and proved as record #seq: another record in its place would show one record twice and hide one.
+    if (r === null || typeof r !== 'object' || r.seq !== seq) {
+      throw new ApiError(200, 'MALFORMED', `the sidecar answered record #${seq} with ${r !== null && typeof r === 'object' ? `record #${String(r.seq)}` : 'no record'}`);
+    }
+    return r;
   }
 
   records(from: number, limit: number, filters: Filters = {}): Promise<RecordPage> {

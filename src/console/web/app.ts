@@ -400,6 +400,8 @@ function ledgerView(): HTMLElement {
     fill(status, records.length ? `records ${records[0]!.seq}–${records[records.length - 1]!.seq}` : 'no records match');
   };
 
+  /** The filters of the last load started (as JSON): what the rows show, or are about to. */
+  let applied: string | undefined;
   const guard = async (work: (g: number) => Promise<void>) => {
     const g = ++generation;
     fill(status, 'loading…');
@@ -407,12 +409,16 @@ function ledgerView(): HTMLElement {
       await work(g);
     } catch (e) {
       if (e instanceof ApiError && e.unauthorized) return signOut('unauthorized');
-      if (g === generation) fill(status, describeError(e));
+      if (g === generation) {
+        applied = undefined; // a failed load shows nothing of its filters: the next change tries again
+        fill(status, describeError(e));
+      }
     }
   };
 
   const latest = () => guard(async (g) => {
     const f = filters();
+    applied = JSON.stringify(f);
     if (f.actor && !ACTOR.test(f.actor)) {
       // No rows under a filter that is not one: the rows shown before would pass for its result.
       fill(status, ACTOR_HINT);
@@ -452,11 +458,14 @@ function ledgerView(): HTMLElement {
     else newer.disabled = true;
   }));
 
-  // Filters apply on change, and while typing after a short pause.
+  // Filters apply on change, and while typing after a short pause. A change event that brings nothing
+  // new (the field losing focus after its typing was already applied — e.g. to a click on a row's
+  // Verify) does not reload: redrawing the rows would wipe the verdict that click is about to show.
   let pause: number | undefined;
   for (const input of [kind, actor, exec]) {
     input.addEventListener('change', () => {
       clearTimeout(pause);
+      if (JSON.stringify(filters()) === applied) return;
       void latest();
     });
     input.addEventListener('input', () => {
