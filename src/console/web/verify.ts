@@ -68,29 +68,39 @@ export async function leafHash(record: Record<string, unknown>): Promise<string>
   return 'sha256:' + toHex(digest);
 }
 
-/** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or undefined when the proof cannot fit. */
-export async function rootFromInclusionProof(index: number, size: number, leaf: Uint8Array<ArrayBuffer>, path: Uint8Array<ArrayBuffer>[]): Promise<Uint8Array | undefined> {
-  if (!(index >= 0 && index < size)) return undefined;
-  let fn = index;
-  let sn = size - 1;
-  let r = leaf;
+/**
+ * The walk RFC 9162 §2.1.3.2 and §2.1.4.2 share: `fn` and `sn` are the node indexes of the proved node
+ * and of the last node, level by level; each path entry is a sibling to the left (`step(entry, true)`)
+ * or to the right of the node. Whether the walk used the path exactly up to the root.
+ */
+async function walkProofPath(fn: number, sn: number, path: Uint8Array<ArrayBuffer>[], step: (sibling: Uint8Array<ArrayBuffer>, onLeft: boolean) => Promise<void>): Promise<boolean> {
   for (const p of path) {
-    if (sn === 0) return undefined;
+    if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
-      r = await sha256(concat(Uint8Array.of(0x01), p, r));
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
+      await step(p, true);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
       }
     } else {
-      r = await sha256(concat(Uint8Array.of(0x01), r, p));
+      await step(p, false);
     }
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  return sn === 0 ? r : undefined;
+  return sn === 0;
+}
+
+const interior = (left: Uint8Array<ArrayBuffer>, right: Uint8Array<ArrayBuffer>) => sha256(concat(Uint8Array.of(0x01), left, right));
+
+/** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or undefined when the proof cannot fit. */
+export async function rootFromInclusionProof(index: number, size: number, leaf: Uint8Array<ArrayBuffer>, path: Uint8Array<ArrayBuffer>[]): Promise<Uint8Array | undefined> {
+  if (!(index >= 0 && index < size)) return undefined;
+  let r = leaf;
+  const fits = await walkProofPath(index, size - 1, path, async (p, onLeft) => {
+    r = await (onLeft ? interior(p, r) : interior(r, p));
+  });
+  return fits ? r : undefined;
 }
 
 /**
@@ -109,26 +119,14 @@ export async function verifyConsistencyProof(first: number, second: number, firs
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
+  // The first tree's root grows only by siblings on its left; the second's by every sibling.
   let fr = steps[0]!;
   let sr = steps[0]!;
-  for (const c of steps.slice(1)) {
-    if (sn === 0) return false;
-    if (fn % 2 === 1 || fn === sn) {
-      fr = await sha256(concat(Uint8Array.of(0x01), c, fr));
-      sr = await sha256(concat(Uint8Array.of(0x01), c, sr));
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2);
-          sn = Math.floor(sn / 2);
-        }
-      }
-    } else {
-      sr = await sha256(concat(Uint8Array.of(0x01), sr, c));
-    }
-    fn = Math.floor(fn / 2);
-    sn = Math.floor(sn / 2);
-  }
-  return sn === 0 && sameBytes(fr, firstRoot) && sameBytes(sr, secondRoot);
+  const fits = await walkProofPath(fn, sn, steps.slice(1), async (c, onLeft) => {
+    if (onLeft) fr = await interior(c, fr);
+    sr = await (onLeft ? interior(c, sr) : interior(sr, c));
+  });
+  return fits && sameBytes(fr, firstRoot) && sameBytes(sr, secondRoot);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
