@@ -59,22 +59,16 @@ class StaleSnapshot extends Error {}
 
 export { executionKey, type DecisionResponse } from './decision-admission.js';
 
-/** Parses a JSON body (non-decision routes) with the same lossless, duplicate-refusing parser. */
 /** The uid limits of schemas/defs.json. */
 const MAX_TYPE_NAME = 256;
 const MAX_ENTITY_ID = 1024;
 
 /**
- * Refuses an integer token that a JavaScript number cannot hold exactly (beyond ±(2^53−1)): a trusted
- * fact stored rounded would be a different fact than the one sent. The same rule and code as admission
- * (§3, BINDING_UNSAFE_INTEGER), with a JSON pointer into the body. Other numbers are left to Cedar's
- * entity format, which takes integers only.
- */
-/**
- * Refuses a number in an entity upsert that the store could not keep exactly: an integer beyond ±(2^53−1),
- * and an integral value written as a float (`1.0`, `1e0`), whose int/float distinction would be lost as
- * it is in a decision's arguments (§3). Other non-integers are Cedar's to refuse (entity JSON has no
- * floats: a decimal is `{"__extn": {"fn": "decimal", "arg": "1.5"}}`).
+ * Refuses a number in an entity upsert that the store could not keep exactly: an integer token beyond
+ * ±(2^53−1) (a trusted fact stored rounded would be a different fact than the one sent), and an integral
+ * value written as a float (`1.0`, `1e0`), whose int/float distinction would be lost. The same rules and
+ * codes as admission (§3), with a JSON pointer into the body. Other non-integers are Cedar's to refuse
+ * (its entity format has no floats: a decimal is `{"__extn": {"fn": "decimal", "arg": "1.5"}}`).
  */
 function refuseInexactIntegers(v: LosslessValue, trail: Array<string | number>): void {
   if (v instanceof LosslessNumber) {
