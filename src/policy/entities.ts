@@ -79,6 +79,42 @@ export function uidFromJson(value: unknown): Uid | string {
 }
 
 /**
+ * The first malformed Cedar escape in an entity's attributes, or undefined. Cedar's entity parser reads
+ * `{"__entity": {"type": "X"}}` (no id), or an escape beside other members, as a plain record, so such a
+ * fact would be stored and every policy comparing it with an entity would quietly be false. An object
+ * holding `__entity` must be exactly `{"__entity": {"type", "id"}}` with a Cedar type name; one holding
+ * `__extn` must be exactly `{"__extn": {...}}` (what is inside is Cedar's to check).
+ */
+export function malformedEscape(v: unknown, trail: Array<string | number>): { trail: Array<string | number>; message: string } | undefined {
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const found = malformedEscape(v[i], [...trail, i]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isPlainObject(v)) return undefined;
+  for (const escape of ['__entity', '__extn']) {
+    if (!Object.hasOwn(v, escape)) continue;
+    if (Object.keys(v).length !== 1) return { trail, message: `an object holding "${escape}" must hold nothing else` };
+    const inner = v[escape];
+    if (escape === '__entity') {
+      // uidFromJson also takes the escaped form; here only the bare {type, id} is an entity reference.
+      const uid = isPlainObject(inner) && Object.hasOwn(inner, '__entity') ? 'expected exactly {"type": string, "id": string}' : uidFromJson(inner);
+      if (typeof uid === 'string') return { trail: [...trail, '__entity'], message: `a "__entity" reference: ${uid}` };
+    } else if (!isPlainObject(inner)) {
+      return { trail: [...trail, '__extn'], message: 'a "__extn" value is an object {"fn", "arg"}' };
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(v)) {
+    const found = malformedEscape(v[key], [...trail, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
  * Shape-checks one entity in Cedar entity JSON (`{uid, attrs?, parents?}`) and normalizes uids to
  * `{type,id}`. Cedar-level checks (attribute values, schema conformance) happen in load.ts.
  * Returns the entity or a list of problems, each prefixed with `where`.
@@ -93,6 +129,10 @@ export function entityFromJson(value: unknown, where: string): EntityJson | stri
   if (typeof uid === 'string') problems.push(`${where}.uid: ${uid}`);
   const attrs = value['attrs'] ?? {};
   if (!isPlainObject(attrs)) problems.push(`${where}.attrs: expected an object`);
+  else {
+    const escape = malformedEscape(attrs, []);
+    if (escape) problems.push(`${where}.attrs${escape.trail.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('')}: ${escape.message}`);
+  }
   const rawParents = value['parents'] ?? [];
   const parents: Uid[] = [];
   if (!Array.isArray(rawParents)) problems.push(`${where}.parents: expected an array`);

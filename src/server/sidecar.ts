@@ -28,7 +28,7 @@ import { approvalView, invalidReason, type Approval, type ApprovalView } from '.
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
-import { entityFromJson, parseEntitiesJson, uidFromJson, type EntityJson } from '../policy/entities.js';
+import { entityFromJson, malformedEscape, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
@@ -81,38 +81,6 @@ function refuseInexactIntegers(v: LosslessValue, trail: Array<string | number>):
   } else if (v !== null && typeof v === 'object') {
     for (const key of Object.keys(v)) refuseInexactIntegers(v[key]!, [...trail, key]);
   }
-}
-
-/**
- * Refuses a malformed Cedar escape in an entity's attributes. Cedar's entity parser reads
- * `{"__entity": {"type": "X"}}` (no id) or an escape beside other members as a plain record, so such a
- * fact would be stored and every policy comparing it with an entity would quietly be false. An object
- * holding `__entity` must be exactly `{"__entity": {"type", "id"}}` with a Cedar type name; one holding
- * `__extn` must be exactly `{"__extn": {...}}` (what is inside is Cedar's to check).
- */
-function refuseMalformedEscapes(v: unknown, trail: Array<string | number>): void {
-  if (Array.isArray(v)) {
-    v.forEach((item, i) => refuseMalformedEscapes(item, [...trail, i]));
-    return;
-  }
-  if (v === null || typeof v !== 'object') return;
-  const obj = v as Record<string, unknown>;
-  for (const escape of ['__entity', '__extn']) {
-    if (!Object.hasOwn(obj, escape)) continue;
-    if (Object.keys(obj).length !== 1) {
-      throw new WritError('INVALID_REQUEST', `an object holding "${escape}" must hold nothing else`, { path: jsonPointer(trail) });
-    }
-    const inner = obj[escape];
-    if (escape === '__entity') {
-      // uidFromJson also takes the escaped form; here only the bare {type, id} is an entity reference.
-      const uid = inner !== null && typeof inner === 'object' && Object.hasOwn(inner, '__entity') ? 'expected exactly {"type": string, "id": string}' : uidFromJson(inner);
-      if (typeof uid === 'string') throw new WritError('INVALID_REQUEST', `a "__entity" reference: ${uid}`, { path: jsonPointer([...trail, '__entity']) });
-    } else if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) {
-      throw new WritError('INVALID_REQUEST', 'a "__extn" value is an object {"fn", "arg"}', { path: jsonPointer([...trail, '__extn']) });
-    }
-    return;
-  }
-  for (const key of Object.keys(obj)) refuseMalformedEscapes(obj[key], [...trail, key]);
 }
 
 /**
@@ -685,7 +653,8 @@ export class Sidecar {
     refuseInexactIntegers(raw, []);
     const body = toPlain(raw) as Record<string, any>;
     validateEntityUpsert(body);
-    refuseMalformedEscapes(body.attrs, ['attrs']);
+    const escape = malformedEscape(body.attrs, ['attrs']);
+    if (escape) throw new WritError('INVALID_REQUEST', escape.message, { path: jsonPointer(escape.trail) });
     const checked = entityFromJson({ uid: { type, id }, attrs: body.attrs, parents: body.parents }, 'body');
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.bundle, checked);

@@ -136,13 +136,17 @@ test('templates are refused', () => {
   }
 });
 
-test('bad entities.json is refused: malformed, duplicate, null attribute', () => {
+test('bad entities.json is refused: malformed, duplicate, null attribute, malformed escapes', () => {
   const cases: Array<[string, RegExp]> = [
     ['{', /not JSON/],
     ['[{"uid":{"type":"User","id":"a"}},{"uid":{"type":"User","id":"a"}}]', /duplicate entity User::"a"/],
     ['[{"uid":{"type":"User","id":"a"},"attrs":{"x":null}}]', /null/],
     ['[{"uid":{"type":"not a type","id":"a"}}]', /Cedar type name/],
     ['[{"uid":{"type":"User","id":"a"},"tags":{}}]', /unknown field "tags"/],
+    // Escapes Cedar would read as plain records (every comparison with an entity quietly false).
+    ['[{"uid":{"type":"User","id":"a"},"attrs":{"manager":{"__entity":{"type":"User"}}}}]', /\[0\]\.attrs\.manager\.__entity: a "__entity" reference/],
+    ['[{"uid":{"type":"User","id":"a"},"attrs":{"team":[{"__entity":{"type":"User","id":"b"},"x":1}]}}]', /\.attrs\.team\[0\]: an object holding "__entity" must hold nothing else/],
+    ['[{"uid":{"type":"User","id":"a"},"attrs":{"limit":{"__extn":"decimal"}}}]', /\.attrs\.limit\.__extn: a "__extn" value/],
   ];
   for (const [text, detail] of cases) {
     const { dir, cleanup } = tempPolicyDir({ 'p.cedar': PERMIT, 'entities.json': text });
