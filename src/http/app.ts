@@ -170,6 +170,19 @@ export function buildApp(o: AppOptions): Hono<Env> {
     if (bad !== undefined) throw new WritError('INVALID_REQUEST', `path segment ${JSON.stringify(bad)} is not valid percent-encoded UTF-8`);
     await next();
   });
+  // A query parameter given twice (`?actor=A&actor=B`) is refused, not read as its first value: a proxy
+  // or gateway in front that reads the last one would check another request than the one writ serves.
+  app.use('*', async (c, next) => {
+    const q = c.req.url.indexOf('?');
+    if (q >= 0) {
+      const seen = new Set<string>();
+      for (const name of new URLSearchParams(c.req.url.slice(q + 1)).keys()) {
+        if (seen.has(name)) throw new WritError('INVALID_REQUEST', `query parameter ${name} is given more than once`);
+        seen.add(name);
+      }
+    }
+    await next();
+  });
 
   // ── operations (no auth) ──
   app.get('/healthz', (c) => c.json({ ok: true }));

@@ -6,7 +6,7 @@
  * identifiers are not type names (§2: 400, never a deny); a trailing slash is another path (404); a
  * request refused on its headers while its body is still coming does not cost the next request on the
  * connection; AuthZEN discovery without a Host header names the sidecar's own address; a revocation body
- * is JSON when sent; `limit=0` is refused; an actor filter names a uid however it is spelled.
+ * is JSON when sent; `limit=0` and a repeated query parameter are refused; an actor filter names a uid however it is spelled.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -328,6 +328,19 @@ for (const httpThreads of [1, 0]) {
       assert.equal(zero.body.error.code, 'INVALID_REQUEST');
       const capped = await call(s, 'GET', '/v1/ledger/records?limit=5000', { token: t.auditor });
       assert.equal(capped.status, 200, capped.text);
+      // A parameter given twice is refused, not read as its first value (a proxy may read the last).
+      const agent = encodeURIComponent('Agent::"offboarding-agent-prod"');
+      const other = encodeURIComponent('Agent::"someone-else"');
+      for (const [method, path, token] of [
+        ['GET', `/v1/ledger/records?limit=1&limit=1000`, t.auditor],
+        ['GET', `/v1/executions/x?actor=${other}&actor=${agent}`, t.auditor],
+        ['POST', `/v1/executions/x/reconcile?actor=${agent}&actor=${other}`, t.reconciler],
+      ] as const) {
+        const twice = await call(s, method, path, { token, ...(method === 'POST' ? { body: { resolution: 'absent', evidence_ref: 'x' } } : {}) });
+        assert.equal(twice.status, 400, `${path}: ${twice.text}`);
+        assert.equal(twice.body.error.code, 'INVALID_REQUEST');
+        assert.match(twice.body.error.message, /is given more than once/);
+      }
       // An actor filter names a uid, however its id is spelled (a JSON escape is the same character).
       const plain = await call(s, 'GET', `/v1/ledger/records?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, { token: t.auditor });
       const escaped = await call(s, 'GET', `/v1/ledger/records?actor=${encodeURIComponent('Agent::"offboarding\\u002dagent-prod"')}`, { token: t.auditor });
