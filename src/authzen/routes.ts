@@ -18,6 +18,8 @@ export interface AuthzenDeps {
   readBody: (c: Context) => Promise<string>;
   /** `http://host:port` of the sidecar's listener, once it listens (for a request with no Host header). */
   publicOrigin?: () => string | undefined;
+  /** The configured `public_url` (no trailing slash): named whatever Host a request sends. */
+  publicUrl?: string;
 }
 
 /**
@@ -28,6 +30,8 @@ export interface AuthzenDeps {
  * Host header's syntax was checked before any route ran (src/http/request-target.ts).
  */
 function originOf(c: Context, deps: AuthzenDeps): string {
+  // Pinned by the operator: a Host header a client (or a cache in front) sends cannot redirect discovery.
+  if (deps.publicUrl) return deps.publicUrl;
   const host = c.req.header('host');
   if (host) return `${new URL(c.req.url).protocol}//${host}`;
   return deps.publicOrigin?.() ?? new URL(c.req.url).origin;

@@ -68,6 +68,11 @@ export interface WritConfig {
   database_url: string | null;
   /** The deployment's signing key file (`writ keygen --out FILE`); null: `<data_dir>/signing-key.json`. */
   signing_key_file: string | null;
+  /**
+   * The sidecar's URL as its clients reach it (`https://pdp.example.com`, a path allowed), named by AuthZEN
+   * discovery; null: the URL each request came in by (its Host header).
+   */
+  public_url: string | null;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -89,6 +94,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   decision_memo_size: 4096,
   database_url: null,
   signing_key_file: null,
+  public_url: null,
 };
 
 export interface ConfigOverrides {
@@ -191,6 +197,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     if (problem !== undefined) fail(`database_url must be a postgres://user[:password]@host:port/db URL (${problem})`);
   }
   if (config.signing_key_file !== null && typeof config.signing_key_file !== 'string') fail('signing_key_file must be a path');
+  if (config.public_url !== null) config.public_url = checkPublicUrl(config.public_url);
   // Every value is checked for its type before use: a `max_body_bytes` of "x" would otherwise switch the
   // 413 limit off, a `policy_poll_ms` of 0 poll without pause, a `checkpoint` of 5 fall back unseen.
   for (const key of ['listen', 'policy_dir', 'data_dir'] as const) {
@@ -232,6 +239,20 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   const devTokens = file.tokens === undefined;
   config.tokens = devTokens ? [] : checkTokens(file.tokens);
   return { config, devTokens };
+}
+
+/** An http(s) URL with no credentials, query or fragment, without its trailing slash; else a config error. */
+function checkPublicUrl(value: unknown): string {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || url.search || url.hash || /[?#]/.test(String(value))) {
+    fail('public_url must be an http(s) URL without credentials, query or fragment, e.g. "https://pdp.example.com"');
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 export function parseListen(listen: string): { host: string; port: number } {

@@ -32,6 +32,8 @@ export interface AppOptions {
   ready: () => Promise<boolean>;
   /** `http://host:port` the sidecar listens on, once it does (absolute URLs for requests without a Host header). */
   publicOrigin?: () => string | undefined;
+  /** The configured `public_url`: AuthZEN discovery names it rather than the request's Host. */
+  publicUrl?: string;
 }
 
 function errorResponse(c: Context, e: WritError): Response {
@@ -226,7 +228,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}) });
+  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
   app.post('/v1/approvals', roles('approver'), async (c) => {

@@ -96,6 +96,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       maxBodyBytes: config.max_body_bytes,
       ready: async () => !shuttingDown && (await store.writable()),
       publicOrigin: () => publicUrl,
+      ...(config.public_url ? { publicUrl: config.public_url } : {}),
     });
     const cp = checkpointer;
 

@@ -357,6 +357,27 @@ test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sid
   assert.equal(mixedCase.policy_decision_point, 'http://PDP.Example.com:80');
 });
 
+test('GET /.well-known/authzen-configuration with public_url set: that URL, whatever Host a request sends', async () => {
+  const pinned = await startTestServer({ config: { public_url: 'https://pdp.example.com/writ/' } });
+  try {
+    const { port } = new URL(pinned.url);
+    const doc = await new Promise<any>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/.well-known/authzen-configuration', headers: { host: 'evil.example' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d)).on('end', () => resolve(JSON.parse(text)));
+      });
+      req.on('error', reject).end();
+    });
+    assert.deepEqual(doc, {
+      policy_decision_point: 'https://pdp.example.com/writ',
+      access_evaluation_endpoint: 'https://pdp.example.com/writ/access/v1/evaluation',
+      access_evaluations_endpoint: 'https://pdp.example.com/writ/access/v1/evaluations',
+    });
+  } finally {
+    assert.equal(await pinned.stop(), 0, pinned.output());
+  }
+});
+
 test('/metrics counts AuthZEN evaluations by decision', async () => {
   const text = (await call(server, 'GET', '/metrics')).text;
   assert.match(text, /writ_authzen_evaluations_total\{decision="allow"\} [1-9]/);

@@ -150,3 +150,17 @@ test('every config value is checked for its type at start: a wrong one is refuse
     assert.deepEqual([config.max_body_bytes, config.policy_poll_ms, config.durability, config.witness_dir], [2048, 250, 'flushed', null]);
   });
 });
+
+test('public_url: an http(s) URL without credentials, query or fragment, kept without its trailing slash', () => {
+  for (const [given, kept] of [
+    ['https://pdp.example.com', 'https://pdp.example.com'],
+    ['https://pdp.example.com/', 'https://pdp.example.com'],
+    ['http://127.0.0.1:8700/writ/', 'http://127.0.0.1:8700/writ'],
+  ]) {
+    withConfigFile({ public_url: given }, (path) => assert.equal(loadConfig({ configPath: path }).config.public_url, kept));
+  }
+  withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.public_url, null));
+  for (const bad of ['pdp.example.com', 'ftp://pdp.example.com', 'https://u:p@pdp.example.com', 'https://pdp.example.com/?a=1', 'https://pdp.example.com/#x', 'https://pdp.example.com/?', '', 42]) {
+    withConfigFile({ public_url: bad }, (path) => assert.throws(() => loadConfig({ configPath: path }), /public_url must be an http\(s\) URL/, JSON.stringify(bad)));
+  }
+});
