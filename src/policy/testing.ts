@@ -16,6 +16,8 @@ import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.j
 import type { PolicyBundle } from './load.js';
 import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
+import { isRfc3339 } from '../util/rfc3339.js';
+import { rawElements } from '../pep/rawjson.js';
 
 export interface CaseResult {
   file: string;
@@ -51,6 +53,7 @@ function caseError(message: string): never {
 export function listTestFiles(dir: string): string[] {
   const root = join(dir, 'tests');
   if (!existsSync(root)) return [];
+  if (!statSync(root).isDirectory()) caseError('tests: not a folder (test cases are <dir>/tests/**/*.json)');
   // Real paths of the directories being walked: a link back up the tree is not walked again.
   const walking = new Set<string>();
   const walk = (rel: string): string[] => {
@@ -67,7 +70,9 @@ export function listTestFiles(dir: string): string[] {
           try {
             kind = statSync(join(root, relPath));
           } catch {
-            caseError(`tests/${relPath}: a symlink to nothing`);
+            // A test file that cannot be read fails as a file (reading it says why); any other name is
+            // not a test, whatever it points at.
+            return e.name.endsWith('.json') ? [`tests/${relPath}`] : [];
           }
         }
         if (kind.isDirectory()) {
@@ -88,8 +93,9 @@ function uidAt(value: LosslessValue | undefined, where: string): Uid {
   return uid;
 }
 
+/** A timestamp as strict as the sidecar's (schemas/defs.json: upper-case `T`/`Z`, an offset, a real date). */
 function timestampAt(value: LosslessValue | undefined, where: string): string {
-  if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) caseError(`${where}: expected an RFC 3339 timestamp`);
+  if (typeof value !== 'string' || !isRfc3339(value)) caseError(`${where}: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00`);
   cedarDatetimeText(value);
   return value;
 }
@@ -153,10 +159,38 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
     entities,
   };
   uidAt(envelope['requester'], 'request.envelope.requester');
-  // Extension for policies that read context.supersedes: the state the server would look up.
-  const supersedes = testCase['supersedes'];
-  if (supersedes !== undefined) input.supersedes = toPlain(supersedes) as NonNullable<DecisionInput['supersedes']>;
+  const superseded = supersedesOf(testCase['supersedes'], envelope['supersedes']);
+  if (superseded) input.supersedes = superseded;
   return input;
+}
+
+const EXECUTION_STATES = ['proposed', 'invoking', 'committed', 'rejected', 'unknown', 'reconciled'];
+
+/**
+ * `context.supersedes` of a case whose request supersedes an earlier execution: the server looks that
+ * execution up, a case states it — `supersedes: {state, resolution?}` (resolution exactly when the state is
+ * `reconciled`), the execution id being the envelope's. Given without `envelope.supersedes`, or missing
+ * with it, the case is refused: the server would never decide it so.
+ */
+function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | undefined): DecisionInput['supersedes'] {
+  if (named === undefined || named === null) {
+    if (member !== undefined) caseError('supersedes: the request\'s envelope.supersedes names no execution');
+    return undefined;
+  }
+  if (typeof named !== 'string') caseError('request.envelope.supersedes: expected an execution id');
+  if (member === undefined) {
+    caseError(`supersedes: the request supersedes ${named}; give the state the server would find it in: "supersedes": {"state", "resolution"?}`);
+  }
+  if (!isObj(member)) caseError('supersedes: expected {state, resolution?}');
+  onlyKeys(member, ['state', 'resolution'], 'supersedes');
+  const { state, resolution } = member;
+  if (typeof state !== 'string' || !EXECUTION_STATES.includes(state)) caseError(`supersedes.state: expected one of ${EXECUTION_STATES.join(', ')}`);
+  if (state === 'reconciled') {
+    if (resolution !== 'committed' && resolution !== 'absent') caseError('supersedes.resolution: a reconciled execution has resolution committed or absent');
+    return { execution_id: named, state, resolution };
+  }
+  if (resolution !== undefined) caseError('supersedes.resolution: only a reconciled execution has one');
+  return { execution_id: named, state };
 }
 
 /**
@@ -188,6 +222,7 @@ function onlyKeys(o: Obj, known: readonly string[], where: string): void {
 
 function expectationOf(testCase: Obj): CaseResult['expected'] {
   onlyKeys(testCase, CASE_KEYS, 'case');
+  if (typeof testCase['name'] !== 'string' || testCase['name'] === '') caseError('name: expected a non-empty string');
   const expect = testCase['expect'];
   if (!isObj(expect)) caseError('expect: expected {decision, reasons?}');
   onlyKeys(expect, EXPECT_KEYS, 'expect');
@@ -211,21 +246,62 @@ function messageOf(e: unknown): string {
   return isWritError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
 }
 
+/** A case of a test file that could not even be parsed: failed with this problem. */
+class Refused {
+  constructor(readonly problem: string) {}
+}
+
+/**
+ * The cases of a test file. The file is parsed as the sidecar parses a body (lossless, every repeated key
+ * refused); when that refuses something inside the array (a repeated key in one case's arguments), each
+ * element is parsed alone, so that only the case holding it fails, naming the refusal as the sidecar would.
+ */
+function readCases(text: string): Array<LosslessValue | Refused> {
+  let whole: LosslessValue;
+  try {
+    whole = parseLossless(text);
+  } catch (e) {
+    if (!isWritError(e) || e.code === 'INVALID_JSON') throw e;
+    let elements: string[];
+    try {
+      elements = rawElements(text);
+    } catch {
+      throw e;
+    }
+    return elements.map((element, i) => {
+      try {
+        return parseLossless(element);
+      } catch (inner) {
+        if (!isWritError(inner)) throw inner;
+        const path = inner.path ?? '';
+        return new Refused(path.startsWith('/request')
+          ? `request${path.slice('/request'.length)}: the sidecar would refuse this request: ${inner.code}: ${inner.message}`
+          : `case${path}: ${inner.code}: ${inner.message}`);
+      }
+    });
+  }
+  if (!Array.isArray(whole)) caseError('expected an array of test cases');
+  return whole;
+}
+
 /** Runs every case of every test file of the bundle's directory. Never throws for a bad case. */
 export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new PolicyEngine(bundle)): TestRun {
   const entities = new StaticEntitySource(bundle.seedEntities);
   const results: CaseResult[] = [];
   for (const file of listTestFiles(bundle.dir)) {
-    let cases: LosslessValue;
+    let cases: Array<LosslessValue | Refused>;
     try {
-      cases = parseLossless(readFileSync(join(bundle.dir, file), 'utf8'));
-      if (!Array.isArray(cases)) caseError('expected an array of test cases');
+      cases = readCases(readFileSync(join(bundle.dir, file), 'utf8'));
     } catch (e) {
       results.push({ file, name: file, passed: false, expected: { decision: '?' }, problem: `unreadable test file: ${messageOf(e)}` });
       continue;
     }
     cases.forEach((testCase, i) => {
-      const name = isObj(testCase) && typeof testCase['name'] === 'string' ? testCase['name'] : `${file}[${i}]`;
+      if (testCase instanceof Refused) {
+        results.push({ file, name: `${file}[${i}]`, passed: false, expected: { decision: '?' }, problem: testCase.problem });
+        return;
+      }
+      const name = isObj(testCase) && typeof testCase['name'] === 'string' && testCase['name'] !== '' ? testCase['name'] : `${file}[${i}]`;
       let expected: CaseResult['expected'] = { decision: '?' };
       try {
         if (!isObj(testCase)) caseError('expected a test case object');

@@ -245,3 +245,58 @@ test('writ with no command is a usage error: usage on stderr, exit 2', () => {
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /^usage: writ <command>/);
 });
+
+test('writ policy test: one bad case fails alone — a repeated key, a missing name, a lax timestamp, supersedes as the server sees it', () => {
+  const superseding = request('read') as { envelope: Record<string, unknown> };
+  superseding.envelope.supersedes = 'X-0';
+  const ok = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow' }, ...extra });
+  const cases = [
+    ok('first'),
+    // A repeated key in one case's arguments: the sidecar would refuse that request; the other cases still run.
+    ok('repeated key').replace('"amount":1.5', '"amount":1.5,"amount":1.5'),
+    ok('last'),
+    JSON.stringify({ now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow' } }),
+    ok('lower-case t and z', { now: '2026-01-01t00:00:00z' }),
+    ok('supersedes without envelope.supersedes', { supersedes: { state: 'unknown' } }),
+    ok('envelope.supersedes without the state', { request: superseding }),
+    ok('a state that is none', { request: superseding, supersedes: { state: 'nonsense' } }),
+    ok('a resolution before reconciliation', { request: superseding, supersedes: { state: 'unknown', resolution: 'absent' } }),
+    ok('the superseded execution is unknown', { request: superseding, supersedes: { state: 'unknown' }, expect: { decision: 'deny', reasons: ['no-retry-of-unknown'] } }),
+    ok('the superseded execution was reconciled absent', { request: superseding, supersedes: { state: 'reconciled', resolution: 'absent' } }),
+  ];
+  const { dir, cleanup } = tempPolicyDir({
+    'p.cedar': [
+      '@id("read") permit(principal, action == Action::"s/read", resource);',
+      '@id("no-retry-of-unknown") forbid(principal, action, resource) when { context has supersedes && context.supersedes.state == "unknown" };',
+    ].join('\n'),
+    'entities.json': STORY_ENTITIES,
+    'tests/cases.json': `[${cases.join(',')}]`,
+  });
+  try {
+    // A dangling link that is not a test file is not a test; one that is fails as a file.
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'tests', 'notes.txt'));
+    const r = writ('test', '--dir', dir);
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.deepEqual(r.lines, [
+      'PASS first',
+      'FAIL tests/cases.json[1]: request/action/arguments/amount: the sidecar would refuse this request: BINDING_DUPLICATE_KEY: duplicate key "amount"',
+      'PASS last',
+      'FAIL tests/cases.json[3]: INVALID_REQUEST: name: expected a non-empty string',
+      'FAIL lower-case t and z: INVALID_REQUEST: now: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00',
+      'FAIL supersedes without envelope.supersedes: INVALID_REQUEST: supersedes: the request\'s envelope.supersedes names no execution',
+      'FAIL envelope.supersedes without the state: INVALID_REQUEST: supersedes: the request supersedes X-0; give the state the server would find it in: "supersedes": {"state", "resolution"?}',
+      'FAIL a state that is none: INVALID_REQUEST: supersedes.state: expected one of proposed, invoking, committed, rejected, unknown, reconciled',
+      'FAIL a resolution before reconciliation: INVALID_REQUEST: supersedes.resolution: only a reconciled execution has one',
+      'PASS the superseded execution is unknown',
+      'PASS the superseded execution was reconciled absent',
+      '4 passed, 7 failed',
+    ]);
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'tests', 'link.json'));
+    const linked = writ('test', '--dir', dir);
+    assert.equal(linked.status, 1);
+    assert.match(linked.stdout, /^FAIL tests\/link\.json: unreadable test file: ENOENT/m);
+    assert.match(linked.lines.at(-1)!, /^4 passed, 8 failed$/);
+  } finally {
+    cleanup();
+  }
+});
