@@ -268,7 +268,7 @@ function readCases(text: string): Array<LosslessValue | Refused> {
     } catch {
       throw e;
     }
-    return elements.map((element, i) => {
+    return elements.map((element) => {
       try {
         return parseLossless(element);
       } catch (inner) {
