@@ -51,7 +51,7 @@ import type { Readable, Writable } from 'node:stream';
 import { checkTimeoutMs, type PdpClient } from './client.js';
 import { isObject, type Defaults } from './context.js';
 import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
-import { rawElements, rawMember } from './rawjson.js';
+import { rawElements, rawMember } from '../util/rawjson.js';
 import { META_EXECUTION_ID } from './types.js';
 
 export interface ProxyOptions {

@@ -17,7 +17,7 @@ import type { PolicyBundle } from './load.js';
 import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
 import { isRfc3339 } from '../util/rfc3339.js';
-import { rawElements } from '../pep/rawjson.js';
+import { rawElements } from '../util/rawjson.js';
 
 export interface CaseResult {
   file: string;

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { PdpClient, parseDefaults, envelopeFromDefaults, resolvePointer } from '../../src/pep/index.js';
 import { callContext } from '../../src/pep/context.js';
-import { rawMember } from '../../src/pep/rawjson.js';
+import { rawMember } from '../../src/util/rawjson.js';
 import { isWritError } from '../../src/errors.js';
 import { envelope } from './helpers.js';
 import { REPO } from '../helpers/server.js';
