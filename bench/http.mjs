@@ -11,7 +11,9 @@
 //   - repeated: the same Cedar-visible inputs every time (an agent doing the same job again);
 //   - distinct: the envelope's task_id differs on every call and a policy reads it (a `like` forbid
 //     added to the bundled policies for the bench, never matching), so no two calls are the same to Cedar.
-// (Not run unless named: repeated-uuid, the repeated workload with random UUIDv4 execution ids.)
+// (Not run unless named: repeated-uuid, the repeated workload with random UUIDv4 execution ids; and
+// distinct-subjects, where the subject — an Employee the entity store does not hold — and the arguments'
+// employee_id are new on every call as well as task_id: an agent working through many employees.)
 // Latency percentiles come from every 2xx response time (autocannon's per-response hrtime, as the
 // peer's helper does), not autocannon's 1 ms histogram. Server CPU is read from /proc (per thread too).
 //
@@ -201,9 +203,11 @@ const envelope = {
   actor: { type: 'Agent', id: 'offboarding-agent-prod' },
   subject: { type: 'Employee', id: '7721' },
 };
-const writBody = (id, taskId = envelope.task_id) => JSON.stringify({
-  execution_id: id, phase: 'execute', envelope: taskId === envelope.task_id ? envelope : { ...envelope, task_id: taskId },
-  action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+const writBody = (id, taskId = envelope.task_id, employeeId = envelope.subject.id) => JSON.stringify({
+  execution_id: id, phase: 'execute',
+  envelope: taskId === envelope.task_id && employeeId === envelope.subject.id ? envelope
+    : { ...envelope, task_id: taskId, subject: { type: 'Employee', id: employeeId } },
+  action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: employeeId } },
 });
 /**
  * The body of call i of a workload: repeated keeps every Cedar-visible input, distinct changes task_id.
@@ -213,6 +217,7 @@ const writBody = (id, taskId = envelope.task_id) => JSON.stringify({
  */
 const bodyFor = (workload, prefix) =>
   workload === 'distinct' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`)
+    : workload === 'distinct-subjects' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`, `E-${prefix}-${i}`)
     : workload === 'repeated-uuid' ? () => writBody(randomUUID())
     : (i) => writBody(`${prefix}-${i}`);
 
@@ -438,7 +443,7 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
   \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor
   \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
   **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
-  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).
+  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an \`Employee\` the entity store does not hold) and \`arguments.employee_id\` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (\`resourceKeyOf\` in \`src/policy/engine.ts\`).' : ''}
 - **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
   Both writ workloads are compared with the same Cerbos runs.

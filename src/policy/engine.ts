@@ -20,7 +20,7 @@ import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './
 import type { PolicyBundle } from './load.js';
 import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
 import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
-import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction } from './relevance.js';
+import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction, resourceReadOf } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
 export interface ValidApproval {
@@ -239,6 +239,19 @@ function decisionEntitySlice(input: DecisionInput, plan: ActionPlan): EntityJson
   return entitySlice(input.entities, roots, plan.entityAttributes);
 }
 
+/**
+ * The resource as a decision's memo and residual keys name it. When no kept policy can observe more of
+ * the resource than its type (its scope is `resource` or `resource is T`, and no condition names
+ * `resource`) and the trusted store holds no entity of its uid — so it adds nothing to the slice —
+ * Cedar's answer is the same for every resource of that type: the key names the type alone. An agent
+ * working through subjects the store does not know (a new employee id on every call) then shares one
+ * answer instead of paying a Cedar call each. Any other resource is keyed by its uid, as before.
+ */
+function resourceKeyOf(plan: ActionPlan, input: DecisionInput): unknown {
+  if (plan.resourceTypeOnly && input.entities.get(uidKey(input.subject)) === undefined) return ['any resource of type', input.subject.type];
+  return input.subject;
+}
+
 /** One Cedar evaluation, already reduced to what writ needs. */
 interface Evaluation {
   /** Cedar allowed and nothing errored. */
@@ -260,6 +273,8 @@ interface ActionPlan {
   entityAttributes: ReadonlySet<string> | undefined;
   /** The entities the kept policies name literally: roots of every slice (entitySlice). */
   entityRoots: Uid[];
+  /** No kept policy can observe more of the resource than its type (relevance.ts readsResource); never with a schema. */
+  resourceTypeOnly: boolean;
   /** Preparsed "this set minus these requires_approval forbids" ids, by excluded-id key. */
   reducedSetIds: Map<string, string>;
 }
@@ -480,6 +495,7 @@ export class PolicyEngine {
         contextKeys: narrow && reads !== 'all' ? [...reads] : undefined,
         entityAttributes: narrow ? attributeReadsOf(relevances) : undefined,
         entityRoots: entityLiteralsOf(relevances),
+        resourceTypeOnly: narrow && !resourceReadOf(relevances),
         reducedSetIds: new Map(),
       };
       this.plansByPolicies.set(policiesKey, plan);
@@ -535,7 +551,7 @@ export class PolicyEngine {
     const approvals: unknown[] = [];
     for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
     return memoKeyText([
-      plan.setId, input.actor, input.server, input.tool, input.subject, requesterOf(input.envelope),
+      plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input), requesterOf(input.envelope),
       narrowedContext, approvals, input.entities.version,
     ]);
   }
@@ -575,7 +591,7 @@ export class PolicyEngine {
     const shape = contextShapeOf(context);
     if (shape === undefined) return undefined;
     const key = memoKeyText([
-      'residual', plan.setId, input.actor, input.server, input.tool, input.subject, requesterOf(input.envelope),
+      'residual', plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input), requesterOf(input.envelope),
       shape.shape, input.entities.version,
     ]);
     if (key === undefined) return undefined;

@@ -41,6 +41,11 @@ export interface PolicyRelevance {
   contextReads: ReadonlySet<string> | 'all';
   /** Every attribute name the policy reads from anything but `context` itself (entities, records). */
   attributeReads: ReadonlySet<string>;
+  /**
+   * Whether the policy can observe anything of the request's resource but its type: true unless its
+   * resource scope is `resource` or `resource is T` and no condition names the variable `resource`.
+   */
+  readsResource: boolean;
 }
 
 type Est = { principal?: unknown; action?: unknown; resource?: unknown; conditions?: Array<{ body?: unknown }> };
@@ -139,13 +144,38 @@ function actionScopeOf(action: unknown): ActionScope {
   return { kind: 'any' };
 }
 
+/** Whether an EST expression names the variable `name` anywhere. */
+function mentionsVar(node: unknown, name: string): boolean {
+  if (Array.isArray(node)) return node.some((child) => mentionsVar(child, name));
+  if (typeof node !== 'object' || node === null) return false;
+  if ((node as { Var?: unknown }).Var === name) return true;
+  for (const key in node) if (Object.hasOwn(node, key) && mentionsVar((node as Record<string, unknown>)[key], name)) return true;
+  return false;
+}
+
+/**
+ * A resource scope that reads only the resource's type: `resource` (All) or `resource is T` without
+ * `in`. `==`, `in`, `is … in` (they read its uid or its ancestors), and anything unknown, read more.
+ */
+function resourceScopeReadsOnlyType(resource: unknown): boolean {
+  if (typeof resource !== 'object' || resource === null) return false;
+  const scope = resource as Record<string, unknown>;
+  const keys = Object.keys(scope);
+  if (scope.op === 'All') return keys.length === 1;
+  return scope.op === 'is' && typeof scope.entity_type === 'string' && keys.length === 2;
+}
+
 /** Relevance of one policy from its EST (`policyToJson(...).json`). */
 export function relevanceOf(est: Est): PolicyRelevance {
   const reads: Reads = { context: new Set(), wholeContext: false, attributes: new Set() };
-  collectReads((est.conditions ?? []).map((c) => c.body), reads);
+  const conditions = (est.conditions ?? []).map((c) => c.body);
+  collectReads(conditions, reads);
   const entities: Uid[] = [];
   collectEntityLiterals([est.principal, est.action, est.resource, est.conditions ?? []], entities);
-  return { action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities };
+  return {
+    action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities,
+    readsResource: !resourceScopeReadsOnlyType(est.resource) || mentionsVar(conditions, 'resource'),
+  };
 }
 
 export function mayApplyToAction(relevance: PolicyRelevance, actionId: string): boolean {
@@ -167,6 +197,12 @@ export function entityLiteralsOf(relevances: Iterable<PolicyRelevance>): Uid[] {
   const byKey = new Map<string, Uid>();
   for (const r of relevances) for (const uid of r.entities) byKey.set(`${uid.type}::${JSON.stringify(uid.id)}`, uid);
   return [...byKey.values()];
+}
+
+/** Whether any of the given policies can observe more of the resource than its type. */
+export function resourceReadOf(relevances: Iterable<PolicyRelevance>): boolean {
+  for (const r of relevances) if (r.readsResource) return true;
+  return false;
 }
 
 /** The non-context attribute names that the given policies read together. */

@@ -353,3 +353,150 @@ test('memo keys: exact JSON values only, bounded length', () => {
   assert.equal(memoKeyText('x'.repeat(MAX_KEY_CHARS)), undefined);
   assert.ok(memoKeyText('x'.repeat(MAX_KEY_CHARS - 10)) !== undefined);
 });
+
+// ── resources keyed by type alone ────────────────────────────────────────────────────────────────
+// A kept set that observes only the resource's type (scope `resource` or `resource is T`, no condition
+// naming `resource`) answers every resource of a type the store does not hold alike, so the memo and
+// residual keys name the type alone for those (engine.ts resourceKeyOf). Every other way a policy can
+// see the resource is here too — `==`, `in`, `is … in` scopes, `resource` in a condition, its
+// attributes, an error from a missing one — and so are stored and unstored resources, a resource that
+// is also the principal, and entity changes that add or remove the resource from the store.
+const RESOURCE_POLICIES = `
+@id("any") permit (principal is Agent, action == Action::"t/any", resource) when { principal.trusted && context.task_id like "T-*" };
+@id("is-doc") permit (principal, action == Action::"t/is", resource is Doc) when { principal.trusted };
+@id("blocked") forbid (principal, action in [Action::"t/any", Action::"t/is"], resource) when { context.task_id like "*-X" };
+@id("eq") permit (principal, action == Action::"t/eq", resource == Doc::"d1");
+@id("in") permit (principal, action == Action::"t/in", resource in Folder::"f1");
+@id("is-in") permit (principal, action == Action::"t/isin", resource is Doc in Folder::"f1");
+@id("cond") permit (principal, action == Action::"t/cond", resource) when { resource == Doc::"d3" || principal in resource };
+@id("attr") permit (principal, action == Action::"t/attr", resource) when { resource has open && resource.open };
+@id("attr-err") forbid (principal, action == Action::"t/attr", resource) when { principal.trusted && resource.trusted };
+`;
+const resourceBundle = (() => {
+  const d = tempPolicyDir({ 'r.cedar': RESOURCE_POLICIES });
+  try {
+    return loadPolicyDir(d.dir);
+  } finally {
+    d.cleanup();
+  }
+})();
+
+function resourceSeed(): EntityJson[] {
+  return [
+    { uid: uid('Folder', 'f1'), attrs: {}, parents: [] },
+    { uid: uid('Doc', 'd1'), attrs: { open: true, trusted: true }, parents: [uid('Folder', 'f1')] },
+    { uid: uid('Doc', 'd2'), attrs: { open: false }, parents: [] },
+    { uid: uid('Agent', 'a1'), attrs: { trusted: true }, parents: [] },
+    { uid: uid('Agent', 'a2'), attrs: { trusted: false }, parents: [uid('Doc', 'd3')] },
+    { uid: uid('User', 'req'), attrs: {}, parents: [] },
+  ];
+}
+
+const resourceRequestArb = fc.record({
+  actor: fc.constantFrom('a1', 'a2'),
+  action: fc.constantFrom('t/any', 't/is', 't/eq', 't/in', 't/isin', 't/cond', 't/attr'),
+  subject: fc.constantFrom(uid('Doc', 'd1'), uid('Doc', 'd2'), uid('Doc', 'd3'), uid('Doc', 'd4'), uid('Doc', 'd5'), uid('Folder', 'f1'), uid('Folder', 'f9'), uid('Agent', 'a1'), uid('Agent', 'a2')),
+  task_id: fc.constantFrom('T-1', 'T-2', 'T-X', 'A-1'),
+});
+const subjectArb = resourceRequestArb.map((r) => r.subject);
+/** A step asks one of a few base requests again, often about another subject (the near repeat under test). */
+const resourceStepArb = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ base: fc.nat(2), subject: fc.option(subjectArb, { freq: 3, nil: undefined }) }).map((d) => ({ type: 'decide' as const, ...d })) },
+  // The store gains or loses an entity for an unstored resource, or a stored one changes.
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() })
+      .map((c) => ({ type: 'change' as const, c })),
+  },
+);
+
+class RemovableEntities extends MutableEntities {
+  readonly #all = new Map<string, EntityJson>();
+  constructor(entities: EntityJson[]) {
+    super(entities);
+    for (const e of entities) this.#all.set(uidKey(e.uid), e);
+  }
+  override get(key: string): EntityJson | undefined {
+    return this.#all.get(key);
+  }
+  override put(e: EntityJson): void {
+    this.#all.set(uidKey(e.uid), e);
+    this.version = entitiesVersionOf([...this.#all.values()]);
+  }
+  remove(key: string): void {
+    this.#all.delete(key);
+    this.version = entitiesVersionOf([...this.#all.values()]);
+  }
+}
+
+function resourceInput(r: { actor: string; action: string; subject: { type: string; id: string }; task_id: string }, entities: EntitySource): DecisionInput {
+  const [server, tool] = r.action.split('/') as [string, string];
+  return {
+    actor: uid('Agent', r.actor), server, tool, subject: r.subject, envelope: { task_id: r.task_id, purpose: 'p', requester: uid('User', 'req') },
+    phase: 'execute', binding: 'b', cedarArguments: {}, now: new Date('2026-08-24T08:00:00Z'), approvals: [], entities,
+  };
+}
+
+test('a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
+  let hits = 0;
+  let firstSightHits = 0;
+  let decisions = 0;
+  fc.assert(
+    fc.property(fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
+      const uncached = new PolicyEngine(resourceBundle);
+      const memoized = new PolicyEngine(resourceBundle, { memoSize, partialEvaluationShare: 1 });
+      const entities = new RemovableEntities(resourceSeed());
+      const asked = new Set<string>();
+      for (const step of steps) {
+        if (step.type === 'change') {
+          const key = uidKey(uid('Doc', step.c.id));
+          if (step.c.present) entities.put({ uid: uid('Doc', step.c.id), attrs: { open: step.c.open }, parents: [] });
+          else entities.remove(key);
+          continue;
+        }
+        const base = bases[step.base % bases.length]!;
+        const request = step.subject === undefined ? base : { ...base, subject: step.subject };
+        const input = resourceInput(request, entities);
+        const before = memoized.memo!.hits + memoized.residualAnswers;
+        assert.deepStrictEqual(memoized.decide(input), uncached.decide(input), JSON.stringify(request));
+        const answered = memoized.memo!.hits + memoized.residualAnswers - before;
+        hits += answered;
+        // A subject this engine was never asked about can only be answered by a key that names its type.
+        const subjectKey = `${request.action} ${uidKey(request.subject)}`;
+        if (answered > 0 && !asked.has(subjectKey)) firstSightHits++;
+        asked.add(subjectKey);
+        decisions++;
+      }
+    }),
+    { seed: 0x7e50, numRuns: 200 },
+  );
+  // Not vacuous: many answers came from the memo or a residual program, some for a subject seen the first time.
+  assert.ok(hits > decisions / 5, `memo and residual answers ${hits} of ${decisions}`);
+  assert.ok(firstSightHits > 5, `answers for a subject seen the first time: ${firstSightHits}`);
+});
+
+test('which kept sets key a resource by its type: only those that read nothing else of it, and only for resources the store does not hold', () => {
+  const engine = new PolicyEngine(resourceBundle, { memoSize: 64 });
+  const entities = new RemovableEntities(resourceSeed());
+  const key = (action: string, subject: { type: string; id: string }) =>
+    engine.memoKeyOf(resourceInput({ actor: 'a1', action, subject, task_id: 'T-1' }, entities));
+  // t/any and t/is read only the type: two unstored Docs share a key, a stored one has its own, another type too.
+  for (const action of ['t/any', 't/is']) {
+    assert.equal(key(action, uid('Doc', 'd4')), key(action, uid('Doc', 'd5')), action);
+    assert.notEqual(key(action, uid('Doc', 'd1')), key(action, uid('Doc', 'd4')), action);
+    assert.notEqual(key(action, uid('Doc', 'd2')), key(action, uid('Doc', 'd1')), action);
+    assert.notEqual(key(action, uid('Folder', 'f9')), key(action, uid('Doc', 'd4')), action);
+  }
+  // Every other way of reading the resource keeps its uid in the key, stored or not.
+  for (const action of ['t/eq', 't/in', 't/isin', 't/cond', 't/attr']) {
+    assert.notEqual(key(action, uid('Doc', 'd4')), key(action, uid('Doc', 'd5')), action);
+  }
+  // A resource the store comes to hold is keyed by its uid from then on.
+  entities.put({ uid: uid('Doc', 'd4'), attrs: {}, parents: [] });
+  assert.notEqual(key('t/is', uid('Doc', 'd4')), key('t/is', uid('Doc', 'd5')));
+  // Without narrowing (the reference behaviour; also what a schema implies) every resource is keyed by its uid.
+  const plain = new PolicyEngine(resourceBundle, { memoSize: 64, narrowRequests: false });
+  const plainKey = (subject: { type: string; id: string }) => plain.memoKeyOf(resourceInput({ actor: 'a1', action: 't/is', subject, task_id: 'T-1' }, entities));
+  assert.notEqual(plainKey(uid('Doc', 'd5')), plainKey(uid('Doc', 'd6')));
+});

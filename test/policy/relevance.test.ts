@@ -44,6 +44,28 @@ test('relevance: attribute reads off anything but context itself, including has-
   assert.deepEqual([...relevance('permit(principal, action, resource) when { principal == resource.owner };').attributeReads], ['owner']);
 });
 
+test('relevance: a policy reads only the resource\'s type when its scope is `resource` or `resource is T` and no condition names resource', () => {
+  for (const text of [
+    'permit(principal, action, resource);',
+    'permit(principal, action, resource is Doc) when { principal.trusted && context.a like "x*" };',
+    'forbid(principal in Role::"r", action == Action::"s/t", resource) unless { principal == context.requester };',
+  ]) {
+    assert.equal(relevance(text).readsResource, false, text);
+  }
+  for (const text of [
+    'permit(principal, action, resource == Doc::"d");',
+    'permit(principal, action, resource in Folder::"f");',
+    'permit(principal, action, resource is Doc in Folder::"f");',
+    'permit(principal, action, resource) when { resource.open };',
+    'permit(principal, action, resource) when { resource has open };',
+    'permit(principal, action, resource) when { principal in resource };',
+    'permit(principal, action, resource) unless { context.requester == resource };',
+    'permit(principal, action, resource is Doc) when { [resource].contains(context.d) };',
+  ]) {
+    assert.equal(relevance(text).readsResource, true, text);
+  }
+});
+
 test('relevance: any other use of context means the whole context', () => {
   for (const cond of ['context == {}', 'context is Foo', '[context].contains({})', '{r: context}.r has a', 'if context has a then context else {} == {}']) {
     assert.equal(relevance(`permit(principal, action, resource) when { ${cond} };`).contextReads, 'all', cond);
