@@ -446,7 +446,7 @@ server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
   memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an \`Employee\` the entity store does not hold) and \`arguments.employee_id\` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (\`resourceKeyOf\` in \`src/policy/engine.ts\`).' : ''}
 - **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
-  Both writ workloads are compared with the same Cerbos runs.
+  Every writ workload is compared with the same Cerbos runs.
 - **Hono floor**: \`bench/hono-floor.mjs\` (same Hono + @hono/node-server; parses the same body, answers a small JSON).
 
 | target | config | workload | connections | req/s (min–max) | p50 ms | p99 ms | server CPU cores | server CPU ms / answer | load generator cores | machine busy cores | cores by thread | runs |

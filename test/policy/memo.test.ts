@@ -48,6 +48,10 @@ class MutableEntities implements EntitySource {
     this.byKey.set(uidKey(e.uid), e);
     this.version = entitiesVersionOf([...this.byKey.values()]);
   }
+  remove(key: string): void {
+    this.byKey.delete(key);
+    this.version = entitiesVersionOf([...this.byKey.values()]);
+  }
 }
 
 function seedEntities(): EntityJson[] {
@@ -411,25 +415,6 @@ const resourceStepArb = fc.oneof(
   },
 );
 
-class RemovableEntities extends MutableEntities {
-  readonly #all = new Map<string, EntityJson>();
-  constructor(entities: EntityJson[]) {
-    super(entities);
-    for (const e of entities) this.#all.set(uidKey(e.uid), e);
-  }
-  override get(key: string): EntityJson | undefined {
-    return this.#all.get(key);
-  }
-  override put(e: EntityJson): void {
-    this.#all.set(uidKey(e.uid), e);
-    this.version = entitiesVersionOf([...this.#all.values()]);
-  }
-  remove(key: string): void {
-    this.#all.delete(key);
-    this.version = entitiesVersionOf([...this.#all.values()]);
-  }
-}
-
 function resourceInput(r: { actor: string; action: string; subject: { type: string; id: string }; task_id: string }, entities: EntitySource): DecisionInput {
   const [server, tool] = r.action.split('/') as [string, string];
   return {
@@ -446,7 +431,7 @@ test('a resource keyed by its type alone: the memoized engine still answers exac
     fc.property(fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
       const uncached = new PolicyEngine(resourceBundle);
       const memoized = new PolicyEngine(resourceBundle, { memoSize, partialEvaluationShare: 1 });
-      const entities = new RemovableEntities(resourceSeed());
+      const entities = new MutableEntities(resourceSeed());
       const asked = new Set<string>();
       for (const step of steps) {
         if (step.type === 'change') {
@@ -478,7 +463,7 @@ test('a resource keyed by its type alone: the memoized engine still answers exac
 
 test('which kept sets key a resource by its type: only those that read nothing else of it, and only for resources the store does not hold', () => {
   const engine = new PolicyEngine(resourceBundle, { memoSize: 64 });
-  const entities = new RemovableEntities(resourceSeed());
+  const entities = new MutableEntities(resourceSeed());
   const key = (action: string, subject: { type: string; id: string }) =>
     engine.memoKeyOf(resourceInput({ actor: 'a1', action, subject, task_id: 'T-1' }, entities));
   // t/any and t/is read only the type: two unstored Docs share a key, a stored one has its own, another type too.
