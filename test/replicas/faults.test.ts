@@ -27,9 +27,14 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
   let stopped = false;
   let n = 0;
   const run = async (w: number) => {
+    // Each worker takes the servers in turn by its own count. Picking by the shared count (n + w) could
+    // lock every worker onto one server: workers that all fail fast and wake in order each see n + w of
+    // the same parity, so after a kill every request went to the dead replica and the survivor got none
+    // (the 'never reproduced alone' failure of the kill -9 test below).
+    let turn = w;
     while (!stopped) {
       const list = servers();
-      const s = list[(n + w) % list.length]!;
+      const s = list[turn++ % list.length]!;
       const id = `${prefix}-${n++}`;
       try {
         const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id), timeoutMs: 15_000 });
