@@ -252,6 +252,19 @@ function resourceKeyOf(plan: ActionPlan, input: DecisionInput): unknown {
   return input.subject;
 }
 
+/**
+ * The same for a Cedar request named directly (AuthZEN): the resource is keyed by its type alone only
+ * when, besides the store, the request itself brings no entity of its uid (no `properties` for it, nor
+ * for a principal of the same uid) — else the key names the uid, and the request's entities as given.
+ */
+function requestResourceKeyOf(plan: ActionPlan, input: RequestInput): unknown {
+  if (!plan.resourceTypeOnly) return input.resource;
+  const key = uidKey(input.resource);
+  if (input.entities.get(key) !== undefined) return input.resource;
+  for (const e of input.requestEntities) if (uidKey(e.uid) === key) return input.resource;
+  return ['any resource of type', input.resource.type];
+}
+
 /** One Cedar evaluation, already reduced to what writ needs. */
 interface Evaluation {
   /** Cedar allowed and nothing errored. */
@@ -770,7 +783,7 @@ export class PolicyEngine {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(input.action);
     return memoKeyText([
-      'request', plan.setId, input.principal, input.action, input.resource,
+      'request', plan.setId, input.principal, input.action, requestResourceKeyOf(plan, input),
       narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
     ]);
   }

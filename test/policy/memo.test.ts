@@ -423,14 +423,23 @@ function resourceInput(r: { actor: string; action: string; subject: { type: stri
   };
 }
 
-test('a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
-  let hits = 0;
-  let firstSightHits = 0;
-  let decisions = 0;
+type ResourceRequest = { actor: string; action: string; subject: { type: string; id: string }; task_id: string };
+type ResourceChange = { type: 'change'; c: { id: string; present: boolean; open: boolean } };
+
+/**
+ * Runs near repeats of a few base questions against a memoized and an uncached engine, with entity
+ * changes between them: `ask` asks one question of both (asserting they agree) and returns how many
+ * answers the memo or a residual program gave. Counts those answers, and those for a subject this run
+ * had not asked about (only a key naming its type can give one).
+ */
+function runResourceKeying<S extends { type: 'decide'; base: number; subject: ResourceRequest['subject'] | undefined }>(
+  basesArb: fc.Arbitrary<ResourceRequest[]>, stepsArb: fc.Arbitrary<Array<S | ResourceChange>>, seed: number,
+  ask: (memoSize: number) => (request: ResourceRequest, step: S, entities: EntitySource) => number,
+): { hits: number; firstSightHits: number; decisions: number } {
+  const tally = { hits: 0, firstSightHits: 0, decisions: 0 };
   fc.assert(
-    fc.property(fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
-      const uncached = new PolicyEngine(resourceBundle);
-      const memoized = new PolicyEngine(resourceBundle, { memoSize, partialEvaluationShare: 1 });
+    fc.property(basesArb, stepsArb, fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
+      const askBoth = ask(memoSize);
       const entities = new MutableEntities(resourceSeed());
       const asked = new Set<string>();
       for (const step of steps) {
@@ -442,19 +451,32 @@ test('a resource keyed by its type alone: the memoized engine still answers exac
         }
         const base = bases[step.base % bases.length]!;
         const request = step.subject === undefined ? base : { ...base, subject: step.subject };
+        const answered = askBoth(request, step, entities);
+        tally.hits += answered;
+        const subjectKey = `${request.action} ${uidKey(request.subject)}`;
+        if (answered > 0 && !asked.has(subjectKey)) tally.firstSightHits++;
+        asked.add(subjectKey);
+        tally.decisions++;
+      }
+    }),
+    { seed, numRuns: 200 },
+  );
+  return tally;
+}
+
+test('a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
+  const { hits, firstSightHits, decisions } = runResourceKeying(
+    fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }), 0x7e50,
+    (memoSize) => {
+      const uncached = new PolicyEngine(resourceBundle);
+      const memoized = new PolicyEngine(resourceBundle, { memoSize, partialEvaluationShare: 1 });
+      return (request, _step, entities) => {
         const input = resourceInput(request, entities);
         const before = memoized.memo!.hits + memoized.residualAnswers;
         assert.deepStrictEqual(memoized.decide(input), uncached.decide(input), JSON.stringify(request));
-        const answered = memoized.memo!.hits + memoized.residualAnswers - before;
-        hits += answered;
-        // A subject this engine was never asked about can only be answered by a key that names its type.
-        const subjectKey = `${request.action} ${uidKey(request.subject)}`;
-        if (answered > 0 && !asked.has(subjectKey)) firstSightHits++;
-        asked.add(subjectKey);
-        decisions++;
-      }
-    }),
-    { seed: 0x7e50, numRuns: 200 },
+        return memoized.memo!.hits + memoized.residualAnswers - before;
+      };
+    },
   );
   // Not vacuous: many answers came from the memo or a residual program, some for a subject seen the first time.
   assert.ok(hits > decisions / 5, `memo and residual answers ${hits} of ${decisions}`);
@@ -484,4 +506,79 @@ test('which kept sets key a resource by its type: only those that read nothing e
   const plain = new PolicyEngine(resourceBundle, { memoSize: 64, narrowRequests: false });
   const plainKey = (subject: { type: string; id: string }) => plain.memoKeyOf(resourceInput({ actor: 'a1', action: 't/is', subject, task_id: 'T-1' }, entities));
   assert.notEqual(plainKey(uid('Doc', 'd5')), plainKey(uid('Doc', 'd6')));
+});
+
+/**
+ * The same near repeats asked as AuthZEN requests: principal and resource named directly, and the
+ * request's own `properties` for either (an entity of the resource's uid the request brings, even as the
+ * principal's, keeps the uid in the key).
+ */
+const ownAttrsArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.record({ open: fc.boolean(), trusted: fc.boolean() }) },
+);
+/** Half the questions are about resources the store does not hold, under the sets that read only their type. */
+const directRequestArb = fc.oneof(
+  resourceRequestArb,
+  resourceRequestArb.chain((r) => fc.record({ action: fc.constantFrom('t/any', 't/is'), subject: fc.constantFrom(...['d4', 'd5', 'd6', 'd7'].map((id) => uid('Doc', id))) }).map((o) => ({ ...r, ...o }))),
+);
+const directSubjectArb = directRequestArb.map((r) => r.subject);
+const resourceDirectStepArb = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({ base: fc.nat(2), subject: fc.option(directSubjectArb, { freq: 3, nil: undefined }), ownResource: ownAttrsArb, ownPrincipal: ownAttrsArb })
+      .map((d) => ({ type: 'decide' as const, ...d })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() })
+      .map((c) => ({ type: 'change' as const, c })),
+  },
+);
+
+function resourceRequestInput(
+  r: { actor: string; action: string; subject: { type: string; id: string }; task_id: string },
+  own: { ownResource?: Record<string, boolean> | undefined; ownPrincipal?: Record<string, boolean> | undefined },
+  entities: EntitySource,
+): RequestInput {
+  const principal = uid('Agent', r.actor);
+  const requestEntities: EntityJson[] = [];
+  if (own.ownPrincipal) requestEntities.push({ uid: principal, attrs: { ...own.ownPrincipal }, parents: [] });
+  if (own.ownResource && uidKey(r.subject) !== uidKey(principal)) requestEntities.push({ uid: r.subject, attrs: { ...own.ownResource }, parents: [] });
+  return { principal, action: r.action, resource: r.subject, context: { task_id: r.task_id }, requestEntities, entities };
+}
+
+test('AuthZEN: a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
+  type DirectStep = Exclude<typeof resourceDirectStepArb extends fc.Arbitrary<infer T> ? T : never, ResourceChange>;
+  const { hits, firstSightHits, decisions } = runResourceKeying<DirectStep>(
+    fc.array(directRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceDirectStepArb, { minLength: 10, maxLength: 60 }), 0x7e51,
+    (memoSize) => {
+      const uncached = new PolicyEngine(resourceBundle);
+      const memoized = new PolicyEngine(resourceBundle, { memoSize });
+      return (request, step, entities) => {
+        const input = resourceRequestInput(request, step, entities);
+        const before = memoized.memo!.hits;
+        assert.deepStrictEqual(memoized.decideRequest(input), uncached.decideRequest(input), JSON.stringify({ request, step }));
+        return memoized.memo!.hits - before;
+      };
+    },
+  );
+  // Not vacuous (AuthZEN requests have no residual programs: only the memo answers).
+  assert.ok(hits > decisions / 50, `memo answers ${hits} of ${decisions}`);
+  assert.ok(firstSightHits > 5, `answers for a resource seen the first time: ${firstSightHits}`);
+});
+
+test('AuthZEN request keys: an unstored resource is keyed by its type only when the request brings no entity of its uid', () => {
+  const engine = new PolicyEngine(resourceBundle, { memoSize: 64 });
+  const entities = new MutableEntities(resourceSeed());
+  const key = (action: string, subject: { type: string; id: string }, own: { ownResource?: Record<string, boolean>; ownPrincipal?: Record<string, boolean> } = {}, actor = 'a1') =>
+    engine.requestMemoKeyOf(resourceRequestInput({ actor, action, subject, task_id: 'T-1' }, own, entities));
+  assert.equal(key('t/is', uid('Doc', 'd4')), key('t/is', uid('Doc', 'd5')));
+  assert.notEqual(key('t/is', uid('Doc', 'd1')), key('t/is', uid('Doc', 'd4'))); // stored
+  assert.notEqual(key('t/is', uid('Doc', 'd4'), { ownResource: { open: true } }), key('t/is', uid('Doc', 'd5'), { ownResource: { open: true } }));
+  // The principal's properties under the resource's uid: an entity of that uid the request brings.
+  assert.notEqual(key('t/is', uid('Agent', 'a7'), { ownPrincipal: { trusted: true } }, 'a7'), key('t/is', uid('Agent', 'a8'), { ownPrincipal: { trusted: true } }, 'a7'));
+  for (const action of ['t/eq', 't/in', 't/isin', 't/cond', 't/attr']) assert.notEqual(key(action, uid('Doc', 'd4')), key(action, uid('Doc', 'd5')), action);
 });
