@@ -240,29 +240,26 @@ function decisionEntitySlice(input: DecisionInput, plan: ActionPlan): EntityJson
 }
 
 /**
- * The resource as a decision's memo and residual keys name it. When no kept policy can observe more of
- * the resource than its type (its scope is `resource` or `resource is T`, and no condition names
- * `resource`) and the trusted store holds no entity of its uid — so it adds nothing to the slice —
- * Cedar's answer is the same for every resource of that type: the key names the type alone. An agent
- * working through subjects the store does not know (a new employee id on every call) then shares one
- * answer instead of paying a Cedar call each. Any other resource is keyed by its uid, as before.
+ * The resource as a memo or residual key names it. When no kept policy can observe more of the
+ * resource than its type (its scope is `resource` or `resource is T`, and no condition names
+ * `resource`), the trusted store holds no entity of its uid, and the request itself brings none (an
+ * AuthZEN request's `properties` for it, or for a principal of the same uid; MCP decisions bring
+ * none) — so it adds nothing to the slice — Cedar's answer is the same for every resource of that
+ * type: the key names the type alone. An agent working through subjects the store does not know (a
+ * new employee id on every call) then shares one answer instead of paying a Cedar call each. Any
+ * other resource is keyed by its uid, as before.
  */
-function resourceKeyOf(plan: ActionPlan, input: DecisionInput): unknown {
-  if (plan.resourceTypeOnly && input.entities.get(uidKey(input.subject)) === undefined) return ['any resource of type', input.subject.type];
-  return input.subject;
-}
-
-/**
- * The same for a Cedar request named directly (AuthZEN): the resource is keyed by its type alone only
- * when, besides the store, the request itself brings no entity of its uid (no `properties` for it, nor
- * for a principal of the same uid) — else the key names the uid, and the request's entities as given.
- */
-function requestResourceKeyOf(plan: ActionPlan, input: RequestInput): unknown {
-  if (!plan.resourceTypeOnly) return input.resource;
-  const key = uidKey(input.resource);
-  if (input.entities.get(key) !== undefined) return input.resource;
-  for (const e of input.requestEntities) if (uidKey(e.uid) === key) return input.resource;
-  return ['any resource of type', input.resource.type];
+function resourceKeyOf(
+  plan: ActionPlan,
+  resource: Uid,
+  entities: EntitySource,
+  requestEntities: readonly EntityJson[] = [],
+): unknown {
+  if (!plan.resourceTypeOnly) return resource;
+  const key = uidKey(resource);
+  if (entities.get(key) !== undefined) return resource;
+  for (const e of requestEntities) if (uidKey(e.uid) === key) return resource;
+  return ['any resource of type', resource.type];
 }
 
 /** One Cedar evaluation, already reduced to what writ needs. */
@@ -564,7 +561,7 @@ export class PolicyEngine {
     const approvals: unknown[] = [];
     for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
     return memoKeyText([
-      plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input), requesterOf(input.envelope),
+      plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
       narrowedContext, approvals, input.entities.version,
     ]);
   }
@@ -604,7 +601,7 @@ export class PolicyEngine {
     const shape = contextShapeOf(context);
     if (shape === undefined) return undefined;
     const key = memoKeyText([
-      'residual', plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input), requesterOf(input.envelope),
+      'residual', plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
       shape.shape, input.entities.version,
     ]);
     if (key === undefined) return undefined;
@@ -783,7 +780,7 @@ export class PolicyEngine {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(input.action);
     return memoKeyText([
-      'request', plan.setId, input.principal, input.action, requestResourceKeyOf(plan, input),
+      'request', plan.setId, input.principal, input.action, resourceKeyOf(plan, input.resource, input.entities, input.requestEntities),
       narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
     ]);
   }
