@@ -9,7 +9,7 @@ import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
 import { digestOf } from '../util/canonical.js';
 import { parseUidKey, uidKey } from '../util/uid.js';
-import { type EntityJson, parseEntitiesJson } from './entities.js';
+import { type EntityJson, entitiesVersionOf, parseEntitiesJson } from './entities.js';
 import { type PolicyRelevance, relevanceOf } from './relevance.js';
 
 export { entitiesVersionOf } from './entities.js';
@@ -39,6 +39,11 @@ export interface PolicyBundle {
   schemaText?: string;
   /** `<dir>/entities.json`, [] if absent. */
   seedEntities: EntityJson[];
+  /**
+   * Present when `<dir>/entities.json` was read: how many entities it holds and the `entities_version`
+   * a store holding exactly them would have. The `policy` record of this load names the file by them.
+   */
+  entitiesFile?: { entities: number; entitiesVersion: string };
   /** Policy text by id, as handed to Cedar (`staticPolicies`). */
   policies: Record<string, string>;
   info: Map<string, PolicyInfo>;
@@ -226,11 +231,13 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): P
   }
 
   let seedEntities: EntityJson[] = [];
+  let entitiesFileRead = false;
   const entitiesPath = join(dir, 'entities.json');
   // `entities: false` (policy replay): the caller brings its own entities, so the file is not read.
   if (opts.entities !== false && existsSync(entitiesPath)) {
     try {
       seedEntities = parseEntitiesJson(readFileSync(entitiesPath, 'utf8'), 'entities.json');
+      entitiesFileRead = true;
       const check = cedar.checkParseEntities({ entities: seedEntities as cedar.EntityJson[], schema: schema ?? null });
       if (check.type === 'failure') problems.push(...describe(check.errors, 'entities.json'));
     } catch (e) {
@@ -251,6 +258,7 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): P
   };
   if (schemaFile) bundle.schemaText = schemaFile[1];
   if (schema !== undefined) bundle.schema = schema;
+  if (entitiesFileRead) bundle.entitiesFile = { entities: seedEntities.length, entitiesVersion: entitiesVersionOf(seedEntities) };
   return bundle;
 }
 

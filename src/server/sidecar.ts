@@ -222,6 +222,11 @@ export class Sidecar {
   private async recordPolicyLoad(bundle: PolicyBundle | undefined, result: 'loaded' | 'rejected', error?: WritError, version?: string): Promise<void> {
     const fields: Record<string, unknown> = { kind: 'policy', result };
     if (bundle) Object.assign(fields, { policy_version: bundle.policyVersion, files: bundle.files.map(([p]) => p), ids: bundle.ids });
+    // The trusted entities this load read from the dir, named by count and content version: they reach
+    // the store (and the ledger) as `entity` records with `source: "file"`, which replay rebuilds from.
+    if (bundle?.entitiesFile) {
+      fields.entities_file = { path: 'entities.json', entities: bundle.entitiesFile.entities, entities_version: bundle.entitiesFile.entitiesVersion };
+    }
     else fields.policy_version = version;
     if (error) fields.error = { code: error.code, message: error.message.slice(0, 4000) };
     // Replicas loading the same set (at a joint start or from one mounted policy dir): the first

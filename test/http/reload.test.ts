@@ -34,6 +34,12 @@ test('policy edits are swapped in and ledgered; a broken edit keeps the old set 
   assert.equal(before.body.decision, 'allow');
   const v1 = before.body.policy_version;
 
+  // The start's policy record names the entities.json it read: by count, and by the entities_version a
+  // store holding exactly those entities has (this one: seeded from the file, nothing else yet).
+  const started = (await call(s, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records[0];
+  const fileEntities = JSON.parse(readFileSync(join(policies(), 'entities.json'), 'utf8'));
+  assert.deepEqual(started.entities_file, { path: 'entities.json', entities: fileEntities.length, entities_version: before.body.entities_version });
+
   // Forbid reads: the next decision sees the new version.
   writeFileSync(join(policies(), 'extra.cedar'), '@id("no-reads")\nforbid (principal, action == Action::"hris/read_employee", resource);\n');
   const denied = await until(async () => {
