@@ -37,10 +37,11 @@ every decision that would change (its decision, or its reasons as a set) and the
 "N replayed, M changed".
 
 options:
-  --dir CANDIDATE   the candidate policy directory (default: policies)
+  --dir CANDIDATE   the candidate policy directory (required)
   --json            one JSON line per change, {seq, execution_id, recorded: {decision, reasons},
                     candidate: {decision, reasons}}, then {"replayed": N, "changed": M}
-  --since TS        only decisions whose clock (the record's "now") is at or after TS (RFC 3339)
+  --since TS        only decisions whose clock (the record's "now", whole milliseconds) is at or
+                    after TS (RFC 3339; any number of fractional digits)
   --until TS        only decisions whose clock is before TS (RFC 3339)
   --keys KEYS.json  trusted public keys (GET /v1/ledger/keys), checked as 'writ verify --keys' does:
                     the ledger's first key must be one of them
@@ -71,11 +72,17 @@ function fail(message: string): number {
 
 function instant(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
+  let ms: number;
   try {
-    return rfc3339ToDate(text).getTime();
+    ms = rfc3339ToDate(text).getTime();
   } catch {
     throw new Error(`${flag}: ${JSON.stringify(text)} is not an RFC 3339 date-time with an offset`);
   }
+  // rfc3339ToDate truncates digits finer than a millisecond. Recorded clocks are whole milliseconds, so
+  // "at or after T" and "before T" both select exactly the clocks at or after T rounded up to the next
+  // millisecond: 21.6021 must leave out a decision made at 21.602.
+  const finer = /\.\d{3}(\d+)/.exec(text)?.[1];
+  return finer !== undefined && /[1-9]/.test(finer) ? ms + 1 : ms;
 }
 
 /** Progress on stderr, only when stderr is a terminal. */
@@ -134,7 +141,7 @@ export async function main(argv: string[]): Promise<number> {
       allowPositionals: true,
       strict: true,
       options: {
-        dir: { type: 'string', default: 'policies' },
+        dir: { type: 'string' },
         json: { type: 'boolean', default: false },
         since: { type: 'string' },
         until: { type: 'string' },
@@ -152,6 +159,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(REPLAY_USAGE);
     return 0;
   }
+  // No default candidate: replaying the live ./policies would silently report "nothing changed".
+  if (values.dir === undefined) return usageError('name the candidate policy directory: --dir CANDIDATE');
   if (positionals.length !== 1) return usageError('expected exactly one EXPORT file');
   const exportPath = positionals[0]!;
   if (exportPath === '-') return usageError('replay reads its export more than once: give a file, not stdin');

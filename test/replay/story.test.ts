@@ -168,6 +168,15 @@ test('--since / --until select decisions by their clock', () => {
   assert.deepEqual(lines.at(-1), { replayed: decisions.filter((d) => d.now === held.now).length, changed: 1 });
   const bad = replay(['--dir', dropHold, '--since', 'yesterday', exportPath]);
   assert.equal(bad.status, 2);
+  // Digits finer than a millisecond count: a bound a tenth of a millisecond after the held decision's
+  // clock leaves it out of --since and keeps it in --until.
+  const finer = held.now.replace(/(\.\d{3})?Z$/, (_m: string, ms: string | undefined) => `${ms ?? '.000'}1Z`);
+  const afterHeld = replay(['--dir', dropHold, '--json', '--since', finer, exportPath]);
+  assert.equal(afterHeld.status, 0, afterHeld.stderr);
+  assert.deepEqual(JSON.parse(afterHeld.stdout.trim().split('\n').at(-1)!).replayed, decisions.filter((d) => Date.parse(d.now) > Date.parse(held.now)).length);
+  const untilFiner = replay(['--dir', dropHold, '--json', '--until', finer, exportPath]);
+  assert.equal(untilFiner.status, 1, untilFiner.stderr);
+  assert.deepEqual(JSON.parse(untilFiner.stdout.trim().split('\n').at(-1)!), { replayed: decisions.filter((d) => Date.parse(d.now) <= Date.parse(held.now)).length, changed: 1 });
 });
 
 test('(d) a tampered export is refused with its verify code, exit 2; --no-verify replays it', () => {
@@ -253,6 +262,10 @@ test('bad input exits 2: a missing export, a candidate that does not load, usage
   assert.equal(r.status, 2);
   assert.match(r.stderr, /do not load/);
   assert.equal(replay(['--dir', join(REPO, 'policies')]).status, 2);
+  // The candidate is never implied: without --dir (even where ./policies exists) it is a usage error.
+  const noDir = spawnSync(process.execPath, [WRIT_BIN, 'policy', 'replay', exportPath], { cwd: REPO, encoding: 'utf8' });
+  assert.equal(noDir.status, 2, noDir.stdout);
+  assert.match(noDir.stderr, /--dir CANDIDATE/);
   // The candidate's entities.json is not used (entities come from the export), so a broken one is no obstacle.
   const brokenEntities = candidate('broken-entities', (_file, text) => text, { 'entities.json': '{not json' });
   const unaffected = replay(['--dir', brokenEntities, exportPath]);
