@@ -87,12 +87,14 @@ function actionNameRules(): { server: NameRule; tool: NameRule } {
 
 /**
  * Why --server or --tool could not be a decision request's `action.server` / `action.tool`
- * (POST /v1/decisions answers 400 INVALID_REQUEST for them), or undefined. Lengths count UTF-16
+ * (POST /v1/decisions answers 400 INVALID_REQUEST for them), or undefined; without a tool, only the
+ * server is checked (`writ proxy --server`). Lengths count UTF-16
  * code units, as the request validator does (src/schemas/validate.ts, ajv `unicode: false`).
  */
-export function actionNameRefusal(server: string, tool: string): WritError | undefined {
+export function actionNameRefusal(server: string, tool?: string): WritError | undefined {
   const rules = actionNameRules();
-  for (const [flag, value, rule] of [['--server', server, rules.server], ['--tool', tool, rules.tool]] as const) {
+  const named = [['--server', server, rules.server], ...(tool === undefined ? [] : [['--tool', tool, rules.tool]])] as const;
+  for (const [flag, value, rule] of named as ReadonlyArray<readonly [string, string, NameRule]>) {
     const where = `(action.${flag.slice(2)} of a decision request)`;
     let why: string | undefined;
     if (value.length < rule.minLength) why = rule.minLength === 1 ? 'must not be empty' : `must be at least ${rule.minLength} characters`;

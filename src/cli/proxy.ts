@@ -9,6 +9,8 @@ import { parseArgs } from 'node:util';
 import { checkTimeoutMs, MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
+import { actionNameRefusal } from './bind.js';
+import { schemaIssue } from '../schemas/validate.js';
 
 const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--pdp-timeout MS] [--] CMD [ARG…]
 
@@ -76,6 +78,28 @@ function positiveInt(v: string | undefined, name: string, dflt: number): number 
   return checkTimeoutMs(Number(v), name);
 }
 
+/** A complete envelope of placeholders: a defaults layer is checked as the members it gives over these. */
+const PLACEHOLDER_ENVELOPE = {
+  task_id: 'placeholder', purpose: 'placeholder',
+  requester: { type: 'User', id: 'placeholder' }, actor: { type: 'Agent', id: 'placeholder' }, subject: { type: 'Subject', id: 'placeholder' },
+};
+
+/**
+ * Why an envelope member the defaults give could never pass §2 (a `task_id` that is a number, an
+ * unknown member, a malformed timestamp…), or undefined. Such defaults would start a proxy whose every
+ * call that relies on them is refused ENVELOPE_INVALID; the check runs the envelope schema over the
+ * defaults' members laid on a complete envelope of placeholders.
+ */
+function defaultsEnvelopeIssue(defaults: Defaults): string | undefined {
+  const layers: Array<[string, Record<string, unknown>]> = [['envelope', defaults.base.envelope]];
+  for (const [tool, layer] of Object.entries(defaults.tools)) layers.push([`tools.${tool}.envelope`, layer.envelope]);
+  for (const [where, envelope] of layers) {
+    const issue = schemaIssue('envelope.json', { ...PLACEHOLDER_ENVELOPE, ...envelope });
+    if (issue) return `${where}${issue.path.replace(/\//g, '.')}: ${issue.message} (ENVELOPE_INVALID)`;
+  }
+  return undefined;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { own, cmd } = splitCommand(argv);
   let values: Record<string, string | boolean | undefined>;
@@ -111,6 +135,9 @@ export async function main(argv: string[]): Promise<number> {
   if (!pdpUrl) return fail('--pdp (or WRIT_PDP) is required');
   if (!tokenFile) return fail('--token-file (or WRIT_TOKEN_FILE) is required');
   if (!server) return fail('--server (or WRIT_SERVER) is required');
+  // A name no decision request may carry would start a proxy whose every call is refused: say so now.
+  const badServer = actionNameRefusal(server);
+  if (badServer) return fail(`${badServer.message.replace(/^--server/, '--server (or WRIT_SERVER)')}`);
   if (cmd.length === 0) return fail('the server command goes after -- (or after the options)');
   let token: string;
   let defaults: Defaults | undefined;
@@ -130,6 +157,8 @@ export async function main(argv: string[]): Promise<number> {
       } catch (e) {
         throw new Error(`--defaults ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
+      const issue = defaultsEnvelopeIssue(defaults);
+      if (issue) throw new Error(`--defaults ${file}: ${issue}`);
     }
     callTimeoutMs = positiveInt(values['call-timeout'] as string | undefined, '--call-timeout', 60_000);
     const pdpTimeout = positiveInt(values['pdp-timeout'] as string | undefined, '--pdp-timeout', 10_000);

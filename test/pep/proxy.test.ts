@@ -1,6 +1,8 @@
 // `writ proxy` mechanics against the fake PDP and the hostile fixture: pass-through, raw arguments,
 // admitted arguments, context/defaults, refusals, PDP failure, child exit.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -278,8 +280,25 @@ test('usage errors exit 2', { timeout: 30_000 }, async () => {
     assert.equal(bad.code, 2, `${opt} ${v}`);
     assert.match(bad.err, new RegExp(`${opt} must be a whole number of milliseconds from 1 to 2147483647`));
   }
+  // A server name no decision request may carry is refused at start, not on every call.
+  for (const [name, why] of [['a/b', /must not contain "\/"/], ['', /required|must not be empty/], ['x'.repeat(129), /at most 128/]] as const) {
+    const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', name, '--', 'x']);
+    assert.equal(bad.code, 2, JSON.stringify(name));
+    assert.match(bad.err, why);
+  }
   const badDefaults = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', '--defaults', WRIT_BIN, '--', 'x']);
   assert.equal(badDefaults.code, 2);
   assert.match(badDefaults.err, new RegExp(`--defaults ${WRIT_BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
+  // Defaults whose envelope members could never pass §2 are refused at start, naming the member.
+  const defaultsDir = mkdtempSync(join(tmpdir(), 'writ-proxy-defaults-'));
+  for (const [doc, member] of [[{ task_id: 1 }, /envelope\.task_id/], [{ envelope: {}, tools: { t: { envelope: { execute_after: '2026-02-30T10:00:00Z' } } } }, /tools\.t\.envelope\.execute_after/], [{ tenant: 'x' }, /envelope/]] as const) {
+    const file = join(defaultsDir, 'defaults.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', '--defaults', file, '--', 'x']);
+    assert.equal(bad.code, 2, JSON.stringify(doc));
+    assert.match(bad.err, member);
+    assert.match(bad.err, /ENVELOPE_INVALID/);
+  }
+  rmSync(defaultsDir, { recursive: true, force: true });
   assert.equal((await run(['--help'])).code, 0);
 });
