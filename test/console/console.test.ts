@@ -78,6 +78,13 @@ before(async () => {
   try {
     await runOffboardingStory(first, at);
     await runBackgroundTraffic(first, at, 75);
+    // And one AuthZEN evaluation (by the pep, about its own subject): a decision record with no server,
+    // tool or execution, which the Ledger view must still describe.
+    const asked = await call(first, 'POST', '/access/v1/evaluation', {
+      token: first.tokens.pep,
+      body: { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'hris/read_employee' }, resource: { type: 'Employee', id: '7721' } },
+    });
+    assert.equal(asked.status, 200, asked.text);
   } finally {
     assert.equal(await first.stop({ keepData: true }), 0);
   }
@@ -408,6 +415,21 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     assert.equal(reloads, 0, 'no reload of the rows');
     page.off('request', countReloads);
     await page.getByLabel('Actor').fill('');
+    await waitForRows(newestFirst(await allRecords()));
+  });
+
+  await t.test('an AuthZEN decision row names its subject, action, resource, asker and reasons', async () => {
+    const [authzen] = (await allRecords('&kind=decision')).filter((r) => r.api === 'authzen');
+    assert.ok(authzen, 'the AuthZEN evaluation is in the ledger');
+    await page.getByLabel('Kind').selectOption('decision');
+    const row = page.locator('table.ledger tbody tr').filter({ hasText: 'AuthZEN' }).first();
+    await row.waitFor();
+    const text = (await row.textContent())!;
+    assert.ok(text.includes(String(authzen.seq)), text);
+    assert.ok(text.includes('Agent::"offboarding-agent-prod" hris/read_employee Employee::"7721"'), text);
+    assert.ok(text.includes('asked by Agent::"offboarding-agent-prod"'), text);
+    for (const reason of authzen.reasons as string[]) assert.ok(text.includes(reason), `${reason} in ${text}`);
+    await page.getByLabel('Kind').selectOption('');
     await waitForRows(newestFirst(await allRecords()));
   });
 

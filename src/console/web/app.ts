@@ -296,7 +296,16 @@ function executionView(initial: { id?: string; actor?: string } = {}): HTMLEleme
 function recordSummary(r: LedgerRecord): Array<Node | string> {
   switch (r.kind) {
     case 'decision':
-      return [decisionBadge(r.decision), ' ', String(r.server ?? ''), '/', String(r.tool ?? ''), r.api === 'authzen' ? ' (AuthZEN)' : ''];
+      if (r.api === 'authzen') {
+        // An AuthZEN evaluation has no server, tool or execution: what it was about is its subject,
+        // action and resource, and why is its reasons; who asked is the caller.
+        const action = (r.action as { name?: unknown } | undefined)?.name;
+        const caller = r.caller as { role?: unknown; actor?: unknown } | undefined;
+        const asker = uidText(caller?.actor) || String(caller?.role ?? '');
+        const reasons = Array.isArray(r.reasons) && r.reasons.length > 0 ? ` · ${r.reasons.join(', ')}` : '';
+        return [decisionBadge(r.decision), ' ', `${uidText(r.subject)} ${String(action ?? '')} ${uidText(r.resource)}`, ` (AuthZEN, asked by ${asker})${reasons}`];
+      }
+      return [decisionBadge(r.decision), ' ', String(r.server ?? ''), '/', String(r.tool ?? '')];
     case 'approval':
       return [`by ${uidText(r.approver)}`];
     case 'revocation':
