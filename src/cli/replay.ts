@@ -22,7 +22,7 @@ import { SUPERSEDES_MARK, supersedeTargetOf } from '../replay/executions.js';
 import { Replayer } from '../replay/replayer.js';
 import { authzenDecider } from '../replay/authzen.js';
 import { changeLines, jsonChange, summaryLine, type ReplayChange } from '../replay/diff.js';
-import { rfc3339ToDate } from '../util/rfc3339.js';
+import { rfc3339CeilMillis } from '../util/rfc3339.js';
 import { readVerifyAnchors, verifyInput } from './verify.js';
 import type { VerifyOptions } from '../ledger/verify.js';
 
@@ -72,17 +72,12 @@ function fail(message: string): number {
 
 function instant(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  let ms: number;
   try {
-    ms = rfc3339ToDate(text).getTime();
+    // Recorded clocks are whole milliseconds: rounded up, 21.6021 leaves out a decision made at 21.602.
+    return rfc3339CeilMillis(text);
   } catch {
     throw new Error(`${flag}: ${JSON.stringify(text)} is not an RFC 3339 date-time with an offset`);
   }
-  // rfc3339ToDate truncates digits finer than a millisecond. Recorded clocks are whole milliseconds, so
-  // "at or after T" and "before T" both select exactly the clocks at or after T rounded up to the next
-  // millisecond: 21.6021 must leave out a decision made at 21.602.
-  const finer = /\.\d{3}(\d+)/.exec(text)?.[1];
-  return finer !== undefined && /[1-9]/.test(finer) ? ms + 1 : ms;
 }
 
 /** Progress on stderr, only when stderr is a terminal. */

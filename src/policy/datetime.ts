@@ -1,5 +1,5 @@
 import { WritError } from '../errors.js';
-import { isRfc3339, rfc3339ToDate } from '../util/rfc3339.js';
+import { isRfc3339, rfc3339CeilMillis } from '../util/rfc3339.js';
 
 /**
  * RFC 3339 → the string Cedar's `datetime()` accepts. Cedar takes only `YYYY-MM-DDThh:mm:ss`
@@ -20,7 +20,7 @@ export function cedarDatetimeText(rfc3339: string): string {
   }
   const [, date, time, fraction, zulu, sign, offHours, offMinutes] = m;
   if (fraction !== undefined && fraction.length > 3 && /[1-9]/.test(fraction.slice(3))) {
-    const next = new Date(rfc3339ToDate(rfc3339.toUpperCase()).getTime() + 1).toISOString();
+    const next = new Date(rfc3339CeilMillis(rfc3339.toUpperCase())).toISOString();
     if (next.length === 24) return next; // UTC; the instant is what Cedar compares (else the year left 0000–9999)
   }
   const millis = fraction === undefined ? '' : '.' + fraction.padEnd(3, '0').slice(0, 3);

@@ -31,6 +31,8 @@ interface Rfc3339Parts {
   minute: number;
   second: number;
   millis: number;
+  /** Nonzero fraction digits beyond the millisecond (which `millis` leaves out). */
+  finer: boolean;
   offsetMinutes: number;
 }
 
@@ -64,12 +66,14 @@ function parseRfc3339(s: string): Rfc3339Parts | undefined {
   if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return undefined;
   let i = 19;
   let millis = 0;
+  let finer = false;
   if (s.charCodeAt(i) === 46 /* . */) {
     const from = ++i;
     while (i < len) {
       const c = s.charCodeAt(i) - 48;
       if (!(c >= 0 && c <= 9)) break;
       if (i - from < 3) millis += c * (i - from === 0 ? 100 : i - from === 1 ? 10 : 1);
+      else if (c !== 0) finer = true;
       i++;
     }
     if (i === from) return undefined;
@@ -87,7 +91,7 @@ function parseRfc3339(s: string): Rfc3339Parts | undefined {
   } else {
     return undefined;
   }
-  return { year, month, day, hour, minute, second, millis, offsetMinutes };
+  return { year, month, day, hour, minute, second, millis, finer, offsetMinutes };
 }
 
 /** True when `s` is a strict RFC 3339 date-time with an offset and a real calendar date and time. */
@@ -100,11 +104,25 @@ export function isRfc3339(s: string): boolean {
  * truncated). Throws WritError INVALID_REQUEST when `s` is not one (see isRfc3339).
  */
 export function rfc3339ToDate(s: string): Date {
+  return new Date(instantOf(s).truncatedMs);
+}
+
+/**
+ * The instant in milliseconds, rounded up when it has nonzero digits finer than a millisecond. Against
+ * whole-millisecond clocks (the PDP's `now`) `clock < t` and `clock >= t` then answer exactly as for the
+ * true instant: a not-before time is never passed early, and a replay window bound selects what it says.
+ */
+export function rfc3339CeilMillis(s: string): number {
+  const { truncatedMs, finer } = instantOf(s);
+  return finer ? truncatedMs + 1 : truncatedMs;
+}
+
+function instantOf(s: string): { truncatedMs: number; finer: boolean } {
   const p = parseRfc3339(s);
   if (!p) throw new WritError('INVALID_REQUEST', 'not a strict RFC 3339 date-time with an offset');
   const d = new Date(0);
   // setUTCFullYear, not Date.UTC: Date.UTC maps years 0–99 to 1900–1999.
   d.setUTCFullYear(p.year, p.month - 1, p.day);
   d.setUTCHours(p.hour, p.minute, p.second, p.millis);
-  return new Date(d.getTime() - p.offsetMinutes * 60_000);
+  return { truncatedMs: d.getTime() - p.offsetMinutes * 60_000, finer: p.finer };
 }
