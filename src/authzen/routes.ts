@@ -11,15 +11,19 @@ import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js'
 export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
 export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
 
-export interface AuthzenDeps {
-  sidecar: Sidecar;
-  tokens: TokenTable;
-  /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
-  readBody: (c: Context) => Promise<string>;
+/** Where discovery says this sidecar is. */
+export interface DiscoveryDeps {
   /** `http://host:port` of the sidecar's listener, once it listens (for a request with no Host header). */
   publicOrigin?: () => string | undefined;
   /** The configured `public_url` (no trailing slash): named whatever Host a request sends. */
   publicUrl?: string;
+}
+
+export interface AuthzenDeps extends DiscoveryDeps {
+  sidecar: Sidecar;
+  tokens: TokenTable;
+  /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
+  readBody: (c: Context) => Promise<string>;
 }
 
 /**
@@ -29,7 +33,7 @@ export interface AuthzenDeps {
  * on (not the loopback address a front passed the request through, nor a URL without its port). The
  * Host header's syntax was checked before any route ran (src/http/request-target.ts).
  */
-function originOf(c: Context, deps: AuthzenDeps): string {
+function originOf(c: Context, deps: DiscoveryDeps): string {
   // Pinned by the operator: a Host header a client (or a cache in front) sends cannot redirect discovery.
   if (deps.publicUrl) return deps.publicUrl;
   const host = c.req.header('host');
@@ -53,6 +57,14 @@ export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
     const caller = authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), true));
   });
+  registerAuthzenDiscovery(app, deps);
+}
+
+/**
+ * GET /.well-known/authzen-configuration. It needs no store, so a replica still waiting for its
+ * database (src/server/waiting.ts) registers it too: a client can discover the PDP before it answers.
+ */
+export function registerAuthzenDiscovery(app: Hono<any>, deps: DiscoveryDeps): void {
   app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
     const origin = originOf(c, deps);
     return c.json({

@@ -49,7 +49,10 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   // the embedded LMDB store either opens or the start fails.
   let store: Awaited<ReturnType<typeof open>>;
   if (config.database_url) {
-    const opened = await openStoreWhenReachable(open, { listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false) });
+    const opened = await openStoreWhenReachable(open, {
+      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens,
+      ...(config.public_url ? { publicUrl: config.public_url } : {}),
+    });
     store = opened.store;
     config = { ...config, listen: opened.listen };
   } else {

@@ -2,13 +2,21 @@
  * A replica started while its database is unreachable (docs/protocol.md §9). Exiting would leave a
  * supervisor restarting it in a loop, and a load balancer would see a port that refuses connections.
  * Instead it answers on its listen address as a running replica whose database is down does —
- * `/healthz` 200, `/readyz` 503, `/metrics`, every other route 503 STORE_UNAVAILABLE (nothing is
- * decided, nothing is allowed) — and keeps trying; once the database answers it starts for real on the
- * same address. A database that answers but refuses (bad password, no such database) is a
+ * `/healthz` 200, `/readyz` 503, `/metrics`, and what needs no database: the auditor console's page
+ * (its data calls are then refused) and AuthZEN discovery; every other route 503 STORE_UNAVAILABLE
+ * (nothing is decided, nothing is allowed) — and keeps trying; once the database answers it starts for
+ * real on the same address. A database that answers but refuses (bad password, no such database) is a
  * configuration error: that still ends the start at once.
  */
 import { createServer, type Server } from 'node:http';
-import { answerClientError } from '../http/request-target.js';
+import { getRequestListener } from '@hono/node-server';
+import { Hono } from 'hono';
+import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
+import { echoRequestId } from '../http/request-id.js';
+import { TokenTable } from '../http/auth.js';
+import type { TokenSpec } from '../config/config.js';
+import { registerConsoleRoutes } from '../console/routes.js';
+import { registerAuthzenDiscovery } from '../authzen/routes.js';
 import type { AddressInfo } from 'node:net';
 import { isWritError, WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
@@ -38,6 +46,10 @@ export interface WaitOptions {
   log: (line: string) => void;
   stopRequested: () => boolean;
   retryMs?: number;
+  /** The config's tokens: the console's sign-in check works while waiting. */
+  tokens?: TokenSpec[];
+  /** The config's `public_url`, which AuthZEN discovery names when set. */
+  publicUrl?: string;
 }
 
 /**
@@ -49,7 +61,7 @@ export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o
     return { store: await open(), listen: o.listen };
   } catch (e) {
     if (!isUnreachableDatabase(e)) throw e;
-    const waiting = await listenWhileWaiting(o.listen);
+    const waiting = await listenWhileWaiting(o);
     const address = waiting.address() as AddressInfo;
     const listen = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${address.port}`;
     const host = address.address.includes(':') ? `[${address.address}]` : address.address;
@@ -72,32 +84,56 @@ export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o
   }
 }
 
-async function listenWhileWaiting(listen: string): Promise<Server> {
-  const { host, port } = parseListen(listen);
+/** The waiting replica's routes: those that need no database, and 503 for the rest. */
+function waitingApp(o: WaitOptions, origin: () => string | undefined): Hono {
+  const app = new Hono();
+  const refuse = () => new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
+  app.onError((err) => {
+    const e = isWritError(err) ? err : refuse();
+    return Response.json(e.toBody(), { status: e.status });
+  });
+  // Every answer closes its connection, so that a client's next request reaches the real start.
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set('connection', 'close');
+  });
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', (c) => c.json({ ready: false }, 503));
+  app.get('/metrics', async (c) => c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType }));
+  registerConsoleRoutes(app, { tokens: new TokenTable(o.tokens ?? []) });
+  registerAuthzenDiscovery(app, { publicOrigin: origin, ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
+  app.all('*', () => {
+    throw refuse();
+  });
+  // A console file that does not exist: the same refusal as any other route while waiting.
+  app.notFound(() => {
+    const e = refuse();
+    return Response.json(e.toBody(), { status: e.status });
+  });
+  return app;
+}
+
+async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
+  const { host, port } = parseListen(o.listen);
+  let origin: string | undefined;
+  const listener = getRequestListener(waitingApp(o, () => origin).fetch);
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    req.resume();
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' });
-      res.end(JSON.stringify(body));
-    };
-    if (req.method === 'GET' && path === '/healthz') return json(200, { ok: true });
-    if (req.method === 'GET' && path === '/readyz') return json(503, { ready: false });
-    if (req.method === 'GET' && path === '/metrics') {
-      void metrics.renderMetrics().then((text) => {
-        res.writeHead(200, { 'content-type': metrics.metricsContentType, connection: 'close' });
-        res.end(text);
-      });
-      return;
+    echoRequestId(req, res);
+    const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+    if (problem !== undefined) {
+      req.resume();
+      res.setHeader('connection', 'close');
+      return refuseRequestTarget(res, problem);
     }
-    const refusal = new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
-    json(refusal.status, refusal.toBody());
+    void listener(req, res);
   });
   server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
+  const address = server.address() as AddressInfo;
+  origin = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
   return server;
 }
 

@@ -179,13 +179,13 @@ describe('replica faults on one PostgreSQL', () => {
     }
   });
 
-  test('a replica started while PostgreSQL is down answers on its address (healthz 200, readyz 503, 503 STORE_UNAVAILABLE), starts by itself once the database is back; SIGTERM while it waits exits 0', async () => {
+  test('a replica started while PostgreSQL is down answers on its address (healthz 200, readyz 503, the console page and AuthZEN discovery, 503 STORE_UNAVAILABLE for the rest), starts by itself once the database is back; SIGTERM while it waits exits 0', async () => {
     const d = newDeployment(await pg.createDatabase());
     const dir = mkdtempSync(join(tmpdir(), 'writ-wait-'));
     const configPath = join(dir, 'config.json');
     writeFileSync(configPath, JSON.stringify({
       listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), database_url: d.databaseUrl, signing_key_file: d.keyFile,
-      tokens: [{ token: TEST_TOKENS.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } }],
+      tokens: [{ token: TEST_TOKENS.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } }, { token: TEST_TOKENS.auditor, role: 'auditor' }],
     }));
     const start = () => {
       const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -203,9 +203,29 @@ describe('replica faults on one PostgreSQL', () => {
       assert.equal((await call(s, 'GET', '/healthz')).status, 200);
       assert.equal((await call(s, 'GET', '/readyz')).status, 503);
       assert.equal((await call(s, 'GET', '/metrics')).status, 200);
-      const refused = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-1') });
+      const refused = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-1'), headers: { 'x-request-id': 'wait-1' } });
       assert.equal(refused.status, 503, refused.text);
       assert.equal(refused.body.error.code, 'STORE_UNAVAILABLE');
+      // What needs no database is served while waiting: AuthZEN discovery, and the console's page and
+      // sign-in check (its data calls are refused like any other until the database answers).
+      const discovery = await call(s, 'GET', '/.well-known/authzen-configuration');
+      assert.equal(discovery.status, 200, discovery.text);
+      assert.deepEqual(discovery.body, {
+        policy_decision_point: s.url, access_evaluation_endpoint: `${s.url}/access/v1/evaluation`, access_evaluations_endpoint: `${s.url}/access/v1/evaluations`,
+      });
+      const page = await fetch(`${s.url}/console/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      assert.match(await page.text(), /auditor console/);
+      assert.equal((await fetch(`${s.url}/console/app.js`)).status, 200);
+      assert.deepEqual((await call(s, 'GET', '/console/session', { token: TEST_TOKENS.auditor })).body, { auditor: true });
+      assert.deepEqual((await call(s, 'GET', '/console/session', { token: 'wrong' })).body, { auditor: false });
+      const ledger = await call(s, 'GET', '/v1/ledger/records', { token: TEST_TOKENS.auditor });
+      assert.equal(ledger.status, 503, ledger.text);
+      assert.equal(ledger.body.error.code, 'STORE_UNAVAILABLE');
+      const evaluation = await call(s, 'POST', '/access/v1/evaluation', { token: TEST_TOKENS.pep, body: { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'x' }, resource: { type: 'T', id: 'r' } } });
+      assert.equal(evaluation.status, 503, evaluation.text);
+      assert.equal(evaluation.body.error.code, 'STORE_UNAVAILABLE');
       pg.resume();
       await until(async () => first.out.includes(`listening on ${s.url}`), 60_000, () => first.out);
       const allowed = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-2') });
