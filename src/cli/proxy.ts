@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { checkTimeoutMs, MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
 import { parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
-import { actionNameRefusal } from './bind.js';
+import { actionNameRefusal } from '../schemas/action-names.js';
 import { schemaIssue } from '../schemas/validate.js';
 
 const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--pdp-timeout MS] [--] CMD [ARG…]
