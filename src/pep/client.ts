@@ -11,6 +11,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { jsonPointer } from '../binding/parse.js';
 import type {
   DecisionRequest,
   DecisionResponse,
@@ -119,6 +120,11 @@ export class PdpClient {
         ',"tool":' + JSON.stringify(body.action.tool) +
         ',"arguments":' + opts.rawArguments + '}}';
     } else {
+      // JSON.stringify writes Infinity and NaN as null: a call asking for `1e400` (which an MCP SDK's
+      // JSON.parse made Infinity) would be decided, and run, as asking for null. Refused here, with the
+      // code the PDP gives a number outside Cedar's range, before anything is reserved.
+      const bad = nonFiniteNumberAt(body, []);
+      if (bad !== undefined) return { ok: false, status: 400, error: nonFiniteRefusal(bad) };
       text = JSON.stringify(body);
     }
     const onLate = opts.onLateAnswer;
@@ -264,4 +270,24 @@ function errorSuffix(text: string): string {
   } catch {
     return '';
   }
+}
+
+/** The path of the first number in `value` that JSON cannot carry (±Infinity, NaN), or undefined. */
+function nonFiniteNumberAt(value: unknown, trail: Array<string | number>): { trail: Array<string | number>; value: number } | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { trail, value };
+  if (value === null || typeof value !== 'object') return undefined;
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  for (const [key, v] of entries) {
+    const found = nonFiniteNumberAt(v, [...trail, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function nonFiniteRefusal(bad: { trail: Array<string | number>; value: number }): PdpErrorBody {
+  const path = jsonPointer(bad.trail);
+  const what = `${bad.value} is not a number a decision request can carry (a JSON number out of range, or NaN); refused before the PDP was asked`;
+  if (path.startsWith('/action/arguments')) return { code: 'BINDING_UNREPRESENTABLE', message: what, path };
+  if (path.startsWith('/envelope')) return { code: 'ENVELOPE_INVALID', message: what, path };
+  return { code: 'INVALID_REQUEST', message: what, path };
 }

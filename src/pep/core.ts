@@ -36,6 +36,11 @@ export interface CallInput {
   rawArguments?: string;
   /** `params._meta` of the call. */
   meta: unknown;
+  /**
+   * Aborted when the MCP client cancels the call (`notifications/cancelled`) or goes away. A call
+   * cancelled before the PDP's allow arrives is never dispatched: nobody waits for its effect.
+   */
+  cancelled?: AbortSignal;
 }
 
 export interface PipelineOptions {
@@ -166,6 +171,16 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
           'Once approved, retry the same call with the same execution id.',
       ),
     };
+  }
+
+  // allow — unless the client cancelled the call while the PDP decided: then the tool does not run (MCP:
+  // the receiver of a cancellation stops processing it), and this PEP ends the execution it reserved as
+  // `rejected` (not invoked), as it does for an allow that came after its PDP timeout.
+  if (call.cancelled?.aborted) {
+    const detail = 'not invoked: the client cancelled the call before the PDP allowed it';
+    const ok = await postOutcome(opts, id, { status: 'rejected', detail });
+    log(`writ pep: execution ${id} was cancelled by the client before the PDP's allow; not dispatched; outcome rejected ${ok ? 'recorded' : 'NOT recorded'}`);
+    return { result: refusalResult(decisionMeta('CANCELLED', id, d), `writ: the call was cancelled before it was dispatched; execution ${id} was not invoked`) };
   }
 
   // allow: dispatch once, bounded.

@@ -22,6 +22,7 @@
  * Task-augmented calls (`params.task`) are refused: their effect happens after the answer, so no
  * outcome could be reported truthfully.
  */
+import { actionNameRefusal } from '../schemas/action-names.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
 import { isObject, parseDefaults, type Defaults } from './context.js';
@@ -57,6 +58,12 @@ export interface GuardableMcpServer {
 }
 
 type Handler = (request: Record<string, unknown>, extra: unknown) => Promise<unknown>;
+
+/** The SDK's per-request signal (RequestHandlerExtra.signal): aborted when the client cancels the call. */
+function cancelSignalOf(extra: unknown): { cancelled?: AbortSignal } {
+  const signal = isObject(extra) ? extra.signal : undefined;
+  return signal instanceof AbortSignal ? { cancelled: signal } : {};
+}
 
 interface Watch {
   entered: boolean;
@@ -100,6 +107,9 @@ function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => un
 export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): void {
   if (GUARDED.has(mcp)) throw new Error('guardMcpServer: this server is already guarded');
   if (typeof opts.server !== 'string' || !opts.server) throw new TypeError('guardMcpServer: server name is required');
+  // A name no decision request may carry would have every call refused later: refuse it now, as writ proxy does.
+  const badServer = actionNameRefusal(opts.server, undefined, { server: 'server', tool: 'tool' });
+  if (badServer) throw new TypeError(`guardMcpServer: ${badServer.message}`);
   let pdp: PdpClient;
   if (opts.pdp instanceof PdpClient) pdp = opts.pdp;
   else {
@@ -138,7 +148,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
       }
       const answer = await runGuardedCall(
         pipeline,
-        { tool: name, arguments: params.arguments ?? {}, meta: params._meta },
+        { tool: name, arguments: params.arguments ?? {}, meta: params._meta, ...cancelSignalOf(extra) },
         async (admitted): Promise<DispatchResult> => {
           const w: Watch = { entered: false, threw: false, returned: false };
           const req = { ...request, params: { ...params, arguments: admitted } };

@@ -18,8 +18,8 @@
  *   it is dropped and logged. A JSON-RPC batch holding a `tools/call` is split into single messages,
  *   each the element's own bytes (so a call's arguments are admitted from the client's text).
  *   `notifications/cancelled` for an intercepted call is re-addressed to the private id; one sent
- *   while the PDP is still deciding waits for the call — sent right behind it if it is dispatched,
- *   dropped if the proxy answers the call itself (the child never saw it).
+ *   while the PDP is still deciding means the call is never dispatched (an allow then ends its
+ *   execution `rejected`, not invoked) and the child, which never saw the call, does not hear of it.
  * - Server → client: every line passes through byte for byte, except answers to intercepted calls:
  *   the first answer per private id counts (duplicates are dropped and logged); a result is passed on
  *   (raw `result` text, with the client's id) after the outcome is posted — `committed`, or `rejected`
@@ -146,8 +146,8 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   const pending = new Map<string, Pending>();
   const byClientId = new Map<string, Pending>();
   const inFlight = new Set<Promise<void>>();
-  /** Cancellations from the client for held calls not yet dispatched, by client id. */
-  const cancelsBeforeDispatch = new Map<string, Array<Record<string, unknown>>>();
+  /** Aborted when the client cancels a held call not yet dispatched (by client id): it will not be. */
+  const cancelsBeforeDispatch = new Map<string, AbortController>();
   /** Client ids of tools/call requests the proxy holds: only the proxy may answer them. */
   const held = new Map<string, number>();
   /** The child's pipes are closed: every answer it gave has been read. */
@@ -215,19 +215,23 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     const entry: Pending = { childId: '', clientId: msg.id, resolve: () => undefined, answered: false };
     const clientKey = JSON.stringify(msg.id);
     held.set(clientKey, (held.get(clientKey) ?? 0) + 1);
+    let cancel = cancelsBeforeDispatch.get(clientKey);
+    if (!cancel) cancelsBeforeDispatch.set(clientKey, (cancel = new AbortController()));
     try {
-      await guardedCall(entry, clientKey, params, idRaw.raw, msg, text);
+      await guardedCall(entry, clientKey, params, idRaw.raw, msg, text, cancel.signal);
     } finally {
-      // Cancellations still waiting for this call: it never reached the child, which need not hear of it.
-      cancelsBeforeDispatch.delete(clientKey);
       const n = (held.get(clientKey) ?? 1) - 1;
       if (n > 0) held.set(clientKey, n);
-      else held.delete(clientKey);
+      else {
+        held.delete(clientKey);
+        cancelsBeforeDispatch.delete(clientKey);
+      }
     }
   }
 
   async function guardedCall(
     entry: Pending, clientKey: string, params: Record<string, unknown>, idRawText: string, msg: Record<string, unknown>, text: string,
+    cancelled: AbortSignal,
   ): Promise<void> {
     const idRaw = { raw: idRawText };
     const rawArgs = rawMember(text, ['params', 'arguments']);
@@ -239,6 +243,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         arguments: params.arguments ?? {},
         rawArguments: rawArgs.found ? rawArgs.raw : '{}',
         meta: params._meta,
+        cancelled,
       },
       (admitted, signal) =>
         new Promise<DispatchResult>((resolve) => {
@@ -254,11 +259,6 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
           byClientId.set(clientKey, entry);
           const forwarded = { ...msg, id: entry.childId, params: { ...params, arguments: admitted } };
           toChild(JSON.stringify(forwarded) + '\n');
-          // A cancellation the client sent while the PDP was deciding follows the call, re-addressed.
-          for (const cancel of cancelsBeforeDispatch.get(clientKey) ?? []) {
-            toChild(JSON.stringify({ ...cancel, params: { ...(cancel.params as object), requestId: entry.childId } }) + '\n');
-          }
-          cancelsBeforeDispatch.delete(clientKey);
           signal.addEventListener('abort', () => {
             if (entry.answered) return;
             toChild(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: 'writ proxy: call timeout' } }) + '\n');
@@ -306,11 +306,9 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         return;
       }
       if (held.has(clientKey)) {
-        // The call is still with the PDP: the cancellation waits for it (sent right behind it if it is
-        // dispatched, dropped if the proxy answers it), never ahead of it under an id the child never saw.
-        let waiting = cancelsBeforeDispatch.get(clientKey);
-        if (!waiting) cancelsBeforeDispatch.set(clientKey, (waiting = []));
-        waiting.push(msg);
+        // The call is still with the PDP: it will not be dispatched (core.ts ends its execution `rejected`,
+        // not invoked, if the PDP allows it), and the child, which never saw it, does not hear of it.
+        cancelsBeforeDispatch.get(clientKey)?.abort();
         return;
       }
     }

@@ -35,17 +35,21 @@ function actionNameRules(): { server: NameRule; tool: NameRule } {
   return nameRules;
 }
 
+/** How the command-line tools name the two values. */
+const CLI_LABELS = { server: '--server', tool: '--tool' };
+
 /**
  * Why --server or --tool could not be a decision request's `action.server` / `action.tool`
  * (POST /v1/decisions answers 400 INVALID_REQUEST for them), or undefined; without a tool, only the
  * server is checked (`writ proxy --server`). Lengths count UTF-16
  * code units, as the request validator does (src/schemas/validate.ts, ajv `unicode: false`).
  */
-export function actionNameRefusal(server: string, tool?: string): WritError | undefined {
+export function actionNameRefusal(server: string, tool?: string, labels: { server: string; tool: string } = CLI_LABELS): WritError | undefined {
   const rules = actionNameRules();
-  const named = [['--server', server, rules.server], ...(tool === undefined ? [] : [['--tool', tool, rules.tool]])] as const;
-  for (const [flag, value, rule] of named as ReadonlyArray<readonly [string, string, NameRule]>) {
-    const where = `(action.${flag.slice(2)} of a decision request)`;
+  const named = [['server', server, rules.server], ...(tool === undefined ? [] : [['tool', tool, rules.tool]])] as const;
+  for (const [member, value, rule] of named as ReadonlyArray<readonly ['server' | 'tool', string, NameRule]>) {
+    const flag = labels[member];
+    const where = `(action.${member} of a decision request)`;
     let why: string | undefined;
     if (value.length < rule.minLength) why = rule.minLength === 1 ? 'must not be empty' : `must be at least ${rule.minLength} characters`;
     else if (value.length > rule.maxLength) why = `must be at most ${rule.maxLength} characters`;

@@ -9,6 +9,7 @@ import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { guardMcpServer, PdpClient } from '../../src/pep/index.js';
 import { startFakePdp, type FakePdp } from './fake-pdp.js';
+import { startGate } from './gate.js';
 import { connectInMemory, decisionOf, envelope, meta, waitFor } from './helpers.js';
 
 let pdp: FakePdp;
@@ -200,6 +201,10 @@ test('guardMcpServer refuses timeouts that Node would turn into 1 ms, before it 
     assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: bad }), /callTimeoutMs must be a whole number of milliseconds/);
     assert.throws(() => guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'inproc', pdpTimeoutMs: bad }), /timeoutMs must be a whole number of milliseconds/);
   }
+  // A server name no decision request may carry (as writ proxy refuses it at start).
+  for (const bad of ['a/b', 'x'.repeat(200)]) {
+    assert.throws(() => guardMcpServer(server, { pdp: client, server: bad }), /guardMcpServer: server (must not contain "\/"|must be at most 128 characters) \(action\.server of a decision request\)/);
+  }
   // Nothing was wrapped by the refused calls: the first good one still guards.
   guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: 2 ** 31 - 1 });
 });
@@ -226,5 +231,50 @@ test('guardMcpServer is callable once; a low-level tools/call handler installed 
     assert.equal(pdp.executions.get('Agent::"offboarding-agent-prod"/g-low-ok')?.state, 'committed');
   } finally {
     await close();
+  }
+});
+
+test('a number JSON cannot carry (Infinity, NaN) is refused BINDING_UNREPRESENTABLE before the PDP is asked, never sent as null', { timeout: 20_000 }, async () => {
+  const r = await rig('before');
+  try {
+    const before = pdp.log.length;
+    // In memory the arguments are not serialised, so the guard meets the Infinity an SDK's JSON.parse makes of 1e400.
+    const res = await r.client.callTool({ name: 'echo', arguments: { text: 'x', limit: Number.POSITIVE_INFINITY }, _meta: meta('g-inf') });
+    assert.equal(decisionOf(res)?.code, 'BINDING_UNREPRESENTABLE');
+    assert.match((res.content as Array<{ text: string }>)[0]!.text, /at \/action\/arguments\/limit/);
+    assert.equal(r.calls.length, 0);
+    assert.equal(pdp.log.length, before, 'the PDP was not asked');
+  } finally {
+    await r.close();
+  }
+  const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
+  const nan = await client.decide({
+    execution_id: 'g-nan', phase: 'execute', envelope: envelope(), action: { server: 'inproc', tool: 'echo', arguments: { deep: [1, { x: Number.NaN }] } },
+  });
+  assert.equal(nan.ok, false);
+  if (!nan.ok) assert.deepEqual([nan.error.code, nan.error.path], ['BINDING_UNREPRESENTABLE', '/action/arguments/deep/1/x']);
+});
+
+test('a call the client cancels while the PDP decides is never dispatched; an allow then ends it rejected (not invoked)', { timeout: 20_000 }, async () => {
+  const gate = await startGate(pdp.url);
+  const r = await rig('before', { pdpUrl: gate.url });
+  try {
+    const id = 'g-cancelled';
+    gate.hold(id);
+    const abort = new AbortController();
+    const call = r.client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: meta(id) }, undefined, { signal: abort.signal });
+    await gate.heldAnswer(id);
+    abort.abort('user gave up');
+    await assert.rejects(call);
+    gate.release(id);
+    const ex = await waitFor(() => {
+      const e = pdp.executions.get(`Agent::"offboarding-agent-prod"/${id}`);
+      return e?.state === 'rejected' ? e : undefined;
+    });
+    assert.match(String(ex?.outcomes[0]?.detail), /not invoked: the client cancelled/);
+    assert.equal(r.calls.length, 0, 'the tool never ran');
+  } finally {
+    await r.close();
+    await gate.stop();
   }
 });
