@@ -7,10 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { checkTimeoutMs, MAX_TIMEOUT_MS, PdpClient } from '../pep/client.js';
-import { parseDefaults, type Defaults } from '../pep/context.js';
+import { defaultsEnvelopeIssue, parseDefaults, type Defaults } from '../pep/context.js';
 import { runProxy } from '../pep/proxy.js';
 import { actionNameRefusal } from '../schemas/action-names.js';
-import { schemaIssue } from '../schemas/validate.js';
 
 const USAGE = `usage: writ proxy --pdp URL --token-file FILE --server NAME [--defaults FILE] [--call-timeout MS] [--pdp-timeout MS] [--] CMD [ARG…]
 
@@ -76,28 +75,6 @@ function positiveInt(v: string | undefined, name: string, dflt: number): number 
   // Digits only: Number() would also take "1e3", "0x10" or " 5 ".
   if (!/^[1-9][0-9]*$/.test(v)) throw new Error(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${JSON.stringify(v)}`);
   return checkTimeoutMs(Number(v), name);
-}
-
-/** A complete envelope of placeholders: a defaults layer is checked as the members it gives over these. */
-const PLACEHOLDER_ENVELOPE = {
-  task_id: 'placeholder', purpose: 'placeholder',
-  requester: { type: 'User', id: 'placeholder' }, actor: { type: 'Agent', id: 'placeholder' }, subject: { type: 'Subject', id: 'placeholder' },
-};
-
-/**
- * Why an envelope member the defaults give could never pass §2 (a `task_id` that is a number, an
- * unknown member, a malformed timestamp…), or undefined. Such defaults would start a proxy whose every
- * call that relies on them is refused ENVELOPE_INVALID; the check runs the envelope schema over the
- * defaults' members laid on a complete envelope of placeholders.
- */
-function defaultsEnvelopeIssue(defaults: Defaults): string | undefined {
-  const layers: Array<[string, Record<string, unknown>]> = [['envelope', defaults.base.envelope]];
-  for (const [tool, layer] of Object.entries(defaults.tools)) layers.push([`tools.${tool}.envelope`, layer.envelope]);
-  for (const [where, envelope] of layers) {
-    const issue = schemaIssue('envelope.json', { ...PLACEHOLDER_ENVELOPE, ...envelope });
-    if (issue) return `${where}${issue.path.replace(/\//g, '.')}: ${issue.message} (ENVELOPE_INVALID)`;
-  }
-  return undefined;
 }
 
 export async function main(argv: string[]): Promise<number> {

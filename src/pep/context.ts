@@ -36,6 +36,7 @@
  */
 import { v7 as uuidv7 } from 'uuid';
 import { WritError } from '../errors.js';
+import { schemaIssue } from '../schemas/validate.js';
 import { META_ENVELOPE, META_EXECUTION_ID } from './types.js';
 
 type PointerSpec = string | { type: string; id: string };
@@ -199,4 +200,26 @@ export function callContext(
     );
   }
   return { envelope, executionId };
+}
+
+/** A complete envelope of placeholders: a defaults layer is checked as the members it gives over these. */
+const PLACEHOLDER_ENVELOPE = {
+  task_id: 'placeholder', purpose: 'placeholder',
+  requester: { type: 'User', id: 'placeholder' }, actor: { type: 'Agent', id: 'placeholder' }, subject: { type: 'Subject', id: 'placeholder' },
+};
+
+/**
+ * Why an envelope member the defaults give could never pass §2 (a `task_id` that is a number, an
+ * unknown member, a malformed timestamp…), or undefined. Such defaults would start a proxy whose every
+ * call that relies on them is refused ENVELOPE_INVALID; the check runs the envelope schema over the
+ * defaults' members laid on a complete envelope of placeholders.
+ */
+export function defaultsEnvelopeIssue(defaults: Defaults): string | undefined {
+  const layers: Array<[string, Record<string, unknown>]> = [['envelope', defaults.base.envelope]];
+  for (const [tool, layer] of Object.entries(defaults.tools)) layers.push([`tools.${tool}.envelope`, layer.envelope]);
+  for (const [where, envelope] of layers) {
+    const issue = schemaIssue('envelope.json', { ...PLACEHOLDER_ENVELOPE, ...envelope });
+    if (issue) return `${where}${issue.path.replace(/\//g, '.')}: ${issue.message} (ENVELOPE_INVALID)`;
+  }
+  return undefined;
 }

@@ -25,7 +25,7 @@
 import { actionNameRefusal } from '../schemas/action-names.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
-import { isObject, parseDefaults, type Defaults } from './context.js';
+import { defaultsEnvelopeIssue, isObject, parseDefaults, type Defaults } from './context.js';
 import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 
 export interface GuardOptions {
@@ -117,6 +117,9 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
     pdp = new PdpClient({ url: opts.pdp, token: opts.token, ...(opts.pdpTimeoutMs !== undefined ? { timeoutMs: opts.pdpTimeoutMs } : {}) });
   }
   const defaults = opts.defaults === undefined ? undefined : isDefaults(opts.defaults) ? opts.defaults : parseDefaults(opts.defaults);
+  // Defaults whose envelope members could never pass §2 would have every call relying on them refused.
+  const badDefaults = defaults && defaultsEnvelopeIssue(defaults);
+  if (badDefaults) throw new TypeError(`guardMcpServer: defaults ${badDefaults}`);
   const log = opts.log ?? ((l: string) => void process.stderr.write(l + '\n'));
   const callTimeoutMs = checkTimeoutMs(opts.callTimeoutMs ?? 60_000, 'guardMcpServer: callTimeoutMs');
   const pipeline = { pdp, server: opts.server, callTimeoutMs, log, ...(defaults ? { defaults } : {}) };

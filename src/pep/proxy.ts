@@ -190,7 +190,15 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       return !m.found && m.duplicate;
     });
     if (dupParams || !isObject(params) || typeof params.name !== 'string') {
-      respond(idRaw.raw, `"error":{"code":-32602,"message":"writ proxy: invalid tools/call params${dupParams ? ' (a repeated key)' : ''}"}`);
+      // Refused before the PDP is asked (a repeated member could be read two ways; without a tool name
+      // there is nothing to decide), as a tool result like every other refusal (docs/protocol.md §7).
+      const why = dupParams ? 'repeats a member (params, name, arguments or _meta)' : !isObject(params) ? 'has no params object' : 'has no tool name';
+      const m = !dupParams && isObject(params) && isObject(params._meta) ? params._meta : {};
+      const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
+      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult(
+        { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: exec },
+        `writ: refused (INVALID_REQUEST): the tools/call ${why}; the policy decision point was not asked and the tool did not run`,
+      ))}`);
       return;
     }
     if (params.task !== undefined) {
@@ -257,8 +265,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
           entry.resolve = resolve;
           pending.set(entry.childId, entry);
           byClientId.set(clientKey, entry);
-          const forwarded = { ...msg, id: entry.childId, params: { ...params, arguments: admitted } };
-          toChild(JSON.stringify(forwarded) + '\n');
+          toChild(forwardedCallText(text, msg, entry.childId, admitted) + '\n');
           signal.addEventListener('abort', () => {
             if (entry.answered) return;
             toChild(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: 'writ proxy: call timeout' } }) + '\n');
@@ -362,7 +369,16 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       // A tool result is an object whose `isError`, when present, is a boolean. An answer with neither
       // `result` nor `error`, a non-object result or `isError: "yes"` says nothing certain about what
       // the tool did: the outcome is unknown (a reconciler decides), and nothing of it reaches the client.
-      const bad = 'result' in msg ? malformedToolResult(result) : 'neither result nor error';
+      // So does one that repeats `result` or its `isError`: readers that keep the first of a repeated
+      // member (the client's, perhaps) and the last (JSON.parse here) would see different outcomes.
+      const repeated = ([['result'], ['result', 'isError']] as const).find((path) => {
+        const m = rawMember(text, [...path]);
+        return !m.found && m.duplicate;
+      });
+      const bad =
+        repeated !== undefined ? `a repeated ${repeated.join('.')} member`
+        : 'result' in msg ? malformedToolResult(result)
+        : 'neither result nor error';
       if (bad !== undefined) {
         log(`writ proxy: malformed answer from the server for ${msg.id}: ${bad}; outcome unknown`);
         entry.resolve({ status: 'unknown', detail: `malformed answer after dispatch: ${bad}` });
@@ -457,3 +473,30 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
 }
 
 export { refusalResult };
+
+/**
+ * The client's `tools/call` as the child gets it: the client's own text with only its `id` (the proxy's
+ * private one) and `params.arguments` (the PDP's admitted arguments) replaced. Every other member — a
+ * `_meta.progressToken` above 2^53, a `1.0` — reaches the server exactly as sent, where a re-serialised
+ * message would have turned 12345678901234567890 into 12345678901234567000 (and the server's progress
+ * notifications would then name a token the client never sent).
+ */
+export function forwardedCallText(text: string, msg: Record<string, unknown>, childId: string, admitted: Record<string, unknown>): string {
+  const id = rawMember(text, ['id']);
+  const params = rawMember(text, ['params']);
+  const args = rawMember(text, ['params', 'arguments']);
+  // handleCall has checked that none of these repeats; a message whose text did not show them is
+  // rebuilt from its parsed form, as before.
+  if (!id.found || !params.found || (!args.found && args.duplicate)) {
+    return JSON.stringify({ ...msg, id: childId, params: { ...(msg.params as object), arguments: admitted } });
+  }
+  const admittedText = JSON.stringify(admitted);
+  const edits: Array<[number, number, string]> = [[id.span[0], id.span[1], JSON.stringify(childId)]];
+  // params holds at least `name`, so an inserted first member is followed by a comma.
+  if (args.found) edits.push([args.span[0], args.span[1], admittedText]);
+  else edits.push([params.span[0] + 1, params.span[0] + 1, `"arguments":${admittedText},`]);
+  edits.sort((x, y) => y[0] - x[0]);
+  let out = text;
+  for (const [start, end, value] of edits) out = out.slice(0, start) + value + out.slice(end);
+  return out;
+}

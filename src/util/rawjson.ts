@@ -5,7 +5,8 @@
  * Input must already be known-valid JSON (the caller ran JSON.parse on it first).
  */
 
-export type RawMember = { found: true; raw: string } | { found: false; duplicate: boolean };
+/** A member's raw value text, and where it stands in the text it was found in ([start, end)). */
+export type RawMember = { found: true; raw: string; span: [number, number] } | { found: false; duplicate: boolean };
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
@@ -102,7 +103,7 @@ export function rawMember(text: string, path: string[]): RawMember {
     if (hits.length === 0) return { found: false, duplicate: false };
     span = hits[0]![1];
   }
-  return { found: true, raw: text.slice(span[0], span[1]) };
+  return { found: true, raw: text.slice(span[0], span[1]), span };
 }
 
 /** The raw text of each element of the top-level array `text` (a JSON-RPC batch), in order. */

@@ -205,6 +205,10 @@ test('guardMcpServer refuses timeouts that Node would turn into 1 ms, before it 
   for (const bad of ['a/b', 'x'.repeat(200)]) {
     assert.throws(() => guardMcpServer(server, { pdp: client, server: bad }), /guardMcpServer: server (must not contain "\/"|must be at most 128 characters) \(action\.server of a decision request\)/);
   }
+  // Defaults whose envelope members could never pass §2 (as writ proxy refuses them at start).
+  for (const bad of [{ task_id: 5 }, { bogus: 1 }, { execute_after: '2026-02-30T10:00:00Z' }]) {
+    assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc', defaults: envelope(bad) }), /guardMcpServer: defaults envelope\.\S*:? .*\(ENVELOPE_INVALID\)/, JSON.stringify(bad));
+  }
   // Nothing was wrapped by the refused calls: the first good one still guards.
   guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: 2 ** 31 - 1 });
 });

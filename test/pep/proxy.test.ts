@@ -234,11 +234,11 @@ test('the child exits mid-call: the call is answered unknown, outcome unknown po
   assert.equal(readEffects(effects).length, 1);
 });
 
-test('a malformed answer from the server (no result or error, a null result, a non-boolean isError) is an unknown outcome, never committed', { timeout: 30_000 }, async () => {
+test('a malformed answer from the server (no result or error, a null result, a non-boolean or repeated isError) is an unknown outcome, never committed', { timeout: 30_000 }, async () => {
   const effects = join(fx.dir, 'e-malformed.jsonl');
   const p = rawProxy({ effects });
   try {
-    const modes = ['no-result', 'null-result', 'bad-iserror'];
+    const modes = ['no-result', 'null-result', 'bad-iserror', 'dup-iserror'];
     modes.forEach((mode, i) => p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`))));
     for (const [i, mode] of modes.entries()) {
       const line = await p.answerLine(i + 1);
@@ -249,7 +249,30 @@ test('a malformed answer from the server (no result or error, a null result, a n
       await waitFor(() => fx.pdp.executions.get(`Agent::"offboarding-agent-prod"/malformed-${mode}`)?.state === 'unknown');
     }
     // The tool did run each time; only the answer was unreadable.
-    assert.equal(readEffects(effects).length, 3);
+    assert.equal(readEffects(effects).length, 4);
+  } finally {
+    await p.stop();
+  }
+});
+
+test('a tools/call whose params repeat a member, are not an object or name no tool is refused as a tool result (INVALID_REQUEST), the PDP not asked', { timeout: 30_000 }, async () => {
+  const effects = join(fx.dir, 'e-badparams.jsonl');
+  const p = rawProxy({ effects });
+  try {
+    const asked = fx.pdp.log.length;
+    const m = JSON.stringify(meta('bad-params-1'));
+    p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"apply","arguments":{"key":"a"},"name":"other","_meta":${m}}}`);
+    p.send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}');
+    p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7,"arguments":{},"_meta":${m}}}`);
+    const expected: Array<[number, string | null, RegExp]> = [[1, null, /repeats a member/], [2, null, /no params object/], [3, 'bad-params-1', /no tool name/]];
+    for (const [id, exec, why] of expected) {
+      const r = JSON.parse(await p.answerLine(id)).result;
+      assert.equal(r.isError, true);
+      assert.deepEqual(r._meta['io.writ/decision'], { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: exec });
+      assert.match(r.content[0].text, why);
+    }
+    assert.equal(fx.pdp.log.length, asked, 'the PDP was not asked');
+    assert.equal(readEffects(effects).length, 0);
   } finally {
     await p.stop();
   }
