@@ -219,9 +219,10 @@ test('defaults: plain envelope, extended form with pointers and per-tool layers,
 
 test('rawMember cuts exact member texts and flags repeated keys', () => {
   const line = '{"id":1,"params":{"name":"t","arguments": {"a":1.0,"b":[1, 2,{"c":"\\"}"}]} ,"x":null},"method":"tools/call"}';
-  assert.deepEqual(rawMember(line, ['params', 'arguments']), { found: true, raw: '{"a":1.0,"b":[1, 2,{"c":"\\"}"}]}' });
-  assert.deepEqual(rawMember(line, ['id']), { found: true, raw: '1' });
+  const args = '{"a":1.0,"b":[1, 2,{"c":"\\"}"}]}';
+  assert.deepEqual(rawMember(line, ['params', 'arguments']), { found: true, raw: args, span: [line.indexOf(args), line.indexOf(args) + args.length] });
+  assert.deepEqual(rawMember(line, ['id']), { found: true, raw: '1', span: [6, 7] });
   assert.deepEqual(rawMember(line, ['params', 'missing']), { found: false, duplicate: false });
   assert.deepEqual(rawMember('{"params":{"arguments":{},"argu\\u006dents":{"a":1}}}', ['params', 'arguments']), { found: false, duplicate: true });
-  assert.deepEqual(rawMember('{"result":  {"content":[]} }', ['result']), { found: true, raw: '{"content":[]}' });
+  assert.deepEqual(rawMember('{"result":  {"content":[]} }', ['result']), { found: true, raw: '{"content":[]}', span: [12, 26] });
 });
