@@ -410,7 +410,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/app.ts).
   echoRequestId(req, res);
   // The same request-line judgement as the sidecar's own listener (src/http/request-target.ts).
-  const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+  const problem = requestTargetProblem(req);
   if (problem !== undefined) {
     closeAfterAnswer({ incoming: req, outgoing: res });
     refuseRequestTarget(res, problem);
@@ -447,7 +447,8 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   passThrough(req, res);
 }
 
-const server = http.createServer(handle);
+// No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
+const server = http.createServer({ requireHostHeader: false }, handle);
 server.on('clientError', answerClientError);
 // Slow or idle clients must not hold resources forever (the same limits as the sidecar's listener).
 server.headersTimeout = 10_000;

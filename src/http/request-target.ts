@@ -12,8 +12,20 @@ import { WritError } from '../errors.js';
 const VALID_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 const DOT_SEGMENT = /\/\.\.?(?:[/?#]|$)/;
 
-/** Why a request's target cannot be served, or undefined. */
-export function requestTargetProblem(host: string | undefined, url: string): string | undefined {
+/**
+ * Why a request cannot be served for its request line or Host, or undefined. Its server is created with
+ * `requireHostHeader: false`, so that a missing Host is answered here in the §8 shape, not by Node's
+ * bare 400. Host is read from every field sent: two Host fields (RFC 9112 §3.2: 400) would otherwise be
+ * judged by the first and reach the routes joined (`a, b`), which discovery would echo.
+ */
+export function requestTargetProblem(req: IncomingMessage): string | undefined {
+  const hosts = req.headersDistinct.host;
+  if (hosts !== undefined && hosts.length > 1) return 'the request sends more than one Host header';
+  if (hosts === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return 'an HTTP/1.1 request must send a Host header';
+  return targetProblem(hosts?.[0], req.url ?? '/');
+}
+
+function targetProblem(host: string | undefined, url: string): string | undefined {
   // The asterisk form (`OPTIONS *`) and anything else that is neither a path nor an absolute URL.
   if (!url.startsWith('/') && !/^https?:\/\//i.test(url)) return 'the request target is not a path';
   const backslash = url.indexOf('\\');

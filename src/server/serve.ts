@@ -120,8 +120,9 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port,
         // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
         createServer: ((options: ServerOptions, listener: RequestListener) =>
-          createServer(options, (req, res) => {
-            const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+          // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
+          createServer({ ...options, requireHostHeader: false }, (req, res) => {
+            const problem = requestTargetProblem(req);
             if (problem === undefined) return listener(req, res);
             echoRequestId(req, res);
             closeAfterAnswer({ incoming: req, outgoing: res });

@@ -117,9 +117,10 @@ async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
   const { host, port } = parseListen(o.listen);
   let origin: string | undefined;
   const listener = getRequestListener(waitingApp(o, () => origin).fetch);
-  const server = createServer((req, res) => {
+  // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
     echoRequestId(req, res);
-    const problem = requestTargetProblem(req.headers.host, req.url ?? '/');
+    const problem = requestTargetProblem(req);
     if (problem !== undefined) {
       req.resume();
       res.setHeader('connection', 'close');

@@ -276,6 +276,12 @@ for (const httpThreads of [1, 0]) {
       assert.deepEqual([twiceType.status, twiceType.body?.error?.code], [415, 'UNSUPPORTED_MEDIA_TYPE']);
       const badHost = await raw(post('/v1/decisions', [pep, json]).replace('Host: 127.0.0.1', 'Host: a b'));
       assert.deepEqual([badHost.status, badHost.body?.error?.code], [400, 'INVALID_REQUEST']);
+      // Two Host fields (RFC 9112 §3.2) are refused, not judged by the first and read joined.
+      const twiceHost = await raw('GET /.well-known/authzen-configuration HTTP/1.1\r\nHost: a\r\nHost: evil.example/x?\r\n\r\n');
+      assert.deepEqual([twiceHost.status, twiceHost.body?.error?.code], [400, 'INVALID_REQUEST']);
+      const noHost = await raw('GET /healthz HTTP/1.1\r\n\r\n');
+      assert.deepEqual([noHost.status, noHost.body?.error?.code], [400, 'INVALID_REQUEST']);
+      assert.match(noHost.body.error.message, /must send a Host header/);
       const backslash = await raw(post('/v1/decisions\\', [pep, json]));
       assert.deepEqual([backslash.status, backslash.body?.error?.code], [400, 'INVALID_REQUEST']);
       const dots = await raw(post('/v1/x/../decisions', [pep, json]));
