@@ -4,7 +4,8 @@
  * rebuild the Merkle nodes and indexes of what is kept, and append a `chain_break` record chaining
  * from the last good hash, signed with the data dir key over
  * `"writ-chain-break/1\n" + JCS({last_good_hash, last_good_seq, reason})`. All in one LMDB transaction:
- * a repair that fails leaves the store as it was. The state tables are not touched.
+ * a repair that fails leaves the store as it was. Of the state tables, only what names the cut tail is
+ * changed: executions' record lists, and approvals whose `approval` record was cut (removed).
  */
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,10 +48,13 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
     dbs = openStoreDbs(dataDir);
     const goodHashes: Buffer[] = [];
     let indexEntries = 0;
+    /** Approvals whose `approval` record is kept: only these may still authorize after a cut. */
+    const keptApprovals = new Set<string>();
     const scan = scanChain(dbs, {
       onGood: (r) => {
         goodHashes.push(hashToBytes(r.hash));
         indexEntries += indexTermsOf(r, uidKey).length;
+        if (r.kind === 'approval' && typeof r.approval_id === 'string') keptApprovals.add(r.approval_id);
       },
     });
     let firstBad = scan.firstBad;
@@ -104,13 +108,22 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
           for (const seq of [...d.records.getKeys({ start: firstBad })]) d.records.remove(seq);
           d.records.put(chainBreak!.seq, jcs(chainBreak));
           // Executions keep their state (an acknowledged reservation is never reusable) but must not
-          // list seqs that now hold the chain_break and later, unrelated records.
+          // list seqs that now hold the chain_break and later, unrelated records, nor approvals whose
+          // record was cut: an approval the ledger no longer holds must not authorize anything (its row
+          // goes too). A revocation that was cut stays in force: revoked is the safe side.
           for (const { key, value } of [...d.tables.executions.getRange({})]) {
-            const e = JSON.parse(value) as { records?: unknown };
-            if (Array.isArray(e.records) && e.records.some((q) => typeof q === 'number' && q >= firstBad)) {
-              d.tables.executions.put(key, JSON.stringify({ ...e, records: e.records.filter((q) => typeof q === 'number' && q < firstBad) }));
+            const e = JSON.parse(value) as { records?: unknown; approvals?: unknown };
+            const cutRecords = Array.isArray(e.records) && e.records.some((q) => typeof q === 'number' && q >= firstBad);
+            const cutApprovals = Array.isArray(e.approvals) && e.approvals.some((id) => !keptApprovals.has(id as string));
+            if (cutRecords || cutApprovals) {
+              const kept: Record<string, unknown> = { ...e };
+              if (Array.isArray(e.records)) kept.records = e.records.filter((q) => typeof q === 'number' && q < firstBad);
+              if (Array.isArray(e.approvals)) kept.approvals = e.approvals.filter((id) => keptApprovals.has(id as string));
+              if (cutApprovals) kept.rev = (typeof (e as { rev?: unknown }).rev === "number" ? (e as { rev: number }).rev : 0) + 1;
+              d.tables.executions.put(key, JSON.stringify(kept));
             }
           }
+          for (const id of [...d.tables.approvals.getKeys({})]) if (!keptApprovals.has(id)) d.tables.approvals.remove(id);
         }
         // Derived data, rebuilt from the kept records: Merkle nodes and the three indexes.
         d.merkle.clearSync();

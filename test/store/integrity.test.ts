@@ -107,6 +107,39 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   assert.ok(verifyConsistency(size, store.size(), hashToBytes(heldCheckpoint.root as string), hashToBytes(store.root()), store.consistencyProof(size, store.size()).map((h) => Buffer.from(h, 'hex'))));
 });
 
+test('repair drops the approvals whose approval record was cut: an approval the ledger no longer holds authorizes nothing', async (t) => {
+  const dataDir = tempDir(t);
+  const store0 = await Store.open({ dataDir });
+  const key = loadOrCreateSigningKey(dataDir);
+  await ensureKeyRecord(store0, key);
+  const approve = (id: string) => store0.write((tx) => {
+    const approval = { approval_id: id, execution_id: 'E-1' };
+    tx.put('approvals', id, approval);
+    const rec = tx.append({ kind: 'approval', ...approval });
+    const e = tx.get<{ approvals: string[]; records: number[]; rev: number }>('executions', 'E-1') ?? { approvals: [], records: [], rev: 0 };
+    tx.put('executions', 'E-1', { ...e, approvals: [...e.approvals, id], records: [...e.records, rec.seq], rev: e.rev + 1 });
+    return rec.seq;
+  });
+  for (let i = 1; i < 5; i++) await store0.write((tx) => tx.append({ kind: 'decision', i }));
+  const keptSeq = await approve('apr_kept');
+  for (let i = 6; i < 10; i++) await store0.write((tx) => tx.append({ kind: 'decision', i }));
+  const cutSeq = await approve('apr_cut');
+  await store0.close();
+  assert.deepEqual([keptSeq, cutSeq], [5, 10]);
+  await tamper(dataDir, (d) => {
+    const r = JSON.parse(d.records.get(8)!);
+    r.i = 999;
+    d.records.put(8, jcs(r));
+  });
+  const report = await repairStore(dataDir);
+  assert.equal(report.dropped_from_seq, 8);
+  const store = await Store.open({ dataDir });
+  t.after(() => store.close());
+  assert.deepEqual(await store.get('approvals', 'apr_kept'), { approval_id: 'apr_kept', execution_id: 'E-1' });
+  assert.equal(await store.get('approvals', 'apr_cut'), undefined, 'the cut approval is gone');
+  assert.deepEqual(await store.get('executions', 'E-1'), { approvals: ['apr_kept'], records: [5], rev: 3 });
+});
+
 test('a missing record (gap) is found wherever it is, by the entry count', async (t) => {
   const dataDir = tempDir(t);
   await populated(dataDir);
