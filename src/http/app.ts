@@ -279,7 +279,9 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   app.get('/v1/ledger/records/:seq', roles('auditor'), async (c) => {
     const raw = c.req.param('seq') ?? '';
-    const record = /^\d{1,15}$/.test(raw) ? await store.getRecord(Number(raw)) : undefined;
+    // A seq is a whole number (§8: a malformed path segment is 400); a well-formed one past the end is 404.
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new WritError('INVALID_REQUEST', `a record seq is a whole number from 0, not ${JSON.stringify(raw)}`);
+    const record = await store.getRecord(Number(raw));
     if (!record) throw new WritError('NOT_FOUND', `no record ${raw}`);
     return c.json(record);
   });

@@ -115,6 +115,32 @@ export function malformedEscape(v: unknown, trail: Array<string | number>): { tr
 }
 
 /**
+ * The first attribute value Cedar cannot hold, or undefined: a number that is not an integer (Cedar has
+ * no floating point; a decimal is written `{"__extn": {"fn": "decimal", "arg": "1.5"}}`) or a null
+ * (Cedar has none: an attribute without a value is left out). Cedar's own parser refuses both, but with
+ * a message about its internal types and no place in the document.
+ */
+export function unrepresentableAttribute(v: unknown, trail: Array<string | number>): { trail: Array<string | number>; message: string } | undefined {
+  if (v === null) return { trail, message: 'Cedar has no null: leave the attribute out instead' };
+  if (typeof v === 'number') {
+    return Number.isInteger(v) ? undefined : { trail, message: `${v} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${v}"}}` };
+  }
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const found = unrepresentableAttribute(v[i], [...trail, i]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isPlainObject(v)) return undefined;
+  for (const key of Object.keys(v)) {
+    const found = unrepresentableAttribute(v[key], [...trail, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
  * Shape-checks one entity in Cedar entity JSON (`{uid, attrs?, parents?}`) and normalizes uids to
  * `{type,id}`. Cedar-level checks (attribute values, schema conformance) happen in load.ts.
  * Returns the entity or a list of problems, each prefixed with `where`.
@@ -130,8 +156,8 @@ export function entityFromJson(value: unknown, where: string): EntityJson | stri
   const attrs = value['attrs'] ?? {};
   if (!isPlainObject(attrs)) problems.push(`${where}.attrs: expected an object`);
   else {
-    const escape = malformedEscape(attrs, []);
-    if (escape) problems.push(`${where}.attrs${escape.trail.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('')}: ${escape.message}`);
+    const problem = malformedEscape(attrs, []) ?? unrepresentableAttribute(attrs, []);
+    if (problem) problems.push(`${where}.attrs${problem.trail.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('')}: ${problem.message}`);
   }
   const rawParents = value['parents'] ?? [];
   const parents: Uid[] = [];

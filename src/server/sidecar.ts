@@ -28,7 +28,7 @@ import { approvalView, invalidReason, type Approval, type ApprovalView } from '.
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
-import { entityFromJson, malformedEscape, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
+import { entityFromJson, malformedEscape, unrepresentableAttribute, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
 import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
@@ -294,6 +294,10 @@ export class Sidecar {
     } catch (e) {
       this.lastEntitiesFileText = text;
       process.stderr.write(`writ: entities.json not applied: ${(e as Error).message}\n`);
+      // Ledgered as a broken policy file is (a `policy` record, `rejected`, naming the set still in force):
+      // an auditor sees that an edit was refused, not only the operator reading stderr.
+      const refusal = new WritError('POLICY_INVALID', `entities.json not applied, the entities in force are unchanged: ${(e as Error).message}`);
+      await this.recordPolicyLoad(undefined, 'rejected', refusal, this.bundle.policyVersion).catch(() => undefined);
       return;
     }
     await this.entities.unheld();
@@ -658,8 +662,8 @@ export class Sidecar {
     refuseInexactIntegers(raw, []);
     const body = toPlain(raw) as Record<string, any>;
     validateEntityUpsert(body);
-    const escape = malformedEscape(body.attrs, ['attrs']);
-    if (escape) throw new WritError('INVALID_REQUEST', escape.message, { path: jsonPointer(escape.trail) });
+    const problem = malformedEscape(body.attrs, ['attrs']) ?? unrepresentableAttribute(body.attrs, ['attrs']);
+    if (problem) throw new WritError('INVALID_REQUEST', problem.message, { path: jsonPointer(problem.trail) });
     const checked = entityFromJson({ uid: { type, id }, attrs: body.attrs, parents: body.parents }, 'body');
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.bundle, checked);

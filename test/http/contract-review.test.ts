@@ -84,6 +84,17 @@ for (const httpThreads of [1, 0]) {
       const lossy = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: '{"attrs":{"r":{"a":[1,1.0]}},"parents":[]}' });
       assert.equal(lossy.status, 400, lossy.text);
       assert.deepEqual([lossy.body.error.code, lossy.body.error.path], ['BINDING_LOSSY_NUMBER', '/attrs/r/a/1']);
+      // What Cedar cannot hold (a non-integral number, a null) is refused with its place, not Cedar's internal message.
+      for (const [raw, path, why] of [
+        ['{"attrs":{"rate":1.5},"parents":[]}', '/attrs/rate', /Cedar has no floating-point numbers.*"__extn"/],
+        ['{"attrs":{"r":{"a":[1,1e-7]}},"parents":[]}', '/attrs/r/a/1', /not an integer/],
+        ['{"attrs":{"gone":null},"parents":[]}', '/attrs/gone', /Cedar has no null/],
+      ] as const) {
+        const refused = await call(s, 'PUT', '/v1/entities/Acme::Emp/e1', { token: t.admin, rawBody: raw });
+        assert.equal(refused.status, 400, refused.text);
+        assert.deepEqual([refused.body.error.code, refused.body.error.path], ['INVALID_REQUEST', path], raw);
+        assert.match(refused.body.error.message, why);
+      }
       // A malformed entity reference would be read by Cedar as a plain record (every comparison false): refused.
       for (const [attrs, path] of [
         [{ manager: { __entity: { type: 'User' } } }, '/attrs/manager/__entity'],
@@ -334,6 +345,14 @@ for (const httpThreads of [1, 0]) {
       assert.equal(zero.body.error.code, 'INVALID_REQUEST');
       const capped = await call(s, 'GET', '/v1/ledger/records?limit=5000', { token: t.auditor });
       assert.equal(capped.status, 200, capped.text);
+      // A record seq that is not a whole number is a malformed path segment (400); one past the end, 404.
+      for (const bad of ['abc', '-1', '1e2', '1.0', '99999999999999999999']) {
+        const r = await call(s, 'GET', `/v1/ledger/records/${bad}`, { token: t.auditor });
+        assert.deepEqual([r.status, r.body.error?.code], [400, 'INVALID_REQUEST'], bad);
+      }
+      const past = await call(s, 'GET', '/v1/ledger/records/9007199254740991', { token: t.auditor });
+      assert.deepEqual([past.status, past.body.error?.code], [404, 'NOT_FOUND']);
+      assert.equal((await call(s, 'GET', '/v1/ledger/records/0', { token: t.auditor })).status, 200);
       // A parameter given twice is refused, not read as its first value (a proxy may read the last).
       const agent = encodeURIComponent('Agent::"offboarding-agent-prod"');
       const other = encodeURIComponent('Agent::"someone-else"');

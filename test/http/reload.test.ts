@@ -85,6 +85,16 @@ test('entities.json edits become entity records and move entities_version', asyn
   const rec = records.body.records.find((r: { uid: { id: string } }) => r.uid.id === 'new-hire');
   assert.equal(rec.source, 'file');
   assert.notEqual(rec.entities_version, v1);
+
+  // A broken edit is not applied, and the ledger says so (a `policy` record, rejected), as for a broken policy.
+  writeFileSync(file, '[{"uid": ');
+  const rejected = await until(async () => {
+    const r = await call(s, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor });
+    return r.body.records.find((x: { result: string; error?: { message: string } }) => x.result === 'rejected' && /entities\.json not applied/.test(x.error?.message ?? ''));
+  }, 'the rejected entities.json record');
+  assert.equal(rejected.error.code, 'POLICY_INVALID');
+  assert.equal((await call(s, 'GET', '/v1/entities/User/new-hire', { token: t.auditor })).status, 200, 'the entities in force are unchanged');
+  writeFileSync(file, JSON.stringify(entities));
 });
 
 test('a second server on the same data dir exits non-zero with a clear message', () => {
