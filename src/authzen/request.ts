@@ -14,7 +14,8 @@ import { WritError } from '../errors.js';
 import {
   LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
 } from '../binding/index.js';
-import { relabelDepthStop } from '../binding/parse.js';
+import { escapePointerToken, relabelDepthStop } from '../binding/parse.js';
+import { jcs } from '../util/canonical.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
 import type { DecisionOutcome, RequestInput } from '../policy/engine.js';
@@ -108,6 +109,17 @@ function evaluationOf(itemPath: string, sources: Partial<Record<Member, { raw: L
   }
   const subject = admitEntity(sources.subject!.raw, sources.subject!.path);
   const resource = admitEntity(sources.resource!.raw, sources.resource!.path);
+  // The same entity as subject and resource is one entity to Cedar: properties that give one member two
+  // values could only be answered by picking one of them silently.
+  if (subject.properties && resource.properties && subject.type === resource.type && subject.id === resource.id) {
+    for (const [name, value] of Object.entries(resource.properties)) {
+      if (Object.hasOwn(subject.properties, name) && jcs(subject.properties[name]) !== jcs(value)) {
+        throw new WritError('INVALID_REQUEST', `subject and resource are the same entity, and their properties give "${name}" two values`, {
+          path: `${sources.resource!.path}/properties/${escapePointerToken(name)}`,
+        });
+      }
+    }
+  }
   const rawAction = sources.action!.raw;
   const action: AuthzenEvaluation['action'] = { name: (rawAction as { name: string }).name };
   const actionProperties = memberOf(rawAction, 'properties');

@@ -159,7 +159,7 @@ test('properties sit under the stored attributes: the stored attribute wins; unk
   assert.deepEqual(requestEntityOf(e!.resource, store), { uid: TODO, attrs: { ownerID: 'bob' }, parents: [] });
   assert.equal(requestEntityOf({ ...USER }, store), undefined);
   // The same entity as subject and resource: one entity, stored attributes still win.
-  const [same] = one({ subject: { ...USER, properties: { roles: ['admin'], a: 1 } }, action: { name: 'a' }, resource: { ...USER, properties: { a: 2, b: 3 } } }).evaluations;
+  const [same] = one({ subject: { ...USER, properties: { roles: ['admin'], a: 1 } }, action: { name: 'a' }, resource: { ...USER, properties: { a: 1, b: 3 } } }).evaluations;
   const input = requestInputOf(same!, store);
   assert.equal(input.requestEntities.length, 1);
   assert.deepEqual(input.requestEntities[0]!.attrs, { roles: ['viewer'], email: 'alice@example.com', a: 1, b: 3 });
@@ -190,5 +190,18 @@ test('any body: an admitted request or a 400 WritError with a JSON pointer, neve
       }
     }),
     { seed: 15, numRuns: 500 },
+  );
+});
+
+test('the same entity as subject and resource: properties may agree or add members, never give one member two values', () => {
+  const same = { type: 'user', id: 'alice' };
+  const merged = one({ subject: { ...same, properties: { a: 1, b: 'x' } }, action: { name: 'x' }, resource: { ...same, properties: { b: 'x', c: true } } });
+  const input = requestInputOf(merged.evaluations[0]!, new StaticEntitySource([]));
+  assert.deepEqual(input.requestEntities, [{ uid: same, attrs: { a: 1, b: 'x', c: true }, parents: [] }]);
+  assert.deepEqual(refusal(() => one({ subject: { ...same, properties: { a: 1 } }, action: { name: 'x' }, resource: { ...same, properties: { a: 2 } } })), { code: 'INVALID_REQUEST', path: '/resource/properties/a' });
+  // In a batch, the pointer is where the resource came from (the item's own, or the default).
+  assert.deepEqual(
+    refusal(() => many({ subject: { ...same, properties: { 'a/b': 1 } }, action: { name: 'x' }, evaluations: [{ resource: TODO }, { resource: { ...same, properties: { 'a/b': [1] } } }] })),
+    { code: 'INVALID_REQUEST', path: '/evaluations/1/resource/properties/a~1b' },
   );
 });
