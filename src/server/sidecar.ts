@@ -321,7 +321,14 @@ export class Sidecar {
         const changes = entitiesFileChanges(applied, parsed, (key) => this.entities.get(key));
         tx.put('meta', ENTITIES_FILE_KEY, parsed);
         if (changes.length > 0) staged = this.entities.stage(tx, changes, 'file');
-      }, { label: 'entity', reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY]] });
+      }, {
+        label: 'entity',
+        // Every row the write may read, declared: a shared store fetches them in one round trip, where a
+        // row it meets undeclared costs a round trip and a fresh run of the whole write (one per entity
+        // of a large file: quadratic). The subject revisions of entities the edit drops are not known
+        // yet; those few are fetched as met.
+        reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY], ...parsed.map((e): [Table, string] => ['meta', subjectRevisionKey(uidKey(e.uid))])],
+      });
     } catch (e) {
       staged?.abort();
       throw e;
