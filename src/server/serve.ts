@@ -48,12 +48,15 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   // Replicas wait for an unreachable database, answering 503 on their address meanwhile (waiting.ts);
   // the embedded LMDB store either opens or the start fails.
   let store: Awaited<ReturnType<typeof open>>;
+  /** Frees the listen address a replica held while it waited for its database (waiting.ts). */
+  let stopWaiting = async (): Promise<void> => undefined;
   if (config.database_url) {
     const opened = await openStoreWhenReachable(open, {
       listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens,
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
     });
     store = opened.store;
+    stopWaiting = opened.stopWaiting;
     config = { ...config, listen: opened.listen };
   } else {
     store = await open();
@@ -115,6 +118,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     };
     // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
     // they neither decide themselves nor hand over by message.
+    // The public address is bound just below (by this listener, or by the fronts after it).
+    if (frontCount === 0) await stopWaiting();
     server = await new Promise<Server>((resolve, reject) => {
       const s = serveHttp({
         fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port,
@@ -142,6 +147,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     server.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
     const addr = server.address() as AddressInfo;
     if (frontCount > 0) {
+      await stopWaiting();
       fronts = await Fronts.start({
         count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
         evaluatorThreads: config.evaluator_threads,
@@ -209,6 +215,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     if (devTokens) running.devTokens = devTokens;
     return running;
   } catch (e) {
+    await stopWaiting();
     await fronts?.close().catch(() => undefined);
     server?.close();
     await checkpointer?.stop().catch(() => undefined);

@@ -56,9 +56,11 @@ export interface WaitOptions {
  * Opens the store; while the database is unreachable, serves the answers above on the listen address
  * and retries. Returns the store and the listen address to start on (the port actually bound).
  */
-export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o: WaitOptions): Promise<{ store: LedgerStore; listen: string }> {
+export async function openStoreWhenReachable(
+  open: () => Promise<LedgerStore>, o: WaitOptions,
+): Promise<{ store: LedgerStore; listen: string; stopWaiting: () => Promise<void> }> {
   try {
-    return { store: await open(), listen: o.listen };
+    return { store: await open(), listen: o.listen, stopWaiting: async () => undefined };
   } catch (e) {
     if (!isUnreachableDatabase(e)) throw e;
     const waiting = await listenWhileWaiting(o);
@@ -66,6 +68,7 @@ export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o
     const listen = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${address.port}`;
     const host = address.address.includes(':') ? `[${address.address}]` : address.address;
     o.log(`writ serve: the database is unreachable (${(e as Error).message}); waiting for it on http://${host}:${address.port}, answering 503 meanwhile`);
+    let handedOver = false;
     try {
       for (;;) {
         await pause(o.retryMs ?? 1000, o.stopRequested);
@@ -73,13 +76,17 @@ export async function openStoreWhenReachable(open: () => Promise<LedgerStore>, o
         try {
           const store = await open();
           o.log('writ serve: the database answers; starting');
-          return { store, listen };
+          handedOver = true;
+          // The waiting listener keeps the address (answering 503) until the real one is about to bind
+          // it, so that the start's own work leaves no window of refused connections.
+          let stopped: Promise<void> | undefined;
+          return { store, listen, stopWaiting: () => (stopped ??= closeNow(waiting)) };
         } catch (again) {
           if (!isUnreachableDatabase(again)) throw again;
         }
       }
     } finally {
-      await closeNow(waiting);
+      if (!handedOver) await closeNow(waiting);
     }
   }
 }
