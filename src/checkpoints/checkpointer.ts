@@ -10,7 +10,8 @@
  * On a shared store (replicas) each checkpoint also writes `meta/checkpoint_end` (its seq + 1) in its
  * transaction, and every checkpoint write reads it under the store's write lock: whichever replica
  * writes first covers the new records, the others find nothing new, so checkpoints are written by one
- * replica at a time and never twice for the same range. A replica whose key `writ keys rotate` has
+ * replica at a time and never twice for the same range; and `meta/checkpoint_at` (when it was written)
+ * keeps the `every_ms` timers of N replicas to one checkpoint per interval between them. A replica whose key `writ keys rotate` has
  * retired meanwhile (the `ledger_key` meta row, read in the same transaction) writes none: it says so
  * once and leaves checkpoints to replicas started with the new key.
  */
@@ -45,6 +46,12 @@ export { WITNESS_FILE } from './witness.js';
 
 /** The meta row of a shared store naming the ledger size right after the latest checkpoint. */
 const CHECKPOINT_END_KEY = 'checkpoint_end';
+/**
+ * The meta row of a shared store holding when (ms since the epoch, the writer's clock) the latest
+ * checkpoint was written: a replica's `every_ms` timer writes none while another replica's is younger
+ * than `every_ms`, so N replicas write one timed checkpoint per interval, not N.
+ */
+const CHECKPOINT_AT_KEY = 'checkpoint_at';
 
 export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): Checkpointer {
   const everyRecords = o.everyRecords ?? 1000;
@@ -75,7 +82,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
    * record is a checkpoint; otherwise one is written only when `atLeast` records are new. The callback
    * runs as soon as this is called (no await before it), which the cadence below relies on.
    */
-  const writeNow = async (final: boolean, atLeast = 1): Promise<LedgerRecord | undefined> => {
+  const writeNow = async (final: boolean, atLeast = 1, timed = false): Promise<LedgerRecord | undefined> => {
     let retiredFor: string | undefined;
     const before = coveredEnd;
     const record = await store.write(
@@ -87,6 +94,10 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
           if (end > coveredEnd) coveredEnd = end;
         }
         if (size === 0 || (!final && size - coveredEnd < atLeast)) return undefined;
+        if (timed && store.shared && o.everyMs) {
+          const at = tx.get<number>('meta', CHECKPOINT_AT_KEY);
+          if (at !== undefined && Date.now() - at < o.everyMs) return undefined;
+        }
         // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
         // a checkpoint signed by a retired key is what a rotation exists to prevent.
         const key = isCurrentDeploymentKey(store, tx, o.key);
@@ -96,12 +107,15 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
         }
         const root = tx.root();
         const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
-        if (store.shared) tx.put('meta', CHECKPOINT_END_KEY, size + 1);
+        if (store.shared) {
+          tx.put('meta', CHECKPOINT_END_KEY, size + 1);
+          tx.put('meta', CHECKPOINT_AT_KEY, Date.now());
+        }
         // Covered from now on for the cadence (a write in the same batch counts from here).
         coveredEnd = size + 1;
         return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
       },
-      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], LEDGER_KEY_READ] },
+      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], ['meta', CHECKPOINT_AT_KEY], LEDGER_KEY_READ] },
     ).catch((e) => {
       // Not written: the records it would have covered count again.
       coveredEnd = Math.min(coveredEnd, before);
@@ -120,15 +134,15 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     return record;
   };
 
-  const write = async (final = false): Promise<LedgerRecord | undefined> => {
+  const write = async (final: boolean, timed: boolean): Promise<LedgerRecord | undefined> => {
     await ready;
-    return writeNow(final);
+    return writeNow(final, 1, timed);
   };
 
-  // One checkpoint at a time, in order (witness lines stay in seq order).
-  const checkpointNow = (final = false): Promise<LedgerRecord | undefined> => {
+  // One checkpoint at a time, in order (witness lines stay in seq order). `timed`: by the every_ms timer.
+  const checkpointNow = (final = false, timed = false): Promise<LedgerRecord | undefined> => {
     inFlight++;
-    const p = chain.then(() => write(final));
+    const p = chain.then(() => write(final, timed));
     chain = p.catch(() => undefined).finally(() => inFlight--);
     return p;
   };
@@ -159,13 +173,13 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   const timer =
     o.everyMs && o.everyMs > 0
       ? setInterval(() => {
-          if (inFlight === 0 && !retiredReported && store.knownSize() !== coveredEnd) checkpointNow().catch(onError);
+          if (inFlight === 0 && !retiredReported && store.knownSize() !== coveredEnd) checkpointNow(false, true).catch(onError);
         }, o.everyMs)
       : undefined;
   timer?.unref();
 
   return {
-    checkpointNow,
+    checkpointNow: () => checkpointNow(),
     maybeCheckpoint() {
       // A store with onWritten keeps the cadence by its writes themselves (above).
       if (inlineCadence || stopped || inFlight > 0 || retiredReported) return;
