@@ -19,10 +19,17 @@ const DOT_SEGMENT = /\/\.\.?(?:[/?#]|$)/;
  * judged by the first and reach the routes joined (`a, b`), which discovery would echo.
  */
 export function requestTargetProblem(req: IncomingMessage): string | undefined {
-  const hosts = req.headersDistinct.host;
-  if (hosts !== undefined && hosts.length > 1) return 'the request sends more than one Host header';
-  if (hosts === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return 'an HTTP/1.1 request must send a Host header';
-  return targetProblem(hosts?.[0], req.url ?? '/');
+  // Counted over the raw fields (a short loop on every request; req.headersDistinct would build an
+  // object of arrays for all of them).
+  let hosts = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+  }
+  if (hosts > 1) return 'the request sends more than one Host header';
+  if (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return 'an HTTP/1.1 request must send a Host header';
+  return targetProblem(req.headers.host, req.url ?? '/');
 }
 
 function targetProblem(host: string | undefined, url: string): string | undefined {
