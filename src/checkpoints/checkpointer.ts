@@ -189,8 +189,13 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
       stopped = true;
       if (timer) clearInterval(timer);
       await chain;
-      // Always one: a stop leaves a checkpoint as the ledger's last record, whatever came before.
-      await checkpointNow(true);
+      // Always one: a stop leaves a checkpoint as the ledger's last record, whatever came before — unless
+      // a rotation retired this replica's key, which must sign nothing more: say so, since the SIGTERM
+      // line promised a final checkpoint.
+      const last = await checkpointNow(true);
+      if (!last && retiredReported) {
+        process.stderr.write(`writ: no final checkpoint from this replica: its signing key ${o.key.key_id} was rotated out; replicas started with the new key write them\n`);
+      }
     },
   };
 }

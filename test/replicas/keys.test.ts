@@ -73,6 +73,11 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     const checkpointsAfter = async (s: TestServer) =>
       (await call(s, 'GET', `/v1/ledger/records?kind=checkpoint&from=${r.seq}&limit=1000`, { token: auditor })).body.records;
     assert.deepEqual(await checkpointsAfter(a), [], 'no checkpoint after the key record while only retired keys run');
+    // SIGTERM on a retired replica: exit 0, and it says that it wrote no final checkpoint.
+    assert.equal(await a.stop(), 0);
+    assert.match(a.output(), /no final checkpoint from this replica: its signing key \S+ was rotated out/);
+    rs = rs.filter((s) => s !== a);
+    assert.deepEqual(await checkpointsAfter(b), [], 'still none');
 
     // Restarted with the retired key: refused. With the new key: it starts and signs with it.
     await assert.rejects(startReplicas(d, 1, { config: CHECKPOINTS }), /not the ledger's current key/);
