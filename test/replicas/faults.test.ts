@@ -23,7 +23,7 @@ interface Ack { id: string; seq: number; hash: string }
 /** Concurrent decision workers over the servers until stopped; returns acks and every other answer. */
 function load(servers: () => TestServer[], prefix: string, workers = 6) {
   const acks: Ack[] = [];
-  const others: Array<{ status: number; code?: string; error?: string }> = [];
+  const others: Array<{ status: number; code?: string; message?: string; error?: string }> = [];
   let stopped = false;
   let n = 0;
   const run = async (w: number) => {
@@ -41,7 +41,7 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
         if (r.status === 200) {
           assert.equal(r.body.decision, 'allow');
           acks.push({ id, seq: r.body.record.seq, hash: r.body.record.hash });
-        } else others.push({ status: r.status, code: r.body?.error?.code });
+        } else others.push({ status: r.status, code: r.body?.error?.code, message: r.body?.error?.message });
       } catch (e) {
         // The connection died with the process: not acknowledged. (Which server and why, for a failure's message.)
         others.push({ status: 0, error: `${s.url}: ${(e as Error).message}` });
@@ -167,6 +167,8 @@ describe('replica faults on one PostgreSQL', () => {
       for (const o of l.others) {
         assert.equal(o.status, 503, JSON.stringify(o));
         assert.equal(o.code, 'STORE_UNAVAILABLE');
+        // The driver's words (which name the database's address) go to the log, not to API clients.
+        assert.doesNotMatch(o.message ?? '', new RegExp(`:${pg.port}\\b|ECONNREFUSED \\d`), JSON.stringify(o));
       }
       await assertAcknowledged(rs[0]!, l.acks);
       const exported = await verifiedExport(rs[0]!);

@@ -64,11 +64,27 @@ function unavailable(message: string, cause?: unknown): WritError {
   return new WritError('STORE_UNAVAILABLE', message, cause === undefined ? {} : { cause });
 }
 
-function asUnavailable(e: unknown, what: string): unknown {
+/**
+ * A database failure as STORE_UNAVAILABLE. At open the driver's words are the operator's to read (the
+ * start's log line: a refused password, no such database). On a running replica the refusal goes to API
+ * clients, and the driver's words name the database's address ("connect ECONNREFUSED 10.0.0.5:5432") or
+ * its constraints: clients get the error's code only, and the detail goes to the log (a line a second at
+ * most, so an outage under load does not flood it).
+ */
+function asUnavailable(e: unknown, what: string, audience: 'operator' | 'client' = 'client'): unknown {
   if (e instanceof WritError) return e;
   if (e instanceof TypeError || e instanceof RangeError) return e;
-  return unavailable(`${what}: ${(e as Error)?.message ?? String(e)}`, e);
+  const detail = (e as Error)?.message ?? String(e);
+  if (audience === 'operator') return unavailable(`${what}: ${detail}`, e);
+  const now = Date.now();
+  if (now - lastDetailLogged >= 1000) {
+    lastDetailLogged = now;
+    process.stderr.write(`writ: ${what}: ${detail}\n`);
+  }
+  const code = (e as { code?: unknown } | null)?.code;
+  return unavailable(`${what}${typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : ''}: the database did not complete the request (the sidecar's log has the detail)`, e);
 }
+let lastDetailLogged = 0;
 
 /** The URL without its password, for messages. */
 export function redactUrl(url: string): string {
@@ -183,7 +199,7 @@ export class PgStore implements LedgerStore {
       return new PgStore(o, pool);
     } catch (e) {
       await pool.end().catch(() => undefined);
-      throw asUnavailable(e, `cannot open the database ${redactUrl(o.url)}`);
+      throw asUnavailable(e, `cannot open the database ${redactUrl(o.url)}`, 'operator');
     }
   }
 
