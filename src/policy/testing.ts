@@ -141,8 +141,13 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
       approved_at: a['approved_at'] === undefined ? nowText : timestampAt(a['approved_at'], `approvals[${i}].approved_at`),
       expires_at: timestampAt(a['expires_at'], `approvals[${i}].expires_at`),
     };
-    // An approval stops counting at its expiry instant, as in the server.
-    if (Date.parse(approval.expires_at) > now.getTime()) approvals.push(approval);
+    // The server never holds an approval that expires before it was given (it refuses expires_at <= its
+    // clock), nor one given after the decision's clock: such a fixture could pass a case production can
+    // never produce. An approval stops counting at its expiry instant, as in the server.
+    const approvedAt = Date.parse(approval.approved_at);
+    const expiresAt = Date.parse(approval.expires_at);
+    if (approvedAt >= expiresAt) caseError(`approvals[${i}]: approved_at must be before expires_at`);
+    if (approvedAt <= now.getTime() && expiresAt > now.getTime()) approvals.push(approval);
   });
 
   const input: DecisionInput = {

@@ -137,12 +137,31 @@ test('approvals in a test case count unless expired; approved_at defaults to now
         approvals: [{ approver: { type: 'User', id: 'u' }, approved_at: '2025-12-31T00:00:00Z', expires_at: '2026-01-01T00:00:00Z' }],
         expect: { decision: 'approval_required' },
       },
+      {
+        // Given after the case's clock: it does not exist yet at `now`.
+        name: 'not yet given',
+        now: '2026-01-01T00:00:00Z',
+        request: request('x'),
+        approvals: [{ approver: { type: 'User', id: 'u' }, approved_at: '2026-01-01T12:00:00Z', expires_at: '2026-01-01T13:00:00Z' }],
+        expect: { decision: 'approval_required' },
+      },
+    ]),
+    // An approval that expires before it was given is no approval the server could hold: the case is malformed.
+    'tests/bad.json': JSON.stringify([
+      {
+        name: 'expires before given',
+        now: '2026-01-01T00:00:00Z',
+        request: request('x'),
+        approvals: [{ approver: { type: 'User', id: 'u' }, approved_at: '2025-12-31T12:00:00Z', expires_at: '2025-12-31T11:00:00Z' }],
+        expect: { decision: 'approval_required' },
+      },
     ]),
   });
   try {
     const r = writ('test', '--dir', dir);
-    assert.equal(r.status, 0, r.stdout);
-    assert.equal(r.lines.at(-1), '3 passed, 0 failed');
+    assert.equal(r.status, 1, r.stdout);
+    assert.equal(r.lines.at(-1), '4 passed, 1 failed');
+    assert.ok(r.lines.some((l) => /expires before given/.test(l) && /approved_at must be before expires_at/.test(l)), r.stdout);
   } finally {
     cleanup();
   }
