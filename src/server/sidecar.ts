@@ -350,7 +350,12 @@ export class Sidecar {
 
   private async decideAttempts(admitted: AdmittedDecision, started: number, holdEntities: () => void): Promise<DecisionResponse> {
     const { envelope, actor, executionId, phase, server, tool, bound, envDigest, key } = admitted;
-    const refusalFields = { actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest };
+    // A refused request that named an execution to supersede says which (the loser of a supersede race
+    // is otherwise a refusal of an id that never existed).
+    const refusalFields = {
+      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest,
+      ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
+    };
     for (let attempt = 0; ; attempt++) {
       // 2. Evaluate against a snapshot of the execution, its approvals, the entities and the clock.
       const snapshot = await this.store.get<Execution>('executions', key);

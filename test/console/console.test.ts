@@ -299,6 +299,18 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       assert.equal(await verdictOf(first), `NOT verified: ${why}`);
       await page.unrouteAll();
     }
+    // No checkpoint at all (a 404, or a null body) after this page verified one is a rollback too,
+    // not "not yet checkpointed".
+    const noCheckpoint = `NOT verified: the sidecar served no checkpoint, but this page verified one of size ${sizeNow} before (a rollback)`;
+    const errorsBefore = consoleErrors.length;
+    await page.route('**/v1/ledger/checkpoint', (route) => route.fulfill({ status: 404, json: { error: { code: 'NOT_FOUND', message: 'no checkpoint yet' } } }));
+    assert.equal(await verdictOf(first), noCheckpoint);
+    await page.unrouteAll();
+    // Chromium logs the 404 this test served on purpose; only that one is taken off the list.
+    assert.deepEqual(consoleErrors.splice(errorsBefore), ['Failed to load resource: the server responded with a status of 404 (Not Found)']);
+    await page.route('**/v1/ledger/checkpoint', (route) => route.fulfill({ json: null }));
+    assert.equal(await verdictOf(first), noCheckpoint);
+    await page.unrouteAll();
 
     assert.equal(await verdictOf(first), 'verified');
   });
@@ -445,6 +457,42 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     const all = await allRecords();
     assert.equal(all[all.length - 1]!.seq, fresh.body.record.seq);
     await waitForRows(newestFirst(all));
+  });
+
+  await t.test('a supersede race: the loser shows its refusal, the superseded and the winner link each other', async () => {
+    const decide = (execution_id: string, supersedes: string | null) => call(server, 'POST', '/v1/decisions', {
+      token: server.tokens.pep, body: offboardingBody({ execution_id, envelope: { task_id: 'OFF-9000', supersedes } }),
+    });
+    assert.equal((await decide('OFF-9000:first', null)).status, 200);
+    assert.equal((await decide('OFF-9000:retry', 'OFF-9000:first')).status, 200);
+    const lost = await decide('OFF-9000:second-retry', 'OFF-9000:first');
+    assert.equal(lost.status, 409, lost.text);
+    assert.equal(lost.body.error.code, 'EXECUTION_SUPERSEDED');
+    const [refusal] = (await allRecords('&execution_id=OFF-9000:second-retry')) as Rec[];
+    assert.equal(refusal!.kind, 'refusal');
+    assert.equal(refusal!.supersedes, 'OFF-9000:first', 'the refusal says which execution it tried to supersede');
+
+    // The loser was never reserved: its timeline is the refusal, no error.
+    await page.getByRole('link', { name: 'Execution' }).click();
+    await page.getByLabel('Execution id').fill('OFF-9000:second-retry');
+    await page.getByLabel('Actor').fill(STORY_ACTOR);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('never reserved', { exact: true }).waitFor();
+    assert.deepEqual(await items.evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.seq), (e as HTMLElement).dataset.kind])), [[refusal!.seq, 'refusal']]);
+    assert.equal(await page.getByRole('alert').count(), 0);
+    assert.equal(await verdictOf(items.first()), 'not yet checkpointed');
+    // Its refusal links to the execution it tried to supersede, whose timeline links to the winner.
+    await items.first().getByRole('link', { name: 'OFF-9000:first' }).click();
+    await page.getByText('superseded by', { exact: true }).waitFor();
+    const superseded = page.locator('.facts');
+    assert.equal(await superseded.getByRole('link', { name: 'OFF-9000:retry' }).count(), 1);
+    const first = (await call(server, 'GET', `/v1/executions/OFF-9000%3Afirst?actor=${encodeURIComponent(STORY_ACTOR)}`, { token })).body;
+    // The binding and envelope digest are shown whole, as an auditor compares them.
+    assert.equal(await superseded.getByText(first.binding, { exact: true }).count(), 1);
+    assert.equal(await superseded.getByText(first.envelope_digest, { exact: true }).count(), 1);
+    await superseded.getByRole('link', { name: 'OFF-9000:retry' }).click();
+    await page.getByText('supersedes', { exact: true }).waitFor();
+    assert.equal(await page.locator('.facts').getByRole('link', { name: 'OFF-9000:first' }).count(), 1);
   });
 
   await t.test('the page loaded nothing from elsewhere and logged no error', async () => {

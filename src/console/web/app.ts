@@ -141,6 +141,7 @@ function recordDetails(r: LedgerRecord): Node[] {
     case 'refusal':
       add('code', h('code', {}, String(r.code)));
       add('message', String(r.message ?? ''));
+      if (typeof r.supersedes === 'string') add('supersedes', executionLink(r.supersedes, uidText(r.actor)));
       break;
   }
   add('hash', digest(r.hash));
@@ -215,39 +216,77 @@ async function loadRecords(seqs: number[]): Promise<LedgerRecord[]> {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
+/** The records one page lists at most while a timeline gathers the records naming an execution. */
+const NAMING_PAGE = 1000;
+/** Pages gathered at most: past this many records the timeline says it shows a part. */
+const NAMING_PAGES = 5;
+
+/** The records the ledger's index lists as naming this execution id and actor, in seq order. */
+async function recordsNaming(id: string, actor: string): Promise<{ records: LedgerRecord[]; more: boolean }> {
+  const records: LedgerRecord[] = [];
+  let from = 0;
+  for (let page = 0; page < NAMING_PAGES; page++) {
+    const listed = await api!.records(from, NAMING_PAGE, { execution_id: id, actor });
+    records.push(...listed.records);
+    if (listed.next === null || listed.records.length === 0) return { records, more: false };
+    from = listed.next;
+  }
+  return { records, more: true };
+}
+
+/** A link to another execution of the same actor (a `supersedes` in either direction). */
+function executionLink(id: string, actor: string): HTMLElement {
+  return h('a', { href: `#/execution?id=${encodeURIComponent(id)}&actor=${encodeURIComponent(actor)}` }, h('code', {}, id));
+}
+
 async function showExecution(target: HTMLElement, id: string, actor: string): Promise<void> {
   const problem = (text: string) => fill(target, h('p', { class: 'error', role: 'alert' }, text));
   if (!EXECUTION_ID.test(id)) return problem('Execution id must be 1–128 characters of A-Za-z0-9._:-, and not . or ..');
   if (!ACTOR.test(actor)) return problem(ACTOR_HINT);
   fill(target, h('p', { class: 'hint' }, 'loading…'));
   try {
-    // Every execution has at least its first decision on record: none means no such execution,
-    // said without a 404 (which the browser would log as a failed load).
+    // Every execution has at least its first decision on record: no record at all means no such
+    // execution, said without a 404 (which the browser would log as a failed load).
     const first = await api!.records(0, 1, { execution_id: id, actor });
     if (first.records.length === 0) return problem(`EXECUTION_NOT_FOUND: no execution ${id} for ${actor}`);
-    const view = await api!.execution(id, actor);
     const asked = parseActor(actor);
-    if (view.execution_id !== id || (asked !== undefined && uidText(view.actor) !== uidText(asked))) {
+    // Only refusals name an id that was never reserved (the loser of a supersede race, an outcome for
+    // an unknown id): its story is the records the ledger's index lists, with no state to ask for.
+    const decided = await api!.records(0, 1, { execution_id: id, actor, kind: 'decision' });
+    const view = decided.records.length > 0 ? await api!.execution(id, actor) : undefined;
+    if (view && (view.execution_id !== id || (asked !== undefined && uidText(view.actor) !== uidText(asked)))) {
       return problem(`the sidecar answered for execution ${String(view.execution_id)} of ${uidText(view.actor)}, not the one asked for`);
     }
+    const execId = view?.execution_id ?? id;
+    const execActor = view ? uidText(view.actor) : uidText(asked) || actor;
     // The timeline holds only records that name this execution and its actor; anything else the
     // sidecar lists is said out loud, not drawn (nor silently dropped).
-    const listed = await loadRecords([...view.records].sort((a, b) => a - b));
-    const names = (r: LedgerRecord) => r.execution_id === view.execution_id && uidText(r.actor) === uidText(view.actor);
+    const naming = view ? { records: await loadRecords([...view.records].sort((a, b) => a - b)), more: false } : await recordsNaming(id, actor);
+    const listed = naming.records;
+    const names = (r: LedgerRecord) => r.execution_id === execId && uidText(r.actor) === execActor;
     const records = listed.filter(names);
     const foreign = listed.filter((r) => !names(r));
     const warning = foreign.length === 0 ? [] : h('p', { class: 'error', role: 'alert' },
       `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here (${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`);
-    const facts = h('dl', { class: 'facts' },
-      field('state', h('span', { class: `state state-${view.state}` }, view.state)),
-      field('actor', uidText(view.actor)),
-      field('execution', h('code', {}, view.execution_id)),
-      view.resolution ? field('resolution', view.resolution) : [],
-      view.supersedes ? field('supersedes', h('code', {}, view.supersedes)) : [],
-      view.superseded_by ? field('superseded by', h('code', {}, view.superseded_by)) : [],
-      field('binding', digest(view.binding)),
-      field('envelope digest', digest(view.envelope_digest)),
-    );
+    const partial = naming.more ? h('p', { class: 'hint' }, `The first ${records.length} records naming this execution are shown.`) : [];
+    const facts = view
+      ? h('dl', { class: 'facts' },
+        field('state', h('span', { class: `state state-${view.state}` }, view.state)),
+        field('actor', uidText(view.actor)),
+        field('execution', h('code', {}, view.execution_id)),
+        view.resolution ? field('resolution', view.resolution) : [],
+        view.supersedes ? field('supersedes', executionLink(view.supersedes, execActor)) : [],
+        view.superseded_by ? field('superseded by', executionLink(view.superseded_by, execActor)) : [],
+        // In full: these are what an auditor compares with an approval or a PEP's log.
+        field('binding', digest(view.binding, { full: true })),
+        field('envelope digest', digest(view.envelope_digest, { full: true })),
+      )
+      : h('dl', { class: 'facts' },
+        field('state', h('span', { class: 'state state-never-reserved' }, 'never reserved')),
+        field('actor', execActor),
+        field('execution', h('code', {}, execId)),
+        field('why', 'no request under this id was ever decided: the ledger holds only refusals naming it'),
+      );
     // One click for the whole story: presses each record's Verify in turn (named apart from
     // `Verify` so the per-record buttons stay unambiguous).
     const proveAll = h('button', { type: 'button', class: 'quiet' }, 'Prove every record');
@@ -262,7 +301,8 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
     });
     fill(target,
       warning,
-      h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, approvalsTable(view)),
+      partial,
+      h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, view ? approvalsTable(view) : []),
       h('section', { class: 'card', 'aria-label': 'Timeline' },
         h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} ${records.length === 1 ? 'record' : 'records'})`), proveAll),
         h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, records.map(timelineItem)),

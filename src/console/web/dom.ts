@@ -53,10 +53,14 @@ export function timeEl(ts: unknown): HTMLElement {
   return h('time', { class: 'time', datetime: text, title: local }, text);
 }
 
-/** A long digest shortened for reading, the whole value on hover. */
-export function digest(value: unknown): HTMLElement {
+/** A long digest shortened for reading (the whole value on hover), or in full where it is compared. */
+export function digest(value: unknown, options: { full?: boolean } = {}): HTMLElement {
   const text = String(value ?? '');
-  const short = text.length > 24 ? text.slice(0, 19) + '…' + text.slice(-6) : text;
+  if (options.full) return h('code', { class: 'digest digest-full' }, text);
+  // The scheme (`sha256:`, `writ-bind/1:sha256:`) whole, then the first 12 and last 6 hex digits.
+  const cut = text.lastIndexOf(':') + 1;
+  const hex = text.slice(cut);
+  const short = hex.length > 24 ? text.slice(0, cut) + hex.slice(0, 12) + '…' + hex.slice(-6) : text;
   return h('code', { class: 'digest', title: text }, short);
 }
 

@@ -247,7 +247,13 @@ export async function verifyRecord(api: Api, record: LedgerRecord): Promise<Verd
   const leaf = hash32(computed.slice('sha256:'.length))!;
 
   const cp = await api.checkpoint();
-  if (!cp) return { status: 'not-checkpointed', checkpointSize: null };
+  if (!cp) {
+    // "No checkpoint at all" after this page has verified one is the strongest rollback of all:
+    // a sidecar that lost or hid its checkpoints must not turn covered records into "not yet".
+    const earlier = largestVerified.get(api);
+    if (earlier !== undefined) return fail(`the sidecar served no checkpoint, but this page verified one of size ${earlier.size} before (a rollback)`);
+    return { status: 'not-checkpointed', checkpointSize: null };
+  }
   if (cp.kind !== 'checkpoint' || !Number.isSafeInteger(cp.size) || (cp.size as number) < 1) return fail('the latest checkpoint is malformed');
   const size = cp.size as number;
   // The checkpoint is proved before its size is believed: a forged one must not turn a record it
