@@ -168,15 +168,26 @@ export class VerifyWorkers {
   }
 }
 
-/** Takes a worker's findings for one block, in order; returns the failure if a line fails. */
-function takeFindings(verifier: ExportVerifier, report: BlockReport): VerifyResult | undefined {
+/**
+ * Takes a worker's findings for one block, in order; returns the failure if a line fails. Empty lines
+ * are held (`framing`, across blocks) as src/util/lines.ts holds them: only a line after them makes them
+ * lines (MALFORMED); at the end of the export they are not lines.
+ */
+function takeFindings(verifier: ExportVerifier, report: BlockReport, framing: { heldEmpty: number }): VerifyResult | undefined {
   const bytes = Buffer.from(report.buffer, 0, report.length);
   const { unlinked, linkedHashes } = report;
   let nextUnlinked = 0;
   let hashAt = 0;
   for (let line = 0; line < report.lineCount; line++) {
     let failure: VerifyResult | undefined;
-    if (unlinked[nextUnlinked] === line) {
+    const isUnlinked = unlinked[nextUnlinked] === line;
+    if (isUnlinked && unlinked[nextUnlinked + 1] === unlinked[nextUnlinked + 2]) {
+      framing.heldEmpty++;
+      nextUnlinked += 3;
+      continue;
+    }
+    if (framing.heldEmpty > 0) return pushLineBytes(verifier, bytes, 0, 0);
+    if (isUnlinked) {
       failure = pushLineBytes(verifier, bytes, unlinked[nextUnlinked + 1]!, unlinked[nextUnlinked + 2]!);
       nextUnlinked += 3;
     } else {
@@ -199,6 +210,7 @@ export async function verifyInParallel(read: ReadBytes, opts: VerifyOptions, par
   const reports = new Map<number, Promise<BlockReport>>();
   let sent = 0;
   let readError: unknown;
+  const framing = { heldEmpty: 0 };
   let ended = false;
   try {
     for (let taken = 0; ; taken++) {
@@ -221,7 +233,7 @@ export async function verifyInParallel(read: ReadBytes, opts: VerifyOptions, par
       if (taken === sent) break;
       const report = await reports.get(taken)!;
       reports.delete(taken);
-      const failure = takeFindings(verifier, report);
+      const failure = takeFindings(verifier, report, framing);
       if (failure) return failure;
       if (report.buffer.byteLength === blockBytes) spare.push(Buffer.from(report.buffer));
     }

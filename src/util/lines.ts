@@ -1,9 +1,12 @@
 /**
  * The one byte-level line splitter: lines are split on \n, a line cut across chunks is carried over
  * (only the current partial line is buffered, so memory stays bounded whatever the input's length),
- * a final line without \n still counts and an empty final segment does not.
+ * a final line without \n still counts and an empty final segment does not. Empty lines at the very end
+ * (an export saved with an extra newline by an editor or `echo >>`) are not lines; an empty line with a
+ * line after it is one, and is the caller's to judge.
  */
 const NEWLINE = 0x0a;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Calls `onLine(buf, start, end)` for the bytes of each line (`buf` is only valid during the call).
@@ -17,6 +20,19 @@ export async function splitLines<T>(
   afterChunk?: () => Promise<void> | void,
 ): Promise<T | undefined> {
   let carry: Buffer | undefined;
+  // Empty lines seen but not yet delivered: only a non-empty line after them makes them lines.
+  let heldEmpty = 0;
+  const deliver = (buf: Buffer, start: number, end: number): T | undefined => {
+    if (start === end) {
+      heldEmpty++;
+      return undefined;
+    }
+    for (; heldEmpty > 0; heldEmpty--) {
+      const stop = onLine(EMPTY, 0, 0);
+      if (stop !== undefined) return stop;
+    }
+    return onLine(buf, start, end);
+  };
   for await (const chunk of chunks) {
     let pos = 0;
     if (carry) {
@@ -27,14 +43,14 @@ export async function splitLines<T>(
       }
       const line = Buffer.concat([carry, chunk.subarray(0, nl)]);
       carry = undefined;
-      const stop = onLine(line, 0, line.length);
+      const stop = deliver(line, 0, line.length);
       if (stop !== undefined) return stop;
       pos = nl + 1;
     }
     for (;;) {
       const nl = chunk.indexOf(NEWLINE, pos);
       if (nl < 0) break;
-      const stop = onLine(chunk, pos, nl);
+      const stop = deliver(chunk, pos, nl);
       if (stop !== undefined) return stop;
       pos = nl + 1;
     }
@@ -42,7 +58,7 @@ export async function splitLines<T>(
     if (afterChunk) await afterChunk();
   }
   if (carry && carry.length > 0) {
-    const stop = onLine(carry, 0, carry.length);
+    const stop = deliver(carry, 0, carry.length);
     if (stop !== undefined) return stop;
   }
   if (afterChunk) await afterChunk();

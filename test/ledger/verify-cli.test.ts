@@ -62,7 +62,8 @@ test('writ verify: tampered exports → exit 1 with seq and code', async () => {
     [['verify', file('gap.jsonl', LINES.filter((_, i) => i !== 7).join('\n') + '\n')], { seq: 7, code: 'SEQ_GAP' }],
     [['verify', file('short.jsonl', LINES.slice(0, 25).join('\n') + '\n'), '--checkpoint', checkpointFile], { seq: 25, code: 'TRUNCATED' }],
     [['verify', exportFile, '--keys', file('onekey.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }],
-    [['verify', file('blank.jsonl', EXPORT + '\n')], { seq: 60, code: 'MALFORMED' }],
+    // A blank line is MALFORMED where a line follows it (at the very end it is not a line).
+    [['verify', file('blank.jsonl', EXPORT + '\n' + LINES[0] + '\n')], { seq: 60, code: 'MALFORMED' }],
   ];
   for (const [args, expect] of cases) {
     const r = await run(args);
@@ -194,6 +195,20 @@ test('verifyStream: lines split across chunks of any size give the same verdicts
   for (const size of [3, 500]) {
     const r = await verifyStream(chunked(gap, size), {});
     assert.deepEqual(r.ok ? null : [r.code, r.seq], ['SEQ_GAP', 33]);
+  }
+});
+
+test('verifyStream: empty lines at the very end are not lines; one with a line after it is MALFORMED', async () => {
+  for (const tail of ['\n', '\n\n\n']) {
+    const bytes = Buffer.from(EXPORT + tail, 'utf8');
+    for (const size of [1, 5, bytes.length]) {
+      assert.deepEqual(await verifyStream(chunked(bytes, size), {}), { ok: true, records: 60, head: HEAD }, `tail ${JSON.stringify(tail)}, chunk ${size}`);
+    }
+  }
+  const inside = Buffer.from(LINES.slice(0, 5).join('\n') + '\n\n\n' + LINES.slice(5).join('\n') + '\n');
+  for (const size of [1, 9, inside.length]) {
+    const r = await verifyStream(chunked(inside, size), {});
+    assert.deepEqual(r.ok ? null : [r.code, r.seq], ['MALFORMED', 5], `chunk ${size}`);
   }
 });
 
