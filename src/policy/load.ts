@@ -139,6 +139,30 @@ interface ParsedPolicy extends PolicyInfo {
   text: string;
 }
 
+/** The annotations writ reads besides `@id`. */
+const WRIT_ANNOTATIONS = ['requires_approval'];
+
+/** Edit distance (insertions, deletions, substitutions) between two short names. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * The writ annotation an unknown one is a near miss of (`@requires_aproval`, `@requiresApproval`), if
+ * any: Cedar accepts any annotation, so a misspelt `@requires_approval` would silently leave its forbid
+ * a plain deny, where the author meant `approval_required`.
+ */
+function misspeltAnnotation(name: string): string | undefined {
+  const squash = (n: string) => n.toLowerCase().replace(/[-_]/g, '');
+  return WRIT_ANNOTATIONS.find((known) => name !== known && editDistance(squash(name), squash(known)) <= 2);
+}
+
 function parsePolicyFile(file: string, text: string, problems: string[]): ParsedPolicy[] {
   const parts = cedar.policySetTextToParts(text);
   if (parts.type === 'failure') {
@@ -163,6 +187,10 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
     if (annotatedId === null) problems.push(`${file}#${index}: @id needs a value`);
     const id = typeof annotatedId === 'string' ? annotatedId : `${file}#${index}`;
     const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText, relevance: relevanceOf(json.json) };
+    for (const name of Object.keys(annotations)) {
+      const meant = misspeltAnnotation(name);
+      if (meant) problems.push(`${id}: unknown annotation @${name}: did you mean @${meant}?`);
+    }
     if ('requires_approval' in annotations) {
       const group = annotations['requires_approval'];
       const uid = typeof group === 'string' ? parseUidKey(group) : undefined;

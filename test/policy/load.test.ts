@@ -127,6 +127,23 @@ test('@requires_approval must be a forbid carrying an entity uid', () => {
   }
 });
 
+test('a near miss of @requires_approval is refused (it would silently be a plain forbid); other annotations are Cedar\'s', () => {
+  for (const name of ['requires_aproval', 'requiresApproval', 'Requires_Approval', 'require_approvals']) {
+    const { dir, cleanup } = tempPolicyDir({ 'p.cedar': `@id("needs-hr") @${name}("Role::\\"hr\\"") forbid(principal, action, resource);` });
+    try {
+      policyInvalid(() => loadPolicyDir(dir), new RegExp(`^needs-hr: unknown annotation @${name}: did you mean @requires_approval\\?$`));
+    } finally {
+      cleanup();
+    }
+  }
+  const { dir, cleanup } = tempPolicyDir({ 'p.cedar': `@id("p") @advice("ask HR") @reason("x") @approval_note("y") ${PERMIT}` });
+  try {
+    assert.deepEqual(loadPolicyDir(dir).ids, ['p']);
+  } finally {
+    cleanup();
+  }
+});
+
 test('templates are refused', () => {
   const { dir, cleanup } = tempPolicyDir({ 'p.cedar': 'permit(principal == ?principal, action, resource);' });
   try {
