@@ -3,8 +3,10 @@
  * supervisor restarting it in a loop, and a load balancer would see a port that refuses connections.
  * Instead it answers on its listen address as a running replica whose database is down does —
  * `/healthz` 200, `/readyz` 503, `/metrics`, and what needs no database: the auditor console's page
- * (its data calls are then refused) and AuthZEN discovery; every other route 503 STORE_UNAVAILABLE
- * (nothing is decided, nothing is allowed) — and keeps trying; once the database answers it starts for
+ * (its data calls are then refused), AuthZEN discovery and `/openapi.json`; what a running replica
+ * refuses before reading the database (unknown route 404, other method 405, token 401, role 403) is
+ * refused alike, and every other request 503 STORE_UNAVAILABLE (nothing is decided, nothing is
+ * allowed) — and keeps trying; once the database answers it starts for
  * real on the same address. A database that answers but refuses (bad password, no such database) is a
  * configuration error: that still ends the start at once.
  */
@@ -13,7 +15,9 @@ import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { echoRequestId } from '../http/request-id.js';
-import { TokenTable } from '../http/auth.js';
+import { requireRole, TokenTable } from '../http/auth.js';
+import type { Role } from '../config/config.js';
+import { buildOpenApi } from '../schemas/openapi.js';
 import type { TokenSpec } from '../config/config.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenDiscovery } from '../authzen/routes.js';
@@ -107,17 +111,47 @@ function waitingApp(o: WaitOptions, origin: () => string | undefined): Hono {
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', (c) => c.json({ ready: false }, 503));
   app.get('/metrics', async (c) => c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType }));
-  registerConsoleRoutes(app, { tokens: new TokenTable(o.tokens ?? []) });
+  const tokens = new TokenTable(o.tokens ?? []);
+  registerConsoleRoutes(app, { tokens });
   registerAuthzenDiscovery(app, { publicOrigin: origin, ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
-  app.all('*', () => {
+  const openapi = buildOpenApi();
+  app.get('/openapi.json', (c) => c.json(openapi));
+  // What a running replica would refuse before it reads the database is refused the same way here:
+  // an unknown route 404, a known path with another method 405, a missing or unknown token 401, a
+  // role the route does not admit 403. Only a request a running replica would go on with is 503.
+  const routes = apiRoutes(openapi);
+  app.all('*', (c) => {
+    const path = c.req.path;
+    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+    const atPath = routes.filter((r) => r.path.test(path));
+    const route = atPath.find((r) => r.method === method);
+    if (!route) {
+      if (atPath.length === 0) throw new WritError('NOT_FOUND', `no route ${c.req.method} ${path}`);
+      const allow = atPath.map((r) => r.method).join(', ');
+      const e = new WritError('METHOD_NOT_ALLOWED', `${path} answers ${allow}, not ${c.req.method}`);
+      return c.json(e.toBody(), 405, { allow });
+    }
+    if (route.roles) requireRole(tokens.authenticate(c.req.header('authorization')), route.roles);
     throw refuse();
   });
-  // A console file that does not exist: the same refusal as any other route while waiting.
-  app.notFound(() => {
-    const e = refuse();
+  // A console file that does not exist: 404, as a running replica answers.
+  app.notFound((c) => {
+    const e = new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`);
     return Response.json(e.toBody(), { status: e.status });
   });
   return app;
+}
+
+/** The API's routes, from its OpenAPI document: method, a matcher of the path, the roles admitted (null: no auth). */
+function apiRoutes(openapi: Record<string, unknown>): Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> {
+  const routes: Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> = [];
+  for (const [template, ops] of Object.entries(openapi.paths as Record<string, Record<string, Record<string, unknown>>>)) {
+    const path = new RegExp('^' + template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+') + '$');
+    for (const [method, op] of Object.entries(ops)) {
+      routes.push({ method: method.toUpperCase(), path, roles: (op['x-writ-roles'] as Role[] | undefined) ?? null });
+    }
+  }
+  return routes;
 }
 
 async function listenWhileWaiting(o: WaitOptions): Promise<Server> {

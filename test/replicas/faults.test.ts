@@ -181,7 +181,7 @@ describe('replica faults on one PostgreSQL', () => {
     }
   });
 
-  test('a replica started while PostgreSQL is down answers on its address (healthz 200, readyz 503, the console page and AuthZEN discovery, 503 STORE_UNAVAILABLE for the rest), starts by itself once the database is back; SIGTERM while it waits exits 0', async () => {
+  test('a replica started while PostgreSQL is down answers on its address (healthz 200, readyz 503, the console page, AuthZEN discovery and openapi.json; 401/403/404/405 as a running one; 503 STORE_UNAVAILABLE for the rest), starts by itself once the database is back; SIGTERM while it waits exits 0', async () => {
     const d = newDeployment(await pg.createDatabase());
     const dir = mkdtempSync(join(tmpdir(), 'writ-wait-'));
     const configPath = join(dir, 'config.json');
@@ -228,6 +228,24 @@ describe('replica faults on one PostgreSQL', () => {
       const evaluation = await call(s, 'POST', '/access/v1/evaluation', { token: TEST_TOKENS.pep, body: { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'x' }, resource: { type: 'T', id: 'r' } } });
       assert.equal(evaluation.status, 503, evaluation.text);
       assert.equal(evaluation.body.error.code, 'STORE_UNAVAILABLE');
+      // What a running replica refuses before it reads the database is refused alike while waiting.
+      const refusals: Array<[string, string, string | undefined, number, string]> = [
+        ['POST', '/v1/decisions', undefined, 401, 'UNAUTHENTICATED'],
+        ['POST', '/v1/decisions', 'not-a-token', 401, 'UNAUTHENTICATED'],
+        ['GET', '/v1/ledger/records', TEST_TOKENS.pep, 403, 'FORBIDDEN_ROLE'],
+        ['GET', '/v1/executions/WAIT-1', TEST_TOKENS.auditor, 503, 'STORE_UNAVAILABLE'],
+        ['GET', '/v1/no-such-route', TEST_TOKENS.auditor, 404, 'NOT_FOUND'],
+        ['GET', '/console/no-such-file.js', undefined, 404, 'NOT_FOUND'],
+        ['GET', '/v1/decisions', TEST_TOKENS.pep, 405, 'METHOD_NOT_ALLOWED'],
+      ];
+      for (const [method, path, token, status, code] of refusals) {
+        const r = await call(s, method, path, token === undefined ? {} : { token });
+        assert.equal(r.status, status, `${method} ${path}: ${r.text}`);
+        assert.equal(r.body.error.code, code, `${method} ${path}`);
+      }
+      const openapi = await call(s, 'GET', '/openapi.json');
+      assert.equal(openapi.status, 200);
+      assert.equal(openapi.body.openapi, '3.1.0');
       pg.resume();
       await until(async () => first.out.includes(`listening on ${s.url}`), 60_000, () => first.out);
       const allowed = await call(s, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody('WAIT-2') });
