@@ -9,14 +9,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, offboardingBody, REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { call, REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import pgLib from 'pg';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const { Client } = pgLib;
-import { lineCount, newDeployment, startReplicas, verifiedExport } from './helpers.js';
+import { lineCount, newDeployment, readBody, startReplicas, verifiedExport } from './helpers.js';
 
-const readBody = (id: string) => offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 
 interface Ack { id: string; seq: number; hash: string }
 

@@ -5,7 +5,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyFile } from '../../src/checkpoints/keys.js';
-import { call, startTestServer, WRIT_BIN, TEST_TOKENS, type TestServer } from '../helpers/server.js';
+import { after, before } from 'node:test';
+import { call, offboardingBody, startTestServer, WRIT_BIN, TEST_TOKENS, type TestServer } from '../helpers/server.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 export interface Deployment {
   databaseUrl: string;
@@ -31,6 +33,29 @@ export async function startReplicas(d: Deployment, n: number, o: { clockFile?: s
       }),
     ),
   );
+}
+
+/** An execute of the bundled policies' `hris/read_employee` (allowed) under execution id `id`. */
+export const readBody = (id: string, args: Record<string, unknown> = { employee_id: '7721' }) =>
+  offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: args } });
+
+/**
+ * Hooks for the calling `describe`: before, PostgreSQL, a fresh database and `n` replicas on it; after,
+ * every replica still in `rs` must exit 0 on SIGTERM, and the rest is removed. The fields are set by then.
+ */
+export function replicasOnOneDatabase(n: number, config: Record<string, unknown>): { pg: TestPostgres; d: Deployment; rs: TestServer[] } {
+  const f = { rs: [] } as unknown as { pg: TestPostgres; d: Deployment; rs: TestServer[] };
+  before(async () => {
+    f.pg = await startPostgres();
+    f.d = newDeployment(await f.pg.createDatabase());
+    f.rs = await startReplicas(f.d, n, { config });
+  });
+  after(async () => {
+    for (const s of f.rs) assert.equal(await s.stop(), 0, `SIGTERM exits 0: ${s.output()}`);
+    f.pg?.stop();
+    f.d?.remove();
+  });
+  return f;
 }
 
 /** The number of lines of an export. */

@@ -4,7 +4,7 @@
  * checkpoints (and says so), one restarted with it refuses to start, one started with the new key signs
  * checkpoints with it, and the whole ledger verifies offline with both keys.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,13 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readKeyFile } from '../../src/checkpoints/keys.js';
 import { keyPayload, verifyPayload } from '../../src/ledger/signing.js';
-import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { newDeployment, startReplicas, type Deployment } from './helpers.js';
+import { call, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { readBody, replicasOnOneDatabase, startReplicas } from './helpers.js';
 import { until } from '../helpers/until.js';
 
-const readBody = (id: string) =>
-  offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 const CHECKPOINTS = { checkpoint: { every_records: 4, every_ms: 100 } };
 
 function writ(args: string[]): { code: number | null; stdout: string; stderr: string } {
@@ -27,24 +24,13 @@ function writ(args: string[]): { code: number | null; stdout: string; stderr: st
 }
 
 describe('writ keys rotate on replicas of one PostgreSQL database', () => {
-  let pg: TestPostgres;
-  let d: Deployment;
-  let rs: TestServer[] = [];
-  before(async () => {
-    pg = await startPostgres();
-    d = newDeployment(await pg.createDatabase());
-    rs = await startReplicas(d, 2, { config: CHECKPOINTS });
-  });
-  after(async () => {
-    for (const s of rs) assert.equal(await s.stop(), 0, `SIGTERM exits 0: ${s.output()}`);
-    pg?.stop();
-    d?.remove();
-  });
+  const f = replicasOnOneDatabase(2, CHECKPOINTS);
 
   test('replicas keep deciding; the retired key signs no checkpoint after the key record; the new key does', async () => {
-    const [a, b] = rs as [TestServer, TestServer];
+    const d = f.d;
+    const [a, b] = f.rs as [TestServer, TestServer];
     const auditor = a.tokens.auditor;
-    for (let i = 0; i < 6; i++) assert.equal((await call(rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-A-${i}`) })).status, 200);
+    for (let i = 0; i < 6; i++) assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-A-${i}`) })).status, 200);
     const oldKey = readKeyFile(d.keyFile);
     const newFile = join(d.dir, 'signing-key.new.json');
 
@@ -67,7 +53,7 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     assert.equal(existsSync(join(d.dir, 'stale.json')), false);
 
     // The running replicas (old key) still decide — well past every_records — but write no checkpoint.
-    for (let i = 0; i < 12; i++) assert.equal((await call(rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-B-${i}`) })).status, 200);
+    for (let i = 0; i < 12; i++) assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-B-${i}`) })).status, 200);
     await until(async () => (a.output().includes('was rotated out') && b.output().includes('was rotated out')) || undefined, 'both replicas report their key rotated out');
     for (const s of [a, b]) assert.match((await call(s, 'GET', '/metrics')).text, /^writ_signing_key_retired 1$/m, 'and say so on /metrics');
     const checkpointsAfter = async (s: TestServer) =>
@@ -76,13 +62,13 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     // SIGTERM on a retired replica: exit 0, and it says that it wrote no final checkpoint.
     assert.equal(await a.stop(), 0);
     assert.match(a.output(), /no final checkpoint from this replica: its signing key \S+ was rotated out/);
-    rs = rs.filter((s) => s !== a);
+    f.rs = f.rs.filter((s) => s !== a);
     assert.deepEqual(await checkpointsAfter(b), [], 'still none');
 
     // Restarted with the retired key: refused. With the new key: it starts and signs with it.
     await assert.rejects(startReplicas(d, 1, { config: CHECKPOINTS }), /not the ledger's current key/);
     const c = await startTestServer({ config: { database_url: d.databaseUrl, signing_key_file: newFile, ...CHECKPOINTS } });
-    rs.push(c);
+    f.rs.push(c);
     const after = await checkpointsAfter(c);
     assert.ok(after.length >= 1, 'the new replica checkpoints at start');
     for (const cp of after) assert.equal(cp.key_id, newKey.key_id);

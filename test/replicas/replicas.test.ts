@@ -10,10 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, type TestServer } from '../helpers/server.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { lineCount, newDeployment, startReplicas, verifiedExport, type Deployment } from './helpers.js';
+import { lineCount, newDeployment, readBody, startReplicas, verifiedExport, type Deployment } from './helpers.js';
 
-const readBody = (id: string, args: Record<string, unknown> = { employee_id: '7721' }) =>
-  offboardingBody({ execution_id: id, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: args } });
 
 for (const replicas of [2, 3]) describe(`${replicas} replicas on one PostgreSQL`, () => {
   let pg: TestPostgres;
