@@ -85,31 +85,53 @@ export function uidFromJson(value: unknown): Uid | string {
  * holding `__entity` must be exactly `{"__entity": {"type", "id"}}` with a Cedar type name; one holding
  * `__extn` must be exactly `{"__extn": {...}}` (what is inside is Cedar's to check).
  */
-export function malformedEscape(v: unknown, trail: Array<string | number>): { trail: Array<string | number>; message: string } | undefined {
+export function malformedEscape(v: unknown, trail: Array<string | number>): JsonProblem | undefined {
+  return firstProblem(v, trail, (node, at) => {
+    if (!isPlainObject(node)) return undefined;
+    for (const escape of ['__entity', '__extn']) {
+      if (!Object.hasOwn(node, escape)) continue;
+      if (Object.keys(node).length !== 1) return { trail: at, message: `an object holding "${escape}" must hold nothing else` };
+      const inner = node[escape];
+      if (escape === '__entity') {
+        // uidFromJson also takes the escaped form; here only the bare {type, id} is an entity reference.
+        const uid = isPlainObject(inner) && Object.hasOwn(inner, '__entity') ? 'expected exactly {"type": string, "id": string}' : uidFromJson(inner);
+        if (typeof uid === 'string') return { trail: [...at, '__entity'], message: `a "__entity" reference: ${uid}` };
+      } else if (!isPlainObject(inner)) {
+        return { trail: [...at, '__extn'], message: 'a "__extn" value is an object {"fn", "arg"}' };
+      }
+      return STOP;
+    }
+    return undefined;
+  });
+}
+
+/** A problem found at a JSON pointer trail. */
+export interface JsonProblem {
+  trail: Array<string | number>;
+  message: string;
+}
+
+/** `check`'s answer for a node whose insides are not to be walked. */
+const STOP = Symbol('stop');
+
+/**
+ * The first problem `check` finds walking `v` depth-first in document order (array items, then object
+ * members), or undefined. `check` sees each node first: a problem ends the walk, STOP skips its insides.
+ */
+function firstProblem(v: unknown, trail: Array<string | number>, check: (node: unknown, trail: Array<string | number>) => JsonProblem | typeof STOP | undefined): JsonProblem | undefined {
+  const verdict = check(v, trail);
+  if (verdict === STOP) return undefined;
+  if (verdict !== undefined) return verdict;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
-      const found = malformedEscape(v[i], [...trail, i]);
+      const found = firstProblem(v[i], [...trail, i], check);
       if (found) return found;
     }
-    return undefined;
-  }
-  if (!isPlainObject(v)) return undefined;
-  for (const escape of ['__entity', '__extn']) {
-    if (!Object.hasOwn(v, escape)) continue;
-    if (Object.keys(v).length !== 1) return { trail, message: `an object holding "${escape}" must hold nothing else` };
-    const inner = v[escape];
-    if (escape === '__entity') {
-      // uidFromJson also takes the escaped form; here only the bare {type, id} is an entity reference.
-      const uid = isPlainObject(inner) && Object.hasOwn(inner, '__entity') ? 'expected exactly {"type": string, "id": string}' : uidFromJson(inner);
-      if (typeof uid === 'string') return { trail: [...trail, '__entity'], message: `a "__entity" reference: ${uid}` };
-    } else if (!isPlainObject(inner)) {
-      return { trail: [...trail, '__extn'], message: 'a "__extn" value is an object {"fn", "arg"}' };
+  } else if (isPlainObject(v)) {
+    for (const key of Object.keys(v)) {
+      const found = firstProblem(v[key], [...trail, key], check);
+      if (found) return found;
     }
-    return undefined;
-  }
-  for (const key of Object.keys(v)) {
-    const found = malformedEscape(v[key], [...trail, key]);
-    if (found) return found;
   }
   return undefined;
 }
@@ -120,24 +142,14 @@ export function malformedEscape(v: unknown, trail: Array<string | number>): { tr
  * (Cedar has none: an attribute without a value is left out). Cedar's own parser refuses both, but with
  * a message about its internal types and no place in the document.
  */
-export function unrepresentableAttribute(v: unknown, trail: Array<string | number>): { trail: Array<string | number>; message: string } | undefined {
-  if (v === null) return { trail, message: 'Cedar has no null: leave the attribute out instead' };
-  if (typeof v === 'number') {
-    return Number.isInteger(v) ? undefined : { trail, message: `${v} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${v}"}}` };
-  }
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const found = unrepresentableAttribute(v[i], [...trail, i]);
-      if (found) return found;
+export function unrepresentableAttribute(v: unknown, trail: Array<string | number>): JsonProblem | undefined {
+  return firstProblem(v, trail, (node, at) => {
+    if (node === null) return { trail: at, message: 'Cedar has no null: leave the attribute out instead' };
+    if (typeof node === 'number' && !Number.isInteger(node)) {
+      return { trail: at, message: `${node} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${node}"}}` };
     }
     return undefined;
-  }
-  if (!isPlainObject(v)) return undefined;
-  for (const key of Object.keys(v)) {
-    const found = unrepresentableAttribute(v[key], [...trail, key]);
-    if (found) return found;
-  }
-  return undefined;
+  });
 }
 
 /**
