@@ -171,6 +171,9 @@ link.onMessage((m: ToFront) => {
     case 'entities':
       entities = entitySourceOf(m.version, m.list);
       return;
+    case 'listen':
+      listen();
+      return;
     case 'close':
       closeServer();
       return;
@@ -460,14 +463,20 @@ server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }
 const listenOptions = parentPort && frontThreadsSupported() ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };
 /** `host:port` this front listens on, as a Host header names it. */
 let publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${start.port}`;
-server.listen(listenOptions as ListenOptions, () => {
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : start.port;
-  publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${port}`;
-  post({ type: 'listening', port });
-});
-
 let closing = false;
+function listen(): void {
+  if (server.listening || closing) return;
+  server.listen(listenOptions as ListenOptions, () => {
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : start.port;
+    publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${port}`;
+    post({ type: 'listening', port });
+  });
+}
+// Held (a replica that waited for its database still answers on the port): loaded now, listening on `listen`.
+if (start.holdListen) post({ type: 'ready' });
+else listen();
+
 function closeServer(): void {
   if (closing) return;
   closing = true;

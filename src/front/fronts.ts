@@ -32,7 +32,7 @@ const CLOSE_WAIT_MS = 15_000;
  * Binds the public address once without SO_REUSEPORT, so a port held by anyone else (another sidecar
  * included) fails here with EADDRINUSE instead of being silently shared, and port 0 resolves to a port.
  */
-function probePort(host: string, port: number): Promise<number> {
+export function probePort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
@@ -125,6 +125,8 @@ interface Front {
   outbox: SidecarAnswer[];
   /** Its decision-memo and residual counts, as of its latest batch of asks. */
   tally: EvaluationTally;
+  /** Settles when it listens on the public port (or fails before). */
+  listening: Promise<void>;
   closed?: () => void;
 }
 
@@ -143,6 +145,13 @@ export interface FrontsOptions {
   afterAnswer: () => void;
   /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
   forward: (request: ForwardedRequest) => Promise<ForwardedAnswer>;
+  /**
+   * The port is held by the caller's listener (a replica's while it waited for its database), which
+   * `release` closes. The fronts load first; then, when it `shares` the port (SO_REUSEPORT), they bind
+   * beside it and it is released after — no moment without a listener — else it is released just
+   * before they bind (a bind's time without one, not the fronts' whole start). No probe: it was held.
+   */
+  heldPort?: { shared: boolean; release: () => Promise<void> };
 }
 
 export class Fronts {
@@ -162,14 +171,24 @@ export class Fronts {
   }
 
   static async start(o: FrontsOptions): Promise<Fronts> {
-    const port = await probePort(o.host, o.port);
+    const held = o.port !== 0 ? o.heldPort : undefined;
+    if (!held) await o.heldPort?.release();
+    const port = held ? o.port : await probePort(o.host, o.port);
     const fronts = new Fronts(o, port);
     const { sidecar } = o;
     // The fronts hold the policy set and entities in force; the sidecar tells them of every change.
     sidecar.entities.onChange(() => fronts.broadcast({ type: 'entities', version: sidecar.entities.version, list: sidecar.entities.all() }));
     sidecar.onPolicyChange((bundle) => fronts.broadcast({ type: 'policy', bundle }));
     try {
-      await Promise.all(Array.from({ length: o.count }, (_, i) => fronts.spawn(i)));
+      await Promise.all(Array.from({ length: o.count }, (_, i) => fronts.spawn(i, held !== undefined)));
+      if (held) {
+        if (!held.shared) await held.release();
+        await Promise.all(fronts.fronts.map((f) => {
+          f.link.send({ type: 'listen' } satisfies ToFront);
+          return f.listening;
+        }));
+        if (held.shared) await held.release();
+      }
     } catch (e) {
       await fronts.close();
       throw e;
@@ -177,7 +196,7 @@ export class Fronts {
     return fronts;
   }
 
-  private startData(index: number): FrontStart {
+  private startData(index: number, holdListen: boolean): FrontStart {
     const { sidecar } = this.o;
     const { count, evaluatorThreads } = this.o;
     return {
@@ -185,23 +204,43 @@ export class Fronts {
       host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes,
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
+      ...(holdListen ? { holdListen } : {}),
     };
   }
 
-  private spawn(index: number): Promise<void> {
-    const link = frontsAreThreads(this.o.count) ? threadFront(this.startData(index)) : processFront(this.startData(index));
-    const front: Front = { link, outbox: [], index, tally: emptyTally() };
+  /** Starts front `index`; resolves once it listens, or (`hold`) once it is loaded and waits for `listen`. */
+  private spawn(index: number, hold = false): Promise<void> {
+    const start = this.startData(index, hold);
+    const link = frontsAreThreads(this.o.count) ? threadFront(start) : processFront(start);
+    let listened!: () => void;
+    let failed!: (e: Error) => void;
+    const front: Front = {
+      link, outbox: [], index, tally: emptyTally(),
+      listening: new Promise<void>((resolve, reject) => {
+        listened = resolve;
+        failed = reject;
+      }),
+    };
+    front.listening.catch(() => undefined); // awaited by start(), or in place of `ready`
     this.fronts.push(front);
     return new Promise((resolve, reject) => {
       let listening = false;
+      const fail = (e: Error) => {
+        failed(e);
+        reject(e);
+      };
       link.onMessage((m: FromFront) => {
         switch (m.type) {
+          case 'ready':
+            resolve();
+            return;
           case 'listening':
             listening = true;
+            listened();
             resolve();
             return;
           case 'failed':
-            if (!listening) reject(new WritError('INVALID_REQUEST', `cannot listen on ${this.o.host}:${this.port}: ${m.message}`));
+            if (!listening) fail(new WritError('INVALID_REQUEST', `cannot listen on ${this.o.host}:${this.port}: ${m.message}`));
             return;
           case 'asks':
             front.tally = m.tally;
@@ -217,7 +256,7 @@ export class Fronts {
         if (i >= 0) this.fronts.splice(i, 1);
         addTally(this.exited, front.tally); // a replaced front's counts stay counted
         front.closed?.();
-        if (!listening) reject(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
+        if (!listening) fail(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
         else if (!this.closing && this.restarts++ < MAX_RESTARTS) {
           // Its connections are gone with it; the port stays served by the others and by its replacement.
           this.spawn(front.index).catch((e) => process.stderr.write(`writ: HTTP front thread not replaced: ${(e as Error).message}\n`));

@@ -23,6 +23,8 @@ export interface FrontStart {
   evaluatorThreads: number;
   policy: PolicyBundle;
   entities: { version: string; list: EntityJson[] };
+  /** Say `ready` once loaded and listen only on a `listen` message (the port is still someone else's). */
+  holdListen?: boolean;
 }
 
 /**
@@ -73,10 +75,12 @@ export type ToFront =
   | { type: 'policy'; bundle: PolicyBundle }
   | { type: 'entities'; version: string; list: EntityJson[] }
   | { type: 'answers'; batch: SidecarAnswer[] }
+  | { type: 'listen' }
   | { type: 'close' };
 
 export type FromFront =
   | { type: 'hello' }
+  | { type: 'ready' }
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string }
   /** `tally`: the front's decision-memo and residual counts so far (policy/memo.ts), for the sidecar's /metrics. */

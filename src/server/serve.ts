@@ -24,7 +24,7 @@ import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
 import { forwardedRequest } from '../front/forwarded-request.js';
-import { frontsAreThreads } from '../front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
 
 export interface RunningSidecar {
@@ -50,13 +50,17 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   let store: Awaited<ReturnType<typeof open>>;
   /** Frees the listen address a replica held while it waited for its database (waiting.ts). */
   let stopWaiting = async (): Promise<void> => undefined;
+  /** The waiting listener shares the port with the front threads that will take it over (SO_REUSEPORT). */
+  const sharePort = config.http_threads > 0 && frontThreadsSupported();
+  let waited = false;
   if (config.database_url) {
     const opened = await openStoreWhenReachable(open, {
-      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens,
+      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens, sharePort,
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
     });
     store = opened.store;
     stopWaiting = opened.stopWaiting;
+    waited = opened.waited;
     config = { ...config, listen: opened.listen };
   } else {
     store = await open();
@@ -147,8 +151,9 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     server.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
     const addr = server.address() as AddressInfo;
     if (frontCount > 0) {
-      await stopWaiting();
       fronts = await Fronts.start({
+        // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
+        ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
         count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),

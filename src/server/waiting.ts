@@ -21,7 +21,8 @@ import { buildOpenApi } from '../schemas/openapi.js';
 import type { TokenSpec } from '../config/config.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenDiscovery } from '../authzen/routes.js';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, ListenOptions } from 'node:net';
+import { probePort } from '../front/fronts.js';
 import { isWritError, WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
 import type { LedgerStore } from '../store/types.js';
@@ -54,6 +55,11 @@ export interface WaitOptions {
   tokens?: TokenSpec[];
   /** The config's `public_url`, which AuthZEN discovery names when set. */
   publicUrl?: string;
+  /**
+   * Bind with SO_REUSEPORT (after an exclusive probe, so the port is nobody else's), so that HTTP front
+   * threads can bind beside the waiting listener before it closes: no moment without a listener.
+   */
+  sharePort?: boolean;
 }
 
 /**
@@ -62,9 +68,9 @@ export interface WaitOptions {
  */
 export async function openStoreWhenReachable(
   open: () => Promise<LedgerStore>, o: WaitOptions,
-): Promise<{ store: LedgerStore; listen: string; stopWaiting: () => Promise<void> }> {
+): Promise<{ store: LedgerStore; listen: string; stopWaiting: () => Promise<void>; waited: boolean }> {
   try {
-    return { store: await open(), listen: o.listen, stopWaiting: async () => undefined };
+    return { store: await open(), listen: o.listen, stopWaiting: async () => undefined, waited: false };
   } catch (e) {
     if (!isUnreachableDatabase(e)) throw e;
     const waiting = await listenWhileWaiting(o);
@@ -84,7 +90,7 @@ export async function openStoreWhenReachable(
           // The waiting listener keeps the address (answering 503) until the real one is about to bind
           // it, so that the start's own work leaves no window of refused connections.
           let stopped: Promise<void> | undefined;
-          return { store, listen, stopWaiting: () => (stopped ??= closeNow(waiting)) };
+          return { store, listen, stopWaiting: () => (stopped ??= stopListening(waiting)), waited: true };
         } catch (again) {
           if (!isUnreachableDatabase(again)) throw again;
         }
@@ -170,13 +176,28 @@ async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
     void listener(req, res);
   });
   server.on('clientError', answerClientError);
+  const bound = o.sharePort ? await probePort(host, port) : port;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.listen({ host, port: bound, ...(o.sharePort ? { reusePort: true } : {}) } as ListenOptions, () => resolve());
   });
   const address = server.address() as AddressInfo;
   origin = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
   return server;
+}
+
+/**
+ * Frees the address at once (libuv closes a listening socket's descriptor inside the close call) and
+ * lets the connections it holds finish their answers, which carry `connection: close` (cut after 2 s).
+ * The real listener may bind as soon as this resolves.
+ */
+function stopListening(server: Server): Promise<void> {
+  server.close();
+  server.closeIdleConnections();
+  const cut = setTimeout(() => server.closeAllConnections(), 2000);
+  cut.unref();
+  server.once('close', () => clearTimeout(cut));
+  return Promise.resolve();
 }
 
 function closeNow(server: Server): Promise<void> {
