@@ -264,10 +264,8 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): P
   // `entities: false` (policy replay): the caller brings its own entities, so the file is not read.
   if (opts.entities !== false && existsSync(entitiesPath)) {
     try {
-      seedEntities = parseEntitiesJson(readFileSync(entitiesPath, 'utf8'), 'entities.json');
+      seedEntities = checkEntitiesFile(readFileSync(entitiesPath, 'utf8'), schema);
       entitiesFileRead = true;
-      const check = cedar.checkParseEntities({ entities: seedEntities as cedar.EntityJson[], schema: schema ?? null });
-      if (check.type === 'failure') problems.push(...describe(check.errors, 'entities.json'));
     } catch (e) {
       if (!(e instanceof WritError)) throw e;
       problems.push(...((e.details as string[] | undefined) ?? [e.message]));
@@ -288,6 +286,19 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): P
   if (schema !== undefined) bundle.schema = schema;
   if (entitiesFileRead) bundle.entitiesFile = { entities: seedEntities.length, entitiesVersion: entitiesVersionOf(seedEntities) };
   return bundle;
+}
+
+/**
+ * The text of an `entities.json`, parsed and checked as a whole against the set's schema (or, without
+ * one, for what Cedar can represent) → its entities, or POLICY_INVALID with every problem in `details`.
+ * The one check for the file: at load (loadPolicyDir) and when an edit is applied while running
+ * (Sidecar.syncEntitiesFile), so an entity a restart would refuse is never taken live.
+ */
+export function checkEntitiesFile(text: string, schema: cedar.Schema | undefined): EntityJson[] {
+  const entities = parseEntitiesJson(text, 'entities.json');
+  const check = cedar.checkParseEntities({ entities: entities as cedar.EntityJson[], schema: schema ?? null });
+  if (check.type === 'failure') invalid(describe(check.errors, 'entities.json'));
+  return entities;
 }
 
 /**

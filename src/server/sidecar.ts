@@ -27,9 +27,8 @@ import {
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
-import { loadPolicyDir, type PolicyBundle } from '../policy/load.js';
-import { entityFromJson, malformedEscape, unrepresentableAttribute, parseEntitiesJson, type EntityJson } from '../policy/entities.js';
-import { listSourceFiles, policyVersionOf, validateEntity } from '../policy/load.js';
+import { checkEntitiesFile, listSourceFiles, loadPolicyDir, policyVersionOf, validateEntity, type PolicyBundle } from '../policy/load.js';
+import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
 import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntitiesUnsettled, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
@@ -128,6 +127,8 @@ export class Sidecar {
   readonly entities: EntityStore;
   /** The policy files' content as last applied, to tell a real change from a touch. */
   private lastEntitiesFileText: string | undefined;
+  /** The entities.json text first seen changed; applied only when the next poll reads it again. */
+  private settlingEntitiesText: string | undefined;
   /**
    * Executions by state, for the metrics gauge: counted from the store once (countExecutionStates, at
    * start), then moved by every committed transition. Performance (issue 8): the gauge used to re-read
@@ -272,7 +273,7 @@ export class Sidecar {
         await this.recordPolicyLoad(undefined, 'rejected', err, probe).catch(() => undefined);
       }
     }
-    await this.syncEntitiesFile();
+    await this.syncEntitiesFile({ settle: true });
   }
 
   /**
@@ -280,7 +281,7 @@ export class Sidecar {
    * store does not hold; afterwards each edit (while running, or while stopped) is applied as what
    * changed in the file (entity-store.ts entitiesFileChanges), once per store whatever the replicas.
    */
-  private async syncEntitiesFile(): Promise<void> {
+  private async syncEntitiesFile(opts: { settle?: boolean } = {}): Promise<void> {
     let text: string;
     try {
       text = readFileSync(`${this.config.policy_dir}/entities.json`, 'utf8');
@@ -288,12 +289,23 @@ export class Sidecar {
       return;
     }
     if (text === this.lastEntitiesFileText) return;
+    // While running, an edit is applied (or refused) once the file reads the same on two polls in a row,
+    // as policy files are: a file being written is not judged by its first half.
+    if (opts.settle) {
+      const settled = text === this.settlingEntitiesText;
+      this.settlingEntitiesText = text;
+      if (!settled) return;
+    }
+    this.settlingEntitiesText = undefined;
     let parsed: EntityJson[];
     try {
-      parsed = parseEntitiesJson(text, 'entities.json');
+      // The load-time check, against the schema in force: an entity the next restart would refuse
+      // (an undeclared type, a wrong attribute) is refused now, not taken live and ledgered.
+      parsed = checkEntitiesFile(text, this.bundle.schema);
     } catch (e) {
       this.lastEntitiesFileText = text;
-      process.stderr.write(`writ: entities.json not applied: ${(e as Error).message}\n`);
+      metrics.policyReloads.inc({ result: 'failed' });
+      process.stderr.write(`writ: entities.json not applied: ${(e as Error).message.replace(/\s+/g, ' ')}\n`);
       // Ledgered as a broken policy file is (a `policy` record, `rejected`, naming the set still in force):
       // an auditor sees that an edit was refused, not only the operator reading stderr.
       const refusal = new WritError('POLICY_INVALID', `entities.json not applied, the entities in force are unchanged: ${(e as Error).message}`);

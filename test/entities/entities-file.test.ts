@@ -4,7 +4,10 @@
  *   the file that differed from the store: an unrelated edit lifted an admin's legal hold);
  * - an edit made while the sidecar was stopped is applied at the next start;
  * - on replicas, the replica that polls last does not apply the edit again over an admin change made in
- *   between (found by a differential review of replicas against one sidecar).
+ *   between (found by a differential review of replicas against one sidecar);
+ * - an edit is checked against the set's schema as at load: an entity a restart would refuse (an undeclared
+ *   type, a wrong attribute) is refused while running too, ledgered, the entities in force kept (it used to
+ *   be taken live and ledgered, and the next start then failed with POLICY_INVALID).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -86,6 +89,45 @@ test('one sidecar: an edit of another entity keeps an admin change; an edit made
     assert.equal((await s.stop({ keepData: true })), 0);
     s = await startTestServer({ policyDir: dir, dataDir });
     assert.equal((await call(s, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records.length, before);
+  } finally {
+    await s?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an edit the schema refuses is refused while running, once, and ledgered; the entities in force stay', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-entfile-schema-'));
+  writeFileSync(join(dir, 'schema.cedarschema'), 'entity Agent;\nentity Doc { secret: Bool };\naction "s/t" appliesTo { principal: Agent, resource: Doc };\n');
+  writeFileSync(join(dir, 'p.cedar'), '@id("not-secret") permit (principal, action == Action::"s/t", resource) when { !resource.secret };\n');
+  const doc = (id: string, secret: unknown) => ({ uid: { type: 'Doc', id }, attrs: { secret }, parents: [] });
+  writeFileSync(join(dir, 'entities.json'), JSON.stringify([doc('d1', false)]));
+  let s: TestServer | undefined = await startTestServer({ policyDir: dir });
+  const dataDir = s.dataDir;
+  const rejections = async () => ((await call(s!, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records as Array<{ result: string; error?: { code: string; message: string } }>)
+    .filter((r) => r.result === 'rejected');
+  try {
+    for (const [bad, detail] of [
+      [[doc('d1', false), { uid: { type: 'Nope', id: 'x' }, attrs: {}, parents: [] }], /Nope/],
+      [[doc('d1', 'no')], /secret/],
+    ] as const) {
+      const before = (await rejections()).length;
+      writeFileSync(join(dir, 'entities.json'), JSON.stringify(bad));
+      const refused = await until(async () => (await rejections())[before], 'the refused entities.json edit');
+      assert.equal(refused.error?.code, 'POLICY_INVALID');
+      assert.match(refused.error!.message, /entities\.json not applied/);
+      assert.match(refused.error!.message, detail);
+      // Two more polls: the same refused text is not judged (or ledgered) again.
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal((await rejections()).length, before + 1, 'one refusal per edit');
+      assert.equal((await call(s, 'GET', '/v1/entities/Nope/x', { token: t.admin })).status, 404, 'the undeclared entity is not taken');
+      assert.equal((await call(s, 'GET', '/v1/entities/Doc/d1', { token: t.admin })).body.attrs.secret, false, 'the entities in force stay');
+    }
+    // A good edit after them is applied, and a restart on it starts.
+    writeFileSync(join(dir, 'entities.json'), JSON.stringify([doc('d1', false), doc('d2', true)]));
+    await until(async () => (await call(s!, 'GET', '/v1/entities/Doc/d2', { token: t.admin })).status === 200 || undefined, 'the good edit');
+    assert.equal(await s.stop({ keepData: true }), 0);
+    s = await startTestServer({ policyDir: dir, dataDir });
+    assert.equal((await call(s, 'GET', '/v1/entities/Doc/d2', { token: t.admin })).body.attrs.secret, true);
   } finally {
     await s?.stop();
     rmSync(dir, { recursive: true, force: true });
