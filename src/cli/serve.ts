@@ -61,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   let running;
   try {
-    const overrides: Parameters<typeof loadConfig>[0] = {};
+    const overrides: Parameters<typeof loadConfig>[0] = { forServe: true };
     if (typeof values.config === 'string') overrides.configPath = values.config;
     if (typeof values.listen === 'string') overrides.listen = values.listen;
     if (typeof values['policy-dir'] === 'string') overrides.policyDir = values['policy-dir'];

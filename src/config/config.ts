@@ -3,7 +3,7 @@
  * flags; with no file, the bundled example policies, data in `.writ/`, and fresh dev tokens.
  */
 import { hash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -78,6 +78,12 @@ export interface WritConfig {
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
 export const BUNDLED_POLICIES = fileURLToPath(new URL('../../../policies', import.meta.url));
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
 export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   listen: '127.0.0.1:8700',
   policy_dir: 'policies',
@@ -104,6 +110,12 @@ export interface ConfigOverrides {
   dataDir?: string;
   databaseUrl?: string;
   signingKeyFile?: string;
+  /**
+   * `writ serve`: a named config must list its tokens, and an empty WRIT_CONFIG is refused — never run
+   * in dev mode (fresh tokens printed) by mistake. Commands that call nothing (`writ keys rotate`) may
+   * read a config without tokens, and take an empty WRIT_CONFIG as unset.
+   */
+  forServe?: boolean;
 }
 
 function fail(message: string): never {
@@ -165,7 +177,13 @@ function warnUnknownKeys(path: string, file: Record<string, unknown>): void {
 }
 
 export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTokens: boolean } {
-  const path = o.configPath ?? process.env.WRIT_CONFIG;
+  // Named empty (`--config ""`, `WRIT_CONFIG=` from an unset shell variable) is a mistake, not "no config":
+  // no config means dev mode, fresh tokens printed, which a deployment must never fall into.
+  if (o.configPath === '') fail('--config is empty');
+  // For `writ serve` an empty WRIT_CONFIG is refused too; elsewhere it means unset, as an empty
+  // environment variable usually does (WRIT_DATABASE_URL likewise).
+  if (o.forServe && o.configPath === undefined && process.env.WRIT_CONFIG === '') fail('WRIT_CONFIG is set but empty (unset it to run without a config)');
+  const path = o.configPath ?? (process.env.WRIT_CONFIG || undefined);
   let file: Record<string, any> = {};
   if (path) {
     try {
@@ -213,9 +231,14 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   for (const [key, min] of [['max_body_bytes', 1], ['policy_poll_ms', 10]] as const) {
     if (!Number.isSafeInteger(config[key]) || config[key] < min) fail(`${key} must be an integer of at least ${min}`);
   }
+  // Node's timers take at most 2^31−1 ms (~24.8 days) and quietly fire after 1 ms beyond it: a poll or
+  // checkpoint interval meant as "rarely" would run without pause.
+  if (config.policy_poll_ms > MAX_TIMER_MS) fail(`policy_poll_ms must be at most ${MAX_TIMER_MS} (Node's longest timer)`);
   if (config.signing_key_file) config.signing_key_file = resolve(config.signing_key_file);
-  // The default is the example bundled with writ itself, wherever writ is run from.
-  config.policy_dir = file.policy_dir === undefined && !o.policyDir ? BUNDLED_POLICIES : resolve(config.policy_dir);
+  // Unnamed, the policy dir is `./policies` when there is one (where `writ policy validate/test` look too),
+  // else the example bundled with writ itself, wherever writ is run from.
+  const unnamed = file.policy_dir === undefined && !o.policyDir;
+  config.policy_dir = unnamed && !isDirectory(resolve(DEFAULTS.policy_dir)) ? BUNDLED_POLICIES : resolve(config.policy_dir);
   config.data_dir = resolve(config.data_dir);
   if (config.witness_dir) config.witness_dir = resolve(config.witness_dir);
   if (config.clock_file) config.clock_file = resolve(config.clock_file);
@@ -227,6 +250,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   ] as const) {
     if (!Number.isInteger(v) || v <= 0) fail(`${k} must be a positive integer`);
   }
+  if (config.checkpoint.every_ms > MAX_TIMER_MS) fail(`checkpoint.every_ms must be at most ${MAX_TIMER_MS} (Node's longest timer)`);
   if (!Number.isInteger(config.evaluator_threads) || config.evaluator_threads < 0 || config.evaluator_threads > 64) {
     fail('evaluator_threads must be an integer from 0 to 64');
   }
@@ -236,8 +260,12 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
     fail('decision_memo_size must be an integer from 0 to 1000000');
   }
-  const devTokens = file.tokens === undefined;
-  config.tokens = devTokens ? [] : checkTokens(file.tokens);
+  // Dev tokens only when no config is named at all: a config without `tokens` (left out, or misspelt
+  // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens
+  // printed.
+  const devTokens = !path;
+  if (path && file.tokens === undefined && o.forServe) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
+  config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
 }
 
@@ -283,6 +311,8 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'tokens.json');
   writeFileSync(file, JSON.stringify({ ...byRole, tokens: specs }, null, 2) + '\n', { mode: 0o600 });
+  // `mode` applies only to a file it creates: a tokens.json left from before keeps its own, maybe loose.
+  chmodSync(file, 0o600);
   return { specs, file, byRole };
 }
 

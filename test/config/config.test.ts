@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../../src/config/config.js';
+import { BUNDLED_POLICIES, generateDevTokens, loadConfig } from '../../src/config/config.js';
 import { frontsAreThreads, frontThreadsSupported } from '../../src/front/support.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -15,7 +15,8 @@ function withConfigFile(content: unknown, fn: (path: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
   try {
     const path = join(dir, 'config.json');
-    writeFileSync(path, JSON.stringify(content));
+    // A config file must list its tokens (dev tokens are only for no config at all).
+    writeFileSync(path, JSON.stringify(content && typeof content === 'object' && !Array.isArray(content) ? { tokens: [], ...content } : content));
     fn(path);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -128,6 +129,20 @@ test('writ serve names the listen address when its host does not resolve', () =>
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
 });
 
+test('writ serve with a config that lists no tokens (a misspelt key) refuses to start, printing no dev tokens', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-notokens-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify({ listen: '127.0.0.1:0', data_dir: join(dir, 'data'), token: [{ token: 'x', role: 'auditor' }] }));
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--config', path], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /cannot start: INVALID_REQUEST: config: .* has no "tokens"/);
+    assert.doesNotMatch(r.stdout + r.stderr, /dev-(pep|admin|auditor)-/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('every config value is checked for its type at start: a wrong one is refused, naming the key, never used', () => {
   const bad: Array<[Record<string, unknown>, string]> = [
     [{ max_body_bytes: 'x' }, 'max_body_bytes'], // would switch the 413 limit off
@@ -135,6 +150,8 @@ test('every config value is checked for its type at start: a wrong one is refuse
     [{ max_body_bytes: -1 }, 'max_body_bytes'],
     [{ policy_poll_ms: 0 }, 'policy_poll_ms'], // would poll without pause
     [{ policy_poll_ms: 'x' }, 'policy_poll_ms'],
+    [{ policy_poll_ms: 2 ** 31 }, 'policy_poll_ms'], // Node would fire it after 1 ms
+    [{ checkpoint: { every_ms: 2 ** 31 } }, 'checkpoint.every_ms'],
     [{ durability: 'fast' }, 'durability'],
     [{ checkpoint: 5 }, 'checkpoint'],
     [{ data_dir: 5 }, 'data_dir'],
@@ -162,5 +179,61 @@ test('public_url: an http(s) URL without credentials, query or fragment, kept wi
   withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.public_url, null));
   for (const bad of ['pdp.example.com', 'ftp://pdp.example.com', 'https://u:p@pdp.example.com', 'https://pdp.example.com/?a=1', 'https://pdp.example.com/#x', 'https://pdp.example.com/?', '', 42]) {
     withConfigFile({ public_url: bad }, (path) => assert.throws(() => loadConfig({ configPath: path }), /public_url must be an http\(s\) URL/, JSON.stringify(bad)));
+  }
+});
+
+test('a named config that is empty or lists no tokens is refused: dev mode (fresh tokens printed) only with no config at all', () => {
+  assert.throws(() => loadConfig({ configPath: '' }), /--config is empty/);
+  const before = process.env.WRIT_CONFIG;
+  process.env.WRIT_CONFIG = '';
+  try {
+    assert.throws(() => loadConfig({ forServe: true }), /WRIT_CONFIG is set but empty/);
+    assert.equal(loadConfig({}).devTokens, true, 'elsewhere (keys rotate) an empty WRIT_CONFIG is unset');
+  } finally {
+    if (before === undefined) delete process.env.WRIT_CONFIG;
+    else process.env.WRIT_CONFIG = before;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
+  try {
+    for (const content of [{ listen: '127.0.0.1:9' }, { token: [{ token: 'x', role: 'auditor' }] }]) {
+      const path = join(dir, 'config.json');
+      writeFileSync(path, JSON.stringify(content));
+      assert.throws(() => loadConfig({ configPath: path, forServe: true }), /has no "tokens"/, JSON.stringify(content));
+      // A command that calls nothing (keys rotate) may read a config without tokens.
+      assert.deepEqual(loadConfig({ configPath: path }).config.tokens, []);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  withConfigFile({ tokens: [] }, (path) => assert.equal(loadConfig({ configPath: path }).devTokens, false));
+  assert.equal(loadConfig({}).devTokens, true);
+});
+
+test('with no policy_dir named, ./policies is used when it exists, else the bundled example', () => {
+  const cwd = process.cwd();
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'writ-config-cwd-')));
+  try {
+    process.chdir(dir);
+    assert.equal(loadConfig({}).config.policy_dir, BUNDLED_POLICIES);
+    mkdirSync(join(dir, 'policies'));
+    assert.equal(loadConfig({}).config.policy_dir, join(dir, 'policies'));
+    withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.policy_dir, join(dir, 'policies')));
+    assert.equal(loadConfig({ policyDir: 'elsewhere' }).config.policy_dir, join(dir, 'elsewhere'));
+  } finally {
+    process.chdir(cwd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('dev tokens.json is owner-only, a file left from before with looser permissions included', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-config-devtokens-'));
+  try {
+    const file = join(dir, 'tokens.json');
+    writeFileSync(file, '{}', { mode: 0o644 });
+    chmodSync(file, 0o644);
+    assert.equal(generateDevTokens(dir).file, file);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
