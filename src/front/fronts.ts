@@ -10,7 +10,6 @@
  * a single front, which has the port to itself and is a thread on every Node (support.ts).
  */
 import cluster from 'node:cluster';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { WASM_INLINE_GUARD_FLAG, wasmInlineGuardNeeded } from '../policy/wasm-inline-guard.js';
 import { Worker } from 'node:worker_threads';
@@ -20,38 +19,27 @@ import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
 import { frontsAreThreads } from './support.js';
+import { probePort } from './probe-port.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { PreparedCommit } from '../server/decision-admission.js';
 import { AuthzenService } from '../authzen/handler.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
+import { countAnswer, countRefusal } from '../http/answered.js';
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
 const CLOSE_WAIT_MS = 15_000;
 
-/**
- * Binds the public address once without SO_REUSEPORT, so a port held by anyone else (another sidecar
- * included) fails here with EADDRINUSE instead of being silently shared, and port 0 resolves to a port.
- */
-export function probePort(host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen({ host, port, exclusive: true }, () => {
-      const addr = probe.address();
-      const bound = typeof addr === 'object' && addr ? addr.port : port;
-      probe.close(() => resolve(bound));
-    });
-  });
-}
 
 function errorAnswer(id: number, e: unknown): SidecarAnswer {
   if (isWritError(e)) {
     // Counted here, once, as the HTTP layer's onError counts the refusals it answers.
-    if (e.status >= 400 && e.status < 500) metrics.refusalsTotal.inc({ code: e.code });
+    countRefusal(e);
     return { id, error: { status: e.status, body: e.toBody() } };
   }
   process.stderr.write(`writ: unexpected error on a front's decision: ${(e as Error)?.stack ?? e}\n`);
   const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
+  countRefusal(refusal, { logged: true });
   return { id, error: { status: 503, body: refusal.toBody() } };
 }
 
@@ -277,9 +265,18 @@ export class Fronts {
       const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPrepared(caller, text, batch, prepared);
       work = answer.then((authzen) => ({ authzen }));
     }
+    // A forwarded request is counted by the app that answers it; the rest by the route the front took.
+    const route = 'forward' in a ? undefined : 'authzen' in a ? (a.authzen.batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH) : '/v1/decisions';
     work.then(
-      (ok) => this.reply(front, { id: a.id, ok }),
-      (e) => this.reply(front, errorAnswer(a.id, e)),
+      (ok) => {
+        if (route !== undefined) countAnswer(route, 200);
+        this.reply(front, { id: a.id, ok });
+      },
+      (e) => {
+        const answer = errorAnswer(a.id, e);
+        if (route !== undefined && 'error' in answer) countAnswer(route, answer.error.status);
+        this.reply(front, answer);
+      },
     );
   }
 

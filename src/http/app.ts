@@ -15,6 +15,7 @@ import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 import { isJsonMediaType } from './media-type.js';
 import { echoedRequestId } from './request-id.js';
+import { countAnswer, countRefusal } from './answered.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 
@@ -141,13 +142,15 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   app.onError((err, c) => {
     if (isWritError(err)) {
-      if (err.status >= 400 && err.status < 500) metrics.refusalsTotal.inc({ code: err.code });
+      countRefusal(err);
       return errorResponse(c, err);
     }
     // Anything unexpected is a refusal, never an allow and never a bare 500 page. A client gone
     // before its body ended is not unexpected: nobody will read the answer, and nothing to log.
     if (!clientWentAway(err)) process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
-    return errorResponse(c, new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 }));
+    const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
+    countRefusal(refusal, { logged: true });
+    return errorResponse(c, refusal);
   });
   app.notFound((c) => {
     // A known path asked with a method it does not answer is 405 with `Allow`, not 404.
@@ -158,6 +161,20 @@ export function buildApp(o: AppOptions): Hono<Env> {
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }
     return errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+  });
+  // Every answer is counted by the route pattern that answered it (`/v1/executions/:id`), not its path,
+  // so the series stay few; a path no route knows is `unmatched`.
+  app.use('*', async (c, next) => {
+    await next();
+    const routes = c.req.matchedRoutes;
+    let route = 'unmatched';
+    for (let i = routes.length - 1; i >= 0; i--) {
+      if (routes[i]!.method !== 'ALL') {
+        route = routes[i]!.path;
+        break;
+      }
+    }
+    countAnswer(route, c.res.status);
   });
   // X-Request-ID is echoed on every answer, errors included (AuthZEN 1.0 asks it of its routes; a
   // PEP or a proxy can match any answer to its request the same way).

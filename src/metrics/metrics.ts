@@ -53,7 +53,7 @@ export const ledgerRecords = new Gauge({
 /** Policy loads and hot reloads, by result: ok | failed. */
 export const policyReloads = new Counter({
   name: 'writ_policy_reloads_total',
-  help: 'Policy set loads and reloads, by result (ok, failed).',
+  help: 'Policy set loads (the start\'s included) and hot reloads, by result (ok, failed; a refused entities.json edit counts as failed).',
   labelNames: ['result'] as const,
   registers: [registry],
 });

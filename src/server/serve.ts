@@ -40,6 +40,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
+  metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)
   const faults = faultHooksFromEnv();
   if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
   const open = () => openStore({
@@ -200,6 +201,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
     }
+    if (!o.devTokens && config.tokens.length === 0) log('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
 
     const httpServer = server;
     let closing: Promise<void> | undefined;

@@ -22,7 +22,7 @@ import type { TokenSpec } from '../config/config.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenDiscovery } from '../authzen/routes.js';
 import type { AddressInfo, ListenOptions } from 'node:net';
-import { probePort } from '../front/fronts.js';
+import { probePort } from '../front/probe-port.js';
 import { isWritError, WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
 import type { LedgerStore } from '../store/types.js';

@@ -203,6 +203,9 @@ describe('injected store faults', () => {
     const r = await decide(id, 'propose');
     assertUnavailable(r, 'propose on a full disk');
     assert.match(r.body.error.message, /ENOSPC|space/i);
+    // Said where an operator looks, not only on /readyz: a line on stderr (at most one per 10 s) and the count.
+    assert.match(s.output(), /writ: refused with STORE_UNAVAILABLE: /);
+    assert.match((await req(s.url, 'GET', '/metrics', {})).text, /^writ_refusals_total\{code="STORE_UNAVAILABLE"\} [1-9]/m);
     consumed();
     assert.equal((await getExec(id)).status, 404);
     const seqs = await toInvoking(id);

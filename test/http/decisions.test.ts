@@ -284,6 +284,19 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal((await call(s, 'GET', '/readyz')).status, 200);
     const metrics = await call(s, 'GET', '/metrics');
     assert.match(metrics.text, /decisions_total/);
+    // Every answer is counted by route pattern and status, whichever thread answered it; refusals by code.
+    for (const series of [
+      'writ_http_requests_total{route="/v1/decisions",status="400"}',
+      'writ_http_requests_total{route="/v1/decisions",status="413"}',
+      'writ_http_requests_total{route="/v1/executions/:id",status="404"}',
+      'writ_http_requests_total{route="/v1/ledger/records",status="403"}',
+      'writ_http_requests_total{route="unmatched",status="404"}',
+      'writ_http_requests_total{route="/readyz",status="200"}',
+      'writ_refusals_total{code="BINDING_LOSSY_NUMBER"}',
+      'writ_refusals_total{code="PAYLOAD_TOO_LARGE"}',
+    ]) {
+      assert.ok(metrics.text.split('\n').some((line) => line.startsWith(`${series} `) && Number(line.slice(series.length + 1)) >= 1), series);
+    }
     const openapi = await call(s, 'GET', '/openapi.json');
     assert.ok(openapi.body.paths['/v1/decisions']);
   });
