@@ -9,8 +9,9 @@
  * Exit 0 on success, 1 when refused (key exists, data dir in use, …), 2 on usage errors.
  */
 import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { isWritError } from '../errors.js';
+import { isWritError, WritError } from '../errors.js';
 import { generateKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
 import { loadConfig, type WritConfig } from '../config/config.js';
 import { openStore } from '../store/open.js';
@@ -122,6 +123,9 @@ export async function keysMain(argv: string[]): Promise<number> {
   const keyFile = config.signing_key_file ?? join(config.data_dir, SIGNING_KEY_FILE);
   let store: LedgerStore;
   try {
+    // Nothing to rotate without the key in force: refused before the store is opened, so a mistyped
+    // --data-dir does not leave a new, empty store behind.
+    if (!existsSync(keyFile)) throw new WritError('STORE_UNAVAILABLE', `no signing key at ${keyFile}: check --data-dir (or --signing-key-file)`);
     store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database_url });
   } catch (e) {
     return refuse('keys rotate', e);

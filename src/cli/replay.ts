@@ -39,7 +39,9 @@ every decision that would change (its decision, or its reasons as a set) and the
 options:
   --dir CANDIDATE   the candidate policy directory (required)
   --json            one JSON line per change, {seq, execution_id, recorded: {decision, reasons},
-                    candidate: {decision, reasons}}, then {"replayed": N, "changed": M}
+                    candidate: {decision, reasons}}, then {"replayed": N, "changed": M}; a refusal
+                    is {"error": {code, …}} (an export that does not verify, a candidate that
+                    does not load)
   --since TS        only decisions whose clock (the record's "now", whole milliseconds) is at or
                     after TS (RFC 3339; any number of fractional digits)
   --until TS        only decisions whose clock is before TS (RFC 3339)
@@ -190,6 +192,8 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (!isWritError(e)) throw e;
     const details = Array.isArray(e.details) ? (e.details as string[]) : [e.message];
+    // With --json a script reads stdout: the refusal is there too, as an unverifiable export's is.
+    if (json) await emit(JSON.stringify({ error: { code: e.code, message: e.message, details } }) + '\n');
     return fail(`${values.dir}: the candidate policies do not load\n${details.map((d) => `  ${d}`).join('\n')}`);
   }
   try {

@@ -180,7 +180,13 @@ export async function main(argv: string[]): Promise<number> {
  * order; on a failure, the reason as one line on stderr.
  */
 export function verdictOutput(result: VerifyResult): { stdout: string; stderr?: string } {
-  if (result.ok) return { stdout: JSON.stringify({ ok: true, records: result.records, head: result.head }) + '\n' };
+  if (result.ok) {
+    const stdout = JSON.stringify({ ok: true, records: result.records, head: result.head }) + '\n';
+    // Consistent, as the empty tree is, but every writ ledger starts with its key record: an empty file is
+    // more likely a failed download than a ledger. Said, not failed (`--keys` makes it a failure).
+    if (result.records === 0) return { stdout, stderr: 'writ verify: the export is empty: nothing was verified (a writ ledger starts with its key record; --keys requires it)\n' };
+    return { stdout };
+  }
   const reason = result.message.replace(/[\r\n]+/g, ' ');
   return {
     stdout: JSON.stringify({ ok: false, seq: result.seq, code: result.code }) + '\n',

@@ -11,7 +11,7 @@
  *   internal  string key → string (format version, readiness probe)
  * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
  */
-import { closeSync, mkdirSync, openSync, readSync, fstatSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { WritError } from '../errors.js';
@@ -112,6 +112,16 @@ export function settleCommitError(e: unknown): void {
 /** The LMDB data file of a data dir's store. */
 export function dataFileOf(dataDir: string): string {
   return join(dataDir, STORE_SUBDIR, 'data.mdb');
+}
+
+/**
+ * For commands that work on a store that must already be there (`writ repair`, `writ keys rotate`): a
+ * mistyped --data-dir is refused, rather than a new, empty store created at the wrong place.
+ */
+export function requireExistingStore(dataDir: string): void {
+  if (!existsSync(dataFileOf(dataDir))) {
+    throw new WritError('STORE_UNAVAILABLE', `no store in ${dataDir} (${STORE_SUBDIR}/data.mdb is missing): check --data-dir`);
+  }
 }
 
 /**

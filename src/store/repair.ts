@@ -17,7 +17,7 @@ import { hashToBytes, memoryReader, subtreesCompletedBy, type SubtreeReader } fr
 import { chainBreakPayload, signPayload } from '../ledger/signing.js';
 import { loadSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
 import { lockDataDir } from './lock.js';
-import { INDEXES, indexTermsOf, openStoreDbs, settleCommitError, type StoreDbs } from './layout.js';
+import { INDEXES, indexTermsOf, openStoreDbs, requireExistingStore, settleCommitError, type StoreDbs } from './layout.js';
 import { scanChain } from './integrity.js';
 import { indexTerm } from './store.js';
 
@@ -39,6 +39,7 @@ export interface RepairReport {
 
 /** Repairs the store of a stopped data dir (takes its lock). */
 export async function repairStore(dataDir: string, o: { reason?: string; now?: () => Date } = {}): Promise<RepairReport> {
+  requireExistingStore(dataDir);
   const lock = await lockDataDir(dataDir);
   let dbs: StoreDbs | undefined;
   /** The saved tail, kept only if the repair commits: a failed repair leaves the store, and the dir, as they were. */

@@ -109,6 +109,11 @@ test('writ verify: every failure shape prints exactly {ok,seq,code} on stdout an
   assert.equal(ok.code, 0);
   assert.equal(ok.stdout, `{"ok":true,"records":60,"head":"${HEAD}"}\n`);
   assert.equal(ok.stderr, '');
+  // An empty export is consistent (the empty tree) but proves nothing: the contract's line, and a warning.
+  const empty = await run(['verify', file('empty-alone.jsonl', '')]);
+  assert.equal(empty.code, 0);
+  assert.equal(empty.stdout, `{"ok":true,"records":0,"head":"sha256:${'0'.repeat(64)}"}\n`);
+  assert.match(empty.stderr, /^writ verify: the export is empty: nothing was verified/);
 });
 
 test('writ verify: reads stdin with -, and a last line without a newline counts', async () => {

@@ -261,6 +261,13 @@ test('bad input exits 2: a missing export, a candidate that does not load, usage
   const r = replay(['--dir', broken, exportPath]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /do not load/);
+  assert.equal(r.stdout, '');
+  // With --json the refusal is on stdout too, as one line a script can read.
+  const rj = replay(['--dir', broken, '--json', exportPath]);
+  assert.equal(rj.status, 2);
+  const line = JSON.parse(rj.stdout);
+  assert.equal(line.error.code, 'POLICY_INVALID');
+  assert.ok(Array.isArray(line.error.details) && line.error.details.length > 0);
   assert.equal(replay(['--dir', join(REPO, 'policies')]).status, 2);
   // The candidate is never implied: without --dir (even where ./policies exists) it is a usage error.
   const noDir = spawnSync(process.execPath, [WRIT_BIN, 'policy', 'replay', exportPath], { cwd: REPO, encoding: 'utf8' });

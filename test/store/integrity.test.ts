@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Store } from '../../src/store/store.js';
 import { openStoreDbs } from '../../src/store/layout.js';
 import { chainBreakPayload, repairStore } from '../../src/store/repair.js';
@@ -238,4 +238,15 @@ test('writ repair: refused while the data dir is in use; says what it did and ex
   assert.match(again.stderr, /intact; nothing to repair/);
   assert.equal((await runWrit(['repair', '--help'])).code, 0);
   assert.equal((await runWrit(['repair', '--bogus'])).code, 2);
+});
+
+test('repair and keys rotate refuse a data dir that holds no store, creating nothing there', async (t) => {
+  const dir = tempDir(t);
+  const wrong = join(dir, 'typo');
+  for (const args of [['repair', '--data-dir', wrong], ['keys', 'rotate', '--data-dir', wrong]]) {
+    const r = await runWrit(args);
+    assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, args[0] === 'repair' ? /no store in .*typo \(store\/data\.mdb is missing\): check --data-dir/ : /no signing key at .*typo\/signing-key\.json: check --data-dir/);
+    assert.equal(existsSync(wrong), false, `${args[0]} created nothing`);
+  }
 });
