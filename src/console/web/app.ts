@@ -370,7 +370,7 @@ function recordSummary(r: LedgerRecord): Array<Node | string> {
 function ledgerRow(r: LedgerRecord): HTMLElement {
   const exec = typeof r.execution_id === 'string' ? r.execution_id : '';
   const actor = uidText(r.actor);
-  const link = exec && actor ? h('a', { href: `#/execution?id=${encodeURIComponent(exec)}&actor=${encodeURIComponent(actor)}` }, exec) : exec;
+  const link = exec && actor ? executionLink(exec, actor) : exec;
   return h('tr', { 'data-seq': r.seq, 'data-kind': r.kind },
     h('td', { class: 'num' }, seqEl(r.seq)),
     h('td', { class: 'nowrap' }, timeEl(r.ts)),
