@@ -167,6 +167,15 @@ export async function main(argv: string[]): Promise<number> {
     err(`writ policy: unexpected argument '${extra[0]}'\n\n${USAGE}`);
     return 2;
   }
+  // An option another subcommand takes is refused, not silently ignored (`validate --coverage` would
+  // otherwise look like a coverage run that found nothing).
+  const takes: Record<string, string[]> = { validate: ['json'], test: ['json', 'coverage'], fmt: ['check'] };
+  const given = (['json', 'coverage', 'check'] as const).filter((o) => values[o]);
+  const stray = command !== undefined && takes[command] ? given.find((o) => !takes[command]!.includes(o)) : undefined;
+  if (stray !== undefined) {
+    err(`writ policy ${command}: --${stray} is not an option of ${command}\n\n${USAGE}`);
+    return 2;
+  }
   const dir = values.dir!;
   switch (command) {
     case 'validate':

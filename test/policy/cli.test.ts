@@ -233,6 +233,12 @@ test('usage errors exit 2; --help exits 0', () => {
   assert.equal(writ('frobnicate').status, 2);
   assert.equal(writ().status, 2);
   assert.equal(writ('test', '--nope').status, 2);
+  // An option of another subcommand is refused, not ignored.
+  for (const args of [['validate', '--coverage'], ['validate', '--check'], ['fmt', '--json'], ['test', '--check']]) {
+    const r = writ(...args, '--dir', BUNDLED_DIR);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, new RegExp(`writ policy ${args[0]}: ${args[1]} is not an option of ${args[0]}`));
+  }
   const help = writ('--help');
   assert.equal(help.status, 0);
   assert.match(help.stdout, /validate/);
