@@ -13,7 +13,7 @@ let lastStoreLineAt = -Infinity;
 let unsaid = 0;
 
 export function countAnswer(route: string, status: number): void {
-  metrics.httpRequests.inc({ route, status: String(status) });
+  metrics.countHttpAnswer(route, status);
 }
 
 /** A refusal answered with an error code; `logged`: its cause was already written to stderr. */

@@ -80,12 +80,33 @@ export const executionsByState = new Gauge({
   registers: [registry],
 });
 
+/**
+ * Answers not yet added to `httpRequests`: counted in a plain map on the hot path (the ledger writer's
+ * thread counts every front's decision) and added to the counter when it is scraped.
+ */
+const uncountedAnswers = new Map<string, { route: string; status: string; n: number }>();
+
+/** One HTTP answer, by route pattern (e.g. /v1/executions/:id) and status. */
+export function countHttpAnswer(route: string, status: number): void {
+  const key = `${status} ${route}`;
+  const entry = uncountedAnswers.get(key);
+  if (entry) entry.n++;
+  else uncountedAnswers.set(key, { route, status: String(status), n: 1 });
+}
+
 /** HTTP requests answered, by route pattern (e.g. /v1/executions/:id) and status. */
 export const httpRequests = new Counter({
   name: 'writ_http_requests_total',
   help: 'HTTP requests answered, by route pattern and status code.',
   labelNames: ['route', 'status'] as const,
   registers: [registry],
+  collect() {
+    for (const entry of uncountedAnswers.values()) {
+      if (entry.n === 0) continue;
+      this.inc({ route: entry.route, status: entry.status }, entry.n);
+      entry.n = 0;
+    }
+  },
 });
 
 // Known label values start at 0 so dashboards and rate() see every series from the first scrape.
