@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
+import { probePort } from '../front/probe-port.js';
 import { TokenTable } from '../http/auth.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
@@ -64,6 +65,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     waited = opened.waited;
     config = { ...config, listen: opened.listen };
   } else {
+    // A listen address already taken (another writ, another server) is found before the data dir and its
+    // store are created: a start that cannot serve leaves nothing behind. (Only a check: the address is
+    // bound for real once the store is open.)
+    const { host, port } = parseListen(config.listen);
+    if (port !== 0) await probePort(host, port);
     store = await open();
   }
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -127,6 +127,24 @@ test('writ serve names the listen address when its host does not resolve', () =>
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): getaddrinfo ENOTFOUND 256\.1\.1\.1/);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+});
+
+test('writ serve on a listen address already taken exits 1 naming it, and creates no data dir', async () => {
+  const { createServer } = await import('node:net');
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const port = (taken.address() as { port: number }).port;
+  const dir = mkdtempSync(join(tmpdir(), 'writ-taken-'));
+  try {
+    const dataDir = join(dir, 'data');
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): listen EADDRINUSE/);
+    assert.equal(existsSync(dataDir), false, 'nothing is left behind');
+  } finally {
+    taken.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('writ serve with a config that lists no tokens (a misspelt key) refuses to start, printing no dev tokens', () => {
