@@ -64,6 +64,11 @@ export interface WritConfig {
    * 0 disables. Emptied on a policy reload and on any entity change.
    */
   decision_memo_size: number;
+  /**
+   * On SIGTERM/SIGINT, how long to keep serving with `/readyz` answering 503 before the port closes: the
+   * time a load balancer or Kubernetes takes to stop sending new requests. 0: close at once.
+   */
+  shutdown_delay_ms: number;
   /** PostgreSQL URL of a store shared by replicas (docs/protocol.md §9); null: the LMDB store of data_dir. */
   database_url: string | null;
   /** The deployment's signing key file (`writ keygen --out FILE`); null: `<data_dir>/signing-key.json`. */
@@ -98,6 +103,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   evaluator_threads: Math.min(Math.max(availableParallelism() - 1, 0), 4),
   http_threads: Math.min(Math.max(availableParallelism() - 1, 1), 4),
   decision_memo_size: 4096,
+  shutdown_delay_ms: 0,
   database_url: null,
   signing_key_file: null,
   public_url: null,
@@ -256,6 +262,9 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   }
   if (!Number.isInteger(config.http_threads) || config.http_threads < 0 || config.http_threads > 64) {
     fail('http_threads must be an integer from 0 to 64');
+  }
+  if (!Number.isInteger(config.shutdown_delay_ms) || config.shutdown_delay_ms < 0 || config.shutdown_delay_ms > 600_000) {
+    fail('shutdown_delay_ms must be an integer from 0 to 600000');
   }
   if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
     fail('decision_memo_size must be an integer from 0 to 1000000');

@@ -213,7 +213,12 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     let closing: Promise<void> | undefined;
     const close = () =>
       (closing ??= (async () => {
-        shuttingDown = true;
+        shuttingDown = true; // /readyz answers 503 from now on
+        if (config.shutdown_delay_ms > 0) {
+          // Still serving, so requests a load balancer sends before it sees /readyz fail are answered.
+          log(`writ serve: draining: /readyz answers 503; serving ${config.shutdown_delay_ms} ms more before closing the port (shutdown_delay_ms)`);
+          await new Promise((resolve) => setTimeout(resolve, config.shutdown_delay_ms));
+        }
         clearInterval(reloadTimer);
         clearInterval(gaugeTimer);
         // Fronts first: their in-flight decisions are answered by this thread's writes.

@@ -119,3 +119,21 @@ function runningWith(dir: string): number[] {
   }
   return out;
 }
+
+test('shutdown_delay_ms: after SIGTERM /readyz answers 503 at once while decisions are still answered, then a clean stop', { timeout: 60_000 }, async () => {
+  const s = await startTestServer({ config: { shutdown_delay_ms: 2000 } });
+  const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
+  const t0 = Date.now();
+  s.child.kill('SIGTERM');
+  // The readiness probe fails first, so a load balancer stops sending; the port still answers meanwhile.
+  let ready = 200;
+  while (ready === 200 && Date.now() - t0 < 1500) ready = (await call(s, 'GET', '/readyz')).status;
+  assert.equal(ready, 503, 'readyz fails while draining');
+  const late = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'DRAIN-1', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) });
+  assert.equal(late.status, 200, late.text);
+  assert.ok(Date.now() - t0 < 2000, 'answered within the delay');
+  assert.equal(await exited, 0);
+  assert.ok(Date.now() - t0 >= 2000, 'the port stayed open for the delay');
+  assert.match(s.output(), /draining: \/readyz answers 503; serving 2000 ms more/);
+  await s.stop();
+});
