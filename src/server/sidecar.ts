@@ -288,7 +288,10 @@ export class Sidecar {
     } catch {
       return;
     }
-    if (text === this.lastEntitiesFileText) return;
+    if (text === this.lastEntitiesFileText) {
+      this.settlingEntitiesText = undefined; // an edit undone before it settled is forgotten
+      return;
+    }
     // While running, an edit is applied (or refused) once the file reads the same on two polls in a row,
     // as policy files are: a file being written is not judged by its first half.
     if (opts.settle) {
