@@ -30,7 +30,6 @@ const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
 const CLOSE_WAIT_MS = 15_000;
 
-
 function errorAnswer(id: number, e: unknown): SidecarAnswer {
   if (isWritError(e)) {
     // Counted here, once, as the HTTP layer's onError counts the refusals it answers.
