@@ -22,7 +22,9 @@ import { TokenTable, type Caller } from '../http/auth.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
-import { answerClientError, refuseRequestTarget, requestTargetProblem, singleHeader, withoutDotSegments } from '../http/request-target.js';
+import {
+  answerClientError, refuseRequestTarget, reportUnroutedAnswersTo, requestTargetProblem, singleHeader, UNROUTED, withoutDotSegments,
+} from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -124,6 +126,8 @@ setInterval(() => {
     waiting.delete(id);
     const refusal = new WritError('STORE_UNAVAILABLE', `the ledger writer did not answer within ${ASK_DEADLINE_MS / 1000} s; whether the request was recorded is unknown until a later read`);
     w.resolve({ id, error: { status: refusal.status, body: refusal.toBody() } });
+    // A refusal the client got; its request is counted by route when the writer gets to it.
+    post({ type: 'refused', status: refusal.status, code: refusal.code, message: refusal.message });
   }
 }, 1000).unref();
 let outbox: FrontAsk[] = [];
@@ -188,11 +192,18 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers?: 
   res.end(text);
 }
 
-/** The sidecar could not be reached or failed unexpectedly: the same refusal its own HTTP layer gives. */
-function sendUnavailable(res: ServerResponse): void {
+/**
+ * The sidecar could not be reached or failed unexpectedly: the same refusal its own HTTP layer gives.
+ * `route`: the route the front was answering, for the metrics (src/front/protocol.ts `refused`).
+ */
+function sendUnavailable(res: ServerResponse, route: string | undefined): void {
   const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
   sendJson(res, refusal.status, refusal.toBody());
+  post({ type: 'refused', route, status: refusal.status, code: refusal.code, message: refusal.message });
 }
+
+// Refusals answered before any route (request-target.ts) are counted by the sidecar, which serves /metrics.
+reportUnroutedAnswersTo((status, code, message) => post({ type: 'refused', route: UNROUTED, status, code, message }));
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
@@ -270,7 +281,8 @@ function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): 
     });
   });
   up.on('error', () => {
-    if (!res.headersSent) sendUnavailable(res);
+    // The sidecar's listener did not answer (its app counts what it answers): no route was found for it.
+    if (!res.headersSent) sendUnavailable(res, UNROUTED);
     else if (!cut && !res.writableFinished) res.destroy();
   });
   res.on('close', () => {
@@ -424,7 +436,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     const caller = declaredJson(req) ? pepCaller(req) : undefined;
     if (caller !== undefined) {
       decide(req, res, caller).catch(() => {
-        if (!res.headersSent) sendUnavailable(res);
+        if (!res.headersSent) sendUnavailable(res, url);
       });
       return;
     }
@@ -434,7 +446,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     const caller = declaredJson(req) ? authzenCaller(req) : undefined;
     if (caller !== undefined) {
       authzen(req, res, caller, batch).catch(() => {
-        if (!res.headersSent) sendUnavailable(res);
+        if (!res.headersSent) sendUnavailable(res, url);
       });
       return;
     }
@@ -443,7 +455,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   // token's 403 on /v1/decisions) is then the sidecar's own, answered before the body is read.
   if (req.method === 'POST' && url.startsWith('/v1/') && url !== '/v1/decisions' && declaredJson(req) && knownCaller(req) !== undefined) {
     forward(req, res, url).catch(() => {
-      if (!res.headersSent) sendUnavailable(res);
+      if (!res.headersSent) sendUnavailable(res, UNROUTED);
     });
     return;
   }

@@ -233,6 +233,10 @@ export class Fronts {
             front.tally = m.tally;
             for (const a of m.batch) this.answer(front, a);
             return;
+          case 'refused':
+            if (m.route !== undefined) countAnswer(m.route, m.status);
+            countRefusal({ code: m.code, message: `by an HTTP front: ${m.message}` });
+            return;
           case 'closed':
             front.closed?.();
             return;

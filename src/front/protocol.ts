@@ -3,6 +3,7 @@
  * (front-thread.ts). Both directions travel in batches, one message per event-loop turn.
  */
 import type { TokenSpec } from '../config/config.js';
+import type { ErrorCode } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
@@ -85,4 +86,10 @@ export type FromFront =
   | { type: 'failed'; message: string }
   /** `tally`: the front's decision-memo and residual counts so far (policy/memo.ts), for the sidecar's /metrics. */
   | { type: 'asks'; batch: FrontAsk[]; tally: EvaluationTally }
+  /**
+   * A refusal the front answered itself (a request line or Host refused, a request Node's parser refused,
+   * the sidecar unreachable), for the sidecar's /metrics; `route` as writ_http_requests_total labels it,
+   * absent when the sidecar's app already counts that request.
+   */
+  | { type: 'refused'; route?: string; status: number; code: ErrorCode; message: string }
   | { type: 'closed' };

@@ -7,6 +7,7 @@
  */
 import type { WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
+import { reportUnroutedAnswersTo, UNROUTED } from './request-target.js';
 
 const STORE_LOG_EVERY_MS = 10_000;
 let lastStoreLineAt = -Infinity;
@@ -17,7 +18,7 @@ export function countAnswer(route: string, status: number): void {
 }
 
 /** A refusal answered with an error code; `logged`: its cause was already written to stderr. */
-export function countRefusal(e: WritError, opts: { logged?: boolean } = {}): void {
+export function countRefusal(e: Pick<WritError, 'code' | 'message'>, opts: { logged?: boolean } = {}): void {
   metrics.refusalsTotal.inc({ code: e.code });
   if (e.code !== 'STORE_UNAVAILABLE' || opts.logged) return;
   const now = performance.now();
@@ -29,4 +30,16 @@ export function countRefusal(e: WritError, opts: { logged?: boolean } = {}): voi
   lastStoreLineAt = now;
   unsaid = 0;
   process.stderr.write(`writ: refused with STORE_UNAVAILABLE: ${e.message.replace(/\s+/g, ' ')}${more}\n`);
+}
+
+/**
+ * From now on, refusals answered on this thread before any route (src/http/request-target.ts) are counted
+ * here, under the route label `unrouted`. Called by the process that serves /metrics; a front thread
+ * posts its own to it instead.
+ */
+export function countUnroutedAnswers(): void {
+  reportUnroutedAnswersTo((status, code, message) => {
+    countAnswer(UNROUTED, status);
+    countRefusal({ code, message });
+  });
 }

@@ -7,7 +7,19 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WritError } from '../errors.js';
+import { WritError, type ErrorCode } from '../errors.js';
+
+/**
+ * Told of every answer given here, before any route sees the request (a refused request line or Host, a
+ * request Node's HTTP parser refused; counted under the route label UNROUTED), so that the thread serving /metrics counts it (src/http/answered.ts
+ * on the main thread; a front thread posts it there). Nothing is counted until one is set.
+ */
+export const UNROUTED = 'unrouted';
+type UnroutedReport = (status: number, code: ErrorCode, message: string) => void;
+let reportUnrouted: UnroutedReport = () => {};
+export function reportUnroutedAnswersTo(report: UnroutedReport): void {
+  reportUnrouted = report;
+}
 
 const VALID_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 const DOT_SEGMENT = /\/\.\.?(?:[/?#]|$)/;
@@ -65,6 +77,7 @@ export function refuseRequestTarget(res: ServerResponse, problem: string): void 
   const text = JSON.stringify(new WritError('INVALID_REQUEST', problem).toBody());
   res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' });
   res.end(text);
+  reportUnrouted(400, 'INVALID_REQUEST', problem);
 }
 
 /**
@@ -109,4 +122,5 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  reportUnrouted(status, 'INVALID_REQUEST', message);
 }

@@ -9,6 +9,7 @@ import { createServer, type RequestListener, type Server, type ServerOptions } f
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
+import { countUnroutedAnswers } from '../http/answered.js';
 import { TokenTable } from '../http/auth.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
@@ -39,6 +40,7 @@ export interface RunningSidecar {
 
 export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void; stopRequested?: () => boolean }): Promise<RunningSidecar> {
   const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
+  countUnroutedAnswers();
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)

@@ -262,6 +262,8 @@ describe('injected store faults', () => {
     assert.equal(g.status, 200, g.text);
     assert.equal(g.body.state, 'proposed');
     assert.equal(g.body.records.length, 1);
+    // The operator is told why the front refused (once the writer's thread is free to hear it).
+    assert.match(s.output(), /writ: refused with STORE_UNAVAILABLE: by an HTTP front: the ledger writer did not answer within 15 s/);
     const again = await decide(id, 'propose');
     assert.equal(again.status, 200, again.text);
     await assertLedgerVerifies(s.url);

@@ -394,6 +394,30 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     assert.deepEqual(ua, ub);
   });
 
+  test('refusals answered before any route are counted on /metrics, by the sidecar alone and through the fronts', async () => {
+    const series = (text: string, name: string): number => {
+      const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+      return line === undefined ? 0 : Number(line.slice(name.length + 1));
+    };
+    const UNROUTED = 'writ_http_requests_total{route="unrouted",status="400"}';
+    const INVALID = 'writ_refusals_total{code="INVALID_REQUEST"}';
+    for (const s of [plain, fronts]) {
+      const scrape = async () => (await call(s, 'GET', '/metrics')).text;
+      const before = await scrape();
+      const answers = await Promise.all([
+        rawExchange(s.url, 'GET /healthz HTTP/1.1\r\nHost: not a host\r\n\r\n'), // refused Host
+        rawExchange(s.url, 'GET /healthz HTTP/1.1\r\n\r\n'), // HTTP/1.1 with no Host
+        rawExchange(s.url, 'GET /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n'), // Node's parser refuses it
+      ]);
+      for (const a of answers) assert.match(a.answer, /^HTTP\/1\.1 400 [^\r]*\r\n[\s\S]*"code":"INVALID_REQUEST"/, a.answer);
+      // A front posts its count to the sidecar: it lands a moment after the answer.
+      let after = '';
+      await until(async () => (series((after = await scrape()), UNROUTED) - series(before, UNROUTED) >= 3 ? true : undefined), 'the counts', 50).catch(() => undefined);
+      assert.equal(series(after, UNROUTED) - series(before, UNROUTED), 3, `${s === plain ? 'plain' : 'fronts'}: ${after}`);
+      assert.equal(series(after, INVALID) - series(before, INVALID), 3);
+    }
+  });
+
   test('a chunked decision body passes through and is decided like any other', async () => {
     const { port } = new URL(fronts.url);
     const json = Buffer.from(JSON.stringify(readBody('CHUNKED-1')));
