@@ -21,6 +21,7 @@ import { appendWitness } from './witness.js';
 import { isCurrentDeploymentKey, LEDGER_KEY_READ, type SigningKey } from './keys.js';
 import type { LedgerStore } from '../store/types.js';
 import * as metrics from '../metrics/metrics.js';
+import * as log from '../log/log.js';
 
 export interface CheckpointerOptions {
   key: SigningKey;
@@ -55,7 +56,7 @@ const CHECKPOINT_AT_KEY = 'checkpoint_at';
 
 export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): Checkpointer {
   const everyRecords = o.everyRecords ?? 1000;
-  const onError = o.onError ?? ((e: unknown) => process.stderr.write(`writ: checkpoint failed: ${(e as Error)?.message ?? String(e)}\n`));
+  const onError = o.onError ?? ((e: unknown) => log.error(`writ: checkpoint failed: ${(e as Error)?.message ?? String(e)}`));
   const latest = store.latestCheckpoint();
   // The ledger size right after the last checkpoint: nothing is new while the size stays there.
   let coveredEnd = 0;
@@ -69,7 +70,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   const onRetired =
     o.onRetired ??
     ((keyId: string, ledgerKeyId: string) =>
-      process.stderr.write(`writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with the new key file\n`));
+      log.warn(`writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with the new key file`));
   let chain: Promise<unknown> = Promise.resolve();
   let inFlight = 0;
   let stopped = false;
@@ -194,7 +195,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
       // line promised a final checkpoint.
       const last = await checkpointNow(true);
       if (!last && retiredReported) {
-        process.stderr.write(`writ: no final checkpoint from this replica: its signing key ${o.key.key_id} was rotated out; replicas started with the new key write them\n`);
+        log.warn(`writ: no final checkpoint from this replica: its signing key ${o.key.key_id} was rotated out; replicas started with the new key write them`);
       }
     },
   };

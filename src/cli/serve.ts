@@ -4,6 +4,7 @@ import { loadConfig } from '../config/config.js';
 import { isWritError } from '../errors.js';
 import { startSidecar } from '../server/serve.js';
 import { StartStopped } from '../server/waiting.js';
+import * as log from '../log/log.js';
 
 const HELP = `usage: writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]
                   [--database-url URL] [--signing-key-file FILE]
@@ -75,24 +76,24 @@ export async function main(argv: string[]): Promise<number> {
     process.off('SIGINT', signalListener);
     if (e instanceof StartStopped) {
       // Nothing was started, so nothing is in flight and there is no ledger to checkpoint.
-      process.stderr.write(`writ serve: ${pendingSignal}: stopped while waiting for the database\n`);
+      log.notice(`writ serve: ${pendingSignal}: stopped while waiting for the database`);
       return 0;
     }
     const syscall = (e as NodeJS.ErrnoException | undefined)?.syscall;
     // A host that does not resolve, a port in use or not ours to bind: say it is the listen address.
     const context = syscall === 'getaddrinfo' || syscall === 'listen' || syscall === 'bind' ? 'the listen address (config `listen` or --listen): ' : '';
     const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : context + ((e as Error)?.message ?? String(e));
-    process.stderr.write(`writ serve: cannot start: ${message}\n`);
+    log.error(`writ serve: cannot start: ${message}`);
     return 1;
   }
   const r = running;
   return new Promise<number>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      process.stderr.write(`writ serve: ${signal}: finishing in-flight requests, writing a final checkpoint\n`);
+      log.notice(`writ serve: ${signal}: finishing in-flight requests, writing a final checkpoint`);
       r.close().then(
         () => resolve(0),
         (e) => {
-          process.stderr.write(`writ serve: shutdown error: ${(e as Error).message}\n`);
+          log.error(`writ serve: shutdown error: ${(e as Error).message}`);
           resolve(1);
         },
       );

@@ -9,6 +9,8 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
+import * as log from '../log/log.js';
+import { LOG_FORMATS, type LogFormat } from '../log/log.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 /** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
@@ -69,6 +71,11 @@ export interface WritConfig {
    * time a load balancer or Kubernetes takes to stop sending new requests. 0: close at once.
    */
   shutdown_delay_ms: number;
+  /**
+   * `text` (each line as `writ: …`) or `json` (one `{"ts","level","msg"}` object per line) for the
+   * sidecar's operational lines (src/log/log.ts). Before a config is read, WRIT_LOG_FORMAT=json.
+   */
+  log_format: LogFormat;
   /** PostgreSQL URL of a store shared by replicas (docs/protocol.md §9); null: the LMDB store of data_dir. */
   database_url: string | null;
   /** The deployment's signing key file (`writ keygen --out FILE`); null: `<data_dir>/signing-key.json`. */
@@ -104,6 +111,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   http_threads: Math.min(Math.max(availableParallelism() - 1, 1), 4),
   decision_memo_size: 4096,
   shutdown_delay_ms: 0,
+  log_format: 'text',
   database_url: null,
   signing_key_file: null,
   public_url: null,
@@ -178,7 +186,7 @@ function warnUnknownKeys(path: string, file: Record<string, unknown>): void {
     for (const k of Object.keys(checkpoint)) if (!Object.hasOwn(DEFAULTS.checkpoint, k)) unknown.push(`checkpoint.${k}`);
   }
   for (const k of unknown) {
-    process.stderr.write(`writ: config ${path}: unknown key ${JSON.stringify(k)} is ignored (known keys: ${[...known].sort().join(', ')})\n`);
+    log.warn(`writ: config ${path}: unknown key ${JSON.stringify(k)} is ignored (known keys: ${[...known].sort().join(', ')})`);
   }
 }
 
@@ -198,6 +206,8 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
       fail(`cannot read ${path}: ${(e as Error).message}`);
     }
     if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
+    // The format first, so that what is said from here on (an unknown key, a refusal) is in it.
+    if (LOG_FORMATS.includes(file.log_format)) log.setLogFormat(file.log_format);
     warnUnknownKeys(path, file);
   }
   const config: WritConfig = {
@@ -263,6 +273,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (!Number.isInteger(config.http_threads) || config.http_threads < 0 || config.http_threads > 64) {
     fail('http_threads must be an integer from 0 to 64');
   }
+  if (!LOG_FORMATS.includes(config.log_format)) fail(`log_format must be one of ${LOG_FORMATS.map((f) => JSON.stringify(f)).join(', ')}`);
   if (!Number.isInteger(config.shutdown_delay_ms) || config.shutdown_delay_ms < 0 || config.shutdown_delay_ms > 600_000) {
     fail('shutdown_delay_ms must be an integer from 0 to 600000');
   }

@@ -25,6 +25,7 @@ import type { PreparedCommit } from '../server/decision-admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
 import { countAnswer, countRefusal } from '../http/answered.js';
+import * as log from '../log/log.js';
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
@@ -36,7 +37,7 @@ function errorAnswer(id: number, e: unknown): SidecarAnswer {
     countRefusal(e);
     return { id, error: { status: e.status, body: e.toBody() } };
   }
-  process.stderr.write(`writ: unexpected error on a front's decision: ${(e as Error)?.stack ?? e}\n`);
+  log.error(`writ: unexpected error on a front's decision: ${(e as Error)?.stack ?? e}`);
   const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
   countRefusal(refusal, { logged: true });
   return { id, error: { status: 503, body: refusal.toBody() } };
@@ -53,7 +54,7 @@ interface FrontLink {
 /** A worker thread that listens with SO_REUSEPORT beside the others. */
 function threadFront(start: FrontStart): FrontLink {
   const worker = new Worker(THREAD_SCRIPT, { workerData: start });
-  worker.on('error', (e) => process.stderr.write(`writ: HTTP front thread failed: ${e.stack ?? e}\n`));
+  worker.on('error', (e) => log.error(`writ: HTTP front thread failed: ${e.stack ?? e}`));
   return {
     send: (m) => worker.postMessage(m),
     onMessage: (l) => worker.on('message', l),
@@ -89,7 +90,7 @@ function processFront(start: FrontStart): FrontLink {
     waiting = undefined;
     for (const m of held) if (worker.isConnected()) worker.send(m);
   });
-  worker.on('error', (e) => process.stderr.write(`writ: HTTP front process failed: ${e.stack ?? e}\n`));
+  worker.on('error', (e) => log.error(`writ: HTTP front process failed: ${e.stack ?? e}`));
   return {
     send: (m) => {
       if (waiting !== undefined) waiting.push(m);
@@ -250,7 +251,7 @@ export class Fronts {
         if (!listening) fail(new WritError('STORE_UNAVAILABLE', 'an HTTP front thread exited before listening'));
         else if (!this.closing && this.restarts++ < MAX_RESTARTS) {
           // Its connections are gone with it; the port stays served by the others and by its replacement.
-          this.spawn(front.index).catch((e) => process.stderr.write(`writ: HTTP front thread not replaced: ${(e as Error).message}\n`));
+          this.spawn(front.index).catch((e) => log.error(`writ: HTTP front thread not replaced: ${(e as Error).message}`));
         }
       });
     });

@@ -8,6 +8,7 @@
 import type { WritError } from '../errors.js';
 import * as metrics from '../metrics/metrics.js';
 import { reportUnroutedAnswersTo, UNROUTED } from './request-target.js';
+import * as log from '../log/log.js';
 
 const STORE_LOG_EVERY_MS = 10_000;
 let lastStoreLineAt = -Infinity;
@@ -29,7 +30,7 @@ export function countRefusal(e: Pick<WritError, 'code' | 'message'>, opts: { log
   const more = unsaid > 0 ? ` (and ${unsaid} more refused since the last such line)` : '';
   lastStoreLineAt = now;
   unsaid = 0;
-  process.stderr.write(`writ: refused with STORE_UNAVAILABLE: ${e.message.replace(/\s+/g, ' ')}${more}\n`);
+  log.warn(`writ: refused with STORE_UNAVAILABLE: ${e.message.replace(/\s+/g, ' ')}${more}`);
 }
 
 /**

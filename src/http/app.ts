@@ -18,6 +18,7 @@ import { echoedRequestId } from './request-id.js';
 import { countAnswer, countRefusal } from './answered.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
+import * as log from '../log/log.js';
 
 /** schemas/defs.json executionId: `.` and `..` are dot segments, which a URL parser removes from a path. */
 const EXECUTION_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
@@ -147,7 +148,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
     }
     // Anything unexpected is a refusal, never an allow and never a bare 500 page. A client gone
     // before its body ended is not unexpected: nobody will read the answer, and nothing to log.
-    if (!clientWentAway(err)) process.stderr.write(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}\n`);
+    if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}`);
     const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
     countRefusal(refusal, { logged: true });
     return errorResponse(c, refusal);

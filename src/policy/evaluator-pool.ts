@@ -13,6 +13,7 @@ import { Worker } from 'node:worker_threads';
 import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput } from './engine.js';
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
+import * as log from '../log/log.js';
 
 /** What a thread is asked to evaluate. */
 export type DecideWork =
@@ -210,7 +211,7 @@ export class EvaluatorPool {
       }
     });
     worker.on('error', (e) => {
-      process.stderr.write(`writ: evaluator thread failed (${e.message}); its decisions are evaluated in-process\n`);
+      log.error(`writ: evaluator thread failed (${e.message}); its decisions are evaluated in-process`);
       this.retire(thread);
     });
     worker.on('exit', () => this.retire(thread));
@@ -242,7 +243,7 @@ export class EvaluatorPool {
     for (const t of [...this.threads]) {
       for (const p of t.pending.values()) {
         if (now - p.sentAt > STALL_MS) {
-          process.stderr.write('writ: evaluator thread stopped answering; replacing it\n');
+          log.warn('writ: evaluator thread stopped answering; replacing it');
           this.retire(t);
           break;
         }

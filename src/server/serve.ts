@@ -10,6 +10,7 @@ import { answerClientError, refuseRequestTarget, requestTargetProblem } from '..
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
 import { countUnroutedAnswers } from '../http/answered.js';
+import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
 import { TokenTable } from '../http/auth.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
@@ -39,8 +40,9 @@ export interface RunningSidecar {
 }
 
 export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void; stopRequested?: () => boolean }): Promise<RunningSidecar> {
-  const log = o.log ?? ((line: string) => process.stdout.write(line + '\n'));
+  const log = o.log ?? logInfo;
   countUnroutedAnswers();
+  if (config.log_format) setLogFormat(config.log_format); // as loadConfig does, for a config built in code
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)
@@ -186,7 +188,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       reloading = true;
       sidecar
         .reloadIfChanged()
-        .catch((e) => process.stderr.write(`writ: reload failed: ${(e as Error).message}\n`))
+        .catch((e) => logError(`writ: reload failed: ${(e as Error).message}`))
         .finally(() => {
           reloading = false;
         });
@@ -209,7 +211,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
     }
-    if (!o.devTokens && config.tokens.length === 0) log('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
+    if (!o.devTokens && config.tokens.length === 0) logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
 
     const httpServer = server;
     let closing: Promise<void> | undefined;

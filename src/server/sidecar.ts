@@ -40,6 +40,7 @@ import type { Caller } from '../http/auth.js';
 import type { WritConfig } from '../config/config.js';
 import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
 import { jcs } from '../util/canonical.js';
+import * as log from '../log/log.js';
 
 /** Codes of §4 that are ledgered as `refusal` records before they are answered. */
 const LEDGERED_REFUSALS = new Set([
@@ -264,12 +265,12 @@ export class Sidecar {
         for (const l of this.policyListeners) l(bundle);
         this.lastRejectedVersion = undefined;
         metrics.policyReloads.inc({ result: 'ok' });
-        process.stderr.write(`writ: policies reloaded (${bundle.policyVersion})\n`);
+        log.notice(`writ: policies reloaded (${bundle.policyVersion})`);
       } catch (e) {
         const err = isWritError(e) ? e : new WritError('POLICY_INVALID', String((e as Error)?.message ?? e));
         this.lastRejectedVersion = probe;
         metrics.policyReloads.inc({ result: 'failed' });
-        process.stderr.write(`writ: policy reload rejected, still serving ${this.bundle.policyVersion}: ${err.message}\n`);
+        log.warn(`writ: policy reload rejected, still serving ${this.bundle.policyVersion}: ${err.message}`);
         await this.recordPolicyLoad(undefined, 'rejected', err, probe).catch(() => undefined);
       }
     }
@@ -308,7 +309,7 @@ export class Sidecar {
     } catch (e) {
       this.lastEntitiesFileText = text;
       metrics.policyReloads.inc({ result: 'failed' });
-      process.stderr.write(`writ: entities.json not applied: ${(e as Error).message.replace(/\s+/g, ' ')}\n`);
+      log.warn(`writ: entities.json not applied: ${(e as Error).message.replace(/\s+/g, ' ')}`);
       // Ledgered as a broken policy file is (a `policy` record, `rejected`, naming the set still in force):
       // an auditor sees that an edit was refused, not only the operator reading stderr.
       const refusal = new WritError('POLICY_INVALID', `entities.json not applied, the entities in force are unchanged: ${(e as Error).message}`);

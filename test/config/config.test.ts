@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -176,6 +176,7 @@ test('every config value is checked for its type at start: a wrong one is refuse
     [{ policy_dir: ['p'] }, 'policy_dir'],
     [{ witness_dir: 7 }, 'witness_dir'],
     [{ clock_file: {} }, 'clock_file'],
+    [{ log_format: 'yaml' }, 'log_format'],
   ];
   for (const [file, key] of bad) {
     withConfigFile(file, (path) => assert.throws(() => loadConfig({ configPath: path }), new RegExp(`config: ${key}`), JSON.stringify(file)));
@@ -251,6 +252,49 @@ test('dev tokens.json is owner-only, a file left from before with looser permiss
     chmodSync(file, 0o644);
     assert.equal(generateDevTokens(dir).file, file);
     assert.equal(statSync(file).mode & 0o777, 0o600);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('log_format "json": every line writ serve says, on stdout and stderr, is one {ts, level, msg} object', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'writ-log-json-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify({
+      listen: '127.0.0.1:0', data_dir: join(dir, 'data'), log_format: 'json', lsten: 'misspelt',
+      tokens: [{ token: 'a-token', role: 'auditor' }],
+    }));
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d) => {
+        stdout += d;
+        const m = /"msg":"listening on (http:\/\/[^"]+)"/.exec(stdout);
+        if (m) resolve(m[1]!);
+      });
+      child.once('exit', () => reject(new Error(`exited before listening: ${stdout}${stderr}`)));
+    });
+    // It serves as in the text format.
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, stderr);
+    const parse = (text: string) => text.trim().split('\n').map((line) => {
+      const o = JSON.parse(line);
+      assert.deepEqual(Object.keys(o), ['ts', 'level', 'msg'], line);
+      assert.ok(!Number.isNaN(Date.parse(o.ts)), line);
+      assert.ok(!o.msg.startsWith('writ'), `the text's "writ:" prefix is dropped: ${line}`);
+      return o as { level: string; msg: string };
+    });
+    const out = parse(stdout);
+    assert.ok(out.every((o) => o.level === 'info'), stdout);
+    assert.ok(out.some((o) => o.msg.startsWith('policies ')), stdout);
+    const err = parse(stderr);
+    assert.ok(err.some((o) => o.level === 'warn' && /unknown key "lsten" is ignored/.test(o.msg)), stderr);
+    assert.ok(err.some((o) => o.level === 'info' && /^SIGTERM: finishing in-flight requests/.test(o.msg)), stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

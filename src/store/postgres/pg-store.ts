@@ -31,6 +31,7 @@ import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRec
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
 import type { FaultHooks } from '../store.js';
+import * as log from '../../log/log.js';
 
 const MAX_PAGE = 1000;
 const DEFAULT_WRITE_TIMEOUT_MS = 10_000;
@@ -79,7 +80,7 @@ function asUnavailable(e: unknown, what: string, audience: 'operator' | 'client'
   const now = Date.now();
   if (now - lastDetailLogged >= 1000) {
     lastDetailLogged = now;
-    process.stderr.write(`writ: ${what}: ${detail}\n`);
+    log.warn(`writ: ${what}: ${detail}`);
   }
   const code = (e as { code?: unknown } | null)?.code;
   return unavailable(`${what}${typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : ''}: the database did not complete the request (the sidecar's log has the detail)`, e);
