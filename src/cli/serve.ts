@@ -9,11 +9,14 @@ import * as log from '../log/log.js';
 const HELP = `usage: writ serve [--config FILE] [--listen HOST:PORT] [--policy-dir DIR] [--data-dir DIR]
                   [--database-url URL] [--signing-key-file FILE]
 
-Runs the sidecar. With no config (flag or WRIT_CONFIG) it serves the bundled policies/ on
-127.0.0.1:8700 with data in .writ/, and writes fresh dev tokens to .writ/tokens.json.
+Runs the sidecar. With no config (flag or WRIT_CONFIG) it serves ./policies (or, where there is
+none, the example policies bundled with writ) on 127.0.0.1:8700 with data in .writ/, and writes
+fresh dev tokens to .writ/tokens.json.
 --database-url (or WRIT_DATABASE_URL): keep executions, approvals, entities and the ledger in that
 PostgreSQL database, shared by every replica naming it. --signing-key-file: the deployment's key.
 SIGTERM/SIGINT: stop accepting, finish in-flight requests, write a final checkpoint, exit 0.
+Log lines are text, or JSON objects with "log_format": "json" in the config (WRIT_LOG_FORMAT=json
+for what is said before the config is read).
 `;
 
 export async function main(argv: string[]): Promise<number> {
