@@ -9,14 +9,15 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import { WritError, type ErrorCode } from '../errors.js';
 
-/**
- * Told of every answer given here, before any route sees the request (a refused request line or Host, a
- * request Node's HTTP parser refused; counted under the route label UNROUTED), so that the thread serving /metrics counts it (src/http/answered.ts
- * on the main thread; a front thread posts it there). Nothing is counted until one is set.
- */
+/** The `route` label of writ_http_requests_total for an answer given before any route was found. */
 export const UNROUTED = 'unrouted';
 type UnroutedReport = (status: number, code: ErrorCode, message: string) => void;
 let reportUnrouted: UnroutedReport = () => {};
+/**
+ * Told of every answer given here, before any route sees the request (a refused request line or Host, a
+ * request Node's HTTP parser refused), so that the thread serving /metrics counts it: src/http/answered.ts
+ * on the main thread; a front thread posts it there. Nothing is counted until one is set.
+ */
 export function reportUnroutedAnswersTo(report: UnroutedReport): void {
   reportUnrouted = report;
 }

@@ -4,8 +4,9 @@
  * - `json` (config `log_format`, or WRIT_LOG_FORMAT for what is said before a config is read): one JSON
  *   object per line, `{"ts","level","msg"}`, so a log pipeline (Loki, Elastic, CloudWatch) can parse
  *   it without a pattern — as OPA and Cerbos log.
- * `info` goes to stdout, the rest to stderr, in both formats: a script that waits for `listening on`
- * on stdout, or reads refusals on stderr, reads the same stream either way. Per thread: only the
+ * Each line goes to the stream it goes to in both formats — `info` to stdout, `notice` (level info),
+ * `warn` and `error` to stderr — so a script that waits for `listening on` on stdout, or reads refusals
+ * on stderr, reads the same stream either way. Per thread: only the
  * main thread logs (fronts and evaluators post what they have to say to it).
  */
 export type LogFormat = 'text' | 'json';
