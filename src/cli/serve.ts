@@ -15,8 +15,8 @@ fresh dev tokens to .writ/tokens.json.
 --database-url (or WRIT_DATABASE_URL): keep executions, approvals, entities and the ledger in that
 PostgreSQL database, shared by every replica naming it. --signing-key-file: the deployment's key.
 SIGTERM/SIGINT: stop accepting, finish in-flight requests, write a final checkpoint, exit 0.
-Log lines are text, or JSON objects with "log_format": "json" in the config (WRIT_LOG_FORMAT=json
-for what is said before the config is read).
+Log lines are text, or JSON objects with "log_format": "json" in the config (or WRIT_LOG_FORMAT=json
+where the config does not say).
 `;
 
 export async function main(argv: string[]): Promise<number> {

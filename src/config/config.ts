@@ -73,7 +73,7 @@ export interface WritConfig {
   shutdown_delay_ms: number;
   /**
    * `text` (each line as `writ: …`) or `json` (one `{"ts","level","msg"}` object per line) for the
-   * sidecar's operational lines (src/log/log.ts). Before a config is read, WRIT_LOG_FORMAT=json.
+   * sidecar's operational lines (src/log/log.ts). WRIT_LOG_FORMAT=json where the config is silent.
    */
   log_format: LogFormat;
   /** PostgreSQL URL of a store shared by replicas (docs/protocol.md §9); null: the LMDB store of data_dir. */
@@ -273,6 +273,8 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (!Number.isInteger(config.http_threads) || config.http_threads < 0 || config.http_threads > 64) {
     fail('http_threads must be an integer from 0 to 64');
   }
+  // WRIT_LOG_FORMAT=json holds where the config is silent (it also covers what is said before a config is read).
+  if (file.log_format === undefined && process.env.WRIT_LOG_FORMAT === 'json') config.log_format = 'json';
   if (!LOG_FORMATS.includes(config.log_format)) fail(`log_format must be one of ${LOG_FORMATS.map((f) => JSON.stringify(f)).join(', ')}`);
   if (!Number.isInteger(config.shutdown_delay_ms) || config.shutdown_delay_ms < 0 || config.shutdown_delay_ms > 600_000) {
     fail('shutdown_delay_ms must be an integer from 0 to 600000');

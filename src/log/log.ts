@@ -1,7 +1,7 @@
 /**
  * The sidecar's operational lines (started, reloaded, refused, failed), in one of two formats:
  * - `text` (the default): each line as it has always read, `writ: …` / `writ serve: …`;
- * - `json` (config `log_format`, or WRIT_LOG_FORMAT for what is said before a config is read): one JSON
+ * - `json` (config `log_format`; WRIT_LOG_FORMAT=json where the config is silent and before it is read): one JSON
  *   object per line, `{"ts","level","msg"}`, so a log pipeline (Loki, Elastic, CloudWatch) can parse
  *   it without a pattern — as OPA and Cerbos log.
  * Each line goes to the stream it goes to in both formats — `info` to stdout, `notice` (level info),

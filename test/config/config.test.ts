@@ -299,3 +299,17 @@ test('log_format "json": every line writ serve says, on stdout and stderr, is on
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('WRIT_LOG_FORMAT=json holds where the config does not name a log_format; a config that names one wins', () => {
+  const before = process.env.WRIT_LOG_FORMAT;
+  process.env.WRIT_LOG_FORMAT = 'json';
+  try {
+    withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.log_format, 'json'));
+    withConfigFile({ log_format: 'text' }, (path) => assert.equal(loadConfig({ configPath: path }).config.log_format, 'text'));
+    delete process.env.WRIT_LOG_FORMAT;
+    withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.log_format, 'text'));
+  } finally {
+    if (before === undefined) delete process.env.WRIT_LOG_FORMAT;
+    else process.env.WRIT_LOG_FORMAT = before;
+  }
+});
