@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 import * as log from '../log/log.js';
-import { LOG_FORMATS, type LogFormat } from '../log/log.js';
+import type { LogFormat } from '../log/log.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 /** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
@@ -207,7 +207,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     }
     if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
     // The format first, so that what is said from here on (an unknown key, a refusal) is in it.
-    if (LOG_FORMATS.includes(file.log_format)) log.setLogFormat(file.log_format);
+    if (log.LOG_FORMATS.includes(file.log_format)) log.setLogFormat(file.log_format);
     warnUnknownKeys(path, file);
   }
   const config: WritConfig = {
@@ -275,7 +275,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   }
   // WRIT_LOG_FORMAT=json holds where the config is silent (it also covers what is said before a config is read).
   if (file.log_format === undefined && process.env.WRIT_LOG_FORMAT === 'json') config.log_format = 'json';
-  if (!LOG_FORMATS.includes(config.log_format)) fail(`log_format must be one of ${LOG_FORMATS.map((f) => JSON.stringify(f)).join(', ')}`);
+  if (!log.LOG_FORMATS.includes(config.log_format)) fail(`log_format must be one of ${log.LOG_FORMATS.map((f) => JSON.stringify(f)).join(', ')}`);
   if (!Number.isInteger(config.shutdown_delay_ms) || config.shutdown_delay_ms < 0 || config.shutdown_delay_ms > 600_000) {
     fail('shutdown_delay_ms must be an integer from 0 to 600000');
   }
