@@ -37,8 +37,11 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
   // Pinned by the operator: a Host header a client (or a cache in front) sends cannot redirect discovery.
   if (deps.publicUrl) return deps.publicUrl;
   const host = c.req.header('host');
-  if (host) return `${new URL(c.req.url).protocol}//${host}`;
-  return deps.publicOrigin?.() ?? new URL(c.req.url).origin;
+  // The scheme is the public port's (https with TLS files), not that of the listener that answered:
+  // behind HTTP fronts that is the sidecar's loopback HTTP listener.
+  const listening = deps.publicOrigin?.();
+  if (host) return `${new URL(listening ?? c.req.url).protocol}//${host}`;
+  return listening ?? new URL(c.req.url).origin;
 }
 
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {

@@ -16,7 +16,7 @@ fresh dev tokens to .writ/tokens.json.
 PostgreSQL database, shared by every replica naming it. --signing-key-file: the deployment's key.
 SIGTERM/SIGINT: stop accepting, finish in-flight requests, write a final checkpoint, exit 0.
 Log lines are text, or JSON objects with "log_format": "json" in the config (or WRIT_LOG_FORMAT=json
-where the config does not say).
+where the config does not say). HTTPS: "tls_cert_file" and "tls_key_file" (PEM files) in the config.
 `;
 
 export async function main(argv: string[]): Promise<number> {

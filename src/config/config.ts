@@ -85,6 +85,12 @@ export interface WritConfig {
    * discovery; null: the URL each request came in by (its Host header).
    */
   public_url: string | null;
+  /**
+   * PEM certificate chain and private key files: both set, the public listener speaks HTTPS (TLS ≥ 1.2);
+   * both null, plain HTTP. Read once at start (a renewed certificate needs a restart).
+   */
+  tls_cert_file: string | null;
+  tls_key_file: string | null;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -115,6 +121,8 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   database_url: null,
   signing_key_file: null,
   public_url: null,
+  tls_cert_file: null,
+  tls_key_file: null,
 };
 
 export interface ConfigOverrides {
@@ -237,7 +245,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   for (const key of ['listen', 'policy_dir', 'data_dir'] as const) {
     if (typeof config[key] !== 'string' || config[key] === '') fail(`${key} must be a non-empty string`);
   }
-  for (const key of ['witness_dir', 'clock_file'] as const) {
+  for (const key of ['witness_dir', 'clock_file', 'tls_cert_file', 'tls_key_file'] as const) {
     if (config[key] !== null && (typeof config[key] !== 'string' || config[key] === '')) fail(`${key} must be a path or null`);
   }
   if (file.checkpoint !== undefined && (file.checkpoint === null || typeof file.checkpoint !== 'object' || Array.isArray(file.checkpoint))) {
@@ -258,6 +266,10 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   config.data_dir = resolve(config.data_dir);
   if (config.witness_dir) config.witness_dir = resolve(config.witness_dir);
   if (config.clock_file) config.clock_file = resolve(config.clock_file);
+  // Half a TLS setting would serve plain HTTP to clients told to expect HTTPS, or the reverse.
+  if ((config.tls_cert_file === null) !== (config.tls_key_file === null)) fail('tls_cert_file and tls_key_file must be set together (or both left out)');
+  if (config.tls_cert_file) config.tls_cert_file = resolve(config.tls_cert_file);
+  if (config.tls_key_file) config.tls_key_file = resolve(config.tls_key_file);
   parseListen(config.listen);
   for (const [k, v] of [
     ['checkpoint.every_records', config.checkpoint.every_records],

@@ -15,6 +15,7 @@
  * it does without fronts.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { createPublicServer } from '../http/tls.js';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { WritError } from '../errors.js';
@@ -463,7 +464,8 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 }
 
 // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-const server = http.createServer({ requireHostHeader: false }, handle);
+// HTTPS when the config names TLS files: the fronts own the public port, so they terminate TLS.
+const server = createPublicServer(start.tls, { requireHostHeader: false }, handle);
 server.on('clientError', answerClientError);
 // Slow or idle clients must not hold resources forever (the same limits as the sidecar's listener).
 server.headersTimeout = 10_000;

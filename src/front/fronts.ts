@@ -26,6 +26,7 @@ import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
 import { countAnswer, countRefusal } from '../http/answered.js';
 import * as log from '../log/log.js';
+import type { TlsMaterial } from '../http/tls.js';
 
 const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
@@ -124,6 +125,8 @@ export interface FrontsOptions {
   port: number;
   /** The sidecar's loopback listener, where fronts pass through everything they do not decide. */
   mainPort: number;
+  /** TLS material for the public port (the fronts terminate TLS; their upstream stays loopback HTTP). */
+  tls?: TlsMaterial;
   tokens: TokenSpec[];
   maxBodyBytes: number;
   /** Evaluator threads, shared out among the fronts (each front runs Cedar beside itself on its share). */
@@ -189,7 +192,7 @@ export class Fronts {
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes,
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
       ...(holdListen ? { holdListen } : {}),

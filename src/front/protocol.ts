@@ -8,6 +8,7 @@ import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
+import type { TlsMaterial } from '../http/tls.js';
 import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import type { PreparedAuthzen } from '../authzen/request.js';
 
@@ -26,6 +27,8 @@ export interface FrontStart {
   entities: { version: string; list: EntityJson[] };
   /** Say `ready` once loaded and listen only on a `listen` message (the port is still someone else's). */
   holdListen?: boolean;
+  /** The public port's TLS material (config tls_cert_file / tls_key_file): the front serves HTTPS. */
+  tls?: TlsMaterial;
 }
 
 /**

@@ -5,7 +5,8 @@
  */
 import { serve as serveHttp } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import { createServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
+import type { createServer as createHttpServer, RequestListener, Server, ServerOptions } from 'node:http';
+import { createPublicServer, readTlsMaterial } from '../http/tls.js';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
@@ -45,6 +46,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   if (config.log_format) setLogFormat(config.log_format); // as loadConfig does, for a config built in code
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
+  // The TLS files too: a certificate that cannot serve must stop the start before anything is opened.
+  const tls = readTlsMaterial(config.tls_cert_file, config.tls_key_file);
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)
   const faults = faultHooksFromEnv();
   if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
@@ -61,7 +64,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   let waited = false;
   if (config.database_url) {
     const opened = await openStoreWhenReachable(open, {
-      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens, sharePort,
+      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens, sharePort, ...(tls ? { tls } : {}),
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
     });
     store = opened.store;
@@ -139,15 +142,17 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       const s = serveHttp({
         fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port,
         // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
+        // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
+        // upstream stays plain HTTP (the fronts terminate TLS).
         createServer: ((options: ServerOptions, listener: RequestListener) =>
           // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-          createServer({ ...options, requireHostHeader: false }, (req, res) => {
+          createPublicServer(frontCount === 0 ? tls : undefined, { ...options, requireHostHeader: false }, (req, res) => {
             const problem = requestTargetProblem(req);
             if (problem === undefined) return listener(req, res);
             echoRequestId(req, res);
             closeAfterAnswer({ incoming: req, outgoing: res });
             refuseRequestTarget(res, problem);
-          })) as unknown as typeof createServer,
+          })) as unknown as typeof createHttpServer,
       }, () => resolve(s as Server)) as Server;
       s.once('error', reject);
       s.on('clientError', answerClientError);
@@ -165,7 +170,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
-        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar,
+        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar, ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.
@@ -177,7 +182,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     const publicPort = fronts ? fronts.port : addr.port;
     const publicHost = fronts ? host : addr.address;
-    const url = `http://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
+    const url = `${tls ? 'https' : 'http'}://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
     publicUrl = url;
 
     // One reload at a time: a reload that outlasts the poll interval (a slow fsync, a loaded machine)

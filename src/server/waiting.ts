@@ -10,7 +10,8 @@
  * real on the same address. A database that answers but refuses (bad password, no such database) is a
  * configuration error: that still ends the start at once.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createPublicServer, type TlsMaterial } from '../http/tls.js';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
@@ -60,6 +61,8 @@ export interface WaitOptions {
    * threads can bind beside the waiting listener before it closes: no moment without a listener.
    */
   sharePort?: boolean;
+  /** The config's TLS material: the waiting listener speaks HTTPS on the public port like the sidecar after it. */
+  tls?: TlsMaterial;
 }
 
 /**
@@ -76,8 +79,7 @@ export async function openStoreWhenReachable(
     const waiting = await listenWhileWaiting(o);
     const address = waiting.address() as AddressInfo;
     const listen = `${o.listen.slice(0, o.listen.lastIndexOf(':'))}:${address.port}`;
-    const host = address.address.includes(':') ? `[${address.address}]` : address.address;
-    o.log(`writ serve: the database is unreachable (${(e as Error).message}); waiting for it on http://${host}:${address.port}, answering 503 meanwhile`);
+    o.log(`writ serve: the database is unreachable (${(e as Error).message}); waiting for it on ${urlOf(address, o.tls)}, answering 503 meanwhile`);
     let handedOver = false;
     try {
       for (;;) {
@@ -160,12 +162,17 @@ function apiRoutes(openapi: Record<string, unknown>): Array<{ method: string; pa
   return routes;
 }
 
+/** The waiting listener's URL as its log line and AuthZEN discovery name it. */
+function urlOf(address: AddressInfo, tls: TlsMaterial | undefined): string {
+  return `${tls ? 'https' : 'http'}://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+}
+
 async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
   const { host, port } = parseListen(o.listen);
   let origin: string | undefined;
   const listener = getRequestListener(waitingApp(o, () => origin).fetch);
   // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
+  const server = createPublicServer(o.tls, { requireHostHeader: false }, (req, res) => {
     echoRequestId(req, res);
     const problem = requestTargetProblem(req);
     if (problem !== undefined) {
@@ -182,7 +189,7 @@ async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
     server.listen({ host, port: bound, ...(o.sharePort ? { reusePort: true } : {}) } as ListenOptions, () => resolve());
   });
   const address = server.address() as AddressInfo;
-  origin = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+  origin = urlOf(address, o.tls);
   return server;
 }
 

@@ -88,7 +88,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in 20 s:\n${out}`)), 20_000);
     const onData = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      const m = /listening on (https?:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         child.stdout!.off('data', onData);

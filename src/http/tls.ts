@@ -1,0 +1,48 @@
+/**
+ * The public listener's TLS material (config `tls_cert_file` / `tls_key_file`): read once at start and
+ * checked by building a secure context from it, so a missing file, a key that does not match its
+ * certificate or PEM that does not parse stops the start with the file named — never a listener that
+ * fails each handshake. The same material goes to every listener on the public port (the sidecar's own,
+ * the HTTP fronts', a waiting replica's).
+ */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { WritError } from '../errors.js';
+
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+}
+
+/** Options for `https.createServer`: the material, and no protocol older than TLS 1.2. */
+function tlsServerOptions(tls: TlsMaterial): SecureContextOptions {
+  return { cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' };
+}
+
+/**
+ * A listener for the public port: HTTPS with the material when there is some, else plain HTTP. (An
+ * `https.Server` is an `http.Server` in all that writ uses: request events, timeouts, listen, close.)
+ */
+export function createPublicServer(tls: TlsMaterial | undefined, options: ServerOptions, listener: RequestListener): Server {
+  return tls ? (createHttpsServer({ ...options, ...tlsServerOptions(tls) }, listener) as unknown as Server) : createHttpServer(options, listener);
+}
+
+export function readTlsMaterial(certFile: string | null, keyFile: string | null): TlsMaterial | undefined {
+  if (certFile === null || keyFile === null) return undefined;
+  const read = (what: string, file: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new WritError('INVALID_REQUEST', `cannot read ${what} ${file}: ${(e as Error).message}`);
+    }
+  };
+  const tls = { cert: read('tls_cert_file', certFile), key: read('tls_key_file', keyFile) };
+  try {
+    createSecureContext(tlsServerOptions(tls));
+  } catch (e) {
+    throw new WritError('INVALID_REQUEST', `cannot use tls_cert_file ${certFile} with tls_key_file ${keyFile}: ${(e as Error).message}`);
+  }
+  return tls;
+}
