@@ -30,7 +30,9 @@ export function createPublicServer(tls: TlsMaterial | undefined, options: Server
 }
 
 export function readTlsMaterial(certFile: string | null, keyFile: string | null): TlsMaterial | undefined {
-  if (certFile === null || keyFile === null) return undefined;
+  if (certFile === null && keyFile === null) return undefined;
+  // loadConfig refuses half a setting; a config built in code must not slip through to plain HTTP either.
+  if (certFile === null || keyFile === null) throw new WritError('INVALID_REQUEST', 'tls_cert_file and tls_key_file must be set together (or both left out)');
   const read = (what: string, file: string): string => {
     try {
       return readFileSync(file, 'utf8');
