@@ -474,6 +474,9 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
 
     // The loser was never reserved: its timeline is the refusal, no error.
     await page.getByRole('link', { name: 'Execution' }).click();
+    // The Ledger tab has its own "Execution id" and "Actor" fields: fill only once the Execution form
+    // has replaced it (its Show button is there), or the values land in the Ledger's filters.
+    await page.getByRole('button', { name: 'Show' }).waitFor();
     await page.getByLabel('Execution id').fill('OFF-9000:second-retry');
     await page.getByLabel('Actor').fill(STORY_ACTOR);
     await page.getByRole('button', { name: 'Show' }).click();
