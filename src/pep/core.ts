@@ -16,7 +16,7 @@ import { jcs, sha256Tagged } from '../util/canonical.js';
 import { callContext, isObject, type Defaults } from './context.js';
 import type { PdpClient } from './client.js';
 import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus, PdpResult } from './types.js';
-import { META_DECISION } from './types.js';
+import { META_DECISION, META_EXECUTION_ID } from './types.js';
 
 /** What a dispatch of the tool came to. `error` (guard only) is rethrown to the MCP layer. */
 export interface DispatchResult {
@@ -26,6 +26,11 @@ export interface DispatchResult {
   raw?: string;
   error?: unknown;
   detail?: string;
+  /**
+   * The tool answered with a task (task.ts): `result` is the task handle the client gets now, and this
+   * promise is the task's end. The execution stays `invoking` until it settles; then its outcome is posted.
+   */
+  task?: Promise<DispatchResult>;
 }
 
 export interface CallInput {
@@ -67,7 +72,20 @@ export type CallAnswer = { result: Record<string, unknown>; raw?: string } | { e
 export function malformedToolResult(r: unknown): string | undefined {
   if (!isObject(r)) return `a result that is not an object (${r === null ? 'null' : Array.isArray(r) ? 'array' : typeof r})`;
   if (r.isError !== undefined && typeof r.isError !== 'boolean') return `isError that is not a boolean (${JSON.stringify(r.isError)})`;
+  // MCP 2026-07-28: a result that is not `complete` (an `input_required` round trip, a kind this PEP does
+  // not know) is not the tool's final answer: what the tool did is not known from it. (Task handles are
+  // read by task.ts before this check.)
+  if (r.resultType !== undefined && r.resultType !== 'complete') return `a result of type ${JSON.stringify(r.resultType)}, not a final tool result`;
   return undefined;
+}
+
+/**
+ * The `_meta` a dispatched call carries to the tool: the client's, with `io.writ/execution_id` set to
+ * the execution's id (also when this PEP minted it), so the target system can use it as its
+ * idempotency key (docs/protocol.md §17).
+ */
+export function metaForTool(meta: unknown, executionId: string): Record<string, unknown> {
+  return { ...(isObject(meta) ? meta : {}), [META_EXECUTION_ID]: executionId };
 }
 
 export function refusalResult(meta: DecisionMeta, text: string): Record<string, unknown> {
@@ -217,6 +235,19 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     opts.trackLate?.(lateAnswer);
   } else {
     outcome = first;
+  }
+
+  if (outcome.task !== undefined && outcome.status !== 'unknown') {
+    // A task: the client gets its handle now; the execution stays `invoking` until the task ends, and
+    // the outcome is posted then (retried while the PDP is unreachable).
+    const ended = outcome.task.then(async (end) => {
+      const ok = await postOutcome(opts, id, outcomeBody(end), [0, ...OUTCOME_BACKGROUND_DELAYS_MS]);
+      log(`writ pep: the task of execution ${id} ended: outcome ${end.status}${end.detail ? ` (${end.detail})` : ''} ${ok ? 'recorded' : 'NOT recorded; it stays invoking until a pep posts its outcome'}`);
+    });
+    opts.trackLate?.(ended);
+    const handle: CallAnswer = { result: outcome.result as Record<string, unknown> };
+    if (outcome.raw !== undefined) handle.raw = outcome.raw;
+    return handle;
   }
 
   const posted = await pdp.outcome(id, outcomeBody(outcome));

@@ -1,32 +1,37 @@
 /**
- * `guardMcpServer`: one call puts a TypeScript `McpServer` (@modelcontextprotocol/sdk) behind the PDP.
+ * `guardMcpServer`: one call puts an `McpServer` of the MCP TypeScript SDK — 1.x
+ * (`@modelcontextprotocol/sdk`) or 2.x (`@modelcontextprotocol/server`) — behind the PDP.
  *
- * How: the low-level `Server` keeps its request handlers in a Map keyed by method; the guard swaps
- * that Map for one whose `tools/call` entry is always wrapped — the one installed already (guard
- * called after tools were registered) and any installed later (McpServer installs its handler lazily
- * on the first `registerTool`, or a low-level user may call `setRequestHandler` directly). The
+ * How: the low-level `Server` (both SDKs: a Protocol whose `_requestHandlers` Map is keyed by method)
+ * has that Map swapped for one whose `tools/call` entry is always wrapped — the one installed already
+ * (guard called after tools were registered) and any installed later (McpServer installs its handler
+ * lazily on the first `registerTool`, or a low-level user may call `setRequestHandler` directly). The
  * fallback request handler is wrapped too, so no `tools/call` can bypass the PDP. If the SDK's
  * internals ever stop matching, `guardMcpServer` throws rather than leave the server unguarded.
  *
  * Per call: context → PDP `execute` → the inner handler with `params.arguments` = the PDP's admitted
- * arguments → outcome. McpServer turns a throwing tool into an `isError` result, which would hide a
- * throw (contract: unknown) behind a rejection; so the guard also wraps each registered tool's
- * callback (lazily, at call time, so tools registered or updated later are covered) and watches it
- * through AsyncLocalStorage:
+ * arguments and `params._meta["io.writ/execution_id"]` = the execution id (the tool's idempotency key)
+ * → outcome. McpServer turns a throwing tool into an `isError` result, which would hide a throw
+ * (contract: unknown) behind a rejection, and answers `isError` for a call whose tool never ran
+ * (unknown tool, input validation). So the guard watches the one place where both SDKs run a tool's
+ * callback, `McpServer.executeToolHandler(tool, args, extra)` (2.x runs an executor built at
+ * registration there, 1.x the registered handler), through AsyncLocalStorage:
  *   - the callback threw → `unknown` (client: OUTCOME_UNKNOWN);
  *   - the callback returned → `committed`, or `rejected` if its own result has `isError`; a result
  *     that is not an object, or an `isError` that is not a boolean → `unknown`;
- *   - the callback never ran (unknown tool, input validation) → `rejected`;
- *   - not observable (task-based tools, low-level handlers): result → committed, `isError` →
- *     rejected, throw → unknown.
- * Task-augmented calls (`params.task`) are refused: their effect happens after the answer, so no
- * outcome could be reported truthfully.
+ *   - the callback never ran → `rejected` ("the tool did not run");
+ *   - not observable (low-level handlers, an McpServer without `executeToolHandler`): result →
+ *     committed, `isError` → rejected, throw → unknown.
+ * Task-augmented calls (1.x experimental tasks, `params.task`) are decided before the tool runs like
+ * any call; when the tool answers with a task, the execution stays `invoking` and the guard follows the
+ * task in the server's own task store until it ends (task.ts says how its status becomes an outcome).
  */
 import { actionNameRefusal } from '../schemas/action-names.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
 import { defaultsEnvelopeIssue, isObject, parseDefaults, type Defaults } from './context.js';
-import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { malformedToolResult, metaForTool, runGuardedCall, type DispatchResult } from './core.js';
+import { createdTaskOf, followTask, taskViewOf, unknownTaskOutcome, type CreatedTask } from './task.js';
 
 export interface GuardOptions {
   /** PDP base URL, or a ready client. */
@@ -59,10 +64,21 @@ export interface GuardableMcpServer {
 
 type Handler = (request: Record<string, unknown>, extra: unknown) => Promise<unknown>;
 
-/** The SDK's per-request signal (RequestHandlerExtra.signal): aborted when the client cancels the call. */
+/**
+ * The per-request signal, aborted when the client cancels the call: SDK 1.x passes it as
+ * `extra.signal`, SDK 2.x as `ctx.mcpReq.signal`.
+ */
 function cancelSignalOf(extra: unknown): { cancelled?: AbortSignal } {
-  const signal = isObject(extra) ? extra.signal : undefined;
+  if (!isObject(extra)) return {};
+  const signal = extra.signal ?? (isObject(extra.mcpReq) ? extra.mcpReq.signal : undefined);
   return signal instanceof AbortSignal ? { cancelled: signal } : {};
+}
+
+/** The session a request came in (SDK 1.x `extra.sessionId`, 2.x `ctx.sessionId`), for its task store. */
+function sessionIdOf(extra: unknown): string | undefined {
+  if (!isObject(extra)) return undefined;
+  const id = extra.sessionId ?? (isObject(extra.mcpReq) ? extra.mcpReq.sessionId : undefined);
+  return typeof id === 'string' ? id : undefined;
 }
 
 interface Watch {
@@ -74,19 +90,22 @@ interface Watch {
 }
 
 const GUARDED = new WeakSet<object>();
-const WRAPPED = Symbol.for('writ.pep.wrappedToolCallback');
 const watchStore = new AsyncLocalStorage<Watch>();
 
 function isDefaults(v: unknown): v is Defaults {
   return isObject(v) && isObject(v.base) && isObject(v.tools) && typeof v.prefix === 'string';
 }
 
-function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => unknown {
-  const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+/**
+ * Makes `fn` (a method of McpServer that runs a tool's callback) report to the call's Watch: that the
+ * tool was entered, and whether it returned or threw. Outside a guarded call it is `fn` as it was.
+ */
+function watched(fn: (...a: unknown[]) => unknown): (...a: unknown[]) => Promise<unknown> {
+  return async function (this: unknown, ...args: unknown[]): Promise<unknown> {
     const w = watchStore.getStore();
     if (w) w.entered = true;
     try {
-      const r = await cb.apply(this, args);
+      const r = await fn.apply(this, args);
       if (w) {
         w.returned = true;
         w.result = r;
@@ -100,8 +119,20 @@ function wrapCallback(cb: (...a: unknown[]) => unknown): (...a: unknown[]) => un
       throw e;
     }
   };
-  Object.defineProperty(wrapped, WRAPPED, { value: true });
-  return wrapped;
+}
+
+/** The methods through which McpServer (1.x and 2.x) runs a tool's callback. */
+const TOOL_RUNNERS = ['executeToolHandler', 'handleAutomaticTaskPolling'] as const;
+
+/** The SDK 1.x task store a task-augmented call's task lives in (`Protocol._taskStore`), if any. */
+interface TaskStoreLike {
+  getTask(taskId: string, sessionId?: string): Promise<unknown>;
+  getTaskResult(taskId: string, sessionId?: string): Promise<unknown>;
+}
+
+function taskStoreOf(low: Record<string, unknown>): TaskStoreLike | undefined {
+  const store = low._taskStore;
+  return isObject(store) && typeof store.getTask === 'function' && typeof store.getTaskResult === 'function' ? (store as unknown as TaskStoreLike) : undefined;
 }
 
 export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): void {
@@ -129,32 +160,49 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
   if (!low || !(handlers instanceof Map)) {
     throw new Error('guardMcpServer: unsupported @modelcontextprotocol/sdk version (no request handler map); refusing to run unguarded');
   }
-  const registry = () => (mcp as unknown as { _registeredTools?: Record<string, Record<string, unknown>> })._registeredTools;
+  // Watch where McpServer runs a tool's callback, for every tool, registered before or after this call.
+  const instance = mcp as unknown as Record<string, unknown>;
+  let watching = false;
+  for (const name of TOOL_RUNNERS) {
+    const fn = instance[name];
+    if (typeof fn === 'function') {
+      instance[name] = watched(fn as (...a: unknown[]) => unknown);
+      if (name === 'executeToolHandler') watching = true;
+    }
+  }
+  // A call is observable when McpServer's own handler answers it, i.e. the tool is registered with it
+  // (a low-level handler installed in its place, or an unregistered name, is judged by its answer).
+  const registered = (name: string): boolean => {
+    const tools = instance._registeredTools;
+    return watching && isObject(tools) && Object.hasOwn(tools, name);
+  };
+  /**
+   * A tool that answered with a task: the client gets the handle; the task is followed in the server's
+   * own task store (SDK 1.x) until it ends — the store outlives the connection, so a client that goes
+   * away does not stop it. Without a store to read, its end cannot be known: unknown.
+   */
+  const followed = (task: CreatedTask, handle: unknown, sessionId: string | undefined): DispatchResult => {
+    const store = taskStoreOf(low);
+    const end: Promise<DispatchResult> = store
+      ? followTask(task, {
+          get: async () => taskViewOf(await store.getTask(task.taskId, sessionId)) ?? 'gone',
+          result: () => store.getTaskResult(task.taskId, sessionId),
+        })
+      : Promise.resolve(unknownTaskOutcome(task.taskId, 'was created, but this server has no task store the guard can read'));
+    return { status: 'committed', result: handle, task: end };
+  };
 
   const wrap = (inner: Handler): Handler => {
     const guarded: Handler = async (request, extra) => {
       const params = isObject(request.params) ? request.params : {};
       const name = typeof params.name === 'string' ? params.name : '';
-      if (params.task !== undefined) {
-        return refusalResult(
-          { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: null },
-          'writ: task-augmented tools/call is not supported behind the writ guard',
-        );
-      }
-      // Make the tool's callback observable (lazily: covers tools registered or updated later).
-      const tool = registry()?.[name];
-      let observable = false;
-      if (tool && typeof tool.handler === 'function') {
-        const h = tool.handler as ((...a: unknown[]) => unknown) & { [WRAPPED]?: boolean };
-        if (!h[WRAPPED]) tool.handler = wrapCallback(h);
-        observable = true;
-      }
       const answer = await runGuardedCall(
         pipeline,
         { tool: name, arguments: params.arguments ?? {}, meta: params._meta, ...cancelSignalOf(extra) },
-        async (admitted): Promise<DispatchResult> => {
+        async (admitted, _signal, execution): Promise<DispatchResult> => {
+          const observable = registered(name);
           const w: Watch = { entered: false, threw: false, returned: false };
-          const req = { ...request, params: { ...params, arguments: admitted } };
+          const req = { ...request, params: { ...params, arguments: admitted, _meta: metaForTool(params._meta, execution.execution_id) } };
           let result: unknown;
           let error: unknown;
           let threw = false;
@@ -170,6 +218,8 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
             if (w.returned) {
               // As in the proxy: a result that is not an object, or whose isError is not a boolean,
               // says nothing certain about what the tool did.
+              const task = createdTaskOf(w.result);
+              if (task) return followed(task, w.result, sessionIdOf(extra));
               const bad = malformedToolResult(w.result);
               if (bad) return { status: 'unknown', detail: `the tool returned ${bad}` };
               const own = isObject(w.result) && w.result.isError === true ? 'rejected' : 'committed';
@@ -179,6 +229,8 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
             return { status: 'rejected', result, detail: 'the tool did not run' };
           }
           if (threw) return { status: 'unknown', detail: `the handler threw: ${msg(error)}` };
+          const task = createdTaskOf(result);
+          if (task) return followed(task, result, sessionIdOf(extra));
           const bad = malformedToolResult(result);
           if (bad) return { status: 'unknown', detail: `the handler returned ${bad}` };
           return { status: isObject(result) && result.isError === true ? 'rejected' : 'committed', result };

@@ -50,7 +50,9 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { checkTimeoutMs, type PdpClient } from './client.js';
 import { isObject, type Defaults } from './context.js';
-import { malformedToolResult, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { malformedToolResult, metaForTool, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { createdTaskOf, followTask, taskViewOf, type CreatedTask } from './task.js';
+import { protocolEnvelopeMeta, resultForRevision } from './revision.js';
 import { rawElements, rawMember } from '../util/rawjson.js';
 import { META_EXECUTION_ID } from './types.js';
 
@@ -180,6 +182,51 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     toClient(`{"jsonrpc":"2.0","id":${idRaw},${body}}\n`);
   }
 
+  /** Answers a held call with a result the proxy wrote itself, valid in the call's protocol revision. */
+  function respondResult(idRaw: string, params: unknown, result: Record<string, unknown>): void {
+    respond(idRaw, `"result":${JSON.stringify(resultForRevision(result, params))}`);
+  }
+
+  /** Requests the proxy itself sends the child (a task's `tasks/get`), by private id. */
+  const ownRequests = new Map<string, (answer: Record<string, unknown>) => void>();
+  /** Resolves when the child is gone: a task still followed then ends `unknown`. */
+  let childStopped!: (why: string) => void;
+  const childStoppedP = new Promise<string>((res) => (childStopped = res));
+
+  /** Sends the child a request of the proxy's own; answers `{result}` or `{error}` (also when the child is gone). */
+  function requestChild(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (childGone || exited) return Promise.resolve({ error: { code: -32000, message: 'the server has exited' } });
+    const id = `${prefix}own-${++seq}`;
+    return new Promise((resolve) => {
+      ownRequests.set(id, resolve);
+      toChild(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    });
+  }
+
+  /** Follows a task the child answered a call with, by the proxy's own `tasks/get` (and `tasks/result`). */
+  function followChildTask(task: CreatedTask, callParams: Record<string, unknown>): Promise<DispatchResult> {
+    // On 2026-07-28 every request carries the client's per-request envelope (protocol version, client
+    // info and capabilities): the proxy's own requests carry the call's.
+    const envelopeMeta = protocolEnvelopeMeta(callParams);
+    const withMeta = (p: Record<string, unknown>) => (envelopeMeta ? { ...p, _meta: envelopeMeta } : p);
+    return followTask(task, {
+      get: async () => {
+        const a = await requestChild('tasks/get', withMeta({ taskId: task.taskId }));
+        if ('error' in a) {
+          if (childGone || exited) throw new Error('the server exited');
+          return 'gone';
+        }
+        return taskViewOf(a.result) ?? 'gone';
+      },
+      result: async () => {
+        const a = await requestChild('tasks/result', withMeta({ taskId: task.taskId }));
+        if ('error' in a) throw new Error(`tasks/result answered an error: ${JSON.stringify(a.error)}`);
+        return a.result;
+      },
+      stopped: childStoppedP,
+    });
+  }
+
   async function handleCall(msg: Record<string, unknown>, text: string): Promise<void> {
     const idMember = rawMember(text, ['id']);
     const idRaw = { raw: idMember.found ? idMember.raw : JSON.stringify(msg.id) };
@@ -195,19 +242,10 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       const why = dupParams ? 'repeats a member (params, name, arguments or _meta)' : !isObject(params) ? 'has no params object' : 'has no tool name';
       const m = !dupParams && isObject(params) && isObject(params._meta) ? params._meta : {};
       const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
-      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult(
+      respondResult(idRaw.raw, dupParams ? undefined : params, refusalResult(
         { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: exec },
         `writ: refused (INVALID_REQUEST): the tools/call ${why}; the policy decision point was not asked and the tool did not run`,
-      ))}`);
-      return;
-    }
-    if (params.task !== undefined) {
-      // As guardMcpServer: a task-augmented call's effect happens after its answer, so no outcome the
-      // proxy could post would be true. Refused before the PDP is asked; nothing is reserved.
-      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult(
-        { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: null },
-        'writ: task-augmented tools/call is not supported behind writ proxy',
-      ))}`);
+      ));
       return;
     }
     if (exited) {
@@ -217,7 +255,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       const text =
         `writ: the MCP server has exited (status ${exited.status}), so the tool did not run and the policy decision point ` +
         `was not asked${exec !== null ? `; execution ${exec} was not used and may be retried once a server runs again` : ''}`;
-      respond(idRaw.raw, `"result":${JSON.stringify(refusalResult({ code: 'SERVER_EXITED', reasons: [], obligations: [], execution_id: exec }, text))}`);
+      respondResult(idRaw.raw, params, refusalResult({ code: 'SERVER_EXITED', reasons: [], obligations: [], execution_id: exec }, text));
       return;
     }
     const entry: Pending = { childId: '', clientId: msg.id, resolve: () => undefined, answered: false };
@@ -253,7 +291,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         meta: params._meta,
         cancelled,
       },
-      (admitted, signal) =>
+      (admitted, signal, execution) =>
         new Promise<DispatchResult>((resolve) => {
           if (childGone || exited) {
             // Allowed while the child was exiting: the execution is `invoking` at the PDP and only an
@@ -262,10 +300,11 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
             return;
           }
           entry.childId = prefix + ++seq;
-          entry.resolve = resolve;
+          // A task handle goes to the client now; the task is followed until it ends (task.ts).
+          entry.resolve = (r) => resolve(r.task === undefined && r.status !== 'unknown' && createdTaskOf(r.result) ? { ...r, task: followChildTask(createdTaskOf(r.result)!, params) } : r);
           pending.set(entry.childId, entry);
           byClientId.set(clientKey, entry);
-          toChild(forwardedCallText(text, msg, entry.childId, admitted) + '\n');
+          toChild(forwardedCallText(text, msg, entry.childId, admitted, execution.execution_id) + '\n');
           signal.addEventListener('abort', () => {
             if (entry.answered) return;
             toChild(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: 'writ proxy: call timeout' } }) + '\n');
@@ -278,7 +317,8 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       respond(idRaw.raw, `"error":{"code":-32603,"message":${JSON.stringify('writ proxy: ' + message)}}`);
       return;
     }
-    respond(idRaw.raw, `"result":${answer.raw ?? JSON.stringify(answer.result)}`);
+    if (answer.raw !== undefined) respond(idRaw.raw, `"result":${answer.raw}`);
+    else respondResult(idRaw.raw, params, answer.result);
   }
 
   function track(p: Promise<void>): void {
@@ -353,6 +393,12 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     const text = line.toString('utf8');
     const msg = parseLine(text);
     if (isObject(msg) && typeof msg.id === 'string' && msg.id.startsWith(prefix) && !('method' in msg)) {
+      const own = ownRequests.get(msg.id);
+      if (own) {
+        ownRequests.delete(msg.id);
+        own('result' in msg && isObject(msg.result) ? { result: msg.result } : { error: msg.error ?? { code: -32603, message: 'no result' } });
+        return;
+      }
       const entry = pending.get(msg.id);
       if (!entry || entry.answered) {
         log(`writ proxy: dropped a duplicate or unexpected answer for ${msg.id}`);
@@ -377,7 +423,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       });
       const bad =
         repeated !== undefined ? `a repeated ${repeated.join('.')} member`
-        : 'result' in msg ? malformedToolResult(result)
+        : 'result' in msg ? (createdTaskOf(result) ? undefined : malformedToolResult(result))
         : 'neither result nor error';
       if (bad !== undefined) {
         log(`writ proxy: malformed answer from the server for ${msg.id}: ${bad}; outcome unknown`);
@@ -385,6 +431,13 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         return;
       }
       const raw = rawMember(text, ['result']);
+      if (createdTaskOf(result)) {
+        // The tool answered with a task: its handle is passed on; guardedCall follows the task.
+        const t: DispatchResult = { status: 'committed', result };
+        if (raw.found) t.raw = raw.raw;
+        entry.resolve(t);
+        return;
+      }
       const r: DispatchResult = { status: (result as Record<string, unknown>).isError === true ? 'rejected' : 'committed', result };
       if (raw.found) r.raw = raw.raw;
       entry.resolve(r);
@@ -449,6 +502,11 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     child.once('close', (code, signal) => done(statusOf(code, signal)));
   });
   if (opts.forwardSignals) for (const s of signals) process.off(s, forward);
+  childStopped(`the server exited (status ${status})`);
+  for (const [id, own] of ownRequests) {
+    ownRequests.delete(id);
+    own({ error: { code: -32000, message: 'the server exited' } });
+  }
   for (const entry of pending.values()) {
     if (!entry.answered) {
       entry.answered = true;
@@ -476,25 +534,39 @@ export { refusalResult };
 
 /**
  * The client's `tools/call` as the child gets it: the client's own text with only its `id` (the proxy's
- * private one) and `params.arguments` (the PDP's admitted arguments) replaced. Every other member — a
- * `_meta.progressToken` above 2^53, a `1.0` — reaches the server exactly as sent, where a re-serialised
- * message would have turned 12345678901234567890 into 12345678901234567000 (and the server's progress
- * notifications would then name a token the client never sent).
+ * private one), `params.arguments` (the PDP's admitted arguments) and `params._meta["io.writ/execution_id"]`
+ * (the execution's id, the tool's idempotency key — also when the proxy minted it) replaced or added.
+ * Every other member — a `_meta.progressToken` above 2^53, a `1.0` — reaches the server exactly as
+ * sent, where a re-serialised message would have turned 12345678901234567890 into
+ * 12345678901234567000 (and the server's progress notifications would then name a token the client
+ * never sent).
  */
-export function forwardedCallText(text: string, msg: Record<string, unknown>, childId: string, admitted: Record<string, unknown>): string {
+export function forwardedCallText(text: string, msg: Record<string, unknown>, childId: string, admitted: Record<string, unknown>, executionId: string): string {
   const id = rawMember(text, ['id']);
   const params = rawMember(text, ['params']);
   const args = rawMember(text, ['params', 'arguments']);
-  // handleCall has checked that none of these repeats; a message whose text did not show them is
-  // rebuilt from its parsed form, as before.
-  if (!id.found || !params.found || (!args.found && args.duplicate)) {
-    return JSON.stringify({ ...msg, id: childId, params: { ...(msg.params as object), arguments: admitted } });
-  }
+  const meta = rawMember(text, ['params', '_meta']);
+  const metaIsObject = isObject((msg.params as Record<string, unknown>)._meta);
+  const execMember = metaIsObject ? rawMember(text, ['params', '_meta', META_EXECUTION_ID]) : { found: false as const, duplicate: false };
+  const rebuilt = (): string => {
+    const p = msg.params as Record<string, unknown>;
+    return JSON.stringify({ ...msg, id: childId, params: { ...p, arguments: admitted, _meta: metaForTool(p._meta, executionId) } });
+  };
+  // handleCall has checked that none of these repeats; a message whose text did not show them, or
+  // whose `_meta` is not an object, is rebuilt from its parsed form.
+  if (!id.found || !params.found || (!args.found && args.duplicate) || (!meta.found && meta.duplicate) || (!execMember.found && execMember.duplicate)) return rebuilt();
+  if (meta.found && !metaIsObject) return rebuilt();
   const admittedText = JSON.stringify(admitted);
+  const execText = JSON.stringify(executionId);
   const edits: Array<[number, number, string]> = [[id.span[0], id.span[1], JSON.stringify(childId)]];
   // params holds at least `name`, so an inserted first member is followed by a comma.
   if (args.found) edits.push([args.span[0], args.span[1], admittedText]);
   else edits.push([params.span[0] + 1, params.span[0] + 1, `"arguments":${admittedText},`]);
+  if (execMember.found) edits.push([execMember.span[0], execMember.span[1], execText]);
+  else if (meta.found) {
+    const empty = /^\{\s*\}$/.test(meta.raw);
+    edits.push(empty ? [meta.span[0], meta.span[1], `{${JSON.stringify(META_EXECUTION_ID)}:${execText}}`] : [meta.span[0] + 1, meta.span[0] + 1, `${JSON.stringify(META_EXECUTION_ID)}:${execText},`]);
+  } else edits.push([params.span[0] + 1, params.span[0] + 1, `"_meta":{${JSON.stringify(META_EXECUTION_ID)}:${execText}},`]);
   edits.sort((x, y) => y[0] - x[0]);
   let out = text;
   for (const [start, end, value] of edits) out = out.slice(0, start) + value + out.slice(end);

@@ -9,7 +9,7 @@ import { PEP_POLICIES, ACTOR_KEY } from './helpers.js';
 export interface Backend {
   kind: 'fake' | 'real';
   url: string;
-  tokens: { pep: string; pep2: string; approver: string; reconciler: string };
+  tokens: { pep: string; pep2: string; approver: string; reconciler: string; auditor?: string };
   http(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any }>;
   execution(id: string): Promise<{ status: number; body: any }>;
   reconcile(id: string, resolution: string): Promise<{ status: number; body: any }>;
