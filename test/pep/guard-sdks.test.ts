@@ -206,3 +206,55 @@ test('SDK 2.x: a client that cancels a running tool — the tool sees ctx.mcpReq
     await close();
   }
 });
+
+test('SDK 1.x experimental tasks under the guard: decided before the task is made, invoking while it works, its end sets the outcome', { timeout: 30_000 }, async () => {
+  const { InMemoryTaskStore } = await import('@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js');
+  const { CreateTaskResultSchema, CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const taskStore = new InMemoryTaskStore();
+  const server: any = new McpServer1({ name: 'sdk1-tasks', version: '1.0.0' }, { capabilities: { tasks: { requests: { tools: { call: {} } } } }, taskStore } as any);
+  guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'sdk', log: () => undefined });
+  const made: Record<string, string> = {};
+  server.experimental.tasks.registerToolTask(
+    'job',
+    { inputSchema: { end: z.string() }, execution: { taskSupport: 'required' } },
+    {
+      createTask: async (args: { end: string }, extra: any) => {
+        const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: 50 });
+        made[args.end] = task.taskId;
+        return { task };
+      },
+      getTask: async (_args: unknown, extra: any) => extra.taskStore.getTask(extra.taskId),
+      getTaskResult: async (_args: unknown, extra: any) => extra.taskStore.getTaskResult(extra.taskId),
+    },
+  );
+  const [ct, st] = InMemory1.createLinkedPair();
+  await server.connect(st);
+  const client = new Client1({ name: 't1', version: '1.0.0' }, { capabilities: { tasks: {} } } as any);
+  await client.connect(ct);
+  try {
+    const ends: Array<[string, (id: string) => Promise<void>, string, RegExp]> = [
+      ['ok', (id) => taskStore.storeTaskResult(id, 'completed', { content: [{ type: 'text', text: 'done' }] }), 'committed', /completed/],
+      ['err', (id) => taskStore.storeTaskResult(id, 'completed', { content: [{ type: 'text', text: 'no' }], isError: true }), 'rejected', /completed/],
+      ['failed', (id) => taskStore.storeTaskResult(id, 'failed', { content: [{ type: 'text', text: 'crash' }], isError: true }), 'unknown', /failed/],
+      ['cancelled', (id) => taskStore.updateTaskStatus(id, 'cancelled', 'stopped by hand'), 'unknown', /was cancelled: stopped by hand/],
+    ];
+    for (const [end] of ends) {
+      const created = await client.request({ method: 'tools/call', params: { name: 'job', arguments: { end }, task: { ttl: 60_000 }, _meta: meta(`gt-${end}`) } }, CreateTaskResultSchema);
+      assert.equal(created.task.taskId, made[end]);
+      assert.equal((await pdp.execution(`gt-${end}`)).body.state, 'invoking', `${end}: invoking while the task works`);
+    }
+    for (const [end, finish, state, detail] of ends) {
+      await finish(made[end]!);
+      await waitFor(async () => ((await pdp.execution(`gt-${end}`)).body.state === state ? true : undefined), 10_000);
+      const recs = await pdp.http('GET', `/v1/ledger/records?execution_id=gt-${end}&limit=100`, pdp.tokens.auditor!);
+      assert.match(recs.body.records.find((r: any) => r.kind === 'outcome').detail, detail, end);
+    }
+    // Denied: no task is ever made.
+    const denied = await client.request({ method: 'tools/call', params: { name: 'forbidden', arguments: {}, task: { ttl: 60_000 }, _meta: meta('gt-denied') } }, CallToolResultSchema);
+    assert.equal(decisionOf(denied)?.code, 'DENIED');
+  } finally {
+    await client.close();
+    await server.close();
+    taskStore.cleanup();
+  }
+});
