@@ -19,6 +19,7 @@ import { countAnswer, countRefusal } from './answered.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 import * as log from '../log/log.js';
+import { visibleTools } from '../server/tool-visibility.js';
 
 /** schemas/defs.json executionId: `.` and `..` are dot segments, which a URL parser removes from a path. */
 const EXECUTION_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
@@ -243,6 +244,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const id = executionIdParam(c);
     const actor = actorParam(c);
     return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+  });
+
+  // ── tool lists (docs/protocol.md §15): nothing is ledgered ──
+  app.post('/v1/tools/visible', roles('pep'), async (c) => {
+    const text = await readJsonText(c, o.maxBodyBytes);
+    return c.json(visibleTools(sidecar.engine, sidecar.entities, c.get('caller'), text));
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──

@@ -149,6 +149,11 @@ export class PdpClient {
   }
 
   /** `GET /v1/executions/{id}` (own executions). */
+  /** Which of `tools` the envelope's actor could be allowed to call (docs/protocol.md §15). Nothing is ledgered. */
+  async visibleTools(envelope: Record<string, unknown>, server: string, tools: string[]): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
+    return this.request('POST', '/v1/tools/visible', JSON.stringify({ envelope, server, tools }));
+  }
+
   async execution(executionId: string): Promise<PdpResult<Record<string, unknown>>> {
     return this.request('GET', `/v1/executions/${encodeURIComponent(executionId)}`);
   }

@@ -13,10 +13,10 @@
  */
 import { isWritError } from '../errors.js';
 import { jcs, sha256Tagged } from '../util/canonical.js';
-import { callContext, isObject, type Defaults } from './context.js';
+import { callContext, envelopeFromDefaults, isObject, type Defaults } from './context.js';
 import type { PdpClient } from './client.js';
 import type { DecisionMeta, DecisionResponse, OutcomeRequest, OutcomeStatus, PdpResult } from './types.js';
-import { META_DECISION, META_EXECUTION_ID } from './types.js';
+import { META_DECISION, META_ENVELOPE, META_EXECUTION_ID } from './types.js';
 
 /** What a dispatch of the tool came to. `error` (guard only) is rethrown to the MCP layer. */
 export interface DispatchResult {
@@ -289,4 +289,48 @@ async function postOutcome(opts: PipelineOptions, id: string, body: OutcomeReque
     if (r.error.code !== 'PDP_UNAVAILABLE') return r.error.code === 'EXECUTION_TERMINAL';
   }
   return false;
+}
+
+/**
+ * A `tools/list` result with only the tools this caller could be allowed (or need approval) to call
+ * (docs/protocol.md §15), judged by the PDP (`POST /v1/tools/visible`) per distinct envelope. The
+ * envelope is the request's `_meta["io.writ/envelope"]`, else the PEP's defaults for each tool; a tool
+ * whose envelope cannot be known before its arguments are (a subject read from them) stays listed, and
+ * so does every tool when the PDP cannot answer: a list is a courtesy, and a call of any tool is decided
+ * as any call. The result's other members are kept as they are.
+ */
+export async function filterToolList(opts: Pick<PipelineOptions, 'pdp' | 'server' | 'defaults' | 'log'>, meta: unknown, result: unknown): Promise<unknown> {
+  if (!isObject(result) || !Array.isArray(result.tools)) return result;
+  const tools = result.tools as unknown[];
+  const sent = isObject(meta) && isObject(meta[META_ENVELOPE]) ? (meta[META_ENVELOPE] as Record<string, unknown>) : undefined;
+  const byEnvelope = new Map<string, { envelope: Record<string, unknown>; names: string[] }>();
+  for (const t of tools) {
+    const name = isObject(t) && typeof t.name === 'string' ? t.name : undefined;
+    if (name === undefined) continue;
+    let envelope: Record<string, unknown> | undefined = sent;
+    if (!envelope && opts.defaults) {
+      try {
+        envelope = envelopeFromDefaults(opts.defaults, name, {}) as Record<string, unknown>;
+      } catch {
+        envelope = undefined; // known only from the call's arguments: the tool stays listed
+      }
+    }
+    if (!envelope) continue;
+    const key = jcs(envelope);
+    const group = byEnvelope.get(key) ?? { envelope, names: [] };
+    group.names.push(name);
+    byEnvelope.set(key, group);
+  }
+  const hidden = new Set<string>();
+  for (const { envelope, names } of byEnvelope.values()) {
+    const r = await opts.pdp.visibleTools(envelope, opts.server, names);
+    if (!r.ok) {
+      opts.log(`writ pep: tools/list not filtered (${r.error.code}: ${r.error.message}); every tool stays listed, each call is still decided`);
+      continue;
+    }
+    const visible = new Set(r.body.visible);
+    for (const n of names) if (!visible.has(n)) hidden.add(n);
+  }
+  if (hidden.size === 0) return result;
+  return { ...result, tools: tools.filter((t) => !(isObject(t) && typeof t.name === 'string' && hidden.has(t.name))) };
 }

@@ -22,6 +22,7 @@
  *   - the callback never ran → `rejected` ("the tool did not run");
  *   - not observable (low-level handlers, an McpServer without `executeToolHandler`): result →
  *     committed, `isError` → rejected, throw → unknown.
+ * `tools/list` answers only the tools the caller could be allowed to call (core.ts filterToolList).
  * Task-augmented calls (1.x experimental tasks, `params.task`) are decided before the tool runs like
  * any call; when the tool answers with a task, the execution stays `invoking` and the guard follows the
  * task in the server's own task store until it ends (task.ts says how its status becomes an outcome).
@@ -30,7 +31,7 @@ import { actionNameRefusal } from '../schemas/action-names.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
 import { defaultsEnvelopeIssue, isObject, parseDefaults, type Defaults } from './context.js';
-import { malformedToolResult, metaForTool, runGuardedCall, type DispatchResult } from './core.js';
+import { filterToolList, malformedToolResult, metaForTool, runGuardedCall, type DispatchResult } from './core.js';
 import { createdTaskOf, followTask, taskViewOf, unknownTaskOutcome, type CreatedTask } from './task.js';
 
 export interface GuardOptions {
@@ -242,9 +243,16 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
     return guarded;
   };
 
+  // tools/list answers only the tools this caller could be allowed to call (docs/protocol.md §15).
+  const wrapList = (inner: Handler): Handler => async (request, extra) => {
+    const result = await inner(request, extra);
+    const params = isObject(request.params) ? request.params : {};
+    return filterToolList(pipeline, params._meta, result);
+  };
+
   class GuardedMap extends Map<string, Handler> {
     override set(method: string, handler: Handler): this {
-      return super.set(method, method === 'tools/call' ? wrap(handler) : handler);
+      return super.set(method, method === 'tools/call' ? wrap(handler) : method === 'tools/list' ? wrapList(handler) : handler);
     }
   }
   const replacement = new GuardedMap();

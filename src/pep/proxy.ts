@@ -50,7 +50,7 @@ import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { checkTimeoutMs, type PdpClient } from './client.js';
 import { isObject, type Defaults } from './context.js';
-import { malformedToolResult, metaForTool, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
+import { filterToolList, malformedToolResult, metaForTool, runGuardedCall, refusalResult, type DispatchResult } from './core.js';
 import { createdTaskOf, followTask, taskViewOf, type CreatedTask } from './task.js';
 import { protocolEnvelopeMeta, resultForRevision } from './revision.js';
 import { rawElements, rawMember } from '../util/rawjson.js';
@@ -185,6 +185,32 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   /** Answers a held call with a result the proxy wrote itself, valid in the call's protocol revision. */
   function respondResult(idRaw: string, params: unknown, result: Record<string, unknown>): void {
     respond(idRaw, `"result":${JSON.stringify(resultForRevision(result, params))}`);
+  }
+
+  /** Held `tools/list` requests, by the private id the child saw: the client's id text and the request's params. */
+  const lists = new Map<string, { clientIdRaw: string; params: unknown }>();
+
+  /** Sends the client's `tools/list` on under a private id; its answer is filtered (docs/protocol.md §15). */
+  function holdList(msg: Record<string, unknown>, text: string): void {
+    const idMember = rawMember(text, ['id']);
+    const childId = `${prefix}list-${++seq}`;
+    lists.set(childId, { clientIdRaw: idMember.found ? idMember.raw : JSON.stringify(msg.id), params: msg.params });
+    toChild((idMember.found ? text.slice(0, idMember.span[0]) + JSON.stringify(childId) + text.slice(idMember.span[1]) : JSON.stringify({ ...msg, id: childId })) + '\n');
+  }
+
+  /**
+   * Answers a held `tools/list`: the server's own line with only the id given back, unless the filter
+   * hid tools — then the result is written anew, every other member of it as the server sent it.
+   */
+  async function answerList(held: { clientIdRaw: string; params: unknown }, msg: Record<string, unknown>, text: string): Promise<void> {
+    const params = isObject(held.params) ? held.params : {};
+    const filtered = 'result' in msg ? await filterToolList(pipeline, params._meta, msg.result) : undefined;
+    const id = rawMember(text, ['id']);
+    if ((filtered === undefined || filtered === msg.result) && id.found) {
+      toClient(text.slice(0, id.span[0]) + held.clientIdRaw + text.slice(id.span[1]) + '\n');
+      return;
+    }
+    respond(held.clientIdRaw, filtered === undefined ? `"error":${JSON.stringify(msg.error ?? null)}` : `"result":${JSON.stringify(filtered)}`);
   }
 
   /** Requests the proxy itself sends the child (a task's `tasks/get`), by private id. */
@@ -343,6 +369,10 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       track(handleCall(msg, text));
       return;
     }
+    if (isObject(msg) && msg.method === 'tools/list' && (typeof msg.id === 'string' || typeof msg.id === 'number') && !exited && !childGone) {
+      holdList(msg, text);
+      return;
+    }
     if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params) && 'requestId' in msg.params) {
       const clientKey = JSON.stringify(msg.params.requestId);
       const entry = byClientId.get(clientKey);
@@ -381,7 +411,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       respond('null', `"error":${JSON.stringify(problem)}`);
       return;
     }
-    if (Array.isArray(msg) && msg.some((m) => isObject(m) && m.method === 'tools/call')) {
+    if (Array.isArray(msg) && msg.some((m) => isObject(m) && (m.method === 'tools/call' || m.method === 'tools/list'))) {
       const raws = rawElements(text);
       msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
       return;
@@ -393,6 +423,12 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
     const text = line.toString('utf8');
     const msg = parseLine(text);
     if (isObject(msg) && typeof msg.id === 'string' && msg.id.startsWith(prefix) && !('method' in msg)) {
+      const list = lists.get(msg.id);
+      if (list) {
+        lists.delete(msg.id);
+        track(answerList(list, msg, text));
+        return;
+      }
       const own = ownRequests.get(msg.id);
       if (own) {
         ownRequests.delete(msg.id);

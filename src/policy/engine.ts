@@ -20,6 +20,7 @@ import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './
 import type { PolicyBundle } from './load.js';
 import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
 import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
+import { namesMember, visibilityContexts } from './visibility.js';
 import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction, resourceReadOf } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
 
@@ -204,6 +205,9 @@ export interface PreparedDecision {
   residual(): DecisionOutcome | undefined;
 }
 
+/** Tool-visibility answers an engine keeps (mayBeCalled): a tools/list of 100 tools for 100 callers fits. */
+const VISIBILITY_ANSWERS = 10_000;
+
 /** Residual programs an engine keeps (one per decision shape; each at most MAX_PROGRAM_CHARS of conditions). */
 const RESIDUAL_PROGRAMS = 256;
 
@@ -369,6 +373,8 @@ export class PolicyEngine {
   private readonly partialPause: number;
   /** Decisions this engine answered from a residual program (also counted thread-wide in evaluationTally, for /metrics). */
   residualAnswers = 0;
+  /** mayBeCalled's answers, by actor, requester, subject, server and tool, under one entities version. */
+  private readonly visibility = new VersionedMemo<boolean>(VISIBILITY_ANSWERS);
 
   /**
    * `narrowRequests: false` hands Cedar the whole policy set and context on every call — the
@@ -640,6 +646,51 @@ export class PolicyEngine {
     }
     if (answer.type !== 'residuals') return undefined;
     return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+  }
+
+  /**
+   * Whether some call of `server/tool` by `actor` for `requester` and `subject` may be allowed or need
+   * approval, whatever its arguments and the rest of its context (visibility.ts): false only when
+   * Cedar's partial evaluation denies it for certain in every context it could bring, with and without
+   * the `@requires_approval` forbids. Any doubt is true (listed). Cached per entities version.
+   */
+  mayBeCalled(q: { actor: Uid; requester: Uid; subject: Uid; server: string; tool: string; entities: EntitySource }): boolean {
+    const key = JSON.stringify([q.actor, q.requester, q.subject, q.server, q.tool]);
+    const cached = this.visibility.get(key, q.entities.version);
+    if (cached !== undefined) return cached;
+    const answer = this.mayBeCalledUncached(q);
+    this.visibility.admit(key, q.entities.version, answer);
+    return answer;
+  }
+
+  private mayBeCalledUncached(q: { actor: Uid; requester: Uid; subject: Uid; server: string; tool: string; entities: EntitySource }): boolean {
+    const actionId = `${q.server}/${q.tool}`;
+    const plan = this.planFor(actionId);
+    const texts = plan.policyIds.map((id) => this.bundle.policies[id]!);
+    const contexts = visibilityContexts(q.requester, q.server, q.tool, (member) => namesMember(texts, member));
+    const roots = [q.actor, q.subject, q.requester, { type: 'Action', id: actionId }, ...plan.entityRoots];
+    const entities = entitySlice(q.entities, roots);
+    const withoutApprovalForbids = plan.policyIds.filter((id) => this.bundle.info.get(id)?.requiresApproval === undefined);
+    const deniedForCertain = (ids: string[], context: Record<string, unknown>): boolean => {
+      try {
+        const answer = cedar.isAuthorizedPartial({
+          principal: { type: q.actor.type, id: q.actor.id },
+          action: { type: 'Action', id: actionId },
+          resource: { type: q.subject.type, id: q.subject.id },
+          context: context as cedar.Context,
+          entities: entities as cedar.Entities,
+          policies: { staticPolicies: this.policiesOf(ids) },
+        });
+        return answer.type === 'residuals' && answer.response.decision === 'deny';
+      } catch {
+        return false;
+      }
+    };
+    for (const context of contexts) {
+      if (!deniedForCertain(plan.policyIds, context)) return true;
+      if (withoutApprovalForbids.length !== plan.policyIds.length && !deniedForCertain(withoutApprovalForbids, context)) return true;
+    }
+    return false;
   }
 
   /** Evaluates a PreparedCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */

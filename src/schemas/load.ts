@@ -30,6 +30,7 @@ export const SCHEMA_FILES = [
   'authzen-evaluation-response.json',
   'authzen-evaluations-response.json',
   'authzen-configuration.json',
+  'tools-visible-request.json',
 ] as const;
 
 export type SchemaFile = (typeof SCHEMA_FILES)[number];

@@ -236,6 +236,22 @@ export function buildOpenApi(): Obj {
         codes: ['EXECUTION_NOT_FOUND', 'EXECUTION_NOT_UNKNOWN', 'EXECUTION_TERMINAL'],
       }),
     },
+    '/v1/tools/visible': {
+      post: operation({
+        operationId: 'visibleTools',
+        tags: ['decisions'],
+        summary: 'Which of a server\'s tools this actor could be allowed (or need approval) to call for this requester and subject',
+        description: 'For tool lists (docs/protocol.md §15). A tool is left out only when the policies in force deny every call of it whatever its arguments and the rest of the context (Cedar partial evaluation). Nothing is ledgered; a call of a left-out tool is still decided as any call. A pep token may ask only for its own actor (403 ACTOR_MISMATCH).',
+        roles: ['pep'],
+        body: 'ToolsVisibleRequest',
+        ok: {
+          status: 200,
+          description: 'The visible tools, in the order asked, and the policy version they were judged under.',
+          content: json({ type: 'object', required: ['visible', 'policy_version'], properties: { visible: { type: 'array', items: { type: 'string' } }, policy_version: { type: 'string' } } }),
+        },
+        codes: ['ENVELOPE_INVALID', 'ACTOR_MISMATCH'],
+      }),
+    },
     '/v1/approvals': {
       post: operation({
         operationId: 'approve',

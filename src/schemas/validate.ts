@@ -152,6 +152,13 @@ export function validateDecisionRequest(body: unknown): void {
   );
 }
 
+const toolsVisibleFn = VALIDATORS.get('tools-visible-request.json')!;
+
+/** Body of POST /v1/tools/visible (§15). ENVELOPE_INVALID for the envelope, else INVALID_REQUEST. */
+export function validateToolsVisibleRequest(body: unknown): void {
+  check(toolsVisibleFn, body, (path) => (path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID' : 'INVALID_REQUEST'));
+}
+
 /** Body of POST /v1/approvals. INVALID_REQUEST. (Past / too distant expires_at is checked at runtime.) */
 export function validateApprovalRequest(body: unknown): void {
   check(approvalFn, body, invalidRequest);

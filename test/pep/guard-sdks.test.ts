@@ -13,7 +13,7 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 import { guardMcpServer } from '../../src/pep/index.js';
 import { startBackend, type Backend } from './backends.js';
-import { decisionOf, meta, waitFor } from './helpers.js';
+import { decisionOf, envelope, meta, waitFor } from './helpers.js';
 
 let pdp: Backend;
 before(async () => {
@@ -256,5 +256,23 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
     await client.close();
     await server.close();
     taskStore.cleanup();
+  }
+});
+
+test('tools/list under the guard (both SDKs) lists only what this caller could call; a hidden tool called anyway is still denied', { timeout: 60_000 }, async () => {
+  for (const f of FLAVOURS) {
+    const r = await rig(f);
+    try {
+      const listed = await r.client.listTools({ _meta: { 'io.writ/envelope': envelope() } });
+      assert.deepEqual(listed.tools.map((x: any) => x.name).sort(), ['boom', 'echo', 'fail', 'later', 'strict'], f);
+      // Without an envelope (and without defaults) the guard cannot judge: the list is the server's.
+      const all = await r.client.listTools();
+      assert.ok(all.tools.some((x: any) => x.name === 'forbidden'), f);
+      const denied = await r.client.callTool({ name: 'forbidden', arguments: {}, _meta: meta(`sdk-list-${f.replace(/[^a-z0-9]/gi, '')}`) });
+      assert.equal(decisionOf(denied)?.code, 'DENIED', f);
+      assert.ok(!r.seen.some((s) => s.tool === 'forbidden'), f);
+    } finally {
+      await r.close();
+    }
   }
 });

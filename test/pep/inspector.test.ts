@@ -53,11 +53,13 @@ for (const era of ['legacy', 'modern']) {
   test(`MCP Inspector CLI (${era} era) runs writ proxy from the example mcpServers entry: tools, an allowed call, a refusal it can show`, { timeout: 120_000 }, () => {
     const list = inspect(era, ['--method', 'tools/list']);
     assert.equal(list.status, 0, list.stderr);
-    assert.deepEqual(list.json.result.tools.map((x: any) => x.name).sort(), ['boom', 'echo', 'fail', 'forbidden']);
+    // One policy hides and blocks (§15): `forbidden`, which no policy permits, is not listed — and still refused when called.
+    assert.deepEqual(list.json.result.tools.map((x: any) => x.name).sort(), ['boom', 'echo', 'fail']);
     const ok = inspect(era, ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=hi']);
     assert.equal(ok.status, 0, ok.stderr);
     assert.deepEqual(ok.json.result.content, [{ type: 'text', text: 'echo:hi' }]);
-    const denied = inspect(era, ['--method', 'tools/call', '--tool-name', 'forbidden']);
+    // A listed tool whose call this policy refuses: the refusal is a result the Inspector shows.
+    const denied = inspect(era, ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=blocked']);
     assert.equal(denied.json.result.isError, true, denied.stderr);
     assert.equal(denied.json.result._meta['io.writ/decision'].code, 'DENIED');
     assert.match(denied.json.result._meta['io.writ/decision'].execution_id, /^inspector:/);

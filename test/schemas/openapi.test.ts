@@ -27,6 +27,7 @@ const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['get', '/readyz', null],
   ['get', '/metrics', null],
   ['get', '/openapi.json', null],
+  ['post', '/v1/tools/visible', ['pep']],
   ['post', '/access/v1/evaluation', ['evaluator', 'pep']],
   ['post', '/access/v1/evaluations', ['evaluator', 'pep']],
   ['get', '/.well-known/authzen-configuration', null],

@@ -1,0 +1,40 @@
+/**
+ * POST /v1/tools/visible (docs/protocol.md §15): which of a server's tools the caller's actor could be
+ * allowed, or need approval, to call for the envelope's requester and subject — answered by the policy
+ * engine's partial evaluation (PolicyEngine.mayBeCalled), cached per policy version, entities version
+ * and identities. Nothing is ledgered: the answer decides nothing, and a call of a hidden tool is still
+ * decided (and recorded) as any call.
+ */
+import { WritError } from '../errors.js';
+import { parseLossless, toPlain } from '../binding/index.js';
+import type { Caller } from '../http/auth.js';
+import type { EntitySource } from '../policy/entities.js';
+import type { PolicyEngine } from '../policy/engine.js';
+import { validateToolsVisibleRequest } from '../schemas/validate.js';
+import { sameUid, type Uid } from '../util/uid.js';
+
+export interface ToolsVisibleAnswer {
+  visible: string[];
+  policy_version: string;
+}
+
+export function visibleTools(engine: PolicyEngine, entities: EntitySource, caller: Caller, text: string): ToolsVisibleAnswer {
+  let body: Record<string, any>;
+  try {
+    body = toPlain(parseLossless(text)) as Record<string, any>;
+  } catch (e) {
+    if (e instanceof WritError) throw e;
+    throw new WritError('INVALID_JSON', 'the body is not JSON');
+  }
+  validateToolsVisibleRequest(body);
+  const envelope = body.envelope as { actor: Uid; requester: Uid; subject: Uid };
+  if (!sameUid(envelope.actor, caller.actor!)) {
+    throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
+  }
+  const server = body.server as string;
+  const visible: string[] = [];
+  for (const tool of new Set(body.tools as string[])) {
+    if (engine.mayBeCalled({ actor: envelope.actor, requester: envelope.requester, subject: envelope.subject, server, tool, entities })) visible.push(tool);
+  }
+  return { visible, policy_version: engine.policyVersion };
+}
