@@ -30,7 +30,7 @@ async function connect(pin: '2026-07-28' | 'legacy', opts: { pdpUrl?: string; ef
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [WRIT_BIN, 'proxy', process.execPath, SDK2_SERVER],
-    env: { ...(process.env as Record<string, string>), WRIT_PDP: opts.pdpUrl ?? pdp.url, WRIT_TOKEN_FILE: tokenFile, WRIT_SERVER: 'sdk', WRIT_PDP_TIMEOUT: '3000', SDK2_EFFECTS: opts.effects },
+    env: { ...(process.env as Record<string, string>), WRIT_PDP: opts.pdpUrl ?? pdp.url, WRIT_TOKEN_FILE: tokenFile, WRIT_SERVER: 'sdk', WRIT_PDP_TIMEOUT: '3000', WRIT_CALL_TIMEOUT: '1500', SDK2_EFFECTS: opts.effects },
     stderr: 'pipe',
   });
   const versionNegotiation = pin === 'legacy' ? { mode: 'legacy' } : { mode: { pin } };
@@ -49,7 +49,7 @@ for (const pin of ['2026-07-28', 'legacy'] as const) {
     try {
       if (pin !== 'legacy') assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
       const tools = await client.listTools();
-      assert.deepEqual(tools.tools.map((x: any) => x.name).sort(), ['boom', 'echo', 'fail', 'forbidden']);
+      assert.deepEqual(tools.tools.map((x: any) => x.name).sort(), ['approve_me', 'boom', 'echo', 'fail', 'forbidden', 'slow']);
 
       const ok = await client.callTool({ name: 'echo', arguments: { text: 'hi' }, _meta: meta(`cm-${tag}-echo`) });
       assert.deepEqual(ok.content, [{ type: 'text', text: 'echo:hi' }]);
@@ -71,9 +71,17 @@ for (const pin of ['2026-07-28', 'legacy'] as const) {
       assert.equal(boom.isError, true);
       assert.equal((await pdp.execution(`cm-${tag}-boom`)).body.state, 'rejected');
 
+      const approval = await client.callTool({ name: 'approve_me', arguments: {}, _meta: meta(`cm-${tag}-approve`) });
+      assert.equal(decisionOf(approval)?.code, 'APPROVAL_REQUIRED');
+      assert.deepEqual(decisionOf(approval)?.obligations, [{ policy: 'sdk-approve-me-needs-hr', approver_group: 'Role::"hr"' }]);
+      // No answer within --call-timeout: the tool may or may not have acted.
+      const slow = await client.callTool({ name: 'slow', arguments: {}, _meta: meta(`cm-${tag}-slow`) });
+      assert.equal(decisionOf(slow)?.code, 'OUTCOME_UNKNOWN');
+      assert.equal((await pdp.execution(`cm-${tag}-slow`)).body.state, 'unknown');
+
       const ran = effectsOf(effects);
-      assert.deepEqual(ran.map((e) => e.tool), ['echo', 'fail', 'boom'], 'denied and refused calls never reached the tool');
-      assert.deepEqual(ran.map((e) => e.execution_id), [`cm-${tag}-echo`, `cm-${tag}-fail`, `cm-${tag}-boom`]);
+      assert.deepEqual(ran.map((e) => e.tool), ['echo', 'fail', 'boom', 'slow'], 'denied and refused calls never reached the tool');
+      assert.deepEqual(ran.map((e) => e.execution_id), [`cm-${tag}-echo`, `cm-${tag}-fail`, `cm-${tag}-boom`, `cm-${tag}-slow`]);
     } finally {
       await client.close();
     }
