@@ -23,6 +23,7 @@ import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
 import { echoRequestId } from '../http/request-id.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
+import { CheckpointNotes, defaultOrigin } from '../checkpoints/notes.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
@@ -90,6 +91,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0, ledgerWhere: `the ledger in ${store.location}`,
     });
     await ensureKeyRecord(store, key);
+    const notes = new CheckpointNotes(store, key, config.log_origin ?? (await defaultOrigin(store, key)));
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
     // what it decides again itself.
@@ -121,6 +123,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       ready: async () => !shuttingDown && (await store.writable()),
       publicOrigin: () => publicUrl,
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
+      notes,
+      publicTiles: config.public_tiles,
     });
     const cp = checkpointer;
 
