@@ -6,7 +6,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WRIT_BIN, startTestServer, type TestServer } from '../helpers/server.js';
 import { hashToBytes, verifyInclusion } from '../../src/ledger/merkle.js';
 import { parseCheckpoint } from '../../src/transparency/checkpoint.js';
 import { parseVkey, verifyNote } from '../../src/transparency/note.js';
@@ -28,6 +32,8 @@ async function putRoles(s: TestServer, n: number): Promise<void> {
 
 test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a ledger of more than 256 records', { timeout: 120_000 }, async () => {
   const s = await startTestServer({ config: { checkpoint: { every_records: 97, every_ms: 600_000 }, log_origin: 'pdp.example.com/ledger' } });
+  const out = join(mkdtempSync(join(tmpdir(), 'writ-tiles-')), 'static');
+  let stopped = false;
   try {
     await putRoles(s, 300);
     const t = s.tokens.auditor;
@@ -80,8 +86,30 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
     const pv = parseCheckpoint(verifyNote(proof.note, [vkey]).text);
     assert.ok(verifyInclusion(260, pv.size, hashToBytes(records[260]!.hash), proof.path, pv.root));
     assert.equal((await get(s, `/v1/ledger/proofs/inclusion?seq=${cp.size + 5}&format=tlog-proof`, t)).status, 404);
+
+    // `writ ledger tiles` writes the same bytes as static files (the store read offline: server stopped).
+    const served = new Map<string, Buffer>();
+    for (const p of ['tile/0/000', 'tile/entries/000', `tile/0/001.p/${w}`, 'tile/1/000.p/1']) served.set(p, Buffer.from(await (await get(s, '/ledger/' + p, t)).arrayBuffer()));
+    const config = join(out, '..', 'config.json');
+    writeFileSync(config, readFileSync(s.configPath));
+    await s.stop({ keepData: true });
+    stopped = true;
+    const r = spawnSync(process.execPath, [WRIT_BIN, 'ledger', 'tiles', '--config', config, '--out', out], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as { ok: boolean; size: number; origin: string };
+    assert.equal(report.origin, 'pdp.example.com/ledger');
+    // The SIGTERM checkpoint grew the tree: the partial tile of its size starts with the one served before.
+    const finalPartial = readFileSync(join(out, `tile/0/001.p/${report.size % 256}`));
+    assert.equal(finalPartial.length, (report.size % 256) * 32);
+    assert.deepEqual(finalPartial.subarray(0, w * 32), served.get(`tile/0/001.p/${w}`));
+    served.delete(`tile/0/001.p/${w}`);
+    for (const [p, bytes] of served) assert.deepEqual(readFileSync(join(out, p)), bytes, p);
+    const staticNote = parseCheckpoint(verifyNote(readFileSync(join(out, 'checkpoint'), 'utf8'), [vkey]).text);
+    assert.equal(staticNote.size, report.size);
+    assert.ok(report.size >= cp.size);
   } finally {
-    await s.stop();
+    if (!stopped) await s.stop();
+    rmSync(join(out, '..'), { recursive: true, force: true });
   }
 });
 
