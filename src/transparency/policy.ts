@@ -6,7 +6,8 @@
  * group or the quorum names only what earlier lines defined; a name is a member of one group at most
  * once; no two logs or witnesses wrap the same public key.
  */
-import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, parseVkey, type VerifierKey } from './note.js';
+import { parseCheckpoint, type CheckpointBody } from './checkpoint.js';
+import { NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, parseNote, parseVkey, verifySignature, type Note, type NoteSignature, type VerifierKey } from './note.js';
 
 export interface TrustPolicy {
   logs: VerifierKey[];
@@ -90,4 +91,42 @@ export function quorumMet(policy: TrustPolicy, cosigned: ReadonlySet<string>): b
     return g.members.filter(met).length >= g.k;
   };
   return met(policy.quorum);
+}
+
+export type PolicyVerdict =
+  | { ok: true; checkpoint: CheckpointBody; log: VerifierKey; cosigned: string[] }
+  | { ok: false; code: 'MALFORMED' | 'UNKNOWN_KEY' | 'BAD_SIGNATURE' | 'QUORUM_NOT_MET'; message: string };
+
+/**
+ * Checks a checkpoint note under a policy: a log of the policy whose key name is the origin must have
+ * signed it; every signature of a key the policy knows (log or witness) must verify — one that does not
+ * is BAD_SIGNATURE, whatever else verifies; signatures of unknown keys are ignored; the witnesses whose
+ * cosignatures verify must meet the quorum (QUORUM_NOT_MET).
+ */
+export function checkNoteUnderPolicy(input: string, policy: TrustPolicy): PolicyVerdict {
+  let note: Note;
+  let checkpoint: CheckpointBody;
+  try {
+    note = parseNote(input);
+    checkpoint = parseCheckpoint(note.text);
+  } catch (e) {
+    return { ok: false, code: 'MALFORMED', message: (e as Error).message };
+  }
+  const known = (sig: NoteSignature) => (k: VerifierKey) => k.name === sig.name && k.keyId === sig.keyId;
+  let log: VerifierKey | undefined;
+  const cosigned = new Set<string>();
+  for (const sig of note.signatures) {
+    const logKey = policy.logs.find(known(sig));
+    const witness = [...policy.witnesses].find(([, k]) => known(sig)(k));
+    const key = logKey ?? witness?.[1];
+    if (!key) continue;
+    if (!verifySignature(note.text, sig, key).ok) return { ok: false, code: 'BAD_SIGNATURE', message: `the signature of ${key.vkey} does not verify` };
+    if (logKey && logKey.name === checkpoint.origin) log = logKey;
+    if (witness) cosigned.add(witness[0]);
+  }
+  if (!log) return { ok: false, code: 'UNKNOWN_KEY', message: `no log key of the policy for origin ${JSON.stringify(checkpoint.origin)} signed the note` };
+  if (!quorumMet(policy, cosigned)) {
+    return { ok: false, code: 'QUORUM_NOT_MET', message: `cosigned by ${cosigned.size} witness(es) of the policy (${[...cosigned].join(', ') || 'none'}): quorum ${policy.quorum} is not met` };
+  }
+  return { ok: true, checkpoint, log, cosigned: [...cosigned] };
 }

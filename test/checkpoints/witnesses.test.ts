@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WRIT_BIN, startTestServer, type TestServer } from '../helpers/server.js';
@@ -90,6 +90,36 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     // Each witness's state holds the size it cosigned last, durably.
     const held = JSON.parse(readFileSync(join(dir, 'w2', 'logs', createHash('sha256').update(ORIGIN).digest('hex') + '.json'), 'utf8')) as { size: number };
     assert.ok(held.size >= third.size);
+
+    // An auditor holding only a policy checks the export against the cosigned note, offline.
+    const exported = await (await fetch(`${s.url}/v1/ledger/export`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).text();
+    writeFileSync(join(dir, 'export.jsonl'), exported);
+    writeFileSync(join(dir, 'note'), third.note);
+    const policy = (quorum: string) => `log ${logKey}\nwitness W1 ${w1Key}\nwitness W2 ${w2Key}\nwitness W3 ${w3Key}\n${quorum}\n`;
+    const verify = (policyText: string, note = third.note, exportText = exported) => {
+      writeFileSync(join(dir, 'policy'), policyText);
+      writeFileSync(join(dir, 'note'), note);
+      writeFileSync(join(dir, 'export.jsonl'), exportText);
+      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--note', join(dir, 'note'), '--policy', join(dir, 'policy')], { encoding: 'utf8' });
+      return { status: r.status, out: r.stdout.trim() ? JSON.parse(r.stdout) : undefined, err: r.stderr };
+    };
+    const good = verify(policy('group two 2 W1 W2 W3\nquorum two'));
+    assert.equal(good.status, 0, good.err);
+    assert.equal(good.out.ok, true);
+    assert.match(good.err, /cosigned by 2 witness/);
+    assert.deepEqual(verify(policy('group all3 all W1 W2 W3\nquorum all3')).out, { ok: false, seq: third.size, code: 'QUORUM_NOT_MET' });
+    // A known witness's cosignature altered (same key id, other bytes): BAD_SIGNATURE, even with the quorum met otherwise.
+    const w1Line = third.note.split('\n').find((l) => l.startsWith('— w1.example/'))!;
+    const sigB64 = w1Line.split(' ')[2]!;
+    const altered = Buffer.from(sigB64, 'base64');
+    altered[20] ^= 1;
+    const badNote = third.note.replace(sigB64, altered.toString('base64'));
+    assert.deepEqual(verify(policy('quorum W2'), badNote).out, { ok: false, seq: third.size, code: 'BAD_SIGNATURE' });
+    // Another log key in the policy: the note proves nothing.
+    assert.equal(verify(`log ${new TestLog(ORIGIN, 1).vkey}\nquorum none\n`).out.code, 'UNKNOWN_KEY');
+    // An export shorter than the note's tree.
+    const lines = exported.split('\n').filter(Boolean);
+    assert.equal(verify(policy('quorum none'), third.note, lines.slice(0, third.size - 1).join('\n') + '\n').out.code, 'TRUNCATED');
   } finally {
     await s.stop();
     await Promise.all([w1?.stop(), w2.stop(), w3.stop()]);
