@@ -126,3 +126,30 @@ test('§16: public_tiles serves tiles without a token; log_origin defaults to wr
     await s.stop();
   }
 });
+
+test('§16 after `writ keys rotate`: the origin stays, /v1/ledger/keys lists both vkeys, the note is signed by the new key', {
+  timeout: 60_000,
+  // `writ keys rotate --data-dir` names an LMDB ledger; notes read keys through the store seam alike on both.
+  skip: process.env.WRIT_TEST_STORE === 'postgres' ? 'rotates an LMDB data dir' : false,
+}, async () => {
+  let s = await startTestServer();
+  const dataDir = s.dataDir;
+  try {
+    const before = ((await (await get(s, '/v1/ledger/keys', s.tokens.auditor)).json()) as { keys: Array<{ vkey: string }> }).keys;
+    await s.stop({ keepData: true });
+    const r = spawnSync(process.execPath, [WRIT_BIN, 'keys', 'rotate', '--data-dir', dataDir], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    s = await startTestServer({ dataDir });
+    const keys = ((await (await get(s, '/v1/ledger/keys', s.tokens.auditor)).json()) as { keys: Array<{ vkey: string }> }).keys;
+    assert.equal(keys.length, 2);
+    assert.equal(keys[0]!.vkey, before[0]!.vkey);
+    const [oldKey, newKey] = keys.map((k) => parseVkey(k.vkey));
+    assert.equal(newKey!.name, oldKey!.name, 'the origin does not change with the key');
+    const note = await (await get(s, '/ledger/checkpoint')).text();
+    assert.equal(verifyNote(note, [oldKey!, newKey!]).verified[0]!.key.vkey, newKey!.vkey);
+    assert.throws(() => verifyNote(note, [oldKey!]), /no known key/);
+  } finally {
+    await s.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
