@@ -30,6 +30,8 @@ export interface CheckpointerOptions {
   witnessDir?: string | null;
   /** Where background checkpoint failures are reported (default: a line on stderr). */
   onError?: (e: unknown) => void;
+  /** Called with each checkpoint once it is durable (witness submission, docs/protocol.md §16); must not throw. */
+  onCheckpoint?: (record: LedgerRecord) => void;
   /** Reported once when a rotation has retired this key on a shared store (default: a line on stderr). */
   onRetired?: (keyId: string, ledgerKeyId: string) => void;
 }
@@ -131,6 +133,7 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
       metrics.checkpointsWritten.inc();
       coveredEnd = Math.max(coveredEnd, record.seq + 1); // a later one may already be written
       if (o.witnessDir) appendWitness(o.witnessDir, record);
+      o.onCheckpoint?.(record);
     }
     return record;
   };

@@ -13,6 +13,8 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ main(arg
   keys: { summary: 'keys rotate: rotate the ledger signing key', load: () => import('./keys.js').then((m) => ({ main: m.keysMain })) },
   repair: { summary: 'repair a corrupted store with a signed chain_break record', load: () => import('./repair.js') },
   store: { summary: 'store migrate | copy: the PostgreSQL store of replicas', load: () => import('./store.js') },
+  ledger: { summary: 'ledger tiles: write the ledger as C2SP tiles and a signed checkpoint', load: () => import('./ledger.js') },
+  witness: { summary: 'witness keygen | serve: a C2SP tlog-witness', load: () => import('./witness.js') },
 };
 
 export const USAGE = `usage: writ <command> [options]

@@ -13,7 +13,8 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isWritError, WritError } from '../errors.js';
 import { generateKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
-import { loadConfig, type WritConfig } from '../config/config.js';
+import type { WritConfig } from '../config/config.js';
+import { STORE_FLAG_OPTIONS, configOfStoreFlags, type StoreFlags } from './store-flags.js';
 import { openStore } from '../store/open.js';
 import type { LedgerStore } from '../store/types.js';
 
@@ -85,17 +86,10 @@ export async function keygenMain(argv: string[]): Promise<number> {
 }
 
 export async function keysMain(argv: string[]): Promise<number> {
-  let values: { config?: string; 'data-dir'?: string; 'database-url'?: string; 'signing-key-file'?: string; out?: string; help?: boolean };
+  let values: StoreFlags;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string' }, 'data-dir': { type: 'string' }, 'database-url': { type: 'string' }, 'signing-key-file': { type: 'string' },
-        out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      },
-      strict: true, allowPositionals: true,
-    }));
+    ({ values, positionals } = parseArgs({ args: argv, options: STORE_FLAG_OPTIONS, strict: true, allowPositionals: true }));
   } catch (e) {
     process.stderr.write(`writ keys: ${(e as Error).message}\n\n${KEYS_USAGE}`);
     return 2;
@@ -110,12 +104,7 @@ export async function keysMain(argv: string[]): Promise<number> {
   }
   let config: WritConfig;
   try {
-    ({ config } = loadConfig({
-      ...(values.config !== undefined ? { configPath: values.config } : {}),
-      ...(values['data-dir'] !== undefined ? { dataDir: values['data-dir'] } : {}),
-      ...(values['database-url'] !== undefined ? { databaseUrl: values['database-url'] } : {}),
-      ...(values['signing-key-file'] !== undefined ? { signingKeyFile: values['signing-key-file'] } : {}),
-    }));
+    config = configOfStoreFlags(values);
   } catch (e) {
     return refuse('keys rotate', e);
   }

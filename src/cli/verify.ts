@@ -16,8 +16,12 @@ import { ExportVerifier, parseKeysFile, type VerifyOptions, type VerifyResult } 
 import { pushLineBytes } from '../ledger/verify-block.js';
 import { splitLines } from '../util/lines.js';
 import { streamReader, verifyInParallel, type ReadBytes } from '../ledger/verify-parallel.js';
+import { checkNoteUnderPolicy, parsePolicy, type TrustPolicy } from '../transparency/policy.js';
+import { NoteError, parseNote } from '../transparency/note.js';
+import { parseCheckpoint } from '../transparency/checkpoint.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
+       writ verify EXPORT.jsonl --note NOTE --policy POLICY [--keys KEYS.json] [--workers N]
 
 Verifies a ledger export (GET /v1/ledger/export; '-' reads stdin) offline: every line is its record's
 JCS text, seqs are contiguous from 0, every hash and prev link, every key record and checkpoint
@@ -30,6 +34,12 @@ options:
                           rotated in later is trusted through its signature by the key before it
   --checkpoint CP.json    a checkpoint record held from earlier (GET /v1/ledger/checkpoint): its
                           signature must verify and the export must extend it
+  --note NOTE             a C2SP signed-note checkpoint (GET /ledger/checkpoint, with its witness
+                          cosignatures): it must be signed by a log of the policy (key name =
+                          origin) and cosigned by a quorum of its witnesses, and the export must
+                          extend its tree (docs/protocol.md §16)
+  --policy POLICY         a C2SP tlog-policy file: log <vkey>, witness <name> <vkey>, group <name>
+                          all|any|<k> <member…>, quorum <name>|none
   --workers N             worker threads for the per-record checks (default: the number of CPUs,
                           or $WRIT_VERIFY_WORKERS); 0 checks everything on the main thread. Files
                           under 8 MB are checked on the main thread unless N is given.
@@ -38,7 +48,7 @@ options:
 prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
        {"ok":false,"seq":S,"code":"…"} and exits 1, with code one of HASH_MISMATCH, PREV_MISMATCH,
        SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH, TRUNCATED, MALFORMED,
-       and the reason on stderr ("writ verify: seq S: CODE: …"); usage errors print on stderr and
+       QUORUM_NOT_MET (a note's quorum; S is the note's tree size), and the reason on stderr ("writ verify: seq S: CODE: …"); usage errors print on stderr and
        exit 2.
 `;
 
@@ -82,6 +92,51 @@ export function readVerifyAnchors(keysFile: string | undefined, checkpointFile: 
   if (checkpointFile !== undefined) opts.checkpoint = readJsonFile('--checkpoint', checkpointFile) as Record<string, unknown>;
   new ExportVerifier(opts); // validates the documents' shapes
   return opts;
+}
+
+type NotedTree = { ok: true; tree: { size: number; root: string }; said: string } | { ok: false; failure: VerifyResult & { ok: false } };
+
+/**
+ * --note and --policy (docs/protocol.md §16): the note's signatures under the policy, checked before the
+ * export is read; its tree then becomes the one the export must extend. A file that cannot be read, a
+ * policy that is not one or a note that is no signed checkpoint is a usage error (WritError).
+ */
+function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | undefined, checkpointFile: string | undefined): NotedTree | undefined {
+  if (noteFile === undefined && policyFile === undefined) return undefined;
+  if (noteFile === undefined || policyFile === undefined) throw new WritError('INVALID_REQUEST', '--note and --policy go together');
+  if (checkpointFile !== undefined) throw new WritError('INVALID_REQUEST', '--checkpoint or --note, not both');
+  const read = (flag: string, file: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new WritError('INVALID_REQUEST', `${flag}: cannot read ${file}: ${(err as Error).message}`);
+    }
+  };
+  let policy: TrustPolicy;
+  try {
+    policy = parsePolicy(read('--policy', policyFile));
+  } catch (e) {
+    if (e instanceof NoteError) throw new WritError('INVALID_REQUEST', `--policy: ${e.message}`);
+    throw e;
+  }
+  const verdict = checkNoteUnderPolicy(read('--note', noteFile), policy);
+  if (!verdict.ok) {
+    if (verdict.code === 'MALFORMED') throw new WritError('INVALID_REQUEST', `--note: ${verdict.message}`);
+    // Reported at the note's tree size, as a held checkpoint without a seq is.
+    let size = 0;
+    try {
+      size = parseCheckpoint(parseNote(read('--note', noteFile)).text).size;
+    } catch {
+      size = 0;
+    }
+    return { ok: false, failure: { ok: false, seq: size, code: verdict.code, message: verdict.message } };
+  }
+  const { checkpoint, cosigned } = verdict;
+  return {
+    ok: true,
+    tree: { size: checkpoint.size, root: 'sha256:' + checkpoint.root.toString('hex') },
+    said: `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
+  };
 }
 
 /** Below this size a file is verified on the main thread: starting workers would cost more than they save. */
@@ -134,6 +189,8 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         keys: { type: 'string' },
         checkpoint: { type: 'string' },
+        note: { type: 'string' },
+        policy: { type: 'string' },
         workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -151,14 +208,23 @@ export async function main(argv: string[]): Promise<number> {
   let opts: VerifyOptions;
   let workers: number;
   let workersGiven: boolean;
+  let noted: NotedTree | undefined;
   try {
     // Validate the options before touching the export.
     opts = readVerifyAnchors(parsed.values.keys, parsed.values.checkpoint);
     ({ workers, given: workersGiven } = workerCount(parsed.values.workers, process.env.WRIT_VERIFY_WORKERS));
+    noted = readNoteAndPolicy(parsed.values.note, parsed.values.policy, parsed.values.checkpoint);
   } catch (err) {
     if (isWritError(err)) return usageError(err.message);
     throw err;
   }
+  if (noted && !noted.ok) {
+    const { stdout, stderr } = verdictOutput(noted.failure);
+    process.stderr.write(stderr!);
+    await new Promise<void>((resolve) => process.stdout.write(stdout, () => resolve()));
+    return 1;
+  }
+  if (noted) opts.tree = noted.tree;
 
   let result: VerifyResult;
   try {
@@ -170,6 +236,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { stdout, stderr } = verdictOutput(result);
   if (stderr !== undefined) process.stderr.write(stderr);
+  if (result.ok && noted?.ok) process.stderr.write(`writ verify: ${noted.said}\n`);
   await new Promise<void>((resolve) => process.stdout.write(stdout, () => resolve()));
   return result.ok ? 0 : 1;
 }

@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
+import { SIG_COSIGNATURE_V1, isKeyName, parseVkey } from '../transparency/note.js';
 import * as log from '../log/log.js';
 import type { LogFormat } from '../log/log.js';
 
@@ -91,6 +92,18 @@ export interface WritConfig {
    */
   tls_cert_file: string | null;
   tls_key_file: string | null;
+  /** The C2SP checkpoint origin (docs/protocol.md §16); null: `writ.local/<16 hex of the ledger's first key id>`. */
+  log_origin: string | null;
+  /** Serve `/ledger/tile/…` without a token (tiles are immutable and public by nature); false: auditor only. */
+  public_tiles: boolean;
+  /** C2SP tlog-witness witnesses each new checkpoint is submitted to: `url` is its prefix (`<url>/add-checkpoint`). */
+  witnesses: WitnessSpec[];
+}
+
+export interface WitnessSpec {
+  url: string;
+  /** The witness's cosignature vkey (type 0x04). */
+  vkey: string;
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -123,6 +136,9 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   public_url: null,
   tls_cert_file: null,
   tls_key_file: null,
+  log_origin: null,
+  public_tiles: false,
+  witnesses: [],
 };
 
 export interface ConfigOverrides {
@@ -240,6 +256,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   }
   if (config.signing_key_file !== null && typeof config.signing_key_file !== 'string') fail('signing_key_file must be a path');
   if (config.public_url !== null) config.public_url = checkPublicUrl(config.public_url);
+  checkTransparency(config);
   // Every value is checked for its type before use: a `max_body_bytes` of "x" would otherwise switch the
   // 413 limit off, a `policy_poll_ms` of 0 poll without pause, a `checkpoint` of 5 fall back unseen.
   for (const key of ['listen', 'policy_dir', 'data_dir'] as const) {
@@ -301,6 +318,38 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (path && file.tokens === undefined && o.forServe) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
   config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
+}
+
+/** `log_origin`, `public_tiles` and `witnesses` (docs/protocol.md §16). */
+function checkTransparency(config: WritConfig): void {
+  if (config.log_origin !== null && (typeof config.log_origin !== 'string' || !isKeyName(config.log_origin))) {
+    fail('log_origin must be a non-empty string without spaces or "+" (it is the checkpoint origin and the log key name), e.g. "pdp.example.com/ledger"');
+  }
+  if (typeof config.public_tiles !== 'boolean') fail('public_tiles must be true or false');
+  if (!Array.isArray(config.witnesses)) fail('witnesses must be an array of {"url", "vkey"}');
+  const seen = new Set<string>();
+  config.witnesses = config.witnesses.map((w: any, i: number) => {
+    const where = `witnesses[${i}]`;
+    if (!w || typeof w !== 'object' || Array.isArray(w)) fail(`${where} must be {"url", "vkey"}`);
+    for (const k of Object.keys(w)) if (k !== 'url' && k !== 'vkey') fail(`${where}: unknown key ${JSON.stringify(k)}`);
+    let url: URL | undefined;
+    try {
+      url = typeof w.url === 'string' ? new URL(w.url) : undefined;
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash) fail(`${where}.url must be the witness's http(s) prefix (it posts to <url>/add-checkpoint)`);
+    let vkey;
+    try {
+      vkey = parseVkey(String(w.vkey));
+    } catch (e) {
+      fail(`${where}.vkey: ${(e as Error).message}`);
+    }
+    if (vkey.type !== SIG_COSIGNATURE_V1) fail(`${where}.vkey must be a cosignature vkey (type 0x04, 'writ witness keygen' prints one)`);
+    if (seen.has(vkey.vkey)) fail(`${where} names the same witness key twice`);
+    seen.add(vkey.vkey);
+    return { url: url.href.replace(/\/+$/, ''), vkey: vkey.vkey };
+  });
 }
 
 /** An http(s) URL with no credentials, query or fragment, without its trailing slash; else a config error. */

@@ -20,6 +20,8 @@ import { registerConsoleRoutes } from '../console/routes.js';
 import { registerAuthzenRoutes } from '../authzen/routes.js';
 import * as log from '../log/log.js';
 import { visibleTools } from '../server/tool-visibility.js';
+import { logVkey, type CheckpointNotes } from '../checkpoints/notes.js';
+import { NOTE_MEDIA_TYPE, registerTransparencyRoutes, tlogProofOf } from '../checkpoints/routes.js';
 
 /** schemas/defs.json executionId: `.` and `..` are dot segments, which a URL parser removes from a path. */
 const EXECUTION_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
@@ -37,6 +39,10 @@ export interface AppOptions {
   publicOrigin?: () => string | undefined;
   /** The configured `public_url`: AuthZEN discovery names it rather than the request's Host. */
   publicUrl?: string;
+  /** The ledger as C2SP signed notes and tiles (docs/protocol.md §16). */
+  notes?: CheckpointNotes;
+  /** `public_tiles`: tiles need no token. */
+  publicTiles?: boolean;
 }
 
 function errorResponse(c: Context, e: WritError): Response {
@@ -225,6 +231,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
   // The auditor console (§11): a static page; its data calls carry the auditor token.
   registerConsoleRoutes(app, { tokens });
+  if (o.notes) registerTransparencyRoutes(app, { notes: o.notes, store, publicTiles: o.publicTiles ?? false, auditor: roles('auditor') });
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {
@@ -315,8 +322,19 @@ export function buildApp(o: AppOptions): Hono<Env> {
     if (!cp) throw new WritError('NOT_FOUND', 'no checkpoint has been written yet');
     return c.json(cp);
   });
-  app.get('/v1/ledger/keys', roles('auditor'), async (c) => c.json({ keys: await store.keys() }));
+  app.get('/v1/ledger/keys', roles('auditor'), async (c) => {
+    const keys = await store.keys();
+    const notes = o.notes;
+    return c.json({ keys: notes ? keys.map((k) => ({ ...k, vkey: logVkey(notes.origin, k.public_key) })) : keys });
+  });
   app.get('/v1/ledger/proofs/inclusion', roles('auditor'), async (c) => {
+    const format = c.req.query('format');
+    if (format !== undefined && format !== 'json' && format !== 'tlog-proof') throw new WritError('INVALID_REQUEST', 'format must be json or tlog-proof');
+    if (format === 'tlog-proof') {
+      if (!o.notes) throw new WritError('NOT_FOUND', 'this sidecar serves no signed notes');
+      if (c.req.query('size') !== undefined) throw new WritError('INVALID_REQUEST', 'a tlog-proof is for the latest checkpoint: leave size out');
+      return c.body(await tlogProofOf({ notes: o.notes, store }, intParam(c, 'seq')), 200, { 'content-type': NOTE_MEDIA_TYPE });
+    }
     const seq = intParam(c, 'seq');
     const committed = await store.size();
     const size = intParam(c, 'size', committed);

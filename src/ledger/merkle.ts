@@ -95,6 +95,12 @@ function rangeHash(start: number, end: number, r: SubtreeReader): Buffer {
   return acc;
 }
 
+/** Refuses a run of subtrees of height `level` that is not complete within a tree of `size` leaves. */
+export function checkSubtreeRange(level: number, from: number, count: number, size: number): void {
+  const ok = Number.isSafeInteger(level) && level >= 0 && level <= 53 && Number.isSafeInteger(from) && from >= 0 && Number.isSafeInteger(count) && count >= 0;
+  if (!ok || (from + count) * 2 ** level > size) throw new RangeError(`subtrees ${from}..${from + count - 1} of height ${level} are not complete in a tree of ${size}`);
+}
+
 /** Root of the tree of the first `size` leaves. O(log n) reads. */
 export function rootAt(size: number, r: SubtreeReader): Buffer {
   assertSize('size', size);

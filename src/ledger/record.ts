@@ -40,3 +40,23 @@ export function sealRecord(body: UnsealedRecord): LedgerRecord {
 export function recordLine(record: LedgerRecord): string {
   return jcs(record);
 }
+
+const HASH_MEMBER = /"hash":"(sha256:[0-9a-f]{64})"/g;
+
+/**
+ * A record's C2SP log entry (docs/protocol.md §16): its JCS text without the `hash` member, so that the
+ * entry's RFC 6962 leaf hash, SHA-256(0x00 ‖ entry), is the record's `hash`. Cut from the stored line
+ * rather than re-serialised (a re-parse could round a number); undefined when no cut gives back the
+ * hash it removed, i.e. the line does not hash to its own `hash`.
+ */
+export function recordEntry(line: string): Buffer | undefined {
+  for (const m of line.matchAll(HASH_MEMBER)) {
+    const at = m.index!;
+    const end = at + m[0].length;
+    // The member and one comma beside it (the one before, unless it is the first member).
+    const entry = line[at - 1] === ',' ? line.slice(0, at - 1) + line.slice(end) : line[end] === ',' ? line.slice(0, at) + line.slice(end + 1) : line.slice(0, at) + line.slice(end);
+    const bytes = Buffer.from(entry, 'utf8');
+    if ('sha256:' + createHash('sha256').update(LEAF_PREFIX).update(bytes).digest('hex') === m[1]) return bytes;
+  }
+  return undefined;
+}

@@ -47,7 +47,9 @@ export type VerifyCode =
   | 'UNKNOWN_KEY'
   | 'BINDING_MISMATCH'
   | 'TRUNCATED'
-  | 'MALFORMED';
+  | 'MALFORMED'
+  /** `--note` under `--policy` (docs/protocol.md §16): too few witness cosignatures verify. */
+  | 'QUORUM_NOT_MET';
 
 export type VerifyResult =
   | { ok: true; records: number; head: string }
@@ -65,6 +67,9 @@ export interface VerifyOptions {
   keys?: PublicKeyEntry[];
   /** A checkpoint record held from earlier (GET /v1/ledger/checkpoint): the export must extend it. */
   checkpoint?: Record<string, unknown>;
+  /** A tree whose signatures were checked elsewhere (a C2SP note under a policy, docs/protocol.md §16): the
+   *  export must extend it, as it extends a held checkpoint. */
+  tree?: { size: number; root: string };
   /** How far (in records) a checkpoint's size may trail its own seq. */
   checkpointWindow?: number;
 }
@@ -643,10 +648,14 @@ export class ExportVerifier {
         this.#knownKeys.set(k.key_id, raw);
       }
     }
-    if (opts.checkpoint !== undefined) {
-      this.#held = parseHeldCheckpoint(opts.checkpoint);
-      if (this.#held.size === 0) this.#failure = this.#checkHeldRoot(TAG + EMPTY_ROOT_HEX);
+    if (opts.checkpoint !== undefined && opts.tree !== undefined) throw new WritError('INVALID_REQUEST', 'a held checkpoint or a held tree, not both');
+    if (opts.checkpoint !== undefined) this.#held = parseHeldCheckpoint(opts.checkpoint);
+    if (opts.tree !== undefined) {
+      // Its signatures are already checked: only the root and the length remain.
+      this.#held = { size: opts.tree.size, root: opts.tree.root, key_id: '', signature: '', reportSeq: opts.tree.size };
+      this.#heldSignatureChecked = true;
     }
+    if (this.#held?.size === 0) this.#failure = this.#checkHeldRoot(TAG + EMPTY_ROOT_HEX);
   }
 
   /** Number of lines accepted so far. */

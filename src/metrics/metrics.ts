@@ -72,6 +72,22 @@ export const signingKeyRetired = new Gauge({
   registers: [registry],
 });
 
+/** The largest checkpoint size each witness cosigned (docs/protocol.md §16): one that stays behind the ledger is down or refusing. */
+export const witnessCosignedSize = new Gauge({
+  name: 'writ_witness_cosigned_size',
+  help: 'Tree size of the latest checkpoint each configured witness cosigned, by witness URL.',
+  labelNames: ['witness'] as const,
+  registers: [registry],
+});
+
+/** Checkpoint submissions to witnesses, by witness and result (cosigned, conflict, refused, unreachable). */
+export const witnessSubmissions = new Counter({
+  name: 'writ_witness_submissions_total',
+  help: 'add-checkpoint requests to witnesses, by witness URL and result (cosigned, conflict, refused, unreachable).',
+  labelNames: ['witness', 'result'] as const,
+  registers: [registry],
+});
+
 /** Executions currently in each state. */
 export const executionsByState = new Gauge({
   name: 'writ_executions',

@@ -23,6 +23,8 @@ import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
 import { echoRequestId } from '../http/request-id.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
+import { CheckpointNotes, defaultOrigin } from '../checkpoints/notes.js';
+import { startWitnessSubmitter, type WitnessSubmitter } from '../checkpoints/witnesses.js';
 import { loadPolicyDir } from '../policy/load.js';
 import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
@@ -30,6 +32,9 @@ import { Fronts } from '../front/fronts.js';
 import { forwardedRequest } from '../front/forwarded-request.js';
 import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
+
+/** How long a stop waits for the witnesses to cosign the final checkpoint. */
+const WITNESS_GRACE_MS = 2000;
 
 export interface RunningSidecar {
   url: string;
@@ -80,6 +85,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     store = await open();
   }
   let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
+  let witnessSubmitter: WitnessSubmitter | undefined;
   let server: Server | undefined;
   let fronts: Fronts | undefined;
   let created: Sidecar | undefined;
@@ -90,6 +96,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0, ledgerWhere: `the ledger in ${store.location}`,
     });
     await ensureKeyRecord(store, key);
+    const notes = new CheckpointNotes(store, key, config.log_origin ?? (await defaultOrigin(store, key)));
     // With HTTP front threads (src/front/) the fronts own the public port and evaluate, each with its
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
     // what it decides again itself.
@@ -97,11 +104,19 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const sidecar = new Sidecar(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
     created = sidecar;
     await sidecar.recordStartup();
+    const submitter = config.witnesses.length > 0 ? startWitnessSubmitter(store, notes, config.witnesses) : undefined;
+    witnessSubmitter = submitter;
     checkpointer = startCheckpointer(store, {
       key, everyRecords: config.checkpoint.every_records, everyMs: config.checkpoint.every_ms, witnessDir: config.witness_dir,
+      ...(submitter ? { onCheckpoint: (record) => submitter.submit(record) } : {}),
     });
     // A checkpoint at start, so an auditor always has a signed head to hold.
     await checkpointer.checkpointNow();
+    // The witnesses get the latest checkpoint even when the start wrote none (nothing new).
+    if (submitter) {
+      const latest = await store.latestCheckpoint();
+      if (latest) submitter.submit(latest);
+    }
 
     let tokenSpecs = config.tokens;
     let devTokens: Record<string, string> | undefined;
@@ -121,6 +136,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       ready: async () => !shuttingDown && (await store.writable()),
       publicOrigin: () => publicUrl,
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
+      notes,
+      publicTiles: config.public_tiles,
     });
     const cp = checkpointer;
 
@@ -234,6 +251,13 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         await fronts?.close();
         await closeGracefully(httpServer);
         await cp.stop();
+        // The final checkpoint goes to the witnesses too, if they answer soon; a slow one is not waited for.
+        if (witnessSubmitter) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([witnessSubmitter.idle(), new Promise((resolve) => (timer = setTimeout(resolve, WITNESS_GRACE_MS)))]);
+          clearTimeout(timer);
+          witnessSubmitter.stop();
+        }
         await sidecar.close();
         await store.close();
       })());
@@ -246,6 +270,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     await fronts?.close().catch(() => undefined);
     server?.close();
     await checkpointer?.stop().catch(() => undefined);
+    witnessSubmitter?.stop();
     await created?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;

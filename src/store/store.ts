@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
-import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../ledger/merkle.js';
+import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../ledger/merkle.js';
 import { lockDataDir, type DirLock } from './lock.js';
 import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
@@ -593,6 +593,13 @@ export class Store implements LedgerStore {
     this.#checkSize('to', to);
     if (!Number.isSafeInteger(from) || from < 0 || from > to) throw new WritError('INVALID_REQUEST', `need 0 <= from <= to (from ${from}, to ${to})`);
     return consistencyProof(from, to, this.#reader()).map((b) => b.toString('hex'));
+  }
+
+  /** Complete-subtree hashes of one height (a C2SP tile's). */
+  subtreeHashes(level: number, from: number, count: number): Buffer[] {
+    checkSubtreeRange(level, from, count, this.#committedSize);
+    const r = this.#reader();
+    return Array.from({ length: count }, (_, i) => r.subtree(level, from + i));
   }
 
   #checkSize(name: string, size: number): void {

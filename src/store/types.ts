@@ -93,6 +93,11 @@ export interface LedgerStore {
   root(size?: number): MaybePromise<string>;
   inclusionProof(seq: number, size: number): MaybePromise<string[]>;
   consistencyProof(from: number, to: number): MaybePromise<string[]>;
+  /**
+   * The `count` complete-subtree hashes of height `level` with indices from `from` (leaves
+   * [i·2^level, (i+1)·2^level)), all within the committed tree: the hashes of a C2SP tile.
+   */
+  subtreeHashes(level: number, from: number, count: number): MaybePromise<Buffer[]>;
   latestCheckpoint(): MaybePromise<LedgerRecord | undefined>;
   /** Public keys of the ledger's key records, in seq order. */
   keys(): MaybePromise<Array<{ key_id: string; public_key: string }>>;

@@ -128,3 +128,15 @@ test('consistency proofs of the Merkle vectors verify in the browser code, and a
   assert.equal(await verifyConsistencyProof(0, 3, new Uint8Array(32), new Uint8Array(32), []), false);
   assert.equal(await verifyConsistencyProof(4, 3, new Uint8Array(32), new Uint8Array(32), []), false);
 });
+
+test('cosigners: the witness lines of the served note of the same tree (§16), null for another tree', async () => {
+  const { cosigners } = await import('../../src/console/web/verify.js');
+  const root = new Uint8Array(32).fill(7);
+  const b64 = Buffer.from(root).toString('base64');
+  const note = (size: number) => `writ.local/abc\n${size}\n${b64}\n\n— writ.local/abc AAAA\n— w1.example/w BBBB\n— w2.example/w CCCC\n`;
+  const api = (text: string | null) => ({ note: async () => text }) as unknown as Parameters<typeof cosigners>[0];
+  assert.equal(await cosigners(api(note(5)), 5, root), 2);
+  assert.equal(await cosigners(api(note(6)), 5, root), null);
+  assert.equal(await cosigners(api(`writ.local/abc\n5\n${b64}\n\n— writ.local/abc AAAA\n`), 5, root), 0);
+  assert.equal(await cosigners(api(null), 5, root), null);
+});

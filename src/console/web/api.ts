@@ -125,6 +125,19 @@ export class Api {
     }
   }
 
+  /** The latest checkpoint as a C2SP signed note (docs/protocol.md §16), or null when there is none. */
+  async note(): Promise<string | null> {
+    let res: Response;
+    try {
+      res = await fetch('/ledger/checkpoint', { cache: 'no-store' });
+    } catch (e) {
+      throw new ApiError(0, 'NETWORK', `the sidecar could not be reached (${(e as Error).message})`);
+    }
+    if (res.status === 404) return null;
+    if (!res.ok) throw new ApiError(res.status, 'HTTP_' + res.status, `/ledger/checkpoint answered HTTP ${res.status}`);
+    return res.text();
+  }
+
   keys(): Promise<{ keys: Array<{ key_id: string; public_key: string }> }> {
     return this.get('/v1/ledger/keys');
   }

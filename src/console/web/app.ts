@@ -6,7 +6,7 @@
 import { Api, ApiError, type ExecutionView, type Filters, type LedgerRecord } from './api.js';
 import { decisionsChart } from './chart.js';
 import { digest, fill, h, timeEl, uidText } from './dom.js';
-import { verdictText, verifyRecord } from './verify.js';
+import { cosignedText, verdictText, verifyRecord } from './verify.js';
 
 const PAGE_SIZE = 50;
 const KINDS = ['decision', 'approval', 'revocation', 'outcome', 'reconciliation', 'refusal', 'entity', 'policy', 'key', 'checkpoint', 'chain_break'];
@@ -151,6 +151,8 @@ function recordDetails(r: LedgerRecord): Node[] {
 function verifyControl(record: LedgerRecord): HTMLElement {
   const seq = record.seq;
   const result = h('span', { class: 'verdict', role: 'status', 'aria-live': 'polite' });
+  // Beside the verdict, not in it: how many witnesses cosigned the checkpoint it used (§16).
+  const cosigned = h('span', { class: 'cosigned' });
   const button = h('button', { type: 'button', class: 'verify', 'aria-describedby': `verdict-${seq}` }, 'Verify');
   result.id = `verdict-${seq}`;
   button.addEventListener('click', async () => {
@@ -158,12 +160,14 @@ function verifyControl(record: LedgerRecord): HTMLElement {
     button.disabled = true;
     result.className = 'verdict pending';
     fill(result, 'checking…');
+    fill(cosigned, '');
     let text: string;
     let status: string;
     try {
       const verdict = await verifyRecord(api, record);
       text = verdictText(verdict);
       status = verdict.status;
+      fill(cosigned, cosignedText(verdict));
     } catch (e) {
       // The token stopped being an auditor's (revoked, rotated): sign out, as every other view does.
       if (e instanceof ApiError && e.unauthorized) return signOut('unauthorized');
@@ -174,7 +178,7 @@ function verifyControl(record: LedgerRecord): HTMLElement {
     fill(result, text);
     button.disabled = false;
   });
-  return h('div', { class: 'verify-box' }, button, result);
+  return h('div', { class: 'verify-box' }, button, result, cosigned);
 }
 
 function timelineItem(r: LedgerRecord): HTMLElement {

@@ -13,7 +13,7 @@ import { canonicalize } from './jcs.js';
 import type { Api, LedgerRecord } from './api.js';
 
 export type Verdict =
-  | { status: 'verified'; checkpointSize: number; keyId: string }
+  | { status: 'verified'; checkpointSize: number; keyId: string; witnesses: number | null }
   | { status: 'not-checkpointed'; checkpointSize: number | null }
   | { status: 'failed'; reason: string };
 
@@ -292,7 +292,37 @@ export async function verifyRecord(api: Api, record: LedgerRecord): Promise<Verd
   const reached = await rootFromInclusionProof(seq, size, leaf, path);
   if (!reached) return fail('the inclusion proof has the wrong length');
   if (!sameBytes(reached, root)) return fail('the inclusion proof does not lead to the checkpoint root');
-  return { status: 'verified', checkpointSize: size, keyId: String(cp.key_id) };
+  return { status: 'verified', checkpointSize: size, keyId: String(cp.key_id), witnesses: await cosigners(api, size, root) };
+}
+
+/**
+ * How many witnesses cosigned the checkpoint used (docs/protocol.md §16): the signature lines of the
+ * served signed note other than the log's own, when that note is of the same tree; null when it is not
+ * (a newer checkpoint was written meanwhile) or cannot be read. The console holds no witness keys: the
+ * cosignatures themselves are checked by `writ verify --note --policy`.
+ */
+export async function cosigners(api: Api, size: number, root: Uint8Array): Promise<number | null> {
+  let note: string | null;
+  try {
+    note = await api.note();
+  } catch {
+    return null;
+  }
+  if (note === null) return null;
+  const split = note.lastIndexOf('\n\n');
+  if (split < 0) return null;
+  const [origin, noteSize, noteRoot] = note.slice(0, split).split('\n');
+  if (noteSize !== String(size) || noteRoot !== btoa(String.fromCharCode(...root))) return null;
+  return note
+    .slice(split + 2)
+    .split('\n')
+    .filter((line) => line.startsWith('\u2014 ') && line.split(' ')[1] !== origin).length;
+}
+
+/** The words the page shows beside a verdict about the checkpoint's witnesses, or '' when unknown. */
+export function cosignedText(v: Verdict): string {
+  if (v.status !== 'verified' || v.witnesses === null) return '';
+  return v.witnesses === 0 ? 'checkpoint not cosigned by any witness' : `checkpoint cosigned by ${v.witnesses} witness${v.witnesses === 1 ? '' : 'es'}`;
 }
 
 /** The words the page shows for a verdict. */

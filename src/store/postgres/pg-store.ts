@@ -24,7 +24,7 @@ import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { ZERO_HASH } from '../../ledger/record.js';
-import { bytesToHash, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
+import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
 import { uidKey } from '../../util/uid.js';
 import { indexTermsOf } from '../layout.js';
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
@@ -558,6 +558,22 @@ export class PgStore implements LedgerStore {
     await this.#checkSize('size', size);
     if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new WritError('INVALID_REQUEST', `need 0 <= seq < size (seq ${seq}, size ${size})`);
     return this.#withNodes((r) => inclusionProof(seq, size, r).map((b) => b.toString('hex')));
+  }
+
+  /** Complete-subtree hashes of one height (a C2SP tile's), in one query. */
+  async subtreeHashes(level: number, from: number, count: number): Promise<Buffer[]> {
+    checkSubtreeRange(level, from, count, await this.size());
+    if (count === 0) return [];
+    let rows: Array<{ idx: string; hash: Buffer }>;
+    try {
+      rows = (await this.#pool.query<{ idx: string; hash: Buffer }>('SELECT idx, hash FROM merkle WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [level, from, from + count])).rows;
+    } catch (err) {
+      throw asUnavailable(err, 'the database could not be read');
+    }
+    if (rows.length !== count || rows.some((r, i) => Number(r.idx) !== from + i || r.hash.length !== 32)) {
+      throw new WritError('STORE_CORRUPT', `merkle nodes of height ${level} from ${from} (${count}) are missing`, { details: { seq: null } });
+    }
+    return rows.map((r) => r.hash);
   }
 
   async consistencyProof(from: number, to: number): Promise<string[]> {

@@ -1,0 +1,81 @@
+/**
+ * Checkpoints as C2SP signed notes (docs/protocol.md §16). The note text is the tlog-checkpoint body of
+ * the latest §6 checkpoint record — origin, size, base64 of the same root — signed (signature type
+ * 0x01, key name = origin) by the key in force; witness cosignatures gathered for that text are appended.
+ * Ed25519 is deterministic, so the same checkpoint always gives the same log signature line.
+ */
+import { WritError } from '../errors.js';
+import { hashToBytes } from '../ledger/merkle.js';
+import type { LedgerRecord } from '../ledger/record.js';
+import type { LedgerStore } from '../store/types.js';
+import { formatCheckpoint } from '../transparency/checkpoint.js';
+import { SIG_ED25519, encodeVkey, formatNote, signNoteText } from '../transparency/note.js';
+import type { SigningKey } from './keys.js';
+
+/**
+ * `log_origin` when the config names none: `writ.local/` + the 16 hex of the ledger's first key id, so
+ * that a key rotation does not rename the log (witnesses know a log by its origin).
+ */
+export async function defaultOrigin(store: LedgerStore, key: SigningKey): Promise<string> {
+  const first = (await store.keys())[0]?.key_id ?? key.key_id;
+  return `writ.local/${first.slice('ed25519:'.length, 'ed25519:'.length + 16)}`;
+}
+
+/** A key's vkey under the log's origin: `<origin>+<8 hex key id>+<base64(0x01 ‖ public key)>`. */
+export function logVkey(origin: string, publicKeyB64: string): string {
+  return encodeVkey(origin, SIG_ED25519, Buffer.from(publicKeyB64, 'base64'));
+}
+
+/** Cosignatures are kept for this many recent checkpoint texts. */
+const KEPT_TEXTS = 32;
+
+export class CheckpointNotes {
+  /** Cosignature lines by checkpoint text, each witness (by line prefix) once. */
+  readonly #cosignatures = new Map<string, Map<string, string>>();
+
+  constructor(
+    readonly store: LedgerStore,
+    readonly key: SigningKey,
+    readonly origin: string,
+  ) {}
+
+  /** The tlog-checkpoint text of a §6 checkpoint record. */
+  textOf(cp: LedgerRecord): string {
+    return formatCheckpoint({ origin: this.origin, size: Number(cp.size), root: hashToBytes(String(cp.root)) });
+  }
+
+  /** The log's signed note of a checkpoint text, without cosignatures. */
+  signed(text: string): string {
+    return formatNote(text, [signNoteText(text, this.origin, this.key.privateKey)]);
+  }
+
+  /** The note of the latest checkpoint with the cosignatures held for it, or undefined before the first. */
+  async latest(): Promise<{ record: LedgerRecord; text: string; note: string; cosignatures: number } | undefined> {
+    const record = await this.store.latestCheckpoint();
+    if (!record) return undefined;
+    await this.assertKeyInForce();
+    const text = this.textOf(record);
+    const lines = [...(this.#cosignatures.get(text)?.values() ?? [])];
+    return { record, text, note: formatNote(text, [signNoteText(text, this.origin, this.key.privateKey), ...lines]), cosignatures: lines.length };
+  }
+
+  /** Holds a witness's cosignature line (already verified) for a checkpoint text; one per witness key. */
+  addCosignature(text: string, witnessVkey: string, line: string): void {
+    let held = this.#cosignatures.get(text);
+    if (!held) {
+      held = new Map();
+      this.#cosignatures.set(text, held);
+      while (this.#cosignatures.size > KEPT_TEXTS) this.#cosignatures.delete(this.#cosignatures.keys().next().value!);
+    }
+    held.set(witnessVkey, line);
+  }
+
+  /** `writ keys rotate` retired this process's key: it signs no note (the next start uses the new key). */
+  async assertKeyInForce(): Promise<void> {
+    const keys = await this.store.keys();
+    const latest = keys[keys.length - 1];
+    if (latest && latest.key_id !== this.key.key_id) {
+      throw new WritError('STORE_UNAVAILABLE', `this replica's signing key ${this.key.key_id} was rotated out (the ledger's key is now ${latest.key_id}): restart it with the new key`);
+    }
+  }
+}
