@@ -11,6 +11,7 @@ import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 import * as log from '../log/log.js';
 import type { LogFormat } from '../log/log.js';
+import { checkDelegation, checkJwtIssuers, IssuerConfigError, type Delegation, type JwtIssuerSpec } from '../identity/issuers.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 /** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
@@ -24,6 +25,8 @@ export interface TokenSpec {
   actor?: Uid;
   /** approver: the person who approves. */
   principal?: Uid;
+  /** pep: speaks for many users; each decision carries their `identity_token` (docs/protocol.md §13). */
+  delegated?: Delegation;
 }
 
 export interface WritConfig {
@@ -91,6 +94,8 @@ export interface WritConfig {
    */
   tls_cert_file: string | null;
   tls_key_file: string | null;
+  /** Identity providers whose JWT access tokens authenticate callers (docs/protocol.md §13). */
+  jwt_issuers: JwtIssuerSpec[];
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -123,6 +128,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   public_url: null,
   tls_cert_file: null,
   tls_key_file: null,
+  jwt_issuers: [],
 };
 
 export interface ConfigOverrides {
@@ -166,6 +172,10 @@ function checkTokens(list: unknown): TokenSpec[] {
     else spec.token_sha256 = String(t.token_sha256).toLowerCase();
     if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
     if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
+    if (t.delegated !== undefined) {
+      if (t.role !== 'pep') fail(`${where}: only a pep token is delegated`);
+      spec.delegated = checkDelegation(t.delegated, `${where}.delegated`);
+    }
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
     return spec;
   });
@@ -271,6 +281,12 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if (config.tls_cert_file) config.tls_cert_file = resolve(config.tls_cert_file);
   if (config.tls_key_file) config.tls_key_file = resolve(config.tls_key_file);
   parseListen(config.listen);
+  try {
+    config.jwt_issuers = checkJwtIssuers(config.jwt_issuers);
+  } catch (e) {
+    if (e instanceof IssuerConfigError) fail(e.message);
+    throw e;
+  }
   for (const [k, v] of [
     ['checkpoint.every_records', config.checkpoint.every_records],
     ['checkpoint.every_ms', config.checkpoint.every_ms],
@@ -298,7 +314,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens
   // printed.
   const devTokens = !path;
-  if (path && file.tokens === undefined && o.forServe) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
+  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0)) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
   config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
 }
