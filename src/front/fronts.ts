@@ -15,6 +15,7 @@ import { WASM_INLINE_GUARD_FLAG, wasmInlineGuardNeeded } from '../policy/wasm-in
 import { Worker } from 'node:worker_threads';
 import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
+import type { JwtIssuerSpec } from '../identity/issuers.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
@@ -128,6 +129,8 @@ export interface FrontsOptions {
   /** TLS material for the public port (the fronts terminate TLS; their upstream stays loopback HTTP). */
   tls?: TlsMaterial;
   tokens: TokenSpec[];
+  /** The config's `jwt_issuers`: each front verifies JWT callers itself (src/identity/). */
+  jwtIssuers?: JwtIssuerSpec[];
   maxBodyBytes: number;
   /** Evaluator threads, shared out among the fronts (each front runs Cedar beside itself on its share). */
   evaluatorThreads: number;
@@ -192,7 +195,7 @@ export class Fronts {
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
       ...(holdListen ? { holdListen } : {}),

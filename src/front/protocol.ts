@@ -3,6 +3,7 @@
  * (front-thread.ts). Both directions travel in batches, one message per event-loop turn.
  */
 import type { TokenSpec } from '../config/config.js';
+import type { JwtIssuerSpec } from '../identity/issuers.js';
 import type { ErrorCode } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
@@ -18,6 +19,7 @@ export interface FrontStart {
   /** The sidecar's own HTTP listener (loopback): every request a front does not decide itself goes there. */
   mainPort: number;
   tokens: TokenSpec[];
+  jwtIssuers: JwtIssuerSpec[];
   maxBodyBytes: number;
   clockFile: string | null;
   memoSize: number;
@@ -53,6 +55,11 @@ export interface ForwardedRequest {
   /** The request's headers, lower-cased, without hop-by-hop ones. */
   headers: Array<[string, string]>;
   body: Uint8Array;
+  /**
+   * The caller the connection's client certificate authenticated (the front terminated TLS): the
+   * front's own word, since no header of the request can carry it.
+   */
+  certificate?: Caller;
 }
 
 /** The sidecar app's answer to a ForwardedRequest. */

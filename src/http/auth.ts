@@ -76,6 +76,14 @@ export class TokenTable {
   }
 }
 
+/**
+ * The `identity` member of a record written on this caller's request (docs/protocol.md §13): present
+ * only for a verified identity (a JWT or a client certificate), spread into the record's fields.
+ */
+export function identityFields(caller: Caller): { identity?: RecordIdentity } {
+  return caller.identity === undefined ? {} : { identity: caller.identity };
+}
+
 /** The token of a well-formed `Bearer` header value, else undefined. */
 export function bearerOf(header: string | undefined): string | undefined {
   const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
