@@ -23,6 +23,7 @@ import { Authenticator, bearerOf, TokenTable, type Caller } from '../http/auth.j
 import { socketCaller } from '../http/client-certs.js';
 import { delegatedCaller } from '../identity/delegation.js';
 import { JwtVerifier, looksLikeJwt } from '../identity/verify.js';
+import { RelayedKeys } from '../identity/jwks-cache.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
@@ -95,7 +96,15 @@ const start: FrontStart = parentPort
       process.send!({ type: 'hello' });
     });
 // Each front verifies JWT callers itself, with a key cache of its own (as each replica does).
-const auth = new Authenticator(new TokenTable(start.tokens), start.jwtIssuers.length > 0 ? new JwtVerifier(start.jwtIssuers) : undefined);
+// Each front verifies JWT callers itself; their keys come from the sidecar's one cache, so an issuer is
+// fetched from at most once per 30 s for the whole process, however many fronts ask.
+const relayedKeys = new RelayedKeys(async (issuer, kid) => {
+  const a = await ask({ jwks: { issuer, kid } });
+  if ('error' in a) throw new Error((a.error.body as { error?: { message?: string } })?.error?.message ?? 'the keys cannot be had');
+  if (!('jwks' in a.ok)) unreachable();
+  return a.ok.jwks;
+});
+const auth = new Authenticator(new TokenTable(start.tokens), start.jwtIssuers.length > 0 ? new JwtVerifier(start.jwtIssuers, { keys: relayedKeys }) : undefined);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
@@ -147,7 +156,9 @@ function post(message: FromFront): void {
  * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
  */
 const ASK_BATCH = 8;
-function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest }): Promise<SidecarAnswer> {
+function ask(
+  a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest } | { jwks: { issuer: string; kid: string } },
+): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
@@ -212,7 +223,7 @@ reportUnroutedAnswersTo((status, code, message) => post({ type: 'refused', route
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
-  else if ('authzen' in a.ok || 'forwarded' in a.ok) unreachable();
+  else if ('authzen' in a.ok || 'forwarded' in a.ok || 'jwks' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
 }
 

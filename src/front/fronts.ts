@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { JwtIssuerSpec } from '../identity/issuers.js';
+import type { JSONWebKeySet } from 'jose';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
@@ -139,6 +140,8 @@ export interface FrontsOptions {
   afterAnswer: () => void;
   /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
   forward: (request: ForwardedRequest) => Promise<ForwardedAnswer>;
+  /** The sidecar's JWT key cache, which the fronts' verifiers draw on (src/identity/jwks-cache.ts RelayedKeys). */
+  keySet?: (issuer: string, kid: string) => Promise<JSONWebKeySet>;
   /**
    * The port is held by the caller's listener (a replica's while it waited for its database), which
    * `release` closes. The fronts load first; then, when it `shares` the port (SO_REUSEPORT), they bind
@@ -265,6 +268,15 @@ export class Fronts {
 
   private answer(front: Front, a: FrontAsk): void {
     const { sidecar } = this.o;
+    if ('jwks' in a) {
+      // Not a request of its own: a refusal is the front's to answer (or the sidecar's, passed the request).
+      const keySet = this.o.keySet ?? (() => Promise.reject(new Error('no jwt_issuers are configured')));
+      keySet(a.jwks.issuer, a.jwks.kid).then(
+        (jwks) => this.reply(front, { id: a.id, ok: { jwks } }),
+        (e) => this.reply(front, { id: a.id, error: { status: 503, body: new WritError('IDENTITY_UNAVAILABLE', (e as Error).message).toBody() } }),
+      );
+      return;
+    }
     let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
     if ('prepared' in a) work = sidecar.commitPrepared(a.prepared);
     else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));

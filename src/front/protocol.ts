@@ -4,6 +4,7 @@
  */
 import type { TokenSpec } from '../config/config.js';
 import type { JwtIssuerSpec } from '../identity/issuers.js';
+import type { JSONWebKeySet } from 'jose';
 import type { ErrorCode } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
@@ -42,7 +43,9 @@ export type FrontAsk =
   | { id: number; prepared: PreparedDecision }
   | { id: number; decide: { caller: Caller; text: string } }
   | { id: number; authzen: AuthzenAsk }
-  | { id: number; forward: ForwardedRequest };
+  | { id: number; forward: ForwardedRequest }
+  /** An issuer's keys once `kid` was looked up in the sidecar's one key cache (src/identity/jwks-cache.ts). */
+  | { id: number; jwks: { issuer: string; kid: string } };
 
 /**
  * A small JSON POST to the API that the front does not decide (an outcome, an approval, a
@@ -79,7 +82,7 @@ export interface AuthzenAsk {
 }
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } }
+  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } | { jwks: JSONWebKeySet } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =

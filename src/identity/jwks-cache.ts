@@ -34,10 +34,17 @@ export interface JwksCacheOptions {
 /** Why an issuer's keys could not be had (the verifier answers 503 IDENTITY_UNAVAILABLE when none is held). */
 export class KeysUnavailable extends Error {}
 
+/** Where a verifier gets an issuer's keys: a JwksCache here, or one on another thread (RelayedKeys). */
+export interface KeySource {
+  lookupFor(issuer: string, kid: string): Promise<KeyLookup | undefined>;
+}
+
 interface IssuerState {
   issuer: string;
   jwksUri?: string;
   keys?: KeyLookup;
+  /** The asymmetric keys held, as the issuer served them (public keys only). */
+  jwks?: JSONWebKeySet;
   /** kids of the keys held, for "unknown kid" without asking jose. */
   kids: Set<string>;
   lastAttempt?: number;
@@ -46,7 +53,7 @@ interface IssuerState {
   fetches: number;
 }
 
-export class JwksCache {
+export class JwksCache implements KeySource {
   readonly #states = new Map<string, IssuerState>();
   readonly #now: () => number;
   readonly #fetchJson: JwksFetch;
@@ -76,6 +83,15 @@ export class JwksCache {
     return s.kids.has(kid) ? s.keys : undefined;
   }
 
+  /**
+   * The keys held for an issuer once `kid` was looked up (fetching again if allowed), for a verifier on
+   * another thread (the HTTP fronts): one cache, so one fetch budget per issuer for the whole process.
+   */
+  async keySetFor(issuer: string, kid: string): Promise<JSONWebKeySet> {
+    await this.lookupFor(issuer, kid);
+    return this.#states.get(issuer)!.jwks!;
+  }
+
   /** One fetch round unless one ran within REFETCH_MS (or is running: then its result is awaited). */
   #refresh(s: IssuerState): Promise<void> {
     if (s.pending) return s.pending;
@@ -88,7 +104,8 @@ export class JwksCache {
         (jwks) => {
           // Only asymmetric keys: an `oct` key in a JWKS must never verify anything.
           const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
-          s.keys = createLocalJWKSet({ keys });
+          s.jwks = { keys };
+          s.keys = createLocalJWKSet(s.jwks);
           s.kids = new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
           delete s.lastError;
         },
@@ -133,6 +150,33 @@ export class JwksCache {
       return jwksUri;
     }
     throw new Error(`discovery failed: ${(lastError as Error)?.message ?? 'no document'}`);
+  }
+}
+
+/**
+ * Keys held on another thread (an HTTP front's view of the sidecar's JwksCache): an unknown kid is asked
+ * for there, where fetches are rate-limited for the whole process; the answer is kept here.
+ */
+export class RelayedKeys implements KeySource {
+  readonly #held = new Map<string, { keys: KeyLookup; kids: Set<string> }>();
+
+  /** `ask` answers the issuer's key set after looking `kid` up, or rejects with KeysUnavailable's message. */
+  constructor(private readonly ask: (issuer: string, kid: string) => Promise<JSONWebKeySet>) {}
+
+  async lookupFor(issuer: string, kid: string): Promise<KeyLookup | undefined> {
+    const held = this.#held.get(issuer);
+    if (held?.kids.has(kid)) return held.keys;
+    let jwks: JSONWebKeySet;
+    try {
+      jwks = await this.ask(issuer, kid);
+    } catch (e) {
+      if (held) return undefined;
+      throw new KeysUnavailable((e as Error).message);
+    }
+    const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
+    const next = { keys: createLocalJWKSet({ keys }), kids: new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string')) };
+    this.#held.set(issuer, next);
+    return next.kids.has(kid) ? next.keys : undefined;
   }
 }
 

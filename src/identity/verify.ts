@@ -14,7 +14,7 @@
  */
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { WritError } from '../errors.js';
-import { JwksCache, KeysUnavailable, type JwksCacheOptions } from './jwks-cache.js';
+import { JwksCache, KeysUnavailable, type JwksCacheOptions, type KeySource } from './jwks-cache.js';
 import type { JwtIssuerSpec } from './issuers.js';
 
 export const ALLOWED_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const;
@@ -70,10 +70,15 @@ export function recordIdentityOf(claims: Record<string, unknown>): RecordIdentit
   return identity;
 }
 
-export interface VerifierOptions extends JwksCacheOptions {}
+export interface VerifierOptions extends JwksCacheOptions {
+  /** Keys from elsewhere (an HTTP front asks the sidecar's cache); default: a JwksCache of its own. */
+  keys?: KeySource;
+}
 
 export class JwtVerifier {
-  readonly keys: JwksCache;
+  readonly keys: KeySource;
+  /** The cache this verifier fetches into, when it has one of its own. */
+  readonly cache?: JwksCache;
   readonly #issuers = new Map<string, JwtIssuerSpec>();
   readonly #now: () => number;
   /** `${audience}\n${token}` → what it verified to. */
@@ -82,7 +87,8 @@ export class JwtVerifier {
   constructor(issuers: JwtIssuerSpec[], o: VerifierOptions = {}) {
     for (const i of issuers) this.#issuers.set(i.issuer, i);
     this.#now = o.now ?? Date.now;
-    this.keys = new JwksCache(issuers, o);
+    if (o.keys) this.keys = o.keys;
+    else this.keys = this.cache = new JwksCache(issuers, o);
   }
 
   get issuers(): JwtIssuerSpec[] {

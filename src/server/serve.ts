@@ -116,9 +116,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     let shuttingDown = false;
     let publicUrl: string | undefined;
+    const jwt = config.jwt_issuers.length > 0 ? new JwtVerifier(config.jwt_issuers) : undefined;
+    const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
       sidecar,
-      auth: new Authenticator(new TokenTable(tokenSpecs), config.jwt_issuers.length > 0 ? new JwtVerifier(config.jwt_issuers) : undefined),
+      auth,
       maxBodyBytes: config.max_body_bytes,
       ready: async () => !shuttingDown && (await store.writable()),
       publicOrigin: () => publicUrl,
@@ -176,6 +178,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.
+        ...(jwt?.cache ? { keySet: jwt.cache.keySetFor.bind(jwt.cache) } : {}),
         forward: async (f) => {
           const request = forwardedRequest(f);
           if (f.certificate) rememberForwardedCaller(request, f.certificate);

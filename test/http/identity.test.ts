@@ -120,3 +120,30 @@ for (const httpThreads of [0, 1]) {
     }
   });
 }
+
+test('a burst of 1,000 requests with unknown kids makes at most one JWKS fetch, however many fronts verify', async () => {
+  const s: TestServer = await startTestServer({ config: { jwt_issuers: jwtIssuers(), http_threads: 2 } });
+  try {
+    const agent = await idp.clientToken('offboarding-agent-prod', { scope: 'writ.pep writ.audit', resource: AUD });
+    assert.equal((await call(s, 'GET', '/v1/ledger/checkpoint', { token: agent })).status, 200);
+    const before = idp.jwksFetches();
+    const { generateKeyPair, SignJWT } = await import('jose');
+    const rogue = await generateKeyPair('ES256');
+    const claims = { iss: idp.issuer, aud: AUD, sub: 'x', client_id: 'offboarding-agent-prod', scope: 'writ.pep writ.audit', exp: nowS() + 300 };
+    const statuses: number[] = [];
+    for (let wave = 0; wave < 20; wave++) {
+      await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+        const token = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: `forged-${wave}-${i}` }).sign(rogue.privateKey);
+        const r = i % 2 === 0
+          ? await call(s, 'POST', '/v1/decisions', { token, body: offboardingBody({ execution_id: `forged-${wave}-${i}` }) })
+          : await call(s, 'GET', '/v1/ledger/checkpoint', { token });
+        statuses.push(r.status);
+      }));
+    }
+    assert.equal(statuses.length, 1000);
+    assert.ok(statuses.every((st) => st === 401), `statuses: ${[...new Set(statuses)].join(', ')}`);
+    assert.ok(idp.jwksFetches() - before <= 1, `${idp.jwksFetches() - before} JWKS fetches`);
+  } finally {
+    await s.stop();
+  }
+});
