@@ -267,7 +267,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── trusted facts ──
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
-    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
+    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes), c.get('caller')));
   });
   app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
 

@@ -682,7 +682,7 @@ export class Sidecar {
 
   // ── trusted facts ─────────────────────────────────────────────────────────────────────────────
 
-  async putEntity(type: string, id: string, text: string): Promise<Record<string, unknown>> {
+  async putEntity(type: string, id: string, text: string, caller?: Caller): Promise<Record<string, unknown>> {
     // The same limits as a uid anywhere else (schemas/defs.json): a path the store cannot key is bad input, not an outage.
     if (!CEDAR_TYPE_NAME.test(type) || type.length > MAX_TYPE_NAME) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
     if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
@@ -703,7 +703,7 @@ export class Sidecar {
       this.entities.checkFresh(tx);
       this.entities.checkSettled();
       refuseParentCycle(checked, (key) => this.entities.get(key));
-      staged = this.entities.stage(tx, [{ entity: checked }], 'api');
+      staged = this.entities.stage(tx, [{ entity: checked }], 'api', caller ? identityFields(caller) : {});
       return staged.records[0]!;
     }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => {
       staged?.abort();

@@ -8,6 +8,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { schemaIssue } from '../../src/schemas/validate.js';
+import { offboardingEmployee } from '../helpers/offboarding.js';
 
 const AUD = 'https://writ.test';
 const GW_AUD = 'https://gateway.test/mcp/idp';
@@ -34,6 +36,7 @@ const jwtIssuers = () => [{
     'writ.audit': { role: 'auditor' },
     'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
     'writ.delegate': { role: 'pep', delegated: { audiences: [GW_AUD] } },
+    'writ.admin': { role: 'admin' },
   },
 }];
 
@@ -89,6 +92,14 @@ for (const httpThreads of [0, 1]) {
       assert.deepEqual(approval.approver, { type: 'User', id: 'hr-5519' });
       assert.equal(approval.identity.sub, 'hr-5519');
 
+      // Every record written on a verified caller's request names it: an entity change by an admin's JWT too.
+      const admin = await mint({ iss: idp.issuer, aud: AUD, sub: 'ops-1', scope: 'writ.admin', exp: nowS() + 300 });
+      const put = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: admin, body: offboardingEmployee({}) });
+      assert.equal(put.status, 200, put.text);
+      const entityRecord = (await call(s, 'GET', `/v1/ledger/records/${put.body.record.seq}`, { token: agent })).body;
+      assert.equal(entityRecord.kind, 'entity');
+      assert.deepEqual({ ...entityRecord.identity, exp: 0 }, { method: 'jwt', iss: idp.issuer, sub: 'ops-1', exp: 0 });
+
       // A delegated pep (the gateway's own token) speaks for the end user its identity_token names.
       const gateway = await idp.clientToken('gateway', { scope: 'writ.delegate', resource: AUD });
       const user = await mint({ iss: idp.issuer, aud: GW_AUD, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', iat: nowS(), exp: nowS() + 300 });
@@ -101,6 +112,7 @@ for (const httpThreads of [0, 1]) {
       assert.deepEqual(drec.actor, { type: 'Agent', id: 'offboarding-agent-prod' });
       assert.deepEqual(drec.identity, { method: 'jwt', iss: idp.issuer, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', exp: drec.identity.exp });
       assert.ok(!JSON.stringify(drec).includes(user.split('.')[2]!), 'the record holds no identity token');
+      for (const r of [rec.body, approval, drec]) assert.equal(schemaIssue('ledger-record.json', r), null, JSON.stringify(r));
       // A requester the token does not name: 403 IDENTITY_MISMATCH.
       const mismatch = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-m-${httpThreads}`, envelope: { ...rest, requester: { type: 'User', id: 'ceo' } } } });
       assert.equal(mismatch.status, 403, mismatch.text);
