@@ -116,7 +116,9 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     let shuttingDown = false;
     let publicUrl: string | undefined;
-    const jwt = config.jwt_issuers.length > 0 ? new JwtVerifier(config.jwt_issuers) : undefined;
+    const jwt = config.jwt_issuers.length > 0
+      ? new JwtVerifier(config.jwt_issuers, { onFetch: (issuer, ok) => metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' }) })
+      : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
       sidecar,

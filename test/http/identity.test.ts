@@ -7,7 +7,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { schemaIssue } from '../../src/schemas/validate.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 
@@ -37,6 +41,7 @@ const jwtIssuers = () => [{
     'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
     'writ.delegate': { role: 'pep', delegated: { audiences: [GW_AUD] } },
     'writ.admin': { role: 'admin' },
+    'writ.evaluate': { role: 'evaluator' },
   },
 }];
 
@@ -124,6 +129,26 @@ for (const httpThreads of [0, 1]) {
       const w = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-w-${httpThreads}`, identity_token: wrongAud } });
       assert.equal(w.status, 401, w.text);
       assert.match(w.body.error.message, /^aud:/);
+      // An AuthZEN evaluator by scope; its record names the token too.
+      const evaluator = await mint({ iss: idp.issuer, aud: AUD, sub: 'pdp-client', client_id: 'pdp-client', scope: 'writ.evaluate', exp: nowS() + 300 });
+      const ev = await call(s, 'POST', '/access/v1/evaluation', { token: evaluator, body: { subject: { type: 'Agent', id: 'a' }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } } });
+      assert.equal(ev.status, 200, ev.text);
+
+      // writ verify takes records with `identity` as any others.
+      const dir = mkdtempSync(join(tmpdir(), 'writ-identity-'));
+      try {
+        const exported = await call(s, 'GET', '/v1/ledger/export', { token: agent });
+        assert.equal(exported.status, 200);
+        const lines = exported.text.trim().split('\n').map((l) => JSON.parse(l));
+        assert.ok(lines.filter((r) => r.identity !== undefined).length >= 5);
+        assert.ok(lines.some((r) => r.api === 'authzen' && r.identity?.sub === 'pdp-client'));
+        writeFileSync(join(dir, 'export.jsonl'), exported.text);
+        const v = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl')], { encoding: 'utf8' });
+        assert.equal(v.status, 0, v.stdout + v.stderr);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+
       // A pep that is not delegated does not send identity_token.
       const st = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: { ...propose, execution_id: `st-${httpThreads}`, identity_token: user } });
       assert.equal(st.status, 400, st.text);
@@ -155,6 +180,8 @@ test('a burst of 1,000 requests with unknown kids makes at most one JWKS fetch, 
     assert.equal(statuses.length, 1000);
     assert.ok(statuses.every((st) => st === 401), `statuses: ${[...new Set(statuses)].join(', ')}`);
     assert.ok(idp.jwksFetches() - before <= 1, `${idp.jwksFetches() - before} JWKS fetches`);
+    const m = await call(s, 'GET', '/metrics');
+    assert.match(m.text, new RegExp(`^writ_jwks_fetches_total\\{issuer="${idp.issuer}",result="ok"\\} [12]$`, 'm'));
   } finally {
     await s.stop();
   }
