@@ -235,12 +235,15 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
     const caller = c.get('caller');
-    const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
+    // A delegated pep speaks for many actors: it names the one it asks about, as an auditor does.
+    const actor = caller.role === 'pep' && caller.delegated === undefined ? caller.actor! : actorParam(c);
     return c.json(await sidecar.getExecution(actor, executionIdParam(c)));
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
-    return c.json(await sidecar.outcome(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
+    const text = await readJsonText(c, o.maxBodyBytes);
+    // A delegated pep reports for the actor its end user's identity_token names (docs/protocol.md §13).
+    return c.json(await sidecar.outcome(await delegatedCaller(c.get('caller'), text, auth.jwt), id, text));
   });
   app.post('/v1/executions/:id/reconcile', roles('reconciler'), async (c) => {
     const id = executionIdParam(c);

@@ -546,6 +546,9 @@ export class Sidecar {
   async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
     const body = parseBody(text) as Record<string, any>;
     validateOutcomeRequest(body);
+    if (caller.requester === undefined && body.identity_token !== undefined) {
+      throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
+    }
     const actor = caller.actor!;
     const key = executionKey(actor, executionId);
     const status: OutcomeStatus = body.status;

@@ -118,6 +118,19 @@ for (const httpThreads of [0, 1]) {
       assert.deepEqual(drec.identity, { method: 'jwt', iss: idp.issuer, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', exp: drec.identity.exp });
       assert.ok(!JSON.stringify(drec).includes(user.split('.')[2]!), 'the record holds no identity token');
       for (const r of [rec.body, approval, drec]) assert.equal(schemaIssue('ledger-record.json', r), null, JSON.stringify(r));
+      // The delegated pep executes a call for that user and reports its outcome with the same identity_token.
+      const exec = await call(s, 'POST', '/v1/decisions', {
+        token: gateway,
+        body: { execution_id: `dlg-x-${httpThreads}`, phase: 'execute', envelope: { task_id: 'T-1', purpose: 'scheduled_employee_offboarding', subject: { type: 'Employee', id: '7721' } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } }, identity_token: user },
+      });
+      assert.equal(exec.body.state, 'invoking', exec.text);
+      const outcomePath = `/v1/executions/dlg-x-${httpThreads}/outcome`;
+      assert.equal((await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed' } })).status, 401);
+      const out = await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed', identity_token: user } });
+      assert.equal(out.status, 200, out.text);
+      assert.equal((await call(s, 'GET', `/v1/ledger/records/${out.body.record.seq}`, { token: agent })).body.identity.sub, 'manager-1842');
+      const seen = await call(s, 'GET', `/v1/executions/dlg-x-${httpThreads}?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, { token: gateway });
+      assert.equal(seen.body.state, 'committed', seen.text);
       // A requester the token does not name: 403 IDENTITY_MISMATCH.
       const mismatch = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-m-${httpThreads}`, envelope: { ...rest, requester: { type: 'User', id: 'ceo' } } } });
       assert.equal(mismatch.status, 403, mismatch.text);
