@@ -262,7 +262,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   // ── tool lists (docs/protocol.md §15): nothing is ledgered ──
   app.post('/v1/tools/visible', roles('pep'), async (c) => {
     const text = await readJsonText(c, o.maxBodyBytes);
-    return c.json(visibleTools(sidecar.engine, sidecar.entities, c.get('caller'), text));
+    return c.json(visibleTools(sidecar.engine, sidecar.entities, await delegatedCaller(c.get('caller'), text, auth.jwt), text));
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──

@@ -11,6 +11,7 @@ import type { Caller } from '../http/auth.js';
 import type { EntitySource } from '../policy/entities.js';
 import type { PolicyEngine } from '../policy/engine.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
+import { checkDelegatedIdentity, fillDelegatedIdentity } from './decision-admission.js';
 import { sameUid, type Uid } from '../util/uid.js';
 
 export interface ToolsVisibleAnswer {
@@ -26,8 +27,14 @@ export function visibleTools(engine: PolicyEngine, entities: EntitySource, calle
     if (e instanceof WritError) throw e;
     throw new WritError('INVALID_JSON', 'the body is not JSON');
   }
+  // A delegated pep (§13): the requester and actor are its end user's token's, filled in when omitted.
+  if (caller.requester !== undefined) fillDelegatedIdentity(body, caller);
   validateToolsVisibleRequest(body);
   const envelope = body.envelope as { actor: Uid; requester: Uid; subject: Uid };
+  if (caller.requester !== undefined) checkDelegatedIdentity(envelope, caller);
+  else if (body.identity_token !== undefined) {
+    throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
+  }
   if (!sameUid(envelope.actor, caller.actor!)) {
     throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
   }

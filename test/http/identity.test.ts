@@ -135,6 +135,13 @@ for (const httpThreads of [0, 1]) {
       const mismatch = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-m-${httpThreads}`, envelope: { ...rest, requester: { type: 'User', id: 'ceo' } } } });
       assert.equal(mismatch.status, 403, mismatch.text);
       assert.equal(mismatch.body.error.code, 'IDENTITY_MISMATCH');
+      // Tool lists (§15) for the delegated pep: the same identity_token names requester and actor.
+      const vis = await call(s, 'POST', '/v1/tools/visible', { token: gateway, body: { envelope: rest, server: 'idp', tools: ['disable_sign_in', 'wipe'], identity_token: user } });
+      assert.equal(vis.status, 200, vis.text);
+      assert.deepEqual(vis.body.visible, ['disable_sign_in']);
+      const visMismatch = await call(s, 'POST', '/v1/tools/visible', { token: gateway, body: { envelope: { ...rest, requester: { type: 'User', id: 'ceo' } }, server: 'idp', tools: [], identity_token: user } });
+      assert.equal(visMismatch.body.error?.code, 'IDENTITY_MISMATCH', visMismatch.text);
+      assert.equal((await call(s, 'POST', '/v1/tools/visible', { token: gateway, body: { envelope: rest, server: 'idp', tools: [] } })).status, 401);
       // No identity_token, or one for another audience: 401.
       const { identity_token: _t, ...without } = delegatedBody;
       assert.equal((await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...without, execution_id: `dlg-n-${httpThreads}` } })).status, 401);

@@ -273,7 +273,7 @@ test('a tools/call whose params repeat a member, are not an object or name no to
   }
 });
 
-test('usage errors exit 2', { timeout: 30_000 }, async () => {
+test('usage errors exit 2', { timeout: 60_000 }, async () => {
   const run = (args: string[]) =>
     new Promise<{ code: number | null; err: string }>((res) => {
       const c = spawn(process.execPath, [WRIT_BIN, 'proxy', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
