@@ -15,7 +15,8 @@ import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { StaleEntities } from '../entities/entity-store.js';
 import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PreparedAuthzen } from './request.js';
-import { AUTHZEN_RECORD_INDEX_FIELDS, presealAuthzenRecords, type PresealedAuthzenRecord } from './records.js';
+import { AUTHZEN_RECORD_INDEX_FIELDS, presealAuthzenRecords, presealAuthzenSearchRecord, type PresealedAuthzenRecord } from './records.js';
+import { candidatesOf, parseSearchRequest, searchPage, type SearchKind, type SearchPage } from './search.js';
 
 export interface AuthzenDecision {
   decision: boolean;
@@ -69,41 +70,75 @@ export class AuthzenService {
   }
 
   private async decideAndRecord(caller: Caller, request: AuthzenRequest): Promise<AuthzenDecision[]> {
+    return this.recordEvaluated(async (engine, entitiesVersion, now) => {
+      const sidecar = this.sidecar;
+      const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
+      const outcomes = await evaluateItems(request, decide);
+      const evaluated = { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() };
+      const records = presealAuthzenRecords(request, outcomes, caller, evaluated);
+      return {
+        records,
+        answer: () => {
+          for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
+          return outcomes.map((outcome, i) => decisionOf(outcome, records[i]!.decisionId));
+        },
+      };
+    });
+  }
+
+  /** POST /access/v1/search/{subject,resource,action} (docs/protocol.md §15): one page, one ledger record. */
+  async search(caller: Caller, text: string, kind: SearchKind): Promise<{ results: SearchPage['results']; page: { next_token: string } }> {
+    const request = parseSearchRequest(text, kind);
+    if (caller.role === 'pep') {
+      // A pep token is bound to its actor: it searches only what that actor may do or reach.
+      if (kind === 'subject') throw new WritError('FORBIDDEN_ROLE', 'a pep token may not search subjects (role evaluator)');
+      const t = request.template.subject;
+      if (caller.actor === undefined || t.type !== caller.actor.type || t.id !== caller.actor.id) {
+        throw new WritError('ACTOR_MISMATCH', 'a pep token may search only with its own actor as subject', { path: '/subject' });
+      }
+    }
+    return this.recordEvaluated(async (engine, entitiesVersion, now) => {
+      const sidecar = this.sidecar;
+      const candidates = candidatesOf(request, sidecar.entities.all(), engine.actionNames());
+      const page = await searchPage(request, candidates, (e) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities)));
+      const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
+      return { records: [record], answer: () => ({ results: page.results, page: { next_token: page.next_token } }) };
+    });
+  }
+
+  /**
+   * Evaluates with the policy set, entities and clock in force and commits the records in one durable
+   * write; evaluates again when the entities moved in between (as MCP decisions do), so a record never
+   * names an entities_version older than an entity change recorded before it.
+   */
+  private async recordEvaluated<T>(
+    run: (engine: Sidecar['engine'], entitiesVersion: string, now: Date) => Promise<{ records: PresealedAuthzenRecord[]; answer: () => T }>,
+  ): Promise<T> {
     const sidecar = this.sidecar;
     // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
     // stored version, and the write below re-checks it under the store's lock (docs/protocol.md §9).
     await sidecar.entities.refresh();
     // Entity changes are held off once they have beaten this request's write twice (EntityStore.hold()).
-    return sidecar.entities.withHoldOnDemand((holdEntities) => this.attempts(caller, request, holdEntities));
-  }
-
-  private async attempts(caller: Caller, request: AuthzenRequest, holdEntities: () => void): Promise<AuthzenDecision[]> {
-    const sidecar = this.sidecar;
-    for (let attempt = 0; ; attempt++) {
-      const engine = sidecar.engine;
-      const entitiesVersion = sidecar.entities.version;
-      const now = sidecar.now();
-      const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
-      const outcomes = await evaluateItems(request, decide);
-      try {
-        const evaluated = { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() };
-        return await this.commit(outcomes, presealAuthzenRecords(request, outcomes, caller, evaluated), entitiesVersion);
-      } catch (e) {
-        if (!(e instanceof StaleEntities)) throw e;
-        if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
-        if (attempt >= 1) holdEntities();
-        await sidecar.entities.settle();
-        if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
+    return sidecar.entities.withHoldOnDemand(async (holdEntities) => {
+      for (let attempt = 0; ; attempt++) {
+        const entitiesVersion = sidecar.entities.version;
+        const { records, answer } = await run(sidecar.engine, entitiesVersion, sidecar.now());
+        try {
+          await this.commitRecords(records, entitiesVersion);
+          return answer();
+        } catch (e) {
+          if (!(e instanceof StaleEntities)) throw e;
+          if (attempt >= MAX_ATTEMPTS) throw new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later');
+          if (attempt >= 1) holdEntities();
+          await sidecar.entities.settle();
+          if (sidecar.entities.version === entitiesVersion) await sidecar.entities.reload();
+        }
       }
-    }
+    });
   }
 
-  /**
-   * The records of a request's outcomes, all in one durable write (group commit), and their answers.
-   * Throws StaleEntities when the entities moved since the evaluation (the caller evaluates again),
-   * else a WritError.
-   */
-  private async commit(outcomes: DecisionOutcome[], records: PresealedAuthzenRecord[], entitiesVersion: string): Promise<AuthzenDecision[]> {
+  /** The records of a request, all in one durable write (group commit). Throws StaleEntities when the entities moved since the evaluation, else a WritError. */
+  private async commitRecords(records: PresealedAuthzenRecord[], entitiesVersion: string): Promise<void> {
     const sidecar = this.sidecar;
     try {
       await sidecar.store.write((tx) => {
@@ -117,6 +152,11 @@ export class AuthzenService {
       if (e instanceof StaleEntities || isWritError(e)) throw e;
       throw new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
     }
+  }
+
+  /** commitRecords of a request's outcomes, and their answers (outcome i is answered with record i's decision id). */
+  private async commit(outcomes: DecisionOutcome[], records: PresealedAuthzenRecord[], entitiesVersion: string): Promise<AuthzenDecision[]> {
+    await this.commitRecords(records, entitiesVersion);
     for (const outcome of outcomes) metrics.authzenEvaluationsTotal.inc({ decision: outcome.decision });
     return outcomes.map((outcome, i) => decisionOf(outcome, records[i]!.decisionId));
   }

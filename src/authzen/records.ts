@@ -9,6 +9,7 @@ import { identityFields, type Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { presealMembers } from '../store/seal.js';
 import type { AuthzenEvaluation, AuthzenRequest } from './request.js';
+import type { SearchPage, SearchRequest } from './search.js';
 
 /** One evaluation's record, sealed as far as it can be before its place in the ledger is known. */
 export interface PresealedAuthzenRecord {
@@ -58,4 +59,28 @@ export function presealAuthzenRecords(
     const decisionId = randomUUID();
     return { decisionId, parts: presealMembers(authzenRecordOf(request.evaluations[i]!, outcome, decisionId, caller, versions, evaluated.now)).parts };
   });
+}
+
+/**
+ * The ledger record of one search page (docs/protocol.md §15): kind `decision`, `api: "authzen"`, the
+ * request as sent under `search.query` and how many results the page returned.
+ */
+export function presealAuthzenSearchRecord(
+  request: SearchRequest, page: SearchPage, caller: Caller,
+  evaluated: { policyVersion: string; entitiesVersion: string; now: string },
+): PresealedAuthzenRecord {
+  const decisionId = randomUUID();
+  const record = {
+    kind: 'decision',
+    api: 'authzen',
+    decision_id: decisionId,
+    search: { kind: request.kind, query: request.query },
+    results: page.results.length,
+    caller: caller.actor === undefined ? { role: caller.role } : { role: caller.role, actor: caller.actor },
+    policy_version: evaluated.policyVersion,
+    entities_version: evaluated.entitiesVersion,
+    now: evaluated.now,
+    ...identityFields(caller),
+  };
+  return { decisionId, parts: presealMembers(record).parts };
 }

@@ -10,6 +10,8 @@ import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js'
 
 export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
 export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
+/** AuthZEN 1.0 §8 search endpoints. */
+export const AUTHZEN_SEARCH_PATHS = { subject: '/access/v1/search/subject', resource: '/access/v1/search/resource', action: '/access/v1/search/action' } as const;
 
 /** Where discovery says this sidecar is. */
 export interface DiscoveryDeps {
@@ -57,6 +59,13 @@ export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
     const caller = await authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), true));
   });
+  // Search (docs/protocol.md §15): which subjects, resources or actions make an evaluation true.
+  for (const kind of ['subject', 'resource', 'action'] as const) {
+    app.post(AUTHZEN_SEARCH_PATHS[kind], async (c) => {
+      const caller = await authenticate(c);
+      return c.json(await service.search(caller, await deps.readBody(c), kind));
+    });
+  }
   registerAuthzenDiscovery(app, deps);
 }
 
@@ -71,6 +80,9 @@ export function registerAuthzenDiscovery(app: Hono<any>, deps: DiscoveryDeps): v
       policy_decision_point: origin,
       access_evaluation_endpoint: origin + AUTHZEN_EVALUATION_PATH,
       access_evaluations_endpoint: origin + AUTHZEN_EVALUATIONS_PATH,
+      search_subject_endpoint: origin + AUTHZEN_SEARCH_PATHS.subject,
+      search_resource_endpoint: origin + AUTHZEN_SEARCH_PATHS.resource,
+      search_action_endpoint: origin + AUTHZEN_SEARCH_PATHS.action,
     });
   });
 }

@@ -649,6 +649,27 @@ export class PolicyEngine {
   }
 
   /**
+   * The actions an AuthZEN action search chooses from (docs/protocol.md §15): those the schema in force
+   * declares in its empty namespace (an AuthZEN action name `n` is `Action::"n"` there), else — without a
+   * schema — those the policies name in an `action == …` scope. Sorted, each once.
+   */
+  actionNames(): string[] {
+    const names = new Set<string>();
+    const schemaText = this.bundle.schemaText;
+    if (this.bundle.schema !== undefined && schemaText !== undefined) {
+      const json = cedar.schemaToJson(this.bundle.schema);
+      if (json.type === 'success') {
+        for (const [ns, body] of Object.entries(json.json as Record<string, { actions?: Record<string, unknown> }>)) {
+          if (ns === '') for (const name of Object.keys(body.actions ?? {})) names.add(name);
+        }
+      }
+    } else {
+      for (const id of this.namedActions) names.add(id);
+    }
+    return [...names].sort();
+  }
+
+  /**
    * Whether some call of `server/tool` by `actor` for `requester` and `subject` may be allowed or need
    * approval, whatever its arguments and the rest of its context (visibility.ts): false only when
    * Cedar's partial evaluation denies it for certain in every context it could bring, with and without

@@ -57,6 +57,11 @@ export class StaticEntitySource implements EntitySource {
     return (this.cachedVersion ??= entitiesVersionOf(this.entities));
   }
 
+  /** Every entity, in the order given. */
+  all(): EntityJson[] {
+    return this.entities;
+  }
+
   get(key: string): EntityJson | undefined {
     return this.byKey.get(key);
   }

@@ -15,6 +15,7 @@ import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidAppro
 import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
+import { isListCase, runListCase } from './list-cases.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
 import { isRfc3339 } from '../util/rfc3339.js';
 import { rawElements } from '../util/rawjson.js';
@@ -310,6 +311,13 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
       let expected: CaseResult['expected'] = { decision: '?' };
       try {
         if (!isObj(testCase)) caseError('expected a test case object');
+        if (isListCase(testCase)) {
+          // A tool-list or search case (list-cases.ts): it expects a list, not a decision.
+          expected = { decision: 'list' };
+          const problem = runListCase(engine, testCase, entities);
+          results.push(problem === undefined ? { file, name, passed: true, expected } : { file, name, passed: false, expected, problem });
+          return;
+        }
         expected = expectationOf(testCase);
         const got = testCase['authzen'] !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));

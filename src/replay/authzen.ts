@@ -16,7 +16,7 @@ import type { RecordedDecision } from './request.js';
 import { errorTexts } from './diff.js';
 
 export function isAuthzenDecision(record: Record<string, unknown>): boolean {
-  return record.kind === 'decision' && record.api === 'authzen';
+  return record.kind === 'decision' && record.api === 'authzen' && record.search === undefined;
 }
 
 type Evaluation = AuthzenEvaluation;

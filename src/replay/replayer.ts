@@ -97,6 +97,8 @@ export class Replayer {
 
   private redecide(record: Record<string, unknown>): ReplayChange | undefined {
     if (!this.inWindow(record)) return undefined;
+    // A search page (docs/protocol.md §15) is no single decision to compare: it is not replayed.
+    if (record.search !== undefined) return undefined;
     const recorded = recordedDecisionOf(record);
     let candidate: RecordedDecision;
     let errors: string[] = [];

@@ -188,6 +188,51 @@ export function buildOpenApi(): Obj {
         codes: [...BINDING_CODES, 'ACTOR_MISMATCH'],
       }),
     },
+    '/access/v1/search/subject': {
+      post: operation({
+        operationId: 'authzenSearchSubject',
+        tags: ['authzen'],
+        summary: 'AuthZEN search: the subjects for which the evaluation would be true',
+        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
+        roles: ['evaluator', 'pep'],
+        ok: {
+          status: 200,
+          description: 'One page of results.',
+          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+        },
+        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES],
+      }),
+    },
+    '/access/v1/search/resource': {
+      post: operation({
+        operationId: 'authzenSearchResource',
+        tags: ['authzen'],
+        summary: 'AuthZEN search: the resources for which the evaluation would be true',
+        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+        roles: ['evaluator', 'pep'],
+        ok: {
+          status: 200,
+          description: 'One page of results.',
+          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+        },
+        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
+      }),
+    },
+    '/access/v1/search/action': {
+      post: operation({
+        operationId: 'authzenSearchAction',
+        tags: ['authzen'],
+        summary: 'AuthZEN search: the actions for which the evaluation would be true',
+        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+        roles: ['evaluator', 'pep'],
+        ok: {
+          status: 200,
+          description: 'One page of results.',
+          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+        },
+        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
+      }),
+    },
     '/.well-known/authzen-configuration': {
       get: operation({
         operationId: 'authzenConfiguration',

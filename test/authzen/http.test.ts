@@ -338,6 +338,9 @@ test('GET /.well-known/authzen-configuration: no auth, absolute URLs of this sid
     policy_decision_point: server.url,
     access_evaluation_endpoint: `${server.url}/access/v1/evaluation`,
     access_evaluations_endpoint: `${server.url}/access/v1/evaluations`,
+    search_subject_endpoint: `${server.url}/access/v1/search/subject`,
+    search_resource_endpoint: `${server.url}/access/v1/search/resource`,
+    search_action_endpoint: `${server.url}/access/v1/search/action`,
   });
   const { port } = new URL(server.url);
   /** The discovery document of a request that names `host` in its Host header. */
@@ -372,6 +375,9 @@ test('GET /.well-known/authzen-configuration with public_url set: that URL, what
       policy_decision_point: 'https://pdp.example.com/writ',
       access_evaluation_endpoint: 'https://pdp.example.com/writ/access/v1/evaluation',
       access_evaluations_endpoint: 'https://pdp.example.com/writ/access/v1/evaluations',
+      search_subject_endpoint: 'https://pdp.example.com/writ/access/v1/search/subject',
+      search_resource_endpoint: 'https://pdp.example.com/writ/access/v1/search/resource',
+      search_action_endpoint: 'https://pdp.example.com/writ/access/v1/search/action',
     });
   } finally {
     assert.equal(await pinned.stop(), 0, pinned.output());

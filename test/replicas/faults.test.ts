@@ -214,6 +214,8 @@ describe('replica faults on one PostgreSQL', () => {
       assert.equal(discovery.status, 200, discovery.text);
       assert.deepEqual(discovery.body, {
         policy_decision_point: s.url, access_evaluation_endpoint: `${s.url}/access/v1/evaluation`, access_evaluations_endpoint: `${s.url}/access/v1/evaluations`,
+        search_subject_endpoint: `${s.url}/access/v1/search/subject`, search_resource_endpoint: `${s.url}/access/v1/search/resource`,
+        search_action_endpoint: `${s.url}/access/v1/search/action`,
       });
       const page = await fetch(`${s.url}/console/`);
       assert.equal(page.status, 200);

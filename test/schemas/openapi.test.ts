@@ -30,6 +30,9 @@ const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['post', '/v1/tools/visible', ['pep']],
   ['post', '/access/v1/evaluation', ['evaluator', 'pep']],
   ['post', '/access/v1/evaluations', ['evaluator', 'pep']],
+  ['post', '/access/v1/search/subject', ['evaluator', 'pep']],
+  ['post', '/access/v1/search/resource', ['evaluator', 'pep']],
+  ['post', '/access/v1/search/action', ['evaluator', 'pep']],
   ['get', '/.well-known/authzen-configuration', null],
 ];
 
