@@ -133,6 +133,14 @@ test('an unknown kid is fetched again at most once per 30 s per issuer, whatever
   assert.equal(idp.jwksFetches() - fetched, 1);
 });
 
+test('a verifier-only issuer entry accepts a token only for the audience each verification names', async () => {
+  const [bare] = checkJwtIssuers([{ issuer: idp.issuer }], { verifierOnly: true }) as [JwtIssuerSpec];
+  const v = new JwtVerifier([bare]);
+  assert.match((await refusal(v.verify(await sign(claims())))).message, /^aud: no audience/);
+  assert.equal((await v.verify(await sign(claims({ aud: 'https://gw.test/mcp/a' })), ['https://gw.test/mcp/a'])).claims.sub, 'u-1');
+  assert.match((await refusal(v.verify(await sign(claims({ aud: 'https://gw.test/mcp/a' })), ['https://gw.test/mcp/b']))).message, /^aud:/);
+});
+
 test('the IdP down: keys held keep working; with none held, 503 IDENTITY_UNAVAILABLE', async () => {
   const down = await startIdp({ clients: [{ id: 'agent-7', scope: 'writ.pep' }] });
   const [downSpec] = checkJwtIssuers([{ issuer: down.issuer, audience: AUD, roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } }]) as [JwtIssuerSpec];
@@ -169,4 +177,7 @@ test('issuer URLs must be https except on loopback; the roles are checked', () =
   bad({ issuer: 'https://idp.example.com', audience: 'a', roles: { s: { role: 'root' } } });
   bad({ issuer: 'https://idp.example.com', roles: {} });
   assert.equal(checkJwtIssuers([{ issuer: 'http://localhost:9/x', audience: 'a', roles: { s: { role: 'pep', delegated: { audiences: ['g'] } } } }]).length, 1);
+  // A verifier-only door (the gateway) names only the issuer; the audience comes with each verification.
+  bad({ issuer: 'https://idp.example.com' });
+  assert.deepEqual(checkJwtIssuers([{ issuer: 'https://idp.example.com' }], { verifierOnly: true })[0]!.roles, {});
 });
