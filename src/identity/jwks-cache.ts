@@ -11,7 +11,7 @@
  * Key selection and JWK import are jose's (createLocalJWKSet); symmetric keys are dropped on arrival, so
  * no HMAC key ever reaches verification even if an algorithm check were bypassed.
  */
-import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { trustedUrlProblem } from './issuers.js';
 
 /** Least time between two fetches for one issuer. */
@@ -106,11 +106,10 @@ export class JwksCache implements KeySource {
     s.pending = this.#fetchKeys(s)
       .then(
         (jwks) => {
-          // Only asymmetric keys: an `oct` key in a JWKS must never verify anything.
-          const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
-          s.jwks = { keys };
-          s.keys = createLocalJWKSet(s.jwks);
-          s.kids = new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
+          const held = heldKeys(jwks);
+          s.jwks = held.jwks;
+          s.keys = held.keys;
+          s.kids = held.kids;
           delete s.lastError;
           this.#onFetch(s.issuer, true);
         },
@@ -179,11 +178,16 @@ export class RelayedKeys implements KeySource {
       if (held) return undefined;
       throw new KeysUnavailable((e as Error).message);
     }
-    const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
-    const next = { keys: createLocalJWKSet({ keys }), kids: new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string')) };
+    const next = heldKeys(jwks);
     this.#held.set(issuer, next);
     return next.kids.has(kid) ? next.keys : undefined;
   }
+}
+
+/** A served key set as writ holds it: asymmetric keys only (an `oct` key must never verify anything), by kid. */
+function heldKeys(served: JSONWebKeySet): { jwks: JSONWebKeySet; keys: KeyLookup; kids: Set<string> } {
+  const jwks = { keys: served.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct') };
+  return { jwks, keys: createLocalJWKSet(jwks), kids: new Set(jwks.keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string')) };
 }
 
 /** GET a JSON document: https or loopback http only, no redirects, bounded in time and size. */
@@ -197,4 +201,3 @@ async function fetchJsonDocument(url: string): Promise<unknown> {
   return JSON.parse(text);
 }
 
-export type { JWSHeaderParameters, FlattenedJWSInput };
