@@ -30,7 +30,7 @@ export interface JwksCacheOptions {
   /** Reads a JSON document (tests may count what is read). Default: fetch, https or loopback only. */
   fetchJson?: JwksFetch;
   /** Told of each fetch round's end (the sidecar counts them in /metrics). */
-  onFetch?: (issuer: string, ok: boolean) => void;
+  onFetch?: (issuer: string, ok: boolean, problem?: string) => void;
 }
 
 /** Why an issuer's keys could not be had (the verifier answers 503 IDENTITY_UNAVAILABLE when none is held). */
@@ -59,7 +59,7 @@ export class JwksCache implements KeySource {
   readonly #states = new Map<string, IssuerState>();
   readonly #now: () => number;
   readonly #fetchJson: JwksFetch;
-  readonly #onFetch: (issuer: string, ok: boolean) => void;
+  readonly #onFetch: (issuer: string, ok: boolean, problem?: string) => void;
 
   constructor(issuers: Array<{ issuer: string; jwks_uri?: string }>, o: JwksCacheOptions = {}) {
     this.#now = o.now ?? Date.now;
@@ -116,7 +116,7 @@ export class JwksCache implements KeySource {
         (e: unknown) => {
           // Keys held stay in use: an unreachable IdP must not stop tokens signed with known keys.
           s.lastError = (e as Error).message;
-          this.#onFetch(s.issuer, false);
+          this.#onFetch(s.issuer, false, s.lastError);
         },
       )
       .finally(() => {
@@ -194,7 +194,14 @@ function heldKeys(served: JSONWebKeySet): { jwks: JSONWebKeySet; keys: KeyLookup
 async function fetchJsonDocument(url: string): Promise<unknown> {
   const problem = trustedUrlProblem(url);
   if (problem) throw new Error(`${url} ${problem}`);
-  const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json, application/jwk-set+json' } });
+  let res: Response;
+  try {
+    res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json, application/jwk-set+json' } });
+  } catch (e) {
+    // undici says only "fetch failed": the cause (ECONNREFUSED, a certificate error, the timeout) is what an operator needs.
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+  }
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
   const text = await res.text();
   if (text.length > MAX_DOCUMENT_BYTES) throw new Error(`${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
