@@ -230,6 +230,18 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const text = await readJsonText(c, o.maxBodyBytes);
     return c.json(await sidecar.decide(c.get('caller'), text));
   });
+  // The reconciliation queue (§17): who owns each stuck or unknown execution can list it.
+  app.get('/v1/executions', roles('reconciler', 'auditor'), async (c) => {
+    const state = c.req.query('state');
+    if (state !== 'unknown' && state !== 'invoking') throw new WritError('INVALID_REQUEST', 'query parameter state must be unknown or invoking');
+    const limit = intParam(c, 'limit', 100);
+    if (limit < 1 || limit > 1000) throw new WritError('INVALID_REQUEST', 'query parameter limit must be from 1 to 1000');
+    const olderThan = c.req.query('older_than_s');
+    const from = c.req.query('from');
+    return c.json(await sidecar.queue(state, {
+      limit, ...(olderThan !== undefined ? { olderThanS: intParam(c, 'older_than_s') } : {}), ...(from !== undefined && from !== '' ? { from } : {}),
+    }));
+  });
   app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
     const caller = c.get('caller');
     const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
@@ -243,6 +255,15 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const id = executionIdParam(c);
     const actor = actorParam(c);
     return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+  });
+  app.post('/v1/executions/:id/confirm', roles('reconciler'), async (c) => {
+    const id = executionIdParam(c);
+    const actor = actorParam(c);
+    return c.json(await sidecar.confirm(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+  });
+  app.post('/v1/executions/:id/events', roles('pep'), async (c) => {
+    const id = executionIdParam(c);
+    return c.json(await sidecar.events(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
@@ -264,7 +285,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── trusted facts ──
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
-    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
+    return c.json(await sidecar.putEntity(c.get('caller'), c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
   });
   app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
 

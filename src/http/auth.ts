@@ -11,6 +11,20 @@ export interface Caller {
   role: Role;
   actor?: Uid;
   principal?: Uid;
+  /** Who the token is, for the records it causes (docs/protocol.md §17): the token entry's `name`, else
+   *  `sha256:` + the first 16 hex of the token's SHA-256 — a handle that never reveals the token. */
+  name: string;
+}
+
+/** The `caller` member of every record written on a caller's request (docs/protocol.md §17). */
+export interface RecordCaller {
+  role: Role;
+  name: string;
+}
+
+/** The one place a record's `caller` is derived from an authenticated caller. */
+export function recordCaller(caller: Caller): RecordCaller {
+  return { role: caller.role, name: caller.name };
 }
 
 interface Entry {
@@ -34,7 +48,7 @@ export class TokenTable {
   constructor(specs: TokenSpec[]) {
     this.entries = specs.map((s) => {
       const digest = s.token !== undefined ? createHash('sha256').update(s.token, 'utf8').digest() : Buffer.from(s.token_sha256!, 'hex');
-      const caller: Caller = { role: s.role };
+      const caller: Caller = { role: s.role, name: s.name ?? `sha256:${digest.toString('hex').slice(0, 16)}` };
       if (s.actor) caller.actor = s.actor;
       if (s.principal) caller.principal = s.principal;
       return { digest, caller };
