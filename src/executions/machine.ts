@@ -32,6 +32,10 @@ export interface Execution {
   allowed?: true;
   /** When the execution entered its current state (ISO time, the PDP clock): the reconciliation queue's `since`. */
   since?: string;
+  /** While `proposed` with a latest decision of approval_required: its approver groups and that record's seq. */
+  pending?: { groups: string[]; seq: number };
+  /** Every approver group any of its decisions required (an approver of one may read it, §17). */
+  approval_groups?: string[];
   /** How its `committed` outcome was confirmed: by the tool (the default), or by the system of record. */
   confirmation?: Confirmation;
   /** Approval ids given for this execution, in the order they were given. */

@@ -75,6 +75,21 @@ export function priorSeen(row: Prior | undefined, binding: string, self: Executi
   return seen;
 }
 
+/**
+ * An execution after a decision recorded at `seq`: waiting for an approval (`pending`) while its latest
+ * decision is approval_required, and readable by approvers of every group any decision required.
+ */
+export function withApprovalGroups(e: Execution, decision: string, groups: readonly string[], seq: number): Execution {
+  const next: Execution = { ...e };
+  if (decision === 'approval_required' && groups.length > 0 && e.state === 'proposed') next.pending = { groups: [...groups], seq };
+  else delete next.pending;
+  if (groups.length > 0) next.approval_groups = [...new Set([...(e.approval_groups ?? []), ...groups])];
+  return next;
+}
+
+/** The `meta` rows of executions waiting for an approval (their latest decision approval_required). */
+export const PENDING_PREFIX = 'pending\n';
+
 /** States an execution waits in for someone else to end it: the reconciliation queue (§17). */
 export const QUEUE_STATES = ['unknown', 'invoking'] as const;
 export type QueueState = (typeof QUEUE_STATES)[number];
@@ -97,7 +112,16 @@ function queued(e: Execution | undefined): e is Execution & { state: QueueState;
  */
 export function putExecution(tx: WriteTx, key: string, before: Execution | undefined, after: Execution, now: Date): void {
   if (before?.state !== after.state) after = { ...after, since: now.toISOString() };
+  if (after.state !== 'proposed' && after.pending !== undefined) {
+    after = { ...after };
+    delete after.pending;
+  }
   tx.put('executions', key, after);
+  // The approvers' list (§17): executions waiting for an approval, by execution key.
+  if (before?.pending?.seq !== after.pending?.seq) {
+    if (after.pending === undefined) tx.del('meta', `${PENDING_PREFIX}${key}`);
+    else tx.put('meta', `${PENDING_PREFIX}${key}`, { actor: after.actor, execution_id: after.execution_id });
+  }
   if (queued(before) && (before.state !== after.state || before.since !== after.since)) tx.del('meta', queueKey(before.state, before.since, key));
   if (queued(after) && (before?.state !== after.state || before.since !== after.since)) tx.put('meta', queueKey(after.state, after.since, key), { actor: after.actor, execution_id: after.execution_id });
   const from = priorBucket(before);

@@ -62,7 +62,8 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const ask: PreparedDecision = {
     caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
     binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
-    readsPrior: engine.readsPrior(server, tool), now: now.toISOString(),
+    readsPrior: engine.readsPrior(server, tool), now: now.toISOString(), approverGroups: outcome.obligations.map((o) => o.approver_group),
+    taskId: envelope.task_id, ...(admitted.traceId !== undefined ? { traceId: admitted.traceId } : {}),
   };
   return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, ask };
 }

@@ -242,10 +242,11 @@ export function buildApp(o: AppOptions): Hono<Env> {
       limit, ...(olderThan !== undefined ? { olderThanS: intParam(c, 'older_than_s') } : {}), ...(from !== undefined && from !== '' ? { from } : {}),
     }));
   });
-  app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
+  app.get('/v1/executions/:id', roles('pep', 'auditor', 'approver'), async (c) => {
     const caller = c.get('caller');
     const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
-    return c.json(await sidecar.getExecution(actor, executionIdParam(c)));
+    // An approver reads what it is asked to approve (§17): an execution one of whose decisions needed its group.
+    return c.json(await sidecar.getExecution(actor, executionIdParam(c), caller.role === 'approver' ? caller.principal! : undefined));
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
@@ -270,6 +271,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
+  app.get('/v1/approvals/pending', roles('approver'), async (c) => c.json(await sidecar.pendingApprovals(c.get('caller'))));
   app.post('/v1/approvals', roles('approver'), async (c) => {
     return c.json(await sidecar.approve(c.get('caller'), await readJsonText(c, o.maxBodyBytes)), 201);
   });
@@ -291,7 +293,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── the ledger (auditor only) ──
   app.get('/v1/ledger/records', roles('auditor'), async (c) => {
-    const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string } = {
+    const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string; task_id?: string; trace_id?: string } = {
       from: intParam(c, 'from', 0),
       // Past 1000 a page is capped (`next` goes on from there); an empty page is not a request.
       limit: Math.min(intParam(c, 'limit', 100), 1000),
@@ -314,6 +316,14 @@ export function buildApp(o: AppOptions): Hono<Env> {
     }
     const execution = c.req.query('execution_id');
     if (execution) q.execution_id = execution;
+    // Correlation (§17): the decisions of one task, or of one trace (the envelope's traceparent).
+    const task = c.req.query('task_id');
+    if (task) q.task_id = task;
+    const trace = c.req.query('trace_id');
+    if (trace) {
+      if (!/^[0-9a-f]{32}$/.test(trace)) throw new WritError('INVALID_REQUEST', 'trace_id is 32 lower-case hex digits (the trace id of a traceparent)');
+      q.trace_id = trace;
+    }
     return c.json(await store.listRecords(q));
   });
   app.get('/v1/ledger/records/:seq', roles('auditor'), async (c) => {

@@ -194,6 +194,15 @@ export function withPriorMember(parts: readonly string[], prior: Prior): string[
   return out;
 }
 
+/**
+ * The members of a decision record the store indexes it by (kind, actor, execution id, task id, trace
+ * id: store/layout.ts indexTermsOf), for an append whose record is given presealed — the envelope is
+ * sealed from its JCS text, which the indexes cannot read.
+ */
+export function decisionIndexFields(d: { actor: Uid; executionId: string; taskId: string; traceId?: string }): { kind: string } & Record<string, unknown> {
+  return { kind: 'decision', actor: d.actor, execution_id: d.executionId, envelope: { task_id: d.taskId }, ...(d.traceId !== undefined ? { trace_id: d.traceId } : {}) };
+}
+
 /** The answer to a decision once its record is durable. */
 export function decisionResponseOf(
   a: { executionId: string; bound: { binding: string; arguments: Json }; envDigest: string },
@@ -250,6 +259,11 @@ export interface PreparedDecision {
   /** The whole record's members but `prior` as canonical text (src/store/seal.ts presealMembers, computed
    *  on the front; the writer adds `prior` (withPriorMember), joins and hashes). */
   parts: string[];
+  /** The envelope's task_id and trace id: the writer indexes the record by them (§17 correlation). */
+  taskId: string;
+  traceId?: string;
+  /** The approver groups the decision's obligations name (an approval_required decision waits for them). */
+  approverGroups: string[];
   /** Whether the policies can observe `context.prior`: the front evaluated with none, which must still hold. */
   readsPrior: boolean;
   /** The PDP time the front evaluated at (ISO), when the execution enters its state. */

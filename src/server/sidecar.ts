@@ -18,13 +18,13 @@ import { relabelDepthStop } from '../binding/parse.js';
 import { admitNumberToken } from '../binding/admit.js';
 import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
-  admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, withPriorMember, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
+  admitDecision, decisionIndexFields, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, withPriorMember, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
 } from './decision-admission.js';
 import {
   applyConfirmation, applyOutcome, applyReconcile, checkDecisionAllowed, checkEventsAllowed, stateAfterDecision, takeSupersedeSlot,
   type Confirmation, type Execution, type OutcomeStatus, type Resolution,
 } from '../executions/machine.js';
-import { countsOf, priorCountsKey, priorSeen, putExecution, queuePrefix, samePrior, type Prior, type QueueState } from '../executions/prior.js';
+import { countsOf, PENDING_PREFIX, priorCountsKey, priorSeen, putExecution, queuePrefix, samePrior, withApprovalGroups, type Prior, type QueueState } from '../executions/prior.js';
 import { admitEvents } from '../executions/events.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
@@ -40,8 +40,9 @@ import {
 import * as metrics from '../metrics/metrics.js';
 import { recordCaller, type Caller } from '../http/auth.js';
 import type { WritConfig } from '../config/config.js';
-import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
+import { CEDAR_TYPE_NAME, parseUidKey, sameUid, uidKey, type Uid } from '../util/uid.js';
 import { jcs } from '../util/canonical.js';
+import { presealMembers } from '../store/seal.js';
 import * as log from '../log/log.js';
 
 /** Codes of §4 that are ledgered as `refusal` records before they are answered. */
@@ -439,7 +440,7 @@ export class Sidecar {
           }
           const state = stateAfterDecision(phase, outcome.decision);
           const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state, prior });
-          const rec = tx.append(fields);
+          const rec = tx.append(decisionIndexFields({ ...admitted, taskId: envelope.task_id }), presealMembers(fields));
           const next: Execution = current
             // A decision that leaves the state as it was changes nothing another decision reads (the records
             // list is not policy input): its revision stays, so concurrent decisions on one execution (many
@@ -452,7 +453,7 @@ export class Sidecar {
               };
           if (state === 'proposed' && outcome.decision === 'allow') next.allowed = true;
           else delete next.allowed;
-          putExecution(tx, key, current, next, now);
+          putExecution(tx, key, current, withApprovalGroups(next, outcome.decision, outcome.obligations.map((o) => o.approver_group), rec.seq), now);
           return { seq: rec.seq, hash: rec.hash, state };
         }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, countsKey, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
       } catch (e) {
@@ -501,13 +502,13 @@ export class Sidecar {
         // The front evaluated with no other execution of this call: where a policy counts them, that must hold.
         const prior = countsOf(tx.get<Prior>('meta', countsKey));
         if (p.readsPrior && !samePrior(prior, undefined)) throw new StaleSnapshot();
-        const rec = tx.append({ kind: 'decision', actor: p.actor, execution_id: p.executionId }, { parts: withPriorMember(p.parts, prior) });
+        const rec = tx.append(decisionIndexFields(p), { parts: withPriorMember(p.parts, prior) });
         const next: Execution = {
           execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
           server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,
           ...(p.state === 'proposed' && p.decision === 'allow' ? { allowed: true as const } : {}),
         };
-        putExecution(tx, p.key, undefined, next, new Date(p.now));
+        putExecution(tx, p.key, undefined, withApprovalGroups(next, p.decision, p.approverGroups, rec.seq), new Date(p.now));
         return { seq: rec.seq, hash: rec.hash };
       }, { label: 'reserve', reads: decisionReads(p.key, countsKey, undefined) });
     } catch (e) {
@@ -690,16 +691,73 @@ export class Sidecar {
     }
   }
 
-  /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it. */
-  async getExecution(actor: Uid, executionId: string): Promise<Record<string, unknown>> {
+  /** Whether `principal` is in the approver group `group` (`Type::"id"`) in the entity store, transitively. */
+  private inApproverGroup(principal: Uid, group: string): boolean {
+    const target = parseUidKey(group);
+    if (!target) return false;
+    const goal = uidKey(target);
+    const seen = new Set<string>();
+    const walk = (key: string): boolean => {
+      if (key === goal) return true;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return (this.entities.get(key)?.parents ?? []).some((p) => walk(uidKey(p)));
+    };
+    return walk(uidKey(principal));
+  }
+
+  /**
+   * GET /v1/approvals/pending (§17): the executions waiting for an approval this approver can give —
+   * `proposed`, latest decision approval_required with an approver group the approver is in — newest
+   * first, each with the call exactly as admitted and the approvals it already has.
+   */
+  async pendingApprovals(caller: Caller): Promise<{ pending: Array<Record<string, unknown>> }> {
     await this.entities.refresh();
-    const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
-    if (!e) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+    const approver = caller.principal!;
     const now = this.now();
+    const keys: string[] = [];
+    const rows = this.store.entries<{ actor: Uid; execution_id: string }>('meta', PENDING_PREFIX);
+    if (Symbol.asyncIterator in rows) for await (const [, row] of rows) keys.push(executionKey(row.actor, row.execution_id));
+    else for (const [, row] of rows) keys.push(executionKey(row.actor, row.execution_id));
+    const pending: Array<Record<string, unknown> & { decided_at: string }> = [];
+    for (const key of keys) {
+      const e = await this.store.get<Execution>('executions', key);
+      if (!e || e.state !== 'proposed' || !e.pending || !e.pending.groups.some((g) => this.inApproverGroup(approver, g))) continue;
+      const r = (await this.store.getRecord(e.pending.seq)) as Record<string, any> | undefined;
+      if (!r || r.kind !== 'decision') continue;
+      const env = r.envelope as Record<string, any>;
+      const item: Record<string, unknown> & { decided_at: string } = {
+        execution_id: e.execution_id, actor: e.actor, requester: env.requester, subject: env.subject, task_id: env.task_id, purpose: env.purpose,
+        decided_at: r.now as string,
+      };
+      for (const f of ['authoritative_event', 'execute_after', 'evidence_refs']) if (env[f] !== undefined && env[f] !== null) item[f] = env[f];
+      Object.assign(item, {
+        action: { server: r.server, tool: r.tool, arguments: r.arguments }, binding: e.binding, envelope_digest: e.envelope_digest,
+        decided_at: r.now, reasons: r.reasons, obligations: r.obligations, approvals: await this.approvalViews(e, now),
+      });
+      pending.push(item);
+    }
+    pending.sort((a, b) => Date.parse(b.decided_at) - Date.parse(a.decided_at));
+    return { pending };
+  }
+
+  /** An execution's approvals with their validity now (§4), as GET /v1/executions shows them. */
+  private async approvalViews(e: Execution, now: Date): Promise<ApprovalView[]> {
     const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: await this.entities.approvalDigest(uidKey(e.subject)) };
-    const approvals = (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
+    return (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
       .filter((a): a is Approval => a !== undefined)
       .map((a) => approvalView(a, invalidReason(a, now, current)));
+  }
+
+  /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it.
+   *  `approver`: only an approver of a group one of its decisions required may read it (else 404). */
+  async getExecution(actor: Uid, executionId: string, approver?: Uid): Promise<Record<string, unknown>> {
+    await this.entities.refresh();
+    const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
+    if (!e || (approver !== undefined && !(e.approval_groups ?? []).some((g) => this.inApproverGroup(approver, g)))) {
+      throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+    }
+    const approvals = await this.approvalViews(e, this.now());
     const view: Record<string, unknown> = {
       execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, envelope_digest: e.envelope_digest,
     };

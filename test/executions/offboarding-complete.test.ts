@@ -50,13 +50,39 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
   const a = offboardingBody({ execution_id: 'OFF-2048:a' });
   const proposed = await decide(a);
   assert.equal(proposed.decision, 'approval_required');
+  // The HR approver sees what it is asked to approve; an IT approver (not in Role::"hr") sees nothing.
+  const pending = await call(s, 'GET', '/v1/approvals/pending', { token: t().approver });
+  assert.equal(pending.status, 200, pending.text);
+  assert.equal(pending.body.pending.length, 1, pending.text);
+  const item = pending.body.pending[0];
+  assert.equal(item.execution_id, 'OFF-2048:a');
+  assert.deepEqual(item.action, { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721' } });
+  assert.deepEqual(item.subject, { type: 'Employee', id: '7721' });
+  assert.deepEqual(item.requester, { type: 'User', id: 'manager-1842' });
+  assert.equal(item.execute_after, '2026-08-24T17:00:00+07:00');
+  assert.equal(item.authoritative_event, 'hris:termination:99108');
+  assert.equal(item.binding, proposed.binding);
+  assert.equal(item.envelope_digest, proposed.envelope_digest);
+  assert.deepEqual(item.reasons, ['hr-approval-required']);
+  assert.deepEqual(item.obligations, [{ policy: 'hr-approval-required', approver_group: 'Role::"hr"' }]);
+  assert.deepEqual(item.approvals, []);
+  assert.deepEqual((await call(s, 'GET', '/v1/approvals/pending', { token: t().approver2 })).body, { pending: [] });
+  assert.equal((await call(s, 'GET', '/v1/approvals/pending', { token: t().auditor })).status, 403);
+  const seen = await call(s, 'GET', `/v1/executions/OFF-2048:a?actor=${ACTOR}`, { token: t().approver });
+  assert.equal(seen.status, 200, seen.text);
+  assert.equal(seen.body.state, 'proposed');
+  assert.equal((await call(s, 'GET', `/v1/executions/OFF-2048:a?actor=${ACTOR}`, { token: t().approver2 })).status, 404);
   const approval = await call(s, 'POST', '/v1/approvals', {
     token: t().approver,
     body: { actor: a.envelope.actor, execution_id: a.execution_id, binding: proposed.binding, envelope_digest: proposed.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
   });
   assert.equal(approval.status, 201, approval.text);
   assert.deepEqual((await record(approval.body.record.seq)).caller, { role: 'approver', name: nameOf(t().approver) });
+  const approved = (await call(s, 'GET', '/v1/approvals/pending', { token: t().approver })).body.pending[0];
+  assert.equal(approved.approvals.length, 1);
+  assert.equal(approved.approvals[0].valid, true);
   const executed = await decide({ ...a, phase: 'execute' });
+  assert.deepEqual((await call(s, 'GET', '/v1/approvals/pending', { token: t().approver })).body, { pending: [] }, 'no longer waiting once it runs');
   assert.equal(executed.decision, 'allow', JSON.stringify(executed));
   const execRecord = await record(executed.record.seq);
   assert.deepEqual(execRecord.caller, pep);
@@ -120,6 +146,15 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
   const c = await decide(offboardingBody({ execution_id: 'OFF-2048:c' }));
   assert.ok(c.reasons.includes('duplicate-consequence'), JSON.stringify(c));
   assert.equal((await record(c.record.seq)).prior.committed, 1);
+
+  // Correlation: the decisions of one task, and of one trace.
+  const byTask = await call(s, 'GET', '/v1/ledger/records?task_id=OFF-2048', { token: t().auditor });
+  assert.equal(byTask.status, 200, byTask.text);
+  assert.deepEqual(byTask.body.records.map((r: { execution_id: string }) => r.execution_id), ['OFF-2048:a', 'OFF-2048:a', 'OFF-2048:b', 'OFF-2048:c']);
+  const byTrace = await call(s, 'GET', '/v1/ledger/records?trace_id=4bf92f3577b34da6a3ce929d0e0e4736&kind=decision', { token: t().auditor });
+  assert.equal(byTrace.body.records.length, 4, byTrace.text);
+  assert.deepEqual((await call(s, 'GET', '/v1/ledger/records?task_id=OFF-9999', { token: t().auditor })).body, { records: [], next: null });
+  assert.equal((await call(s, 'GET', '/v1/ledger/records?trace_id=xyz', { token: t().auditor })).status, 400);
 
   // Confirmation by the system of record: a committed, tool-reported outcome, once.
   const read = { execution_id: 'read-1', phase: 'execute' as const, envelope: { ...a.envelope, execute_after: undefined, authoritative_event: undefined }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } };

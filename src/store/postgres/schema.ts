@@ -31,6 +31,12 @@ const DDL = [
   `CREATE INDEX IF NOT EXISTS records_by_kind ON records (kind, seq)`,
   `CREATE INDEX IF NOT EXISTS records_by_actor ON records (actor, seq) WHERE actor IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS records_by_execution ON records (execution_id, seq) WHERE execution_id IS NOT NULL`,
+  // §17 correlation: added to a schema-1 database in place (nullable, so a replica of an earlier
+  // writ on the same database keeps working; its records are simply not indexed by them).
+  `ALTER TABLE records ADD COLUMN IF NOT EXISTS task_id text COLLATE "C"`,
+  `ALTER TABLE records ADD COLUMN IF NOT EXISTS trace_id text COLLATE "C"`,
+  `CREATE INDEX IF NOT EXISTS records_by_task ON records (task_id, seq) WHERE task_id IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS records_by_trace ON records (trace_id, seq) WHERE trace_id IS NOT NULL`,
   `CREATE TABLE IF NOT EXISTS merkle (level int NOT NULL, idx bigint NOT NULL, hash bytea NOT NULL CHECK (length(hash) = 32), PRIMARY KEY (level, idx))`,
   `CREATE TABLE IF NOT EXISTS state (tbl text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, value text NOT NULL, PRIMARY KEY (tbl, key))`,
 ];
