@@ -174,3 +174,28 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
     assert.equal(again.body.error.code, 'EXECUTION_NOT_CONFIRMABLE');
   }
 });
+
+test('§17: the queue pages oldest first, `next` going back as `from`', async () => {
+  at('2026-08-24T18:00:00+07:00');
+  const read = (id: string, n: number) => ({
+    execution_id: id, phase: 'execute' as const,
+    envelope: { ...offboardingBody().envelope, execute_after: undefined, authoritative_event: undefined },
+    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721', n } },
+  });
+  assert.equal((await decide(read('q-1', 1))).state, 'invoking');
+  at('2026-08-24T18:01:00+07:00');
+  assert.equal((await decide(read('q-2', 2))).state, 'invoking');
+  const first = await call(s, 'GET', '/v1/executions?state=invoking&limit=1', { token: t().reconciler });
+  assert.equal(first.status, 200, first.text);
+  assert.deepEqual(first.body.executions.map((e: { execution_id: string }) => e.execution_id), ['q-1']);
+  assert.equal(typeof first.body.next, 'string');
+  const second = await call(s, 'GET', `/v1/executions?state=invoking&limit=1&from=${first.body.next}`, { token: t().reconciler });
+  assert.deepEqual(second.body.executions.map((e: { execution_id: string }) => e.execution_id), ['q-2']);
+  assert.equal(second.body.next, null);
+  assert.equal((await call(s, 'GET', '/v1/executions?state=invoking&from=bogus', { token: t().reconciler })).status, 400);
+  // Ended by their outcomes, they leave the queue.
+  for (const id of ['q-1', 'q-2']) assert.equal((await call(s, 'POST', `/v1/executions/${id}/outcome`, { token: t().pep, body: { status: 'unknown' } })).status, 200);
+  assert.equal((await call(s, 'GET', '/v1/executions?state=invoking', { token: t().reconciler })).body.executions.length, 0);
+  const unknown = await call(s, 'GET', '/v1/executions?state=unknown', { token: t().auditor });
+  assert.deepEqual(unknown.body.executions.map((e: { execution_id: string; since: string }) => [e.execution_id, e.since]), [['q-1', '2026-08-24T11:01:00.000Z'], ['q-2', '2026-08-24T11:01:00.000Z']]);
+});
