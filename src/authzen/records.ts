@@ -5,7 +5,7 @@
  * writer only joins, hashes and commits them.
  */
 import { randomUUID } from 'node:crypto';
-import { identityFields, type Caller } from '../http/auth.js';
+import { identityFields, recordCaller, type Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { presealMembers } from '../store/seal.js';
 import type { AuthzenEvaluation, AuthzenRequest } from './request.js';
@@ -38,7 +38,7 @@ export function authzenRecordOf(
     action: e.action,
     resource: e.resource,
     context: e.context,
-    caller: caller.actor === undefined ? { role: caller.role } : { role: caller.role, actor: caller.actor },
+    caller: caller.actor === undefined ? recordCaller(caller) : { ...recordCaller(caller), actor: caller.actor },
     decision: outcome.decision,
     reasons: outcome.reasons,
     errors: outcome.errors,
@@ -76,7 +76,7 @@ export function presealAuthzenSearchRecord(
     decision_id: decisionId,
     search: { kind: request.kind, query: request.query },
     results: page.results.length,
-    caller: caller.actor === undefined ? { role: caller.role } : { role: caller.role, actor: caller.actor },
+    caller: caller.actor === undefined ? recordCaller(caller) : { ...recordCaller(caller), actor: caller.actor },
     policy_version: evaluated.policyVersion,
     entities_version: evaluated.entitiesVersion,
     now: evaluated.now,

@@ -47,7 +47,7 @@ options:
 
 prints {"ok":true,"records":N,"head":"sha256:…"} and exits 0, or
        {"ok":false,"seq":S,"code":"…"} and exits 1, with code one of HASH_MISMATCH, PREV_MISMATCH,
-       SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH, TRUNCATED, MALFORMED,
+       SEQ_GAP, ROOT_MISMATCH, BAD_SIGNATURE, UNKNOWN_KEY, BINDING_MISMATCH, TRUNCATED, MALFORMED, ILLEGAL_TRANSITION,
        QUORUM_NOT_MET (a note's quorum; S is the note's tree size), and the reason on stderr ("writ verify: seq S: CODE: …"); usage errors print on stderr and
        exit 2.
 `;

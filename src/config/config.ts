@@ -29,6 +29,8 @@ export interface TokenSpec {
   principal?: Uid;
   /** pep: speaks for many users; each decision carries their `identity_token` (docs/protocol.md §13). */
   delegated?: Delegation;
+  /** How records name this caller (`caller.name`, docs/protocol.md §17); by default a digest prefix of the token. */
+  name?: string;
 }
 
 export interface WritConfig {
@@ -38,6 +40,8 @@ export interface WritConfig {
   tokens: TokenSpec[];
   checkpoint: { every_records: number; every_ms: number };
   approval_max_ttl_s: number;
+  /** How long an execution must have been `invoking` before a reconciler may end it (docs/protocol.md §17). */
+  stuck_after_s: number;
   witness_dir: string | null;
   /** How often the policy dir is checked for changes (hot reload). */
   policy_poll_ms: number;
@@ -131,6 +135,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   data_dir: '.writ',
   checkpoint: { every_records: 1000, every_ms: 10000 },
   approval_max_ttl_s: 86400,
+  stuck_after_s: 900,
   witness_dir: null,
   policy_poll_ms: 1000,
   durability: 'sync',
@@ -198,6 +203,11 @@ function checkTokens(list: unknown): TokenSpec[] {
     if (t.delegated !== undefined) {
       if (t.role !== 'pep') fail(`${where}: only a pep token is delegated`);
       spec.delegated = checkDelegation(t.delegated, `${where}.delegated`);
+    }
+    if (t.name !== undefined) {
+      // A name shows in every record the caller causes: visible text, no control characters, no edge spaces.
+      if (typeof t.name !== 'string' || t.name.length > 128 || !/^\S(?:[^\p{Cc}]*\S)?$/u.test(t.name) || /\p{Cc}/u.test(t.name)) fail(`${where}.name must be 1–128 characters without control characters, not starting or ending with a space`);
+      spec.name = t.name;
     }
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
     return spec;
@@ -340,6 +350,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     ['checkpoint.every_records', config.checkpoint.every_records],
     ['checkpoint.every_ms', config.checkpoint.every_ms],
     ['approval_max_ttl_s', config.approval_max_ttl_s],
+    ['stuck_after_s', config.stuck_after_s],
   ] as const) {
     if (!Number.isInteger(v) || v <= 0) fail(`${k} must be a positive integer`);
   }

@@ -14,6 +14,7 @@ export type ExecutionState = 'proposed' | 'invoking' | 'committed' | 'rejected' 
 export type Decision = 'allow' | 'deny' | 'approval_required';
 export type OutcomeStatus = 'committed' | 'rejected' | 'unknown';
 export type Resolution = 'committed' | 'absent';
+export type Confirmation = 'tool_reported' | 'system_of_record';
 
 export interface Execution {
   execution_id: string;
@@ -27,6 +28,16 @@ export interface Execution {
   supersedes?: string;
   superseded_by?: string;
   resolution?: Resolution;
+  /** Set while `proposed` when the latest decision allowed: it then counts as `proposed_allowed` (prior.ts). */
+  allowed?: true;
+  /** When the execution entered its current state (ISO time, the PDP clock): the reconciliation queue's `since`. */
+  since?: string;
+  /** While `proposed` with a latest decision of approval_required: its approver groups and that record's seq. */
+  pending?: { groups: string[]; seq: number };
+  /** Every approver group any of its decisions required (an approver of one may read it, §17). */
+  approval_groups?: string[];
+  /** How its `committed` outcome was confirmed: by the tool (the default), or by the system of record. */
+  confirmation?: Confirmation;
   /** Approval ids given for this execution, in the order they were given. */
   approvals: string[];
   /** Every ledger seq that names this execution. */
@@ -69,16 +80,41 @@ export function stateAfterDecision(phase: 'propose' | 'execute', decision: Decis
   return phase === 'execute' && decision === 'allow' ? 'invoking' : 'proposed';
 }
 
-export function applyOutcome(e: Execution, status: OutcomeStatus): Execution {
+export function applyOutcome(e: Execution, status: OutcomeStatus, confirmation: Confirmation = 'tool_reported'): Execution {
   if (isTerminal(e.state)) throw new WritError('EXECUTION_TERMINAL', `execution ${e.execution_id} is ${e.state}`);
   if (e.state !== 'invoking') throw new WritError('EXECUTION_NOT_INVOKING', `execution ${e.execution_id} is ${e.state}, not invoking`);
-  return { ...e, state: status };
+  const next: Execution = { ...e, state: status };
+  if (status === 'committed') next.confirmation = confirmation;
+  return next;
 }
 
-export function applyReconcile(e: Execution, resolution: Resolution): Execution {
+/**
+ * Reconcile (§4, §17): from `unknown`; or from `invoking` once it has been invoking for `stuckAfterS`
+ * seconds by the PDP clock — a PEP that crashed mid-call no longer holds the only way out. An execution
+ * without a recorded `since` (written before it was kept) is never taken for stuck.
+ */
+export function applyReconcile(e: Execution, resolution: Resolution, stuck?: { now: Date; stuckAfterS: number }): Execution {
   if (e.state === 'unknown') return { ...e, state: 'reconciled', resolution };
-  if (isTerminal(e.state)) throw new WritError('EXECUTION_TERMINAL', `execution ${e.execution_id} is ${e.state}; only unknown can be reconciled`);
-  throw new WritError('EXECUTION_NOT_UNKNOWN', `execution ${e.execution_id} is ${e.state}; only unknown can be reconciled`);
+  if (isTerminal(e.state)) throw new WritError('EXECUTION_TERMINAL', `execution ${e.execution_id} is ${e.state}; only unknown or stuck invoking executions can be reconciled`);
+  if (e.state === 'invoking' && stuck !== undefined && e.since !== undefined && Date.parse(e.since) + stuck.stuckAfterS * 1000 <= stuck.now.getTime()) {
+    return { ...e, state: 'reconciled', resolution };
+  }
+  const detail = e.state === 'invoking' ? `invoking since ${e.since ?? 'an unrecorded time'}, not yet for stuck_after_s` : e.state;
+  throw new WritError('EXECUTION_NOT_UNKNOWN', `execution ${e.execution_id} is ${detail}; only unknown or stuck invoking executions can be reconciled`);
+}
+
+/** A later confirmation by the system of record (§17): only of a `committed` outcome the tool reported, once. */
+export function applyConfirmation(e: Execution): Execution {
+  if (e.state !== 'committed' || (e.confirmation ?? 'tool_reported') !== 'tool_reported') {
+    const why = e.state !== 'committed' ? `is ${e.state}` : 'is already confirmed by the system of record';
+    throw new WritError('EXECUTION_NOT_CONFIRMABLE', `execution ${e.execution_id} ${why}; only a committed outcome the tool reported can be confirmed`);
+  }
+  return { ...e, confirmation: 'system_of_record' };
+}
+
+/** Tool events (§17) are sealed only while the tool runs. */
+export function checkEventsAllowed(e: Execution): void {
+  if (e.state !== 'invoking') throw new WritError('EXECUTION_NOT_INVOKING', `execution ${e.execution_id} is ${e.state}; events are taken only while invoking`);
 }
 
 /**

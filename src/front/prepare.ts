@@ -10,6 +10,7 @@ import type { Caller } from '../http/auth.js';
 import type { DecisionInput, DecisionOutcome, PolicyEngine } from '../policy/engine.js';
 import type { EntitySource } from '../policy/entities.js';
 import { stateAfterDecision } from '../executions/machine.js';
+import { noPrior } from '../executions/prior.js';
 import { presealMembers } from '../store/seal.js';
 import {
   admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
@@ -47,9 +48,10 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const { actor, server, tool, envelope, phase, bound } = admitted;
   const subject = envelope.subject;
   const { engine, entities } = front;
-  // A fresh execution has no approvals; were this id not fresh, the writer decides it again.
+  // A fresh execution has no approvals; were this id not fresh, the writer decides it again. Nor, as far
+  // as the front knows, other executions of this call: the writer checks that where a policy counts them.
   const outcome = await front.evaluate(engine, {
-    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], entities,
+    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], prior: noPrior(), entities,
   });
   const decisionId = randomUUID();
   const state = stateAfterDecision(phase, outcome.decision);
@@ -60,6 +62,8 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const ask: PreparedDecision = {
     caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
     binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
+    readsPrior: engine.readsPrior(server, tool), now: now.toISOString(), approverGroups: outcome.obligations.map((o) => o.approver_group),
+    taskId: envelope.task_id, ...(admitted.traceId !== undefined ? { traceId: admitted.traceId } : {}),
   };
   return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, ask };
 }

@@ -241,11 +241,24 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const text = await readJsonText(c, o.maxBodyBytes);
     return c.json(await sidecar.decide(await delegatedCaller(c.get('caller'), text, auth.jwt), text));
   });
-  app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
+  // The reconciliation queue (§17): who owns each stuck or unknown execution can list it.
+  app.get('/v1/executions', roles('reconciler', 'auditor'), async (c) => {
+    const state = c.req.query('state');
+    if (state !== 'unknown' && state !== 'invoking') throw new WritError('INVALID_REQUEST', 'query parameter state must be unknown or invoking');
+    const limit = intParam(c, 'limit', 100);
+    if (limit < 1 || limit > 1000) throw new WritError('INVALID_REQUEST', 'query parameter limit must be from 1 to 1000');
+    const olderThan = c.req.query('older_than_s');
+    const from = c.req.query('from');
+    return c.json(await sidecar.queue(state, {
+      limit, ...(olderThan !== undefined ? { olderThanS: intParam(c, 'older_than_s') } : {}), ...(from !== undefined && from !== '' ? { from } : {}),
+    }));
+  });
+  app.get('/v1/executions/:id', roles('pep', 'auditor', 'approver'), async (c) => {
     const caller = c.get('caller');
     // A delegated pep speaks for many actors: it names the one it asks about, as an auditor does.
     const actor = caller.role === 'pep' && caller.delegated === undefined ? caller.actor! : actorParam(c);
-    return c.json(await sidecar.getExecution(actor, executionIdParam(c)));
+    // An approver reads what it is asked to approve (§17): an execution one of whose decisions needed its group.
+    return c.json(await sidecar.getExecution(actor, executionIdParam(c), caller.role === 'approver' ? caller.principal! : undefined));
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
@@ -258,6 +271,15 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const actor = actorParam(c);
     return c.json(await sidecar.reconcile(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
   });
+  app.post('/v1/executions/:id/confirm', roles('reconciler'), async (c) => {
+    const id = executionIdParam(c);
+    const actor = actorParam(c);
+    return c.json(await sidecar.confirm(actor, id, await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+  });
+  app.post('/v1/executions/:id/events', roles('pep'), async (c) => {
+    const id = executionIdParam(c);
+    return c.json(await sidecar.events(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
+  });
 
   // ── tool lists (docs/protocol.md §15): nothing is ledgered ──
   app.post('/v1/tools/visible', roles('pep'), async (c) => {
@@ -269,6 +291,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   registerAuthzenRoutes(app, { sidecar, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
+  app.get('/v1/approvals/pending', roles('approver'), async (c) => c.json(await sidecar.pendingApprovals(c.get('caller'))));
   app.post('/v1/approvals', roles('approver'), async (c) => {
     return c.json(await sidecar.approve(c.get('caller'), await readJsonText(c, o.maxBodyBytes)), 201);
   });
@@ -284,13 +307,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── trusted facts ──
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
-    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes), c.get('caller')));
+    return c.json(await sidecar.putEntity(c.get('caller'), c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
   });
   app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
 
   // ── the ledger (auditor only) ──
   app.get('/v1/ledger/records', roles('auditor'), async (c) => {
-    const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string } = {
+    const q: { from: number; limit: number; kind?: string; actor?: string; execution_id?: string; task_id?: string; trace_id?: string } = {
       from: intParam(c, 'from', 0),
       // Past 1000 a page is capped (`next` goes on from there); an empty page is not a request.
       limit: Math.min(intParam(c, 'limit', 100), 1000),
@@ -313,6 +336,14 @@ export function buildApp(o: AppOptions): Hono<Env> {
     }
     const execution = c.req.query('execution_id');
     if (execution) q.execution_id = execution;
+    // Correlation (§17): the decisions of one task, or of one trace (the envelope's traceparent).
+    const task = c.req.query('task_id');
+    if (task) q.task_id = task;
+    const trace = c.req.query('trace_id');
+    if (trace) {
+      if (!/^[0-9a-f]{32}$/.test(trace)) throw new WritError('INVALID_REQUEST', 'trace_id is 32 lower-case hex digits (the trace id of a traceparent)');
+      q.trace_id = trace;
+    }
     return c.json(await store.listRecords(q));
   });
   app.get('/v1/ledger/records/:seq', roles('auditor'), async (c) => {

@@ -20,6 +20,26 @@ export interface Caller {
   delegated?: Delegation;
   /** The requester a delegated decision's identity token names (set per request, src/identity/delegation.ts). */
   requester?: Uid;
+  /** Who the caller is, for the records it causes (docs/protocol.md §17): a static token entry's `name`,
+   *  else `sha256:` + the first 16 hex of the presented credential's SHA-256 (the token, or the client
+   *  certificate) — a handle that never reveals it. */
+  name: string;
+}
+
+/** The `caller` member of every record written on a caller's request (docs/protocol.md §17). */
+export interface RecordCaller {
+  role: Role;
+  name: string;
+}
+
+/** The one place a record's `caller` is derived from an authenticated caller. */
+export function recordCaller(caller: Caller): RecordCaller {
+  return { role: caller.role, name: caller.name };
+}
+
+/** What every record written on a caller's request says of it: `caller` (§17) and, for a verified identity, `identity` (§13). */
+export function callerFields(caller: Caller): { caller: RecordCaller; identity?: RecordIdentity } {
+  return { caller: recordCaller(caller), ...identityFields(caller) };
 }
 
 interface Entry {
@@ -43,7 +63,7 @@ export class TokenTable {
   constructor(specs: TokenSpec[]) {
     this.entries = specs.map((s) => {
       const digest = s.token !== undefined ? createHash('sha256').update(s.token, 'utf8').digest() : Buffer.from(s.token_sha256!, 'hex');
-      const caller: Caller = { role: s.role };
+      const caller: Caller = { role: s.role, name: s.name ?? `sha256:${digest.toString('hex').slice(0, 16)}` };
       if (s.actor) caller.actor = s.actor;
       if (s.principal) caller.principal = s.principal;
       if (s.delegated) caller.delegated = s.delegated;
@@ -115,7 +135,11 @@ export class Authenticator {
     }
     const token = bearerOf(header);
     if (token === undefined) throw new WritError('UNAUTHENTICATED', 'a bearer token is required');
-    if (this.jwt && looksLikeJwt(token)) return grantedCallers(await this.jwt.verify(token));
+    if (this.jwt && looksLikeJwt(token)) {
+      // Named in records (§17) by a digest prefix of the token, as a static token is.
+      const name = `sha256:${createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 16)}`;
+      return grantedCallers(await this.jwt.verify(token)).map((g) => ({ ...g, name }));
+    }
     throw new WritError('UNAUTHENTICATED', 'unknown bearer token');
   }
 

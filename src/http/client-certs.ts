@@ -6,6 +6,7 @@
  * HTTP front terminated TLS, from the front's own message — never from a header, which any client could
  * send).
  */
+import { createHash } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'hono';
 import type { Caller } from './auth.js';
@@ -41,7 +42,8 @@ export class ClientCertTable {
   constructor(specs: TlsClientSpec[]) {
     for (const s of specs) {
       const identity: RecordIdentity = { method: 'mtls', sub: s.uri };
-      const caller: Caller = { role: s.role, identity };
+      // Named in records (§17) by a digest prefix of the certificate's URI (its identity says the rest).
+      const caller: Caller = { role: s.role, identity, name: `sha256:${createHash('sha256').update(s.uri, 'utf8').digest('hex').slice(0, 16)}` };
       if (s.actor) caller.actor = s.actor;
       if (s.principal) caller.principal = s.principal;
       if (s.delegated) caller.delegated = s.delegated;

@@ -39,6 +39,8 @@ export interface BlockFindings {
   lineCount: number;
   /** The hashes of the linked lines in line order, concatenated (each is `sha256:` + 64 hex). */
   linkedHashes: string;
+  /** The state-machine facts of each linked line (ExportVerifier.pushLinked), '' for none, in line order. */
+  linkedTransitions: string[];
   /** [line index, start byte, end byte] of every unlinked line, in line order. */
   unlinked: number[];
 }
@@ -49,6 +51,7 @@ export const LINKED_HASH_LENGTH = 71;
 /** Examines every line of `block` (a view of exactly the block's bytes) on its own. */
 export function examineBlock(block: Buffer): BlockFindings {
   const hashes: string[] = [];
+  const transitions: string[] = [];
   const unlinked: number[] = [];
   // The facts of the line before, when it could be accepted (main stops at it otherwise).
   let before: Extract<LineFacts, { recordSeq: number }> | undefined;
@@ -68,11 +71,12 @@ export function examineBlock(block: Buffer): BlockFindings {
       good.prev === before.hash
     ) {
       hashes.push(good.hash);
+      transitions.push(good.transition ?? '');
     } else {
       unlinked.push(lineCount, start, end);
     }
     before = good;
     start = end + 1;
   }
-  return { lineCount, linkedHashes: hashes.join(''), unlinked };
+  return { lineCount, linkedHashes: hashes.join(''), linkedTransitions: transitions, unlinked };
 }

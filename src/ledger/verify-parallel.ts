@@ -175,7 +175,7 @@ export class VerifyWorkers {
  */
 function takeFindings(verifier: ExportVerifier, report: BlockReport, framing: { heldEmpty: number }): VerifyResult | undefined {
   const bytes = Buffer.from(report.buffer, 0, report.length);
-  const { unlinked, linkedHashes } = report;
+  const { unlinked, linkedHashes, linkedTransitions } = report;
   let nextUnlinked = 0;
   let hashAt = 0;
   for (let line = 0; line < report.lineCount; line++) {
@@ -191,7 +191,7 @@ function takeFindings(verifier: ExportVerifier, report: BlockReport, framing: { 
       failure = pushLineBytes(verifier, bytes, unlinked[nextUnlinked + 1]!, unlinked[nextUnlinked + 2]!);
       nextUnlinked += 3;
     } else {
-      failure = verifier.pushLinked(linkedHashes.slice(hashAt, hashAt + LINKED_HASH_LENGTH));
+      failure = verifier.pushLinked(linkedHashes.slice(hashAt, hashAt + LINKED_HASH_LENGTH), linkedTransitions[hashAt / LINKED_HASH_LENGTH] || undefined);
       hashAt += LINKED_HASH_LENGTH;
     }
     if (failure) return failure;

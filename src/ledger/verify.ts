@@ -29,6 +29,7 @@
  * A checkpoint's size may trail its own seq (it never covers itself); the verifier keeps the compact
  * ranges of the last CHECKPOINT_WINDOW sizes (structure-shared, so a few hundred kB) to check it.
  */
+import { TransitionChecker, transitionFactsOf } from './transitions.js';
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
@@ -48,6 +49,7 @@ export type VerifyCode =
   | 'BINDING_MISMATCH'
   | 'TRUNCATED'
   | 'MALFORMED'
+  | 'ILLEGAL_TRANSITION'
   /** `--note` under `--policy` (docs/protocol.md §16): too few witness cosignatures verify. */
   | 'QUORUM_NOT_MET';
 
@@ -464,6 +466,8 @@ export type LineFacts =
       hashMismatch?: string;
       /** Set when a decision's binding is not the one its stored server, tool and arguments bind to. */
       bindingMismatch?: string;
+      /** What the §4 state machine reads of the record, when it names an execution (transitions.ts). */
+      transition?: string;
     };
 
 /** Kinds whose records are checked against the ledger's state (keys seen, the Merkle tree, the last hash). */
@@ -502,6 +506,8 @@ export function examineLine(line: string): LineFacts {
     const bindingToken = view.token('binding');
     if (bindingToken !== undefined && bindingToken !== 'null') facts.bindingMismatch = bindingMismatchOf(view);
   }
+  const transition = transitionFactsOf(kind, view);
+  if (transition !== undefined) facts.transition = transition;
   return facts;
 }
 
@@ -635,6 +641,8 @@ export class ExportVerifier {
   readonly #held: HeldCheckpoint | undefined;
   #heldSignatureChecked = false;
   #failure: Failure | undefined;
+  /** Each execution's history through the §4 state machine (ILLEGAL_TRANSITION). */
+  readonly #transitions = new TransitionChecker();
 
   constructor(opts: VerifyOptions = {}) {
     this.#window = opts.checkpointWindow ?? CHECKPOINT_WINDOW;
@@ -681,10 +689,10 @@ export class ExportVerifier {
    * (seq one more, prev that line's hash). With that line accepted, `push` would conclude exactly
    * this; what is left are the checks against the held checkpoint.
    */
-  pushLinked(hash: string): VerifyResult | undefined {
+  pushLinked(hash: string, transition?: string): VerifyResult | undefined {
     if (this.#failure) return this.#result(this.#failure);
     const seq = this.#count;
-    const failure = this.#checkHeldBefore(seq) ?? this.#accept(seq, hash);
+    const failure = this.#checkHeldBefore(seq) ?? this.#checkTransition(seq, transition) ?? this.#accept(seq, hash);
     if (failure) {
       this.#failure = failure;
       return this.#result(failure);
@@ -761,7 +769,12 @@ export class ExportVerifier {
         if (facts.bindingMismatch !== undefined) return new Failure(seq, 'BINDING_MISMATCH', facts.bindingMismatch);
         break;
     }
-    return this.#accept(seq, hash);
+    return this.#checkTransition(seq, facts.transition) ?? this.#accept(seq, hash);
+  }
+
+  #checkTransition(seq: number, transition: string | undefined): Failure | undefined {
+    const illegal = this.#transitions.push(transition);
+    return illegal === undefined ? undefined : new Failure(seq, 'ILLEGAL_TRANSITION', illegal);
   }
 
   /** The held checkpoint is checked once the keys that could have signed it are all known: those

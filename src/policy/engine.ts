@@ -23,6 +23,9 @@ import { type ContextShape, type PartialResponse, type ResidualProgram, type Sat
 import { namesMember, visibilityContexts } from './visibility.js';
 import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction, resourceReadOf } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
+import type { Prior } from '../executions/prior.js';
+
+const NO_PRIOR: Prior = Object.freeze({ committed: 0, unknown: 0, invoking: 0, proposed_allowed: 0 });
 
 export interface ValidApproval {
   approval_id: string;
@@ -46,6 +49,8 @@ export interface DecisionInput {
   /** Already filtered to valid ones by the caller; evaluated earliest approved_at first. */
   approvals: ValidApproval[];
   supersedes?: { execution_id: string; state: string; resolution?: 'committed' | 'absent' };
+  /** Other executions of this actor with this binding, by state (docs/protocol.md §17); absent: none. */
+  prior?: Prior;
   /** The trusted store. */
   entities: EntitySource;
 }
@@ -158,6 +163,8 @@ export function buildCedarContext(input: DecisionInput, approver?: ValidApproval
   const event = optionalString(env, 'authoritative_event');
   if (event !== undefined) context['authoritative_event'] = event;
   if (approver) context['approver'] = entityRef(approver.approver);
+  const { committed, unknown, invoking, proposed_allowed } = input.prior ?? NO_PRIOR;
+  context['prior'] = { committed, unknown, invoking, proposed_allowed };
   if (input.supersedes) {
     const { execution_id, state, resolution } = input.supersedes;
     context['supersedes'] = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
@@ -557,6 +564,15 @@ export class PolicyEngine {
    * the entities_version the slice is cut from. Undefined when the memo is off or the input cannot be
    * keyed exactly; throws where decideOrThrow would (a malformed envelope).
    */
+  /**
+   * Whether a decision on this action can observe `context.prior` (a kept policy names it, or reads the
+   * context whole): only then must the writer check that the counts are still the ones evaluated.
+   */
+  readsPrior(server: string, tool: string): boolean {
+    const keys = this.planFor(`${server}/${tool}`).contextKeys;
+    return keys === undefined || keys.includes('prior');
+  }
+
   memoKeyOf(input: DecisionInput): string | undefined {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(`${input.server}/${input.tool}`);

@@ -31,6 +31,14 @@ export type ActionScope = { kind: 'any' } | { kind: 'equals'; actionId: string }
 export interface PolicyRelevance {
   action: ActionScope;
   /**
+   * Actions the policy's first condition rules out: `unless { action == Action::"a" || action == … }`
+   * as its first condition. Cedar evaluates the scope, then the conditions in order, each short-circuit,
+   * so for those actions the policy is not satisfied and nothing after that condition is evaluated: it
+   * can neither determine the answer nor raise an error (how a policy for every action but a listed few
+   * is written, e.g. the bundled example's `duplicate-consequence`).
+   */
+  exceptActions: ReadonlySet<string>;
+  /**
    * Every entity the policy names literally (`User::"hr-5519"`, `Role::"hr"` in a scope or a
    * condition): Cedar can reach these whatever the request, so they belong in every slice the policy
    * is evaluated with (an `in` over an absent entity is simply false, so leaving one out could skip a
@@ -48,7 +56,7 @@ export interface PolicyRelevance {
   readsResource: boolean;
 }
 
-type Est = { principal?: unknown; action?: unknown; resource?: unknown; conditions?: Array<{ body?: unknown }> };
+type Est = { principal?: unknown; action?: unknown; resource?: unknown; conditions?: Array<{ kind?: unknown; body?: unknown }> };
 
 function asUid(v: unknown): Uid | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
@@ -173,13 +181,45 @@ export function relevanceOf(est: Est): PolicyRelevance {
   const entities: Uid[] = [];
   collectEntityLiterals([est.principal, est.action, est.resource, est.conditions ?? []], entities);
   return {
-    action: actionScopeOf(est.action), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities,
+    action: actionScopeOf(est.action), exceptActions: exceptActionsOf(est.conditions ?? []), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities,
     readsResource: !resourceScopeReadsOnlyType(est.resource) || mentionsVar(conditions, 'resource'),
   };
 }
 
 export function mayApplyToAction(relevance: PolicyRelevance, actionId: string): boolean {
+  if (relevance.exceptActions.has(actionId)) return false;
   return relevance.action.kind === 'any' || relevance.action.actionId === actionId;
+}
+
+/** The action ids of `action == Action::"a" || action == Action::"b" …` (either operand order), or undefined for any other expression. */
+function actionEqualities(node: unknown): string[] | undefined {
+  if (typeof node !== 'object' || node === null) return undefined;
+  const n = node as Record<string, { left?: unknown; right?: unknown } | undefined>;
+  const keys = Object.keys(n);
+  if (keys.length !== 1) return undefined;
+  const op = n[keys[0]!];
+  if (op === undefined || typeof op !== 'object') return undefined;
+  if (keys[0] === '||') {
+    const left = actionEqualities(op.left);
+    const right = actionEqualities(op.right);
+    return left && right ? [...left, ...right] : undefined;
+  }
+  if (keys[0] !== '==') return undefined;
+  const id = actionLiteralAgainstVar(op.left, op.right) ?? actionLiteralAgainstVar(op.right, op.left);
+  return id === undefined ? undefined : [id];
+}
+
+function actionLiteralAgainstVar(variable: unknown, literal: unknown): string | undefined {
+  if ((variable as { Var?: unknown } | null)?.Var !== 'action') return undefined;
+  const value = (literal as { Value?: { __entity?: { type?: unknown; id?: unknown } } } | null)?.Value?.__entity;
+  return value?.type === 'Action' && typeof value.id === 'string' ? value.id : undefined;
+}
+
+/** The actions a policy's first condition rules out (see PolicyRelevance.exceptActions). */
+function exceptActionsOf(conditions: Array<{ kind?: unknown; body?: unknown }>): ReadonlySet<string> {
+  const first = conditions[0];
+  if (first?.kind !== 'unless') return new Set();
+  return new Set(actionEqualities(first.body) ?? []);
 }
 
 /** The context attributes that the given policies read together; 'all' if any of them needs all. */

@@ -5,6 +5,7 @@
  * same PolicyEngine the server uses, over the seed entities of `<dir>/entities.json`, with the
  * arguments admitted and bound exactly as the server does (writ-bind/1).
  */
+import { noPrior, PRIOR_BUCKETS, type Prior } from '../executions/prior.js';
 import { readdirSync, readFileSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitValue, bindCall, parseLossless, toPlain, type LosslessValue } from '../binding/index.js';
@@ -167,7 +168,26 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   uidAt(envelope['requester'], 'request.envelope.requester');
   const superseded = supersedesOf(testCase['supersedes'], envelope['supersedes']);
   if (superseded) input.supersedes = superseded;
+  if (testCase['prior'] !== undefined) input.prior = priorOf(testCase['prior']);
   return input;
+}
+
+/**
+ * `context.prior` of a case (docs/protocol.md §17): `{committed?, unknown?, invoking?, proposed_allowed?}`,
+ * whole numbers, a member left out being 0; a case without `prior` sees no other execution of its call.
+ */
+function priorOf(member: LosslessValue): Prior {
+  if (!isObj(member)) caseError('prior: expected {committed?, unknown?, invoking?, proposed_allowed?}');
+  onlyKeys(member, PRIOR_BUCKETS, 'prior');
+  const value = toPlain(member) as Record<string, unknown>;
+  const prior = noPrior();
+  for (const bucket of PRIOR_BUCKETS) {
+    const n = value[bucket];
+    if (n === undefined) continue;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) caseError(`prior.${bucket}: expected a whole number from 0`);
+    prior[bucket] = n;
+  }
+  return prior;
 }
 
 const EXECUTION_STATES = ['proposed', 'invoking', 'committed', 'rejected', 'unknown', 'reconciled'];
@@ -218,7 +238,7 @@ function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: Entity
 }
 
 /** The members a case, its `expect` and its approvals may have: a misspelt one (`reason`) would silently check nothing. */
-const CASE_KEYS = ['name', 'now', 'request', 'authzen', 'approvals', 'expect', 'supersedes'];
+const CASE_KEYS = ['name', 'now', 'request', 'authzen', 'approvals', 'expect', 'supersedes', 'prior'];
 const EXPECT_KEYS = ['decision', 'reasons'];
 const APPROVAL_KEYS = ['approver', 'approved_at', 'expires_at'];
 

@@ -5,6 +5,7 @@
  * approvals the record lists as valid at that moment (the engine orders them earliest first, as live);
  * the superseded execution as it stood; and the entities as they stood (entity-timeline.ts). Pure.
  */
+import { noPrior, PRIOR_BUCKETS, type Prior } from '../executions/prior.js';
 import { WritError } from '../errors.js';
 import { admitValue, cedarView, type LosslessValue } from '../binding/index.js';
 import type { DecisionInput, ValidApproval } from '../policy/engine.js';
@@ -73,6 +74,18 @@ export function validApprovalsOf(record: Record<string, unknown>): ValidApproval
  * (the caller tracks it); `entities` the store as it stood. Throws WritError INVALID_REQUEST on a record
  * that cannot be re-decided (missing fields, arguments that would not be admitted today).
  */
+function priorField(record: Record<string, unknown>): Prior {
+  const p = record.prior;
+  if (p === null || typeof p !== 'object' || Array.isArray(p)) throw bad(record.seq, 'prior: expected an object of counts');
+  const prior = noPrior();
+  for (const bucket of PRIOR_BUCKETS) {
+    const n = (p as Record<string, unknown>)[bucket];
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw bad(record.seq, `prior.${bucket}: expected a whole number from 0`);
+    prior[bucket] = n;
+  }
+  return prior;
+}
+
 export function decisionInputOf(record: Record<string, unknown>, entities: EntitySource, supersedes: SupersededView | undefined): DecisionInput {
   const envelope = record.envelope;
   if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) throw bad(record.seq, 'the decision record has no envelope');
@@ -109,5 +122,8 @@ export function decisionInputOf(record: Record<string, unknown>, entities: Entit
     if (supersedes === undefined) throw bad(record.seq, `the superseded execution ${env.supersedes} is not in the export`);
     input.supersedes = supersedes;
   }
+  // The counts the live decision saw, as recorded (§17): replay does not count them again. A record
+  // from before `prior` was recorded saw none.
+  if (record.prior !== undefined) input.prior = priorField(record);
   return input;
 }

@@ -174,6 +174,16 @@ export function validateReconcileRequest(body: unknown): void {
   check(reconcileFn, body, invalidRequest);
 }
 
+/** Body of POST /v1/executions/{id}/confirm (§17). INVALID_REQUEST. */
+export function validateConfirmRequest(body: unknown): void {
+  check(VALIDATORS.get('confirm-request.json')!, body, invalidRequest);
+}
+
+/** Body of POST /v1/executions/{id}/events (§17), before each event's data is admitted. INVALID_REQUEST. */
+export function validateEventsRequest(body: unknown): void {
+  check(VALIDATORS.get('events-request.json')!, body, invalidRequest);
+}
+
 /** Body of PUT /v1/entities/{type}/{id}: `{attrs: object, parents: [uid]}`. INVALID_REQUEST. */
 export function validateEntityUpsert(body: unknown): void {
   check(entityUpsertFn, body, invalidRequest);

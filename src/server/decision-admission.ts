@@ -14,8 +14,9 @@ import { validateDecisionRequest } from '../schemas/validate.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
-import { identityFields, type Caller } from '../http/auth.js';
+import { callerFields, type Caller, type RecordCaller } from '../http/auth.js';
 import type { RecordIdentity } from '../identity/verify.js';
+import type { Prior } from '../executions/prior.js';
 import { sameUid, uidKey, type Uid } from '../util/uid.js';
 
 export interface DecisionResponse {
@@ -56,6 +57,15 @@ export interface AdmittedDecision {
   key: string;
   /** The caller's verified identity (docs/protocol.md §13), named by the records. */
   identity?: RecordIdentity;
+  /** Who asked (docs/protocol.md §17), as the record names it. */
+  caller: RecordCaller;
+  /** The trace id of the envelope's `traceparent`, when it has one (§17 correlation). */
+  traceId?: string;
+}
+
+/** The trace id of a W3C `traceparent` (its second field; the envelope schema has checked the form). */
+export function traceIdOf(traceparent: unknown): string | undefined {
+  return typeof traceparent === 'string' ? traceparent.split('-')[1] : undefined;
 }
 
 /**
@@ -124,7 +134,12 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   // An envelope the delegated identity completed is not the text sent: its views come from the object.
   const envelopeText = filled ? undefined : parsed.rootText('envelope');
   const { envelopeJcs, envDigest } = envelopeJcsByText.get(envelopeText) ?? envelopeJcsByText.keep(envelopeText, envelopeViews(envelope));
-  return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId), ...identityFields(caller) };
+  const admitted: AdmittedDecision = {
+    envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId), ...callerFields(caller),
+  };
+  const traceId = traceIdOf(envelope.traceparent);
+  if (traceId !== undefined) admitted.traceId = traceId;
+  return admitted;
 }
 
 /**
@@ -182,6 +197,8 @@ export interface DecisionRecordFacts {
   entitiesVersion: string;
   now: Date;
   state: string;
+  /** The `prior` counts the evaluation saw (§17); left out only by a front thread, whose writer adds them (withPrior). */
+  prior?: Prior;
 }
 
 /**
@@ -195,10 +212,34 @@ export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts
     envelope_digest: a.envDigest, server: a.server, tool: a.tool, arguments: new KnownJcs(a.bound.canonical), binding: a.bound.binding,
     decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
     approvals: f.views, policy_version: f.policyVersion, entities_version: f.entitiesVersion, now: f.now.toISOString(), state: f.state,
+    caller: a.caller,
   };
+  if (f.prior !== undefined) fields.prior = f.prior;
+  if (a.traceId !== undefined) fields.trace_id = a.traceId;
   if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used;
   if (a.identity !== undefined) fields.identity = a.identity;
   return fields;
+}
+
+/**
+ * A front-built decision record's presealed members (built without `prior`, which only the writer can
+ * count) with `prior` added. In JCS order "prior" falls after the assigned "prev" and before every other
+ * member of that gap (a decision record's only other one is "reasons"), so it leads parts[2].
+ */
+export function withPriorMember(parts: readonly string[], prior: Prior): string[] {
+  const out = [...parts];
+  const member = `"prior":${jcs(prior)}`;
+  out[2] = out[2] ? `${member},${out[2]}` : member;
+  return out;
+}
+
+/**
+ * The members of a decision record the store indexes it by (kind, actor, execution id, task id, trace
+ * id: store/layout.ts indexTermsOf), for an append whose record is given presealed — the envelope is
+ * sealed from its JCS text, which the indexes cannot read.
+ */
+export function decisionIndexFields(d: { actor: Uid; executionId: string; taskId: string; traceId?: string }): { kind: string } & Record<string, unknown> {
+  return { kind: 'decision', actor: d.actor, execution_id: d.executionId, envelope: { task_id: d.taskId }, ...(d.traceId !== undefined ? { trace_id: d.traceId } : {}) };
 }
 
 /** The answer to a decision once its record is durable. */
@@ -254,9 +295,18 @@ export interface PreparedDecision {
   state: string;
   policyVersion: string;
   entitiesVersion: string;
-  /** The whole record's members as canonical text (src/store/seal.ts presealMembers, computed on the
-   *  front; the writer only joins and hashes). */
+  /** The whole record's members but `prior` as canonical text (src/store/seal.ts presealMembers, computed
+   *  on the front; the writer adds `prior` (withPriorMember), joins and hashes). */
   parts: string[];
+  /** The envelope's task_id and trace id: the writer indexes the record by them (§17 correlation). */
+  taskId: string;
+  traceId?: string;
+  /** The approver groups the decision's obligations name (an approval_required decision waits for them). */
+  approverGroups: string[];
+  /** Whether the policies can observe `context.prior`: the front evaluated with none, which must still hold. */
+  readsPrior: boolean;
+  /** The PDP time the front evaluated at (ISO), when the execution enters its state. */
+  now: string;
   /** performance.timeOrigin + performance.now() when the request was read, for the latency metric. */
   startedAt: number;
 }

@@ -18,12 +18,14 @@ import { relabelDepthStop } from '../binding/parse.js';
 import { admitNumberToken } from '../binding/admit.js';
 import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/parse.js';
 import {
-  admitDecision, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
+  admitDecision, decisionIndexFields, decisionRecordFields, decisionResponseOf, executionKey, pdpNow, withPriorMember, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
 } from './decision-admission.js';
 import {
-  applyOutcome, applyReconcile, checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot,
-  type Execution, type OutcomeStatus, type Resolution,
+  applyConfirmation, applyOutcome, applyReconcile, checkDecisionAllowed, checkEventsAllowed, stateAfterDecision, takeSupersedeSlot,
+  type Confirmation, type Execution, type OutcomeStatus, type Resolution,
 } from '../executions/machine.js';
+import { countsOf, PENDING_PREFIX, priorCountsKey, priorSeen, putExecution, queuePrefix, samePrior, withApprovalGroups, type Prior, type QueueState } from '../executions/prior.js';
+import { admitEvents } from '../executions/events.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -33,19 +35,20 @@ import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
 import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntitiesUnsettled, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
 import {
-  validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
+  validateApprovalRequest, validateConfirmRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
 import * as metrics from '../metrics/metrics.js';
-import { identityFields, type Caller } from '../http/auth.js';
+import { callerFields, type Caller } from '../http/auth.js';
 import type { WritConfig } from '../config/config.js';
-import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
+import { CEDAR_TYPE_NAME, parseUidKey, sameUid, uidKey, type Uid } from '../util/uid.js';
 import { jcs } from '../util/canonical.js';
+import { presealMembers } from '../store/seal.js';
 import * as log from '../log/log.js';
 
 /** Codes of §4 that are ledgered as `refusal` records before they are answered. */
 const LEDGERED_REFUSALS = new Set([
   'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED',
-  'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN',
+  'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN', 'EXECUTION_NOT_CONFIRMABLE',
   // An approval given for a state the execution is not in (or for no execution) is evidence too: the
   // auditor sees who tried to approve what, and why it did not count.
   'APPROVAL_STALE',
@@ -369,12 +372,13 @@ export class Sidecar {
     // A refused request that named an execution to supersede says which (the loser of a supersede race
     // is otherwise a refusal of an id that never existed).
     const refusalFields = {
-      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, ...(admitted.identity ? { identity: admitted.identity } : {}),
+      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, caller: admitted.caller, ...(admitted.identity ? { identity: admitted.identity } : {}),
       ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
     };
+    const countsKey = priorCountsKey(actor, bound.binding);
     for (let attempt = 0; ; attempt++) {
-      // 2. Evaluate against a snapshot of the execution, its approvals, the entities and the clock.
-      const snapshot = await this.store.get<Execution>('executions', key);
+      // 2. Evaluate against a snapshot of the execution, its approvals, the prior counts, the entities and the clock.
+      const [snapshot, priorRow] = await Promise.all([this.store.get<Execution>('executions', key), this.store.get<Prior>('meta', countsKey)]);
       if (snapshot) {
         try {
           checkDecisionAllowed(snapshot, { phase, binding: bound.binding, envelope_digest: envDigest });
@@ -386,6 +390,7 @@ export class Sidecar {
       let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
       // The revision of the retried execution whose state the policy sees: the write below checks it.
       let supersedesRev = -1;
+      let superseded: Execution | undefined;
       if (typeof envelope.supersedes === 'string') {
         const target = await this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
         try {
@@ -393,6 +398,7 @@ export class Sidecar {
         } catch (e) {
           throw await this.refuse(e, key, refusalFields);
         }
+        superseded = target;
         supersedesRev = target!.rev ?? -1;
         supersedes = { execution_id: target!.execution_id, state: target!.state };
         if (target!.resolution) supersedes.resolution = target!.resolution;
@@ -401,9 +407,13 @@ export class Sidecar {
       const { valid, views, subjectDigest: approvalsSubjectDigest } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
       const engine = this.engine;
       const entitiesVersion = this.entities.version;
+      const prior = priorSeen(priorRow, bound.binding, snapshot, superseded);
+      // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
+      // no policy counts are not evaluated again in turn).
+      const readsPrior = engine.readsPrior(server, tool);
       const outcome = await this.evaluator.decide(engine, {
         actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
-        now, approvals: valid, ...(supersedes ? { supersedes } : {}), entities: this.entities,
+        now, approvals: valid, ...(supersedes ? { supersedes } : {}), prior, entities: this.entities,
       });
       const decisionId = randomUUID();
       // 3. Reserve / transition and ledger, atomically and durably.
@@ -417,6 +427,8 @@ export class Sidecar {
           // one undone, which leaves the entities version as it was) makes them stale.
           if (approvalsSubjectDigest !== undefined && this.entities.approvalDigestIn(tx, uidKey(subject)) !== approvalsSubjectDigest) throw new StaleSnapshot();
           if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
+          // Another execution of this call moved (a second id for one consequence ran): evaluate again.
+          if (readsPrior && !samePrior(tx.get<Prior>('meta', countsKey), priorRow)) throw new StaleSnapshot();
           if (typeof envelope.supersedes === 'string') {
             const targetKey = executionKey(actor, envelope.supersedes);
             const seen = tx.get<Execution>('executions', targetKey);
@@ -424,11 +436,11 @@ export class Sidecar {
             // its state: evaluate again, so no retry is allowed on a state it no longer has.
             if (seen !== undefined && (seen.rev ?? -1) !== supersedesRev) throw new StaleSnapshot();
             const target = takeSupersedeSlot(seen, executionId, envelope.supersedes);
-            if (target.superseded_by !== undefined) tx.put('executions', targetKey, { ...target, rev: (target.rev ?? 0) + 1 });
+            if (target.superseded_by !== undefined) putExecution(tx, targetKey, seen, { ...target, rev: (target.rev ?? 0) + 1 }, now);
           }
           const state = stateAfterDecision(phase, outcome.decision);
-          const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state });
-          const rec = tx.append(fields);
+          const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state, prior });
+          const rec = tx.append(decisionIndexFields({ ...admitted, taskId: envelope.task_id }), presealMembers(fields));
           const next: Execution = current
             // A decision that leaves the state as it was changes nothing another decision reads (the records
             // list is not policy input): its revision stays, so concurrent decisions on one execution (many
@@ -439,9 +451,11 @@ export class Sidecar {
                 ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
                 approvals: [], records: [rec.seq], rev: 0,
               };
-          tx.put('executions', key, next);
+          if (state === 'proposed' && outcome.decision === 'allow') next.allowed = true;
+          else delete next.allowed;
+          putExecution(tx, key, current, withApprovalGroups(next, outcome.decision, outcome.obligations.map((o) => o.approver_group), rec.seq), now);
           return { seq: rec.seq, hash: rec.hash, state };
-        }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
+        }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, countsKey, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
       } catch (e) {
         if (e instanceof StaleEntities && attempt < 20) await this.entities.reload();
         if ((e instanceof StaleSnapshot || e instanceof StaleEntities) && attempt >= 1) holdEntities();
@@ -481,17 +495,22 @@ export class Sidecar {
     }
     let written: { seq: number; hash: string };
     try {
+      const countsKey = priorCountsKey(p.actor, p.binding);
       written = await this.store.write((tx) => {
         if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion || !this.entities.settled) throw new StaleSnapshot();
         this.entities.checkFresh(tx);
-        const rec = tx.append({ kind: 'decision', actor: p.actor, execution_id: p.executionId }, { parts: p.parts });
+        // The front evaluated with no other execution of this call: where a policy counts them, that must hold.
+        const prior = countsOf(tx.get<Prior>('meta', countsKey));
+        if (p.readsPrior && !samePrior(prior, undefined)) throw new StaleSnapshot();
+        const rec = tx.append(decisionIndexFields(p), { parts: withPriorMember(p.parts, prior) });
         const next: Execution = {
           execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
           server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,
+          ...(p.state === 'proposed' && p.decision === 'allow' ? { allowed: true as const } : {}),
         };
-        tx.put('executions', p.key, next);
+        putExecution(tx, p.key, undefined, withApprovalGroups(next, p.decision, p.approverGroups, rec.seq), new Date(p.now));
         return { seq: rec.seq, hash: rec.hash };
-      }, { label: 'reserve', reads: decisionReads(p.key, undefined) });
+      }, { label: 'reserve', reads: decisionReads(p.key, countsKey, undefined) });
     } catch (e) {
       if (e instanceof StaleSnapshot || e instanceof StaleEntities) {
         if (e instanceof StaleEntities) await this.entities.reload();
@@ -533,7 +552,7 @@ export class Sidecar {
       await this.store.write((tx) => {
         const rec = tx.append({ kind: 'refusal', code: e.code, message: e.message, ...fields });
         const current = key ? tx.get<Execution>('executions', key) : undefined;
-        if (current && key) tx.put('executions', key, { ...current, records: [...current.records, rec.seq] });
+        if (current && key) putExecution(tx, key, current, { ...current, records: [...current.records, rec.seq] }, this.now());
       }, { label: 'refusal' });
     } catch (storeError) {
       return storeFailure(storeError);
@@ -553,10 +572,10 @@ export class Sidecar {
     const key = executionKey(actor, executionId);
     const status: OutcomeStatus = body.status;
     const fields: Record<string, unknown> = {
-      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported', ...identityFields(caller),
+      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported', ...callerFields(caller),
     };
     for (const f of ['result_digest', 'downstream_ref', 'detail']) if (body[f] !== undefined) fields[f] = body[f];
-    return this.transition(key, executionId, actor, (e) => applyOutcome(e, status), fields, 'terminal');
+    return this.transition(key, executionId, actor, (e) => applyOutcome(e, status, fields.confirmation as Confirmation), fields, 'terminal');
   }
 
   async reconcile(actorParam: Uid, executionId: string, text: string, caller: Caller): Promise<Record<string, unknown>> {
@@ -565,14 +584,93 @@ export class Sidecar {
     const resolution: Resolution = body.resolution;
     const key = executionKey(actorParam, executionId);
     const fields: Record<string, unknown> = {
-      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role, ...identityFields(caller),
+      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
+      ...callerFields(caller),
     };
-    return this.transition(key, executionId, actorParam, (e) => applyReconcile(e, resolution), fields, 'reconcile');
+    const stuck = { now: this.now(), stuckAfterS: this.config.stuck_after_s };
+    return this.transition(key, executionId, actorParam, (e) => applyReconcile(e, resolution, stuck), fields, 'reconcile');
+  }
+
+  /** POST /v1/executions/{id}/confirm (§17): the system of record confirms a committed outcome, later. */
+  async confirm(actorParam: Uid, executionId: string, text: string, caller: Caller): Promise<Record<string, unknown>> {
+    const body = parseBody(text) as Record<string, any>;
+    validateConfirmRequest(body);
+    const fields: Record<string, unknown> = {
+      kind: 'confirmation', actor: actorParam, execution_id: executionId, confirmation: 'system_of_record', evidence_ref: body.evidence_ref,
+      ...(body.downstream_ref !== undefined ? { downstream_ref: body.downstream_ref } : {}), ...callerFields(caller),
+    };
+    return this.transition(executionKey(actorParam, executionId), executionId, actorParam, applyConfirmation, fields, 'confirmation');
+  }
+
+  /**
+   * POST /v1/executions/{id}/events (§17): what the tool did inside the call, one `event` record per
+   * event, in order, in one durable write — only while the PEP's own execution is `invoking`.
+   */
+  async events(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
+    const events = admitEvents(text);
+    const actor = caller.actor!;
+    const key = executionKey(actor, executionId);
+    const who = callerFields(caller);
+    try {
+      return await this.store.write((tx) => {
+        const current = tx.get<Execution>('executions', key);
+        if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+        checkEventsAllowed(current);
+        const seqs: number[] = [];
+        const sealed: Array<{ seq: number; hash: string }> = [];
+        for (const event of events) {
+          const rec = tx.append({ kind: 'event', actor, execution_id: executionId, event, ...who });
+          seqs.push(rec.seq);
+          sealed.push({ seq: rec.seq, hash: rec.hash });
+        }
+        // Events change nothing a decision reads: the revision stays.
+        putExecution(tx, key, current, { ...current, records: [...current.records, ...seqs] }, this.now());
+        return { execution_id: executionId, state: current.state, records: sealed };
+      }, { label: 'events', reads: [['executions', key]] });
+    } catch (e) {
+      if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
+      throw await this.refuse(e, key, { actor, execution_id: executionId, ...who, attempted: { kind: 'event', count: events.length, types: events.map((ev) => ev.type) } });
+    }
+  }
+
+  /**
+   * GET /v1/executions?state=… (§17): the reconciliation queue — executions `unknown` or `invoking`,
+   * oldest first (by when they entered that state), optionally only those in it for `olderThanS`
+   * seconds; `from` is the `next` of the page before.
+   */
+  async queue(state: QueueState, opts: { olderThanS?: number; limit: number; from?: string }): Promise<{ executions: Array<Record<string, unknown>>; next: string | null }> {
+    const prefix = queuePrefix(state);
+    const after = opts.from === undefined ? undefined : prefix + decodeCursor(opts.from);
+    const cutoff = opts.olderThanS === undefined ? undefined : this.now().getTime() - opts.olderThanS * 1000;
+    const page: Array<Record<string, unknown>> = [];
+    let next: string | null = null;
+    const rows = this.store.entries<{ actor: Uid; execution_id: string }>('meta', prefix);
+    const visit = async (rowKey: string, row: { actor: Uid; execution_id: string }): Promise<boolean> => {
+      if (after !== undefined && rowKey <= after) return true;
+      const since = rowKey.slice(prefix.length, rowKey.indexOf('\n', prefix.length));
+      if (cutoff !== undefined && Date.parse(since) > cutoff) return false;
+      if (page.length === opts.limit) {
+        next = encodeCursor(page.at(-1)!.cursor as string);
+        return false;
+      }
+      const e = await this.store.get<Execution>('executions', executionKey(row.actor, row.execution_id));
+      // A row is written with its execution in one transaction; a mismatch is only a read between two writes.
+      if (!e || e.state !== state) return true;
+      page.push({ execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, server: e.server, tool: e.tool, since: e.since, cursor: rowKey.slice(prefix.length) });
+      return true;
+    };
+    if (Symbol.asyncIterator in rows) {
+      for await (const [k, row] of rows) if (!(await visit(k, row))) break;
+    } else {
+      for (const [k, row] of rows) if (!(await visit(k, row))) break;
+    }
+    return { executions: page.map(({ cursor: _cursor, ...view }) => view), next };
   }
 
   private async transition(key: string, executionId: string, actor: Uid, step: (e: Execution) => Execution, fields: Record<string, unknown>, label: string) {
     let from: string | undefined;
     let to: string | undefined;
+    const now = this.now();
     try {
       const answer = await this.store.write((tx) => {
         const current = tx.get<Execution>('executions', key);
@@ -581,7 +679,7 @@ export class Sidecar {
         from = current.state;
         to = next.state;
         const rec = tx.append(fields as { kind: string });
-        tx.put('executions', key, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 });
+        putExecution(tx, key, current, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }, now);
         const answer: Record<string, unknown> = { execution_id: executionId, state: next.state, record: { seq: rec.seq, hash: rec.hash } };
         if (next.resolution) answer.resolution = next.resolution;
         return answer;
@@ -591,21 +689,78 @@ export class Sidecar {
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
       // The refused request is kept whole (a late "committed" after a timeout is evidence for a reconciler).
-      const { kind: _kind, actor: _actor, execution_id: _id, identity, ...attempted } = fields;
-      throw await this.refuse(e, key, { actor, execution_id: executionId, ...(identity ? { identity } : {}), attempted: { kind: fields.kind, ...attempted } });
+      const { kind: _kind, actor: _actor, execution_id: _id, caller: who, identity, ...attempted } = fields;
+      throw await this.refuse(e, key, { actor, execution_id: executionId, caller: who, ...(identity ? { identity } : {}), attempted: { kind: fields.kind, ...attempted } });
     }
   }
 
-  /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it. */
-  async getExecution(actor: Uid, executionId: string): Promise<Record<string, unknown>> {
+  /** Whether `principal` is in the approver group `group` (`Type::"id"`) in the entity store, transitively. */
+  private inApproverGroup(principal: Uid, group: string): boolean {
+    const target = parseUidKey(group);
+    if (!target) return false;
+    const goal = uidKey(target);
+    const seen = new Set<string>();
+    const walk = (key: string): boolean => {
+      if (key === goal) return true;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return (this.entities.get(key)?.parents ?? []).some((p) => walk(uidKey(p)));
+    };
+    return walk(uidKey(principal));
+  }
+
+  /**
+   * GET /v1/approvals/pending (§17): the executions waiting for an approval this approver can give —
+   * `proposed`, latest decision approval_required with an approver group the approver is in — newest
+   * first, each with the call exactly as admitted and the approvals it already has.
+   */
+  async pendingApprovals(caller: Caller): Promise<{ pending: Array<Record<string, unknown>> }> {
     await this.entities.refresh();
-    const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
-    if (!e) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+    const approver = caller.principal!;
     const now = this.now();
+    const keys: string[] = [];
+    const rows = this.store.entries<{ actor: Uid; execution_id: string }>('meta', PENDING_PREFIX);
+    if (Symbol.asyncIterator in rows) for await (const [, row] of rows) keys.push(executionKey(row.actor, row.execution_id));
+    else for (const [, row] of rows) keys.push(executionKey(row.actor, row.execution_id));
+    const pending: Array<Record<string, unknown> & { decided_at: string }> = [];
+    for (const key of keys) {
+      const e = await this.store.get<Execution>('executions', key);
+      if (!e || e.state !== 'proposed' || !e.pending || !e.pending.groups.some((g) => this.inApproverGroup(approver, g))) continue;
+      const r = (await this.store.getRecord(e.pending.seq)) as Record<string, any> | undefined;
+      if (!r || r.kind !== 'decision') continue;
+      const env = r.envelope as Record<string, any>;
+      const item: Record<string, unknown> & { decided_at: string } = {
+        execution_id: e.execution_id, actor: e.actor, requester: env.requester, subject: env.subject, task_id: env.task_id, purpose: env.purpose,
+        decided_at: r.now as string,
+      };
+      for (const f of ['authoritative_event', 'execute_after', 'evidence_refs']) if (env[f] !== undefined && env[f] !== null) item[f] = env[f];
+      Object.assign(item, {
+        action: { server: r.server, tool: r.tool, arguments: r.arguments }, binding: e.binding, envelope_digest: e.envelope_digest,
+        decided_at: r.now, reasons: r.reasons, obligations: r.obligations, approvals: await this.approvalViews(e, now),
+      });
+      pending.push(item);
+    }
+    pending.sort((a, b) => Date.parse(b.decided_at) - Date.parse(a.decided_at));
+    return { pending };
+  }
+
+  /** An execution's approvals with their validity now (§4), as GET /v1/executions shows them. */
+  private async approvalViews(e: Execution, now: Date): Promise<ApprovalView[]> {
     const current = { binding: e.binding, envelope_digest: e.envelope_digest, subjectDigest: await this.entities.approvalDigest(uidKey(e.subject)) };
-    const approvals = (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
+    return (await Promise.all(e.approvals.map((id) => this.store.get<Approval>('approvals', id))))
       .filter((a): a is Approval => a !== undefined)
       .map((a) => approvalView(a, invalidReason(a, now, current)));
+  }
+
+  /** GET /v1/executions/{id}: the execution, its approvals with validity now, and every record naming it.
+   *  `approver`: only an approver of a group one of its decisions required may read it (else 404). */
+  async getExecution(actor: Uid, executionId: string, approver?: Uid): Promise<Record<string, unknown>> {
+    await this.entities.refresh();
+    const e = await this.store.get<Execution>('executions', executionKey(actor, executionId));
+    if (!e || (approver !== undefined && !(e.approval_groups ?? []).some((g) => this.inApproverGroup(approver, g)))) {
+      throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+    }
+    const approvals = await this.approvalViews(e, this.now());
     const view: Record<string, unknown> = {
       execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, envelope_digest: e.envelope_digest,
     };
@@ -650,13 +805,13 @@ export class Sidecar {
         subject_digest: this.entities.approvalDigestIn(tx, uidKey(e.subject)),
       };
       tx.put('approvals', approvalId, approval);
-      const rec = tx.append({ kind: 'approval', ...approval, ...identityFields(caller) });
-      tx.put('executions', key, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
+      const rec = tx.append({ kind: 'approval', ...approval, ...callerFields(caller) });
+      putExecution(tx, key, e, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
       return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
     }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch(async (e) => {
       if (isWritError(e) && e.code === 'APPROVAL_STALE') {
         throw await this.refuse(e, key, {
-          actor, execution_id: body.execution_id, approver: caller.principal!, ...identityFields(caller),
+          actor, execution_id: body.execution_id, approver: caller.principal!, ...callerFields(caller),
           attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
         });
       }
@@ -673,19 +828,19 @@ export class Sidecar {
       // Revoking again answers the first revocation (its record too, for approvals revoked since it is kept).
       if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at, ...(a.revocation_record ? { record: a.revocation_record } : {}) };
       const revokedAt = now.toISOString();
-      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt, ...identityFields(caller) });
+      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt, ...callerFields(caller) });
       const revoked: Approval = { ...a, revoked_at: revokedAt, revocation_record: { seq: rec.seq, hash: rec.hash } };
       tx.put('approvals', approvalId, revoked);
       const key = executionKey(a.actor, a.execution_id);
       const e = tx.get<Execution>('executions', key);
-      if (e) tx.put('executions', key, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
+      if (e) putExecution(tx, key, e, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
       return { approval_id: approvalId, revoked_at: revokedAt, record: { seq: rec.seq, hash: rec.hash } };
     }, { label: 'revocation' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
   }
 
   // ── trusted facts ─────────────────────────────────────────────────────────────────────────────
 
-  async putEntity(type: string, id: string, text: string, caller?: Caller): Promise<Record<string, unknown>> {
+  async putEntity(caller: Caller, type: string, id: string, text: string): Promise<Record<string, unknown>> {
     // The same limits as a uid anywhere else (schemas/defs.json): a path the store cannot key is bad input, not an outage.
     if (!CEDAR_TYPE_NAME.test(type) || type.length > MAX_TYPE_NAME) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
     if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
@@ -706,7 +861,7 @@ export class Sidecar {
       this.entities.checkFresh(tx);
       this.entities.checkSettled();
       refuseParentCycle(checked, (key) => this.entities.get(key));
-      staged = this.entities.stage(tx, [{ entity: checked }], 'api', caller ? identityFields(caller) : {});
+      staged = this.entities.stage(tx, [{ entity: checked }], 'api', callerFields(caller));
       return staged.records[0]!;
     }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => {
       staged?.abort();
@@ -726,10 +881,20 @@ export class Sidecar {
 }
 
 /** The rows a decision's write reads, fetched with its batch by a shared store. */
-function decisionReads(key: string, supersedesKey: string | undefined): Array<[Table, string]> {
-  const reads: Array<[Table, string]> = [['executions', key], ['meta', ENTITIES_VERSION_KEY]];
+function decisionReads(key: string, countsKey: string, supersedesKey: string | undefined): Array<[Table, string]> {
+  const reads: Array<[Table, string]> = [['executions', key], ['meta', ENTITIES_VERSION_KEY], ['meta', countsKey]];
   if (supersedesKey !== undefined) reads.push(['executions', supersedesKey]);
   return reads;
+}
+
+/** A queue page's `next`: the position after its last row, opaque to the client (URL-safe). */
+function encodeCursor(position: string): string {
+  return Buffer.from(position, 'utf8').toString('base64url');
+}
+function decodeCursor(cursor: string): string {
+  const position = /^[A-Za-z0-9_-]{1,4000}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (!/^\d{4}-\d\d-\d\dT[^\n]+\n[^\n]+\n/.test(position)) throw new WritError('INVALID_REQUEST', 'query parameter from is not a `next` this route answered');
+  return position;
 }
 
 function storeFailure(e: unknown): WritError {

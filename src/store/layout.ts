@@ -7,6 +7,7 @@
  *   idx_kind  [kind, seq]               → ''   records by kind
  *   idx_actor [uidKey(actor), seq]      → ''   records whose `actor` field is an entity uid
  *   idx_exec  [execution_id, seq]       → ''   records whose `execution_id` field is a string
+ *   idx_corr  [correlationTerm, seq]    → ''   decision records by task id and by trace id (§17)
  *   t_executions | t_approvals | t_entities | t_meta   string key → JSON text
  *   internal  string key → string (format version, readiness probe)
  * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
@@ -18,8 +19,8 @@ import { WritError } from '../errors.js';
 
 export type Table = 'executions' | 'approvals' | 'entities' | 'meta';
 export const TABLES: readonly Table[] = ['executions', 'approvals', 'entities', 'meta'];
-export type IndexName = 'idx_kind' | 'idx_actor' | 'idx_exec';
-export const INDEXES: readonly IndexName[] = ['idx_kind', 'idx_actor', 'idx_exec'];
+export type IndexName = 'idx_kind' | 'idx_actor' | 'idx_exec' | 'idx_corr';
+export const INDEXES: readonly IndexName[] = ['idx_kind', 'idx_actor', 'idx_exec', 'idx_corr'];
 
 export const STORE_SUBDIR = 'store';
 export const FORMAT_KEY = 'format';
@@ -100,7 +101,21 @@ export function indexTermsOf(record: Record<string, unknown>, uidKeyOf: (u: { ty
     out.push(['idx_actor', uidKeyOf({ type: actor.type, id: actor.id })]);
   }
   if (typeof record.execution_id === 'string') out.push(['idx_exec', record.execution_id]);
+  const env = record.envelope as { task_id?: unknown } | null | undefined;
+  if (env && typeof env === 'object' && typeof env.task_id === 'string') out.push(['idx_corr', correlationTerm('task_id', env.task_id)]);
+  if (typeof record.trace_id === 'string') out.push(['idx_corr', correlationTerm('trace_id', record.trace_id)]);
   return out;
+}
+
+/** The correlation index's term of a task id or a trace id (one index, two namespaces). */
+export function correlationTerm(field: 'task_id' | 'trace_id', value: string): string {
+  return `${field}\n${value}`;
+}
+
+/** Whether a record has the task id / trace id a listing asks for (the index may hold a digest of a long term). */
+export function correlationMatches(record: Record<string, unknown>, q: { task_id?: string; trace_id?: string }): boolean {
+  const env = record.envelope as { task_id?: unknown } | null | undefined;
+  return (q.task_id === undefined || (env !== null && typeof env === 'object' && env.task_id === q.task_id)) && (q.trace_id === undefined || record.trace_id === q.trace_id);
 }
 
 /** Attaches a handler to lmdb-js's `commitError` promise so a failed commit is not also an unhandled rejection. */

@@ -18,7 +18,7 @@ import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../ledger/merkle.js';
 import { lockDataDir, type DirLock } from './lock.js';
-import { FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
+import { correlationMatches, correlationTerm, FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
@@ -518,8 +518,11 @@ export class Store implements LedgerStore {
     const matches = (r: LedgerRecord): boolean =>
       (q.kind === undefined || r.kind === q.kind) &&
       (q.execution_id === undefined || r.execution_id === q.execution_id) &&
-      (q.actor === undefined || actorKeyOf(r) === q.actor);
+      (q.actor === undefined || actorKeyOf(r) === q.actor) &&
+      correlationMatches(r, q);
     const filters: Array<[IndexName, string]> = [];
+    if (q.task_id !== undefined) filters.push(['idx_corr', indexTerm(correlationTerm('task_id', q.task_id))]);
+    if (q.trace_id !== undefined) filters.push(['idx_corr', indexTerm(correlationTerm('trace_id', q.trace_id))]);
     // The most selective first: an execution has a handful of records, an actor or a kind many.
     if (q.execution_id !== undefined) filters.push(['idx_exec', indexTerm(q.execution_id)]);
     if (q.actor !== undefined) filters.push(['idx_actor', indexTerm(q.actor)]);

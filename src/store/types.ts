@@ -56,6 +56,9 @@ export interface RecordQuery {
   kind?: string;
   actor?: string;
   execution_id?: string;
+  /** Decision records of this envelope task_id / traceparent trace id (§17). */
+  task_id?: string;
+  trace_id?: string;
 }
 
 export interface LedgerStore {

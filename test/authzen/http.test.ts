@@ -120,7 +120,8 @@ test('POST /access/v1/evaluation: true only for allow, with decision_id and reas
   assert.match(rec.policy_version, /^sha256:[0-9a-f]{64}$/);
   assert.match(rec.entities_version, /^sha256:[0-9a-f]{64}$/);
   assert.ok(!Number.isNaN(Date.parse(rec.now)));
-  assert.deepEqual(rec.caller, { role: 'evaluator' });
+  assert.deepEqual({ ...rec.caller, name: undefined }, { role: 'evaluator', name: undefined });
+  assert.match(rec.caller.name, /^sha256:[0-9a-f]{16}$/);
   assert.equal(schemaIssue('ledger-record.json', rec), null);
   assert.notEqual(schemaIssue('ledger-record.json', { ...rec, execution_id: 'E-1' }), null);
 });
@@ -254,7 +255,7 @@ test('auth: evaluator asks about anyone; a pep only about its own actor; other r
   assert.equal(pepOwn.status, 200);
   assert.equal(pepOwn.body.decision, true);
   const rec = (await authzenRecords()).find((r) => r.decision_id === pepOwn.body.context.decision_id);
-  assert.deepEqual(rec.caller, { role: 'pep', actor: { type: 'user', id: 'alice' } });
+  assert.deepEqual({ ...rec.caller, name: undefined }, { role: 'pep', name: undefined, actor: { type: 'user', id: 'alice' } });
 
   const count = (await authzenRecords()).length;
   const pepOther = await evaluation(other, TOKENS.pep);

@@ -1,7 +1,7 @@
 /** Finding and launching Debian's Chromium for the console tests (no browser download: the network is closed). */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** $CHROMIUM_PATH, else `chromium` / `chromium-browser` on $PATH. */
 export function findChromium(): string | undefined {
@@ -26,4 +26,11 @@ export function launchChromium(executablePath: string): Promise<Browser> {
     // --no-sandbox: tests run as root; the rest keeps a closed-network machine from waiting on Google services.
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
   });
+}
+
+/** Collects every URL a page requests and every error it logs (console errors and uncaught exceptions) into the given arrays. */
+export function watchPage(page: Page, requests: string[], errors: string[]): void {
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
 }

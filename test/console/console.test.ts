@@ -16,7 +16,7 @@ import { call, offboardingBody, REPO, startTestServer, type TestServer } from '.
 import { jcs } from '../../src/util/canonical.js';
 import { readKeyFile, SIGNING_KEY_FILE, signingKeyFromSeed } from '../../src/checkpoints/keys.js';
 import { checkpointPayload, keyPayload, signPayload } from '../../src/ledger/signing.js';
-import { findChromium, launchChromium, NO_CHROMIUM } from './browser.js';
+import { findChromium, launchChromium, NO_CHROMIUM, watchPage } from './browser.js';
 import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
 
 interface Rec { seq: number; kind: string; ts: string; hash: string; [k: string]: unknown }
@@ -97,9 +97,7 @@ before(async () => {
   browser = await launchChromium(chromiumPath);
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Bangkok', locale: 'en-GB' });
   page = await context.newPage();
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-  page.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  watchPage(page, requests, consoleErrors);
 });
 
 after(async () => {

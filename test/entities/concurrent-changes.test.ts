@@ -15,8 +15,9 @@ import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js
 import type { Caller } from '../../src/http/auth.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 
-const PEP: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
-const HR: Caller = { role: 'approver', principal: { type: 'User', id: 'hr-5519' } };
+const PEP: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
+const HR: Caller = { role: 'approver', name: 'test-hr', principal: { type: 'User', id: 'hr-5519' } };
+const ADMIN: Caller = { role: 'admin', name: 'test-admin' };
 
 async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: Sidecar }> {
   const dir = mkdtempSync(join(tmpdir(), 'writ-entity-race-'));
@@ -54,7 +55,7 @@ test('concurrent admin changes of different entities: every acknowledged change 
   const { store, sidecar } = await openSidecar(t);
   for (let round = 0; round < 5; round++) {
     const changes = Array.from({ length: 6 }, (_, i) => ({ type: 'Agent', id: `agent-${i}`, level: round * 10 + i }));
-    await Promise.all(changes.map((c) => sidecar.putEntity(c.type, c.id, JSON.stringify({ attrs: { level: c.level }, parents: [] }))));
+    await Promise.all(changes.map((c) => sidecar.putEntity(ADMIN, c.type, c.id, JSON.stringify({ attrs: { level: c.level }, parents: [] }))));
     for (const c of changes) assert.deepEqual((await sidecar.getEntity(c.type, c.id)).attrs, { level: c.level }, `${c.id} in round ${round}`);
   }
   for (const r of await replayEntities(store)) assert.equal(r.named, r.actual, `entity record ${r.seq} names the version the ledger gives`);
@@ -68,7 +69,7 @@ test('an approval given while a change of its subject lands binds the subject as
   const subject = await sidecar.getEntity('Employee', '7721');
   const approval = JSON.stringify({ actor: body.envelope.actor, execution_id: body.execution_id, binding: proposed.binding, envelope_digest: proposed.envelope_digest, expires_at: new Date(Date.now() + 3_600_000).toISOString() });
   // The change is staged (in the store's open batch, not durable yet) when the approval is written.
-  const change = sidecar.putEntity('Employee', '7721', JSON.stringify({ attrs: { ...subject.attrs, note: 'changed' }, parents: subject.parents }));
+  const change = sidecar.putEntity(ADMIN, 'Employee', '7721', JSON.stringify({ attrs: { ...subject.attrs, note: 'changed' }, parents: subject.parents }));
   for (let i = 0; i < 1000 && sidecar.entities.settled; i++) await Promise.resolve();
   assert.equal(sidecar.entities.settled, false, 'the change is staged and not yet durable');
   const given = sidecar.approve(HR, approval);

@@ -14,7 +14,7 @@ import { loadPolicyDir } from '../../src/policy/load.js';
 import type { Caller } from '../../src/http/auth.js';
 import { offboardingBody } from '../helpers/server.js';
 
-const CALLER: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
+const CALLER: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
 const POLICIES = `
 @id("run") permit (principal, action == Action::"t/op", resource);
 @id("no-retry-after-commit") forbid (principal, action == Action::"t/op", resource)

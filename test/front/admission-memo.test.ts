@@ -11,7 +11,7 @@ import { jcs } from '../../src/util/canonical.js';
 import { isWritError } from '../../src/errors.js';
 import type { Caller } from '../../src/http/auth.js';
 
-const caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } } as Caller;
+const caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } } as Caller;
 
 /** What admission derives, computed from scratch with no memo. */
 function fresh(text: string) {

@@ -21,7 +21,7 @@ import { admitAuthzen, type PreparedAuthzen } from '../../src/authzen/request.js
 import { authzenRecordOf, presealAuthzenRecords } from '../../src/authzen/records.js';
 import type { DecisionOutcome } from '../../src/policy/engine.js';
 
-const CALLER: Caller = { role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
+const CALLER: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
 const read = (id: string, phase: 'propose' | 'execute' = 'execute') =>
   JSON.stringify(offboardingBody({ execution_id: id, phase, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }));
 /** What two records of the same question share: everything but what is unique to each call. */
@@ -71,7 +71,11 @@ describe('Sidecar.commitPrepared', () => {
     assert.deepEqual({ ...answer, decision_id: '', execution_id: '', record: null }, { ...own, decision_id: '', execution_id: '', record: null });
     const mine = (await store.getRecord(own.record.seq))!;
     const theirs = (await store.getRecord(commit.record.seq))!;
-    assert.deepEqual(shared(theirs), shared(mine));
+    // The second execution of the same call counts the first (invoking): the writer adds `prior` to
+    // the record the front canonicalised, in its JCS place (the hash below is recomputed from the record).
+    assert.deepEqual(mine.prior, { committed: 0, unknown: 0, invoking: 0, proposed_allowed: 0 });
+    assert.deepEqual(theirs.prior, { committed: 0, unknown: 0, invoking: 1, proposed_allowed: 0 });
+    assert.deepEqual({ ...shared(theirs), prior: null }, { ...shared(mine), prior: null });
     assert.equal(theirs.hash, recordHash(theirs));
     assert.equal(theirs.prev, (await store.getRecord(commit.record.seq - 1))!.hash, 'chained on the head');
     assert.equal((await sidecar.getExecution(CALLER.actor!, 'front-1')).state, 'invoking');
@@ -132,7 +136,7 @@ describe('AuthzenService.recordPrepared', () => {
   let store: Store;
   let sidecar: Sidecar;
   let service: AuthzenService;
-  const EVALUATOR: Caller = { role: 'evaluator' };
+  const EVALUATOR: Caller = { role: 'evaluator', name: 'test-evaluator' };
   const text = JSON.stringify({ subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'read' }, resource: { type: 'Employee', id: '7721' } });
   // An outcome the bundled policies never give for this request (they name no AuthZEN action): it shows
   // whether the sidecar recorded the front's outcome or evaluated the request itself.

@@ -9,7 +9,10 @@ import { call, offboardingBody, type TestServer } from './server.js';
 
 /** The subject's Employee entity (7721) with `over` applied to its attributes. */
 export const offboardingEmployee = (over: Record<string, unknown>) => ({
-  attrs: { employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } }, ...over },
+  attrs: {
+    employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } },
+    termination_event: 'hris:termination:99108', terminates_at: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00Z' } }, ...over,
+  },
   parents: [],
 });
 

@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 
+/** The HR record's termination facts (the bundled example takes them from the store, §17). */
+const TERMINATION = { termination_event: 'hris:termination:99108', terminates_at: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00Z' } } };
+
 const AGENT = 'Agent%3A%3A%22offboarding-agent-prod%22';
 
 describe('decisions, executions, approvals and the ledger over HTTP', () => {
@@ -102,7 +105,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     setClock('2026-08-24T15:30:00+07:00');
     const body = offboardingBody({ execution_id: 'OFF-3000:disable', envelope: { subject: { type: 'Employee', id: '7722' } }, action: { arguments: { employee_id: '7722' } } });
     // Employee 7722 is created by the admin for this test.
-    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { employee_id: '7722', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
+    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
     assert.equal(put.status, 200, put.text);
     const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
     assert.equal(p.body.decision, 'approval_required', p.text);
@@ -110,7 +113,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(a.status, 201);
     setClock('2026-08-24T17:30:00+07:00');
     // The subject's record changes: the approval no longer counts.
-    const changed = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { employee_id: '7722', status: 'terminating', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
+    const changed = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
     assert.equal(changed.status, 200);
     assert.notEqual(changed.body.entities_version, put.body.entities_version);
     const e1 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
@@ -119,7 +122,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(v.body.approvals[0].valid, false);
     assert.equal(v.body.approvals[0].invalid_reason, 'subject_changed');
     // Legal hold: deny, even with a fresh approval.
-    await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { employee_id: '7722', status: 'terminating', legal_hold: true, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
+    await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: true, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
     const a2 = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' } });
     assert.equal(a2.status, 201);
     const e2 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
@@ -142,7 +145,8 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
   test('approvals are bound to one execution, binding and envelope', async () => {
     const t = s.tokens;
     setClock('2026-08-24T15:30:00+07:00');
-    const body = offboardingBody({ execution_id: 'OFF-4000:disable' });
+    // Another call than OFF-2048's, which ran: the same one would be a duplicate consequence (§17).
+    const body = offboardingBody({ execution_id: 'OFF-4000:disable', action: { arguments: { employee_id: '7721', ticket: 'OFF-4000' } } });
     const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
     const base = { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00' };
     for (const wrong of [

@@ -91,7 +91,9 @@ export function buildRecords(): Rec[] {
       continue;
     }
     n += 1;
-    const executionId = `OFF-${2000 + n}:step`;
+    // Histories the §4 machine allows (writ verify checks them): an execute (n % 4 == 1) is followed by
+    // its outcome (n % 4 == 2); an approval (n % 8 == 7) is of the propose three records before it.
+    const executionId = `OFF-${2000 + (n % 4 === 2 ? n - 1 : n % 4 === 3 ? n - 3 : n)}:step`;
     const actor = { type: 'Agent', id: 'offboarding-agent-prod' };
     switch (n % 4) {
       case 0:
@@ -107,12 +109,13 @@ export function buildRecords(): Rec[] {
           subject: { type: 'Employee', id: String(7700 + n) },
           evidence_refs: [`hris:employee:${7700 + n}@version-44`],
         };
-        const decision = n % 8 === 1 ? 'deny' : 'allow';
+        const decision = n % 8 === 0 ? 'deny' : 'allow';
+        const phase = n % 4 === 1 ? 'execute' : 'propose';
         append('decision', {
           decision_id: `dec-${n}`,
           execution_id: executionId,
           actor,
-          phase: n % 2 === 0 ? 'execute' : 'propose',
+          phase,
           envelope,
           envelope_digest: digestOf('writ-envelope/1\n', envelope),
           server,
@@ -125,7 +128,7 @@ export function buildRecords(): Rec[] {
           obligations: [],
           policy_version: records[1]!.policy_version,
           entities_version: digestOf('', ['entities', n]),
-          state: n % 2 === 0 ? 'invoking' : 'proposed',
+          state: phase === 'execute' && decision === 'allow' ? 'invoking' : 'proposed',
         });
         break;
       }

@@ -175,11 +175,13 @@ export const TAMPERS: Tamper[] = [
 
   // Recomputed chains: caught by the next checkpoint's root.
   { name: 'decision edited, chain recomputed', lines: () => editRechained((rs) => void (rs[D]!.decision = 'allow' === rs[D]!.decision ? 'deny' : 'allow')), expect: { code: 'ROOT_MISMATCH', seq: nextCheckpointAfter(D) } },
-  { name: 'record deleted, chain recomputed', lines: () => editRechained((rs) => rs.filter((_, i) => i !== 10)), expect: { code: 'ROOT_MISMATCH', seq: 14 } },
+  // Seq 10 is an allowed execute, 11 its outcome: without the execute (or after it), the outcome breaks
+  // the state machine (§17) before the next checkpoint's root can.
+  { name: 'record deleted, chain recomputed', lines: () => editRechained((rs) => rs.filter((_, i) => i !== 10)), expect: { code: 'ILLEGAL_TRANSITION', seq: 10 } },
   {
     name: 'records reordered, chain recomputed',
     lines: () => editRechained((rs) => rs.map((r, i) => (i === 10 ? rs[11]! : i === 11 ? rs[10]! : r))),
-    expect: { code: 'ROOT_MISMATCH', seq: 15 },
+    expect: { code: 'ILLEGAL_TRANSITION', seq: 10 },
   },
   {
     name: 'record invented, chain recomputed',

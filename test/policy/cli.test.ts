@@ -195,7 +195,7 @@ test('fmt --check exits 1 without touching files; fmt rewrites; the bundled dir 
   const bundled = writ('fmt', '--check', '--dir', BUNDLED_DIR);
   assert.equal(bundled.status, 0, bundled.stdout + bundled.stderr);
   // A check that passes prints one line (issue 12: silence looked like nothing ran).
-  assert.match(bundled.stdout, /^2 file\(s\) already formatted\n$/);
+  assert.match(bundled.stdout, /^3 file\(s\) already formatted\n$/);
   const messy = 'permit(principal,action,resource) when {1==1};';
   const { dir, cleanup } = tempPolicyDir({ 'm.cedar': messy });
   try {

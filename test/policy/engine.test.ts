@@ -56,6 +56,7 @@ test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
     now: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00.000Z' } },
     execute_after: { __extn: { fn: 'datetime', arg: '2026-08-24T17:00:00+0700' } },
     authoritative_event: 'hris:1',
+    prior: { committed: 0, unknown: 0, invoking: 0, proposed_allowed: 0 },
     approvals: [
       {
         approver: { __entity: { type: 'User', id: 'alice' } },
@@ -197,7 +198,8 @@ test('with a schema, a request that fails validation is a deny with errors', () 
         binding: String, arguments: { n: Long }, evidence_refs: Set<String>, now: datetime,
         execute_after?: datetime, authoritative_event?: String,
         approvals: Set<{ approver: User, approved_at: datetime, expires_at: datetime }>, approver?: User,
-        supersedes?: { execution_id: String, state: String, resolution?: String } } };`,
+        supersedes?: { execution_id: String, state: String, resolution?: String },
+        prior: { committed: Long, unknown: Long, invoking: Long, proposed_allowed: Long } } };`,
     'p.cedar': '@id("ok") permit(principal, action == Action::"s/t", resource) when { principal.trusted && context.arguments.n == 1 };',
   });
   assert.deepEqual(engine.decide(input()), { decision: 'allow', reasons: ['ok'], errors: [], obligations: [] });

@@ -241,10 +241,12 @@ test('two schema files are refused', () => {
 test('the bundled policies load', () => {
   const bundle = loadPolicyDir(BUNDLED_DIR);
   assert.deepEqual(bundle.ids, [
+    'duplicate-consequence',
     'read-employee-for-manager-or-hr',
     'disable-sign-in-by-manager',
     'hr-approval-required',
     'not-before-execute-after',
+    'envelope-matches-hr-record',
     'legal-hold',
   ]);
   assert.equal(bundle.info.get('hr-approval-required')?.requiresApproval, 'Role::"hr"');

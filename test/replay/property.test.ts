@@ -84,8 +84,8 @@ function employee(id: string, status: string, legalHold: boolean, manager: strin
 async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[], ops: Op[]): Promise<void> {
   let clock = START;
   writeFileSync(clockFile, iso(clock));
-  const pep = { role: 'pep' as const, actor: ACTOR };
-  const approvers = { hr: { role: 'approver' as const, principal: { type: 'User', id: 'hr-5519' } }, it: { role: 'approver' as const, principal: { type: 'User', id: 'it-3001' } } };
+  const pep = { role: 'pep' as const, name: 'test-pep', actor: ACTOR };
+  const approvers = { hr: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'hr-5519' } }, it: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'it-3001' } } };
   const ids = specs.map((_, i) => `X-${i}`);
   const bound: Array<{ binding: string; envelope_digest: string } | undefined> = [];
   const approvals: Array<{ id: string; approver: 'hr' | 'it' } | undefined> = [];
@@ -134,13 +134,13 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         break;
       }
       case 'put':
-        await tolerate(sidecar.putEntity('Employee', o.subject, employee(o.subject, o.status, o.legalHold, o.manager)));
+        await tolerate(sidecar.putEntity({ role: 'admin', name: 'test-admin' }, 'Employee', o.subject, employee(o.subject, o.status, o.legalHold, o.manager)));
         break;
       case 'outcome':
         await tolerate(sidecar.outcome(pep, ids[o.exec]!, JSON.stringify({ status: o.status })));
         break;
       case 'reconcile':
-        await tolerate(sidecar.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), { role: 'reconciler' }));
+        await tolerate(sidecar.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), { role: 'reconciler', name: 'test-reconciler' }));
         break;
       case 'tick':
         clock += o.minutes * 60_000;
@@ -151,7 +151,7 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         // can be recorded after an entity record it did not see (its entities_version says so).
         await Promise.all([
           ...o.execs.map((i, k) => decide(i, k % 2 === 0 ? 'propose' : 'execute')),
-          tolerate(sidecar.putEntity('Employee', o.put.subject, employee(o.put.subject, 'active', o.put.legalHold, 'manager-1842'))),
+          tolerate(sidecar.putEntity({ role: 'admin', name: 'test-admin' }, 'Employee', o.put.subject, employee(o.put.subject, 'active', o.put.legalHold, 'manager-1842'))),
         ]);
         break;
     }

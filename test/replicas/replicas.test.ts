@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, type TestServer } from '../helpers/server.js';
+import { offboardingEmployee } from '../helpers/offboarding.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { lineCount, newDeployment, readBody, startReplicas, verifiedExport, type Deployment } from './helpers.js';
 
@@ -100,7 +101,8 @@ for (const replicas of [2, 3]) describe(`${replicas} replicas on one PostgreSQL`
   test('an entity change on one replica invalidates approvals on the others at the next request', async () => {
     const [a, b, c] = [rs[0]!, rs[1]!, rs[rs.length - 1]!];
     setClock('2026-08-24T15:30:00+07:00');
-    const attrs = (status: string) => ({ attrs: { employee_id: '7730', status, legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] });
+    // The termination facts the bundled policies take from the store (§17) come with the record.
+    const attrs = (status: string) => ({ attrs: { ...offboardingEmployee({}).attrs, employee_id: '7730', status }, parents: [] });
     const put = await call(a, 'PUT', '/v1/entities/Employee/7730', { token: a.tokens.admin, body: attrs('active') });
     assert.equal(put.status, 200, put.text);
     const body = offboardingBody({ execution_id: 'OFF-7730', envelope: { subject: { type: 'Employee', id: '7730' } }, action: { arguments: { employee_id: '7730' } } });

@@ -9,9 +9,14 @@ const doc = buildOpenApi() as Obj;
 
 const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['post', '/v1/decisions', ['pep']],
-  ['get', '/v1/executions/{id}', ['pep', 'auditor']],
+  ['get', '/v1/executions/{id}', ['pep', 'auditor', 'approver']],
   ['post', '/v1/executions/{id}/outcome', ['pep']],
   ['post', '/v1/executions/{id}/reconcile', ['reconciler']],
+  // §17
+  ['get', '/v1/executions', ['reconciler', 'auditor']],
+  ['post', '/v1/executions/{id}/confirm', ['reconciler']],
+  ['post', '/v1/executions/{id}/events', ['pep']],
+  ['get', '/v1/approvals/pending', ['approver']],
   ['post', '/v1/approvals', ['approver']],
   ['post', '/v1/approvals/{id}/revoke', ['approver']],
   ['put', '/v1/entities/{type}/{id}', ['admin']],

@@ -41,6 +41,26 @@ export interface ExecutionView {
   records: number[];
 }
 
+/** One execution waiting for an approval, as GET /v1/approvals/pending lists it. */
+export interface PendingApproval {
+  execution_id: string;
+  actor: { type: string; id: string };
+  requester: { type: string; id: string };
+  subject: { type: string; id: string };
+  task_id: string;
+  purpose: string;
+  authoritative_event?: string;
+  execute_after?: string;
+  evidence_refs?: string[];
+  action: { server: string; tool: string; arguments: unknown };
+  binding: string;
+  envelope_digest: string;
+  decided_at: string;
+  reasons: string[];
+  obligations: Array<{ policy: string; approver_group: string }>;
+  approvals: ApprovalView[];
+}
+
 export interface Filters {
   kind?: string;
   actor?: string;
@@ -67,28 +87,48 @@ export class Api {
     this.#token = token;
   }
 
-  async get<T>(path: string): Promise<T> {
+  get<T>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  post<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('POST', path, body);
+  }
+
+  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     // A bearer token is visible ASCII (RFC 6750 b64token is narrower still); anything else — a control
     // character, an emoji — cannot even be put in a header, and is no auditor's token.
     if (!/^[\x21-\x7e]+$/.test(this.#token)) throw new ApiError(401, 'UNAUTHENTICATED', 'not a bearer token');
     let res: Response;
     try {
-      res = await fetch(path, { headers: { authorization: `Bearer ${this.#token}`, accept: 'application/json' }, cache: 'no-store' });
+      const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      res = await fetch(path, { method, headers, cache: 'no-store', ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     } catch (e) {
       throw new ApiError(0, 'NETWORK', `the sidecar could not be reached (${(e as Error).message})`);
     }
     const text = await res.text();
-    let body: unknown;
+    let answer: unknown;
     try {
-      body = JSON.parse(text);
+      answer = JSON.parse(text);
     } catch {
       throw new ApiError(res.status, 'MALFORMED', `${path} did not answer JSON (HTTP ${res.status})`);
     }
     if (!res.ok) {
-      const error = (body as { error?: { code?: string; message?: string } }).error;
+      const error = (answer as { error?: { code?: string; message?: string } }).error;
       throw new ApiError(res.status, error?.code ?? 'HTTP_' + res.status, error?.message ?? `HTTP ${res.status}`);
     }
-    return body as T;
+    return answer as T;
+  }
+
+  /** The executions waiting for this approver (docs/protocol.md §17). */
+  pending(): Promise<{ pending: PendingApproval[] }> {
+    return this.get('/v1/approvals/pending');
+  }
+
+  /** Approves exactly the binding and envelope digest shown. */
+  approve(p: PendingApproval, expiresAt: string): Promise<{ approval_id: string }> {
+    return this.post('/v1/approvals', { actor: p.actor, execution_id: p.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: expiresAt });
   }
 
   /** Whether the token is an auditor's (the console's own check: always 200, never a failed load). */

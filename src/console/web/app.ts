@@ -3,17 +3,17 @@
  * memory only), read one execution's story with a proof per record, or browse the ledger.
  * Only the active view is in the document, so each view's `Execution id` field is unambiguous.
  */
-import { Api, ApiError, type ExecutionView, type Filters, type LedgerRecord } from './api.js';
+import { Api, ApiError, type ExecutionView, type Filters, type LedgerRecord, type PendingApproval } from './api.js';
 import { decisionsChart } from './chart.js';
 import { digest, fill, h, timeEl, uidText } from './dom.js';
 import { cosignedText, verdictText, verifyRecord } from './verify.js';
 
 const PAGE_SIZE = 50;
-const KINDS = ['decision', 'approval', 'revocation', 'outcome', 'reconciliation', 'refusal', 'entity', 'policy', 'key', 'checkpoint', 'chain_break'];
+const KINDS = ['decision', 'approval', 'revocation', 'outcome', 'reconciliation', 'confirmation', 'event', 'refusal', 'entity', 'policy', 'key', 'checkpoint', 'chain_break'];
 // Glyphs from the common symbol blocks every system font covers (no icon font to fetch).
 const ICONS: Record<string, string> = {
   decision: '⚖', approval: '✔', revocation: '✕', outcome: '◆', reconciliation: '↻', refusal: '⊘',
-  entity: '✎', policy: '§', key: '✦', checkpoint: '⚑', chain_break: '⚠',
+  entity: '✎', policy: '§', key: '✦', checkpoint: '⚑', chain_break: '⚠', confirmation: '☑', event: '●',
 };
 
 let api: Api | null = null;
@@ -58,23 +58,21 @@ function decisionBadge(decision: unknown): HTMLElement {
 
 // ── sign in ───────────────────────────────────────────────────────────────────────────────────────
 
-function signInView(message = ''): HTMLElement {
-  const token = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
-  const status = h('p', { class: 'error', role: 'alert' }, message);
+/**
+ * A sign-in form: a password field labelled `label`, a `Sign in` button and an alert. `accept` checks the
+ * token (true: signed in; false: `unauthorized`; a thrown error is shown); the token never leaves memory.
+ */
+function signInForm(o: { id: string; title: string; hint: string; label: string; message: string; footer: HTMLElement; accept: (candidate: Api) => Promise<boolean> }): HTMLElement {
+  const token = h('input', { id: o.id, type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const status = h('p', { class: 'error', role: 'alert' }, o.message);
   const form = h('form', { class: 'card signin' },
-    h('h2', {}, 'Auditor sign-in'),
-    h('p', { class: 'hint' }, 'Paste the auditor token (for the dev setup, the auditor entry of .writ/tokens.json). It stays in this page’s memory only.'),
-    h('label', { for: 'token' }, 'Auditor token'),
-    token,
-    h('button', { type: 'submit' }, 'Sign in'),
-    status,
+    h('h2', {}, o.title), h('p', { class: 'hint' }, o.hint), h('label', { for: o.id }, o.label), token, h('button', { type: 'submit' }, 'Sign in'), status, o.footer,
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     fill(status, 'checking…');
-    const candidate = new Api(token.value.trim());
     try {
-      if (!(await candidate.isAuditor())) {
+      if (!(await o.accept(new Api(token.value.trim())))) {
         fill(status, 'unauthorized');
         return;
       }
@@ -82,13 +80,25 @@ function signInView(message = ''): HTMLElement {
       fill(status, describeError(e));
       return;
     }
-    api = candidate;
     token.value = '';
-    renderShell();
-    // Keyboard users land where the work starts, not on <body>.
-    (document.getElementById(currentRoute().view === 'ledger' ? 'f-kind' : 'exec-id') as HTMLInputElement | null)?.focus();
   });
   return form;
+}
+
+function signInView(message = ''): HTMLElement {
+  return signInForm({
+    id: 'token', title: 'Auditor sign-in', label: 'Auditor token', message,
+    hint: 'Paste the auditor token (for the dev setup, the auditor entry of .writ/tokens.json). It stays in this page’s memory only.',
+    footer: h('p', { class: 'hint' }, 'Approving an execution? ', h('a', { href: '#/approvals' }, 'Approvals'), ' has its own sign-in.'),
+    accept: async (candidate) => {
+      if (!(await candidate.isAuditor())) return false;
+      api = candidate;
+      renderShell();
+      // Keyboard users land where the work starts, not on <body>.
+      (document.getElementById(currentRoute().view === 'ledger' ? 'f-kind' : 'exec-id') as HTMLInputElement | null)?.focus();
+      return true;
+    },
+  });
 }
 
 // ── execution view ────────────────────────────────────────────────────────────────────────────────
@@ -138,12 +148,27 @@ function recordDetails(r: LedgerRecord): Node[] {
       add('resolution', String(r.resolution));
       add('evidence', String(r.evidence_ref ?? ''));
       break;
+    case 'confirmation':
+      add('confirmation', String(r.confirmation ?? ''));
+      add('evidence', String(r.evidence_ref ?? ''));
+      if (r.downstream_ref !== undefined) add('downstream ref', String(r.downstream_ref));
+      break;
+    case 'event': {
+      // What the tool itself reported doing inside the call (§17).
+      const event = (r.event ?? {}) as { type?: unknown; data?: unknown };
+      add('event', h('code', {}, String(event.type ?? '')));
+      add('data', h('code', {}, JSON.stringify(event.data ?? null)));
+      break;
+    }
     case 'refusal':
       add('code', h('code', {}, String(r.code)));
       add('message', String(r.message ?? ''));
       if (typeof r.supersedes === 'string') add('supersedes', executionLink(r.supersedes, uidText(r.actor)));
       break;
   }
+  // Who caused the record (§17): the token's role and name; and a verified identity (§13).
+  const caller = r.caller as { role?: unknown; name?: unknown } | undefined;
+  if (caller && typeof caller === 'object') add('by', `${String(caller.role)} ${String(caller.name ?? '')}`.trim());
   add('verified identity', identityText(r.identity));
   add('hash', digest(r.hash));
   return [h('dl', { class: 'details' }, rows)];
@@ -573,10 +598,133 @@ function ledgerView(): HTMLElement {
 /** What a kept view does when its tab is shown again (the Ledger view fetches the newest records). */
 const whenShownAgain = new WeakMap<HTMLElement, () => void>();
 
+// ── approvals (docs/protocol.md §17): an approver sees what it approves ────────────────────────────
+
+/** The approver's token, in this module's memory only, apart from the auditor's. */
+let approverApi: Api | null = null;
+
+function approverSignIn(message = ''): HTMLElement {
+  return signInForm({
+    id: 'approver-token', title: 'Approver sign-in', label: 'Approver token', message,
+    hint: 'Paste your approver token. It stays in this page’s memory only.',
+    footer: h('p', { class: 'hint' }, h('a', { href: '#/execution' }, 'Auditor console')),
+    accept: async (candidate) => {
+      let pending: PendingApproval[];
+      try {
+        pending = (await candidate.pending()).pending;
+      } catch (e) {
+        // Only an approver may list what waits for approval: any other token is simply not one.
+        if (e instanceof ApiError && e.unauthorized) return false;
+        throw e;
+      }
+      approverApi = candidate;
+      void renderApprovals(pending);
+      return true;
+    },
+  });
+}
+
+function pendingItem(p: PendingApproval, expiresIn: HTMLInputElement): HTMLElement {
+  const rows: HTMLElement[] = [];
+  const add = (label: string, value: Node | string | undefined) => {
+    if (value !== undefined && value !== '') rows.push(...field(label, value));
+  };
+  add('subject', uidText(p.subject));
+  add('tool', `${p.action.server}/${p.action.tool}`);
+  // Exactly what the tool would receive (the admitted arguments), as JSON.
+  add('arguments', h('code', { class: 'arguments' }, JSON.stringify(p.action.arguments)));
+  add('requester', uidText(p.requester));
+  add('purpose', p.purpose);
+  add('execute after', p.execute_after === undefined ? undefined : timeEl(p.execute_after));
+  add('triggering event', p.authoritative_event);
+  add('reasons', h('span', { class: 'reasons' }, p.reasons.map((x) => h('code', { class: 'reason' }, x))));
+  add('task', p.task_id);
+  add('execution', h('code', {}, p.execution_id));
+  add('actor', uidText(p.actor));
+  add('approvals so far', String(p.approvals.filter((a) => a.valid).length));
+  add('binding', digest(p.binding));
+  const result = h('span', { class: 'verdict', role: 'status', 'aria-live': 'polite' });
+  const button = h('button', { type: 'button', class: 'approve' }, 'Approve');
+  button.addEventListener('click', async () => {
+    if (!approverApi) return;
+    const hours = Number(expiresIn.value);
+    if (!Number.isFinite(hours) || hours <= 0) {
+      fill(result, 'Expires in (hours) must be a positive number');
+      return;
+    }
+    button.disabled = true;
+    fill(result, 'approving…');
+    try {
+      await approverApi.approve(p, new Date(Date.now() + hours * 3600_000).toISOString());
+      result.className = 'verdict verdict-verified';
+      fill(result, 'approved');
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return approverSignOut('unauthorized');
+      result.className = 'verdict verdict-failed';
+      fill(result, describeError(e));
+      button.disabled = false;
+    }
+  });
+  return h('li', { class: 'entry pending', 'data-execution-id': p.execution_id },
+    h('div', { class: 'entry-body' },
+      h('div', { class: 'entry-head' }, h('strong', {}, `${p.action.tool} · ${uidText(p.subject)}`), timeEl(p.decided_at)),
+      h('dl', { class: 'details' }, rows),
+      h('div', { class: 'verify-box' }, button, result),
+    ),
+  );
+}
+
+function approverSignOut(message = ''): void {
+  approverApi = null;
+  renderApprovals(undefined, message);
+}
+
+async function renderApprovals(pending?: PendingApproval[], message = ''): Promise<void> {
+  if (!approverApi) {
+    fill(root, h('main', { 'aria-label': 'Approvals' }, approverSignIn(message)));
+    document.getElementById('approver-token')?.focus();
+    return;
+  }
+  const list = h('ul', { class: 'timeline', 'aria-label': 'Pending approvals' });
+  const status = h('p', { class: 'hint', role: 'status' });
+  const expiresIn = h('input', { id: 'expires-in', type: 'number', min: '1', step: '1', value: '24' });
+  const refresh = h('button', { type: 'button', class: 'quiet' }, 'Refresh');
+  const out = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
+  out.addEventListener('click', () => approverSignOut());
+  const show = (items: PendingApproval[]) => {
+    fill(list, items.map((p) => pendingItem(p, expiresIn)));
+    fill(status, items.length === 0 ? 'Nothing is waiting for your approval.' : `${items.length} waiting for your approval`);
+  };
+  const load = async () => {
+    fill(status, 'loading…');
+    try {
+      show((await approverApi!.pending()).pending);
+    } catch (e) {
+      if (e instanceof ApiError && e.unauthorized) return approverSignOut('unauthorized');
+      fill(status, describeError(e));
+    }
+  };
+  refresh.addEventListener('click', () => void load());
+  fill(root,
+    h('nav', { class: 'tabs', 'aria-label': 'Views' }, h('a', { href: '#/approvals', class: 'tab', 'aria-current': 'page' }, 'Approvals'), h('span', { class: 'spacer' }), refresh, out),
+    h('main', { 'aria-label': 'Approvals' },
+      h('section', { class: 'card' },
+        h('h2', {}, 'Waiting for your approval'),
+        h('label', { for: 'expires-in' }, 'Expires in (hours)'),
+        expiresIn,
+        status,
+        list,
+      ),
+    ),
+  );
+  if (pending) show(pending);
+  else await load();
+}
+
 // ── shell and navigation ──────────────────────────────────────────────────────────────────────────
 
 interface Route {
-  view: 'execution' | 'ledger';
+  view: 'execution' | 'ledger' | 'approvals';
   id?: string;
   actor?: string;
 }
@@ -585,6 +733,7 @@ function currentRoute(): Route {
   const hash = location.hash.replace(/^#\/?/, '');
   const [path, query] = hash.split('?', 2);
   if (path === 'ledger') return { view: 'ledger' };
+  if (path === 'approvals') return { view: 'approvals' };
   const q = new URLSearchParams(query ?? '');
   const route: Route = { view: 'execution' };
   const id = q.get('id');
@@ -624,6 +773,9 @@ function renderShell(focusView = false): void {
 }
 
 window.addEventListener('hashchange', () => {
-  if (api) renderShell(true);
+  if (currentRoute().view === 'approvals') void renderApprovals();
+  else if (api) renderShell(true);
+  else signOut();
 });
-signOut();
+if (currentRoute().view === 'approvals') void renderApprovals();
+else signOut();

@@ -10,11 +10,10 @@ import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { entitiesVersionOf, type EntityJson } from '../../policy/entities.js';
-import { uidKey } from '../../util/uid.js';
 import { checkIntegrity } from '../integrity.js';
-import { dataFileOf, indexTermsOf, openStoreDbs, TABLES } from '../layout.js';
+import { dataFileOf, openStoreDbs, TABLES } from '../layout.js';
+import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
 import { lockDataDir } from '../lock.js';
-import { indexTerm } from '../seal.js';
 import { PgStore, redactUrl } from './pg-store.js';
 import { migrate } from './schema.js';
 
@@ -51,12 +50,10 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
         throw new WritError('INVALID_REQUEST', `${redactUrl(url)} already holds a writ ledger or state; store copy only fills an empty database`);
       }
       // Records: the stored JCS text as is (the hash is inside it), with the index columns.
-      let batch: Array<[number, string, string, string | null, string | null]> = [];
+      let batch: Array<{ seq: number; text: string } & RecordColumns> = [];
       const flushRecords = async () => {
         if (batch.length === 0) return;
-        await client.query('INSERT INTO records (seq, text, kind, actor, execution_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])', [
-          batch.map((r) => r[0]), batch.map((r) => r[1]), batch.map((r) => r[2]), batch.map((r) => r[3]), batch.map((r) => r[4]),
-        ]);
+        await client.query(INSERT_RECORDS, insertRecordsParams(batch));
         batch = [];
       };
       let lastKey: LedgerRecord | undefined;
@@ -64,18 +61,10 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       let lastPolicy: LedgerRecord | undefined;
       for (const { key: seq, value: text } of dbs.records.getRange({ start: 0, end: size })) {
         const r = JSON.parse(text) as LedgerRecord;
-        let kind = String(r.kind);
-        let actor: string | null = null;
-        let exec: string | null = null;
-        for (const [name, value] of indexTermsOf(r, uidKey)) {
-          if (name === 'idx_kind') kind = value;
-          else if (name === 'idx_actor') actor = indexTerm(value);
-          else exec = indexTerm(value);
-        }
         if (r.kind === 'key') lastKey = r;
         if (r.kind === 'checkpoint') lastCheckpoint = r;
         if (r.kind === 'policy' && r.result === 'loaded') lastPolicy = r;
-        batch.push([seq, text, kind, actor, exec]);
+        batch.push({ seq, text, ...recordColumns(r) });
         if (batch.length >= CHUNK) await flushRecords();
       }
       await flushRecords();

@@ -26,7 +26,8 @@ import type { LedgerRecord } from '../../ledger/record.js';
 import { ZERO_HASH } from '../../ledger/record.js';
 import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
 import { uidKey } from '../../util/uid.js';
-import { indexTermsOf } from '../layout.js';
+import { correlationMatches } from '../layout.js';
+import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
@@ -106,12 +107,9 @@ class NeedRow {
 const rowKey = (t: Table, k: string) => `${t}\u0000${k}`;
 const nodeKey = (level: number, index: number) => `${level}/${index}`;
 
-interface PendingRecord {
+interface PendingRecord extends RecordColumns {
   seq: number;
   text: string;
-  kind: string;
-  actor: string | null;
-  execution_id: string | null;
 }
 
 /** The writes of one callback (or, merged, of a whole batch). */
@@ -402,13 +400,13 @@ export class PgStore implements LedgerStore {
     const puts = [...w.rows.values()].filter((r) => r.value !== null);
     const dels = [...w.rows.values()].filter((r) => r.value === null);
     await client.query(
-      `WITH r AS (INSERT INTO records (seq, text, kind, actor, execution_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])),
-            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($6::int[], $7::bigint[], $8::bytea[])),
-            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($9::text[], $10::text[], $11::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
-            d AS (DELETE FROM state s USING unnest($12::text[], $13::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
-       UPDATE ledger_head SET size = $14, head = $15 WHERE id = 1 AND size = $16`,
+      `WITH r AS (${INSERT_RECORDS}),
+            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($8::int[], $9::bigint[], $10::bytea[])),
+            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
+            d AS (DELETE FROM state s USING unnest($14::text[], $15::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
+       UPDATE ledger_head SET size = $16, head = $17 WHERE id = 1 AND size = $18`,
       [
-        w.records.map((r) => r.seq), w.records.map((r) => r.text), w.records.map((r) => r.kind), w.records.map((r) => r.actor), w.records.map((r) => r.execution_id),
+        ...insertRecordsParams(w.records),
         nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => n.hash),
         puts.map((r) => r.table), puts.map((r) => r.key), puts.map((r) => r.value),
         dels.map((r) => r.table), dels.map((r) => r.key),
@@ -482,11 +480,14 @@ export class PgStore implements LedgerStore {
     if (q.kind !== undefined) where.push(`kind = $${values.push(q.kind)}`);
     if (q.actor !== undefined) where.push(`actor = $${values.push(indexTerm(q.actor))}`);
     if (q.execution_id !== undefined) where.push(`execution_id = $${values.push(indexTerm(q.execution_id))}`);
+    if (q.task_id !== undefined) where.push(`task_id = $${values.push(indexTerm(q.task_id))}`);
+    if (q.trace_id !== undefined) where.push(`trace_id = $${values.push(indexTerm(q.trace_id))}`);
     // Long terms are indexed by digest: the exact value is checked on the record itself.
     const matches = (r: LedgerRecord): boolean =>
       (q.kind === undefined || r.kind === q.kind) &&
       (q.execution_id === undefined || r.execution_id === q.execution_id) &&
-      (q.actor === undefined || actorKeyOf(r) === q.actor);
+      (q.actor === undefined || actorKeyOf(r) === q.actor) &&
+      correlationMatches(r, q);
     const records: LedgerRecord[] = [];
     let cursor = from;
     for (;;) {
@@ -653,12 +654,7 @@ class PgTx implements WriteTx {
   append(fields: { kind: string } & Record<string, unknown>, presealed?: PresealedMembers): AppendedRecord {
     const seq = this.#size;
     const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader, presealed);
-    const pending: PendingRecord = { seq, text, kind: String(body.kind), actor: null, execution_id: null };
-    for (const [name, value] of indexTermsOf(body, uidKey)) {
-      if (name === 'idx_actor') pending.actor = indexTerm(value);
-      else if (name === 'idx_exec') pending.execution_id = indexTerm(value);
-      else pending.kind = value;
-    }
+    const pending: PendingRecord = { seq, text, ...recordColumns(body) };
     this.own.records.push(pending);
     this.own.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
     for (const n of completed) this.own.nodes.set(nodeKey(n.level, n.index), n);

@@ -35,6 +35,18 @@ const DDL = [
   `CREATE TABLE IF NOT EXISTS state (tbl text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, value text NOT NULL, PRIMARY KEY (tbl, key))`,
 ];
 
+/**
+ * §17 correlation columns, added to a schema-1 database in place (nullable, so a replica of an earlier
+ * writ on the same database keeps working; its records are simply not indexed by them). Run only when
+ * missing: ALTER TABLE locks `records` against every reader, which replicas already serving must not wait on.
+ */
+const CORRELATION_DDL = [
+  `ALTER TABLE records ADD COLUMN IF NOT EXISTS task_id text COLLATE "C"`,
+  `ALTER TABLE records ADD COLUMN IF NOT EXISTS trace_id text COLLATE "C"`,
+  `CREATE INDEX IF NOT EXISTS records_by_task ON records (task_id, seq) WHERE task_id IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS records_by_trace ON records (trace_id, seq) WHERE trace_id IS NOT NULL`,
+];
+
 /** Creates or migrates the schema; safe to run from many processes at once. Returns the version. */
 export async function migrate(client: pg.ClientBase): Promise<number> {
   await client.query('BEGIN');
@@ -49,6 +61,10 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
       }
     }
     for (const statement of DDL) await client.query(statement);
+    const columns = await client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'records' AND column_name IN ('task_id', 'trace_id')`,
+    );
+    if (Number(columns.rows[0]?.n) !== 2) for (const statement of CORRELATION_DDL) await client.query(statement);
     await client.query(`INSERT INTO ledger_head (id, size, head) VALUES (1, 0, $1) ON CONFLICT (id) DO NOTHING`, [ZERO_HASH]);
     await client.query(`INSERT INTO writ_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version`, [SCHEMA_VERSION]);
     await client.query('COMMIT');
