@@ -149,6 +149,11 @@ export class PdpClient {
   }
 
   /** `GET /v1/executions/{id}` (own executions). */
+  /** Seals what a tool did inside its call (docs/protocol.md §17): one `event` record each, only while the execution is invoking. */
+  async events(executionId: string, events: Array<{ type: string; data: unknown }>): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
+    return this.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/events`, JSON.stringify({ events }));
+  }
+
   /** Which of `tools` the envelope's actor could be allowed to call (docs/protocol.md §15). Nothing is ledgered. */
   async visibleTools(envelope: Record<string, unknown>, server: string, tools: string[]): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
     return this.request('POST', '/v1/tools/visible', JSON.stringify({ envelope, server, tools }));

@@ -79,6 +79,17 @@ export function malformedToolResult(r: unknown): string | undefined {
   return undefined;
 }
 
+/** Where a tool reports what it did inside its call, for the PEP to seal (docs/protocol.md §17). */
+export const META_EVENTS = 'io.writ/events';
+
+/** The events a tool result reports in `_meta["io.writ/events"]`, or undefined when it reports none. */
+export function reportedEvents(result: unknown): Array<{ type: string; data: unknown }> | undefined {
+  const meta = isObject(result) && isObject(result._meta) ? result._meta : undefined;
+  const events = meta?.[META_EVENTS];
+  if (!Array.isArray(events) || events.length === 0) return undefined;
+  return events.map((e) => (isObject(e) ? { type: e.type as string, data: e.data } : { type: '', data: e }));
+}
+
 /**
  * The `_meta` a dispatched call carries to the tool: the client's, with `io.writ/execution_id` set to
  * the execution's id (also when this PEP minted it), so the target system can use it as its
@@ -250,6 +261,13 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     return handle;
   }
 
+  // Events the tool reported in its result (`_meta["io.writ/events"]`) are sealed before its outcome,
+  // while the execution is still invoking (docs/protocol.md §17).
+  const reported = reportedEvents(outcome.result);
+  if (reported !== undefined && outcome.status !== 'unknown') {
+    const sealed = await pdp.events(id, reported);
+    if (!sealed.ok) log(`writ pep: the ${reported.length} event(s) execution ${id}'s tool reported were not sealed: ${sealed.error.code}: ${sealed.error.message}`);
+  }
   const posted = await pdp.outcome(id, outcomeBody(outcome));
   if (!posted.ok) {
     log(`writ pep: could not record outcome ${outcome.status} of execution ${id}: ${posted.error.code}: ${posted.error.message}`);

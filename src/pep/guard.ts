@@ -30,6 +30,7 @@
 import { actionNameRefusal } from '../schemas/action-names.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PdpClient, checkTimeoutMs } from './client.js';
+import type { PdpResult } from './types.js';
 import { defaultsEnvelopeIssue, isObject, parseDefaults, type Defaults } from './context.js';
 import { filterToolList, malformedToolResult, metaForTool, runGuardedCall, type DispatchResult } from './core.js';
 import { createdTaskOf, followTask, taskViewOf, unknownTaskOutcome, type CreatedTask } from './task.js';
@@ -83,6 +84,9 @@ function sessionIdOf(extra: unknown): string | undefined {
 }
 
 interface Watch {
+  /** The guarded call's execution and PDP, for emitToolEvents. */
+  executionId?: string;
+  pdp?: PdpClient;
   entered: boolean;
   threw: boolean;
   error?: unknown;
@@ -134,6 +138,20 @@ interface TaskStoreLike {
 function taskStoreOf(low: Record<string, unknown>): TaskStoreLike | undefined {
   const store = low._taskStore;
   return isObject(store) && typeof store.getTask === 'function' && typeof store.getTaskResult === 'function' ? (store as unknown as TaskStoreLike) : undefined;
+}
+
+/**
+ * For a tool handler running under guardMcpServer: seals what the tool did inside this call — mailbox
+ * locked, tokens revoked — as `event` records of its execution (docs/protocol.md §17), before the
+ * outcome. Each event is `{type, data}` (`type` 1–64 characters of `A-Za-z0-9._:-`; `data` admitted as
+ * arguments are), at most 100 a call. Outside a guarded call it refuses (`NOT_GUARDED`); the PDP's
+ * refusals come back as they are. (A tool may also put the events in its result's
+ * `_meta["io.writ/events"]`: the guard and writ proxy seal those before the outcome.)
+ */
+export async function emitToolEvents(events: Array<{ type: string; data: unknown }>): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
+  const w = watchStore.getStore();
+  if (!w?.pdp || w.executionId === undefined) return { ok: false, status: 0, error: { code: 'NOT_GUARDED', message: 'emitToolEvents is called from a tool handler running under guardMcpServer' } };
+  return w.pdp.events(w.executionId, events);
 }
 
 export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): void {
@@ -202,7 +220,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
         { tool: name, arguments: params.arguments ?? {}, meta: params._meta, ...cancelSignalOf(extra) },
         async (admitted, _signal, execution): Promise<DispatchResult> => {
           const observable = registered(name);
-          const w: Watch = { entered: false, threw: false, returned: false };
+          const w: Watch = { executionId: execution.execution_id, pdp, entered: false, threw: false, returned: false };
           const req = { ...request, params: { ...params, arguments: admitted, _meta: metaForTool(params._meta, execution.execution_id) } };
           let result: unknown;
           let error: unknown;

@@ -11,7 +11,7 @@ import { Client as Client2 } from '@modelcontextprotocol/client';
 import { McpServer as McpServer2, InMemoryTransport as InMemory2 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
-import { guardMcpServer } from '../../src/pep/index.js';
+import { emitToolEvents, guardMcpServer } from '../../src/pep/index.js';
 import { startBackend, type Backend } from './backends.js';
 import { decisionOf, envelope, meta, waitFor } from './helpers.js';
 
@@ -118,7 +118,7 @@ async function rig(flavour: Flavour) {
       return { content: [{ type: 'text', text: 'later ran' }] };
     });
   }
-  return { client, seen, logs, close };
+  return { client, seen, logs, close, servers };
 }
 
 /** What one flavour's run came to: per call, the client's view and the PDP's state. */
@@ -275,4 +275,31 @@ test('tools/list under the guard (both SDKs) lists only what this caller could c
       await r.close();
     }
   }
+});
+
+test('a tool under the guard seals its own events (emitToolEvents), on SDK 1.x and 2.x, before its outcome; outside a guarded call it refuses', { timeout: 60_000 }, async () => {
+  for (const f of FLAVOURS) {
+    const r = await rig(f);
+    const tag = f.replace(/[^a-z0-9]/gi, '');
+    try {
+      // Registered after connect on every instance the rig made (one per connection on 2.x).
+      const register = (server: any) =>
+        server.registerTool('lock_mailbox', { inputSchema: z.object({ mailbox: z.string() }) }, async (args: { mailbox: string }) => {
+          const sealed = await emitToolEvents([{ type: 'mailbox.locked', data: { mailbox: args.mailbox } }]);
+          assert.ok(sealed.ok, JSON.stringify(sealed));
+          return { content: [{ type: 'text', text: 'locked' }] };
+        });
+      for (const server of r.servers) register(server);
+      const res = await r.client.callTool({ name: 'lock_mailbox', arguments: { mailbox: 'm@x' }, _meta: meta(`sdk-ev-${tag}`) });
+      assert.equal(res.isError, undefined, JSON.stringify(res));
+      const recs = (await pdp.http('GET', `/v1/ledger/records?execution_id=sdk-ev-${tag}&limit=100`, pdp.tokens.auditor!)).body.records;
+      assert.deepEqual(recs.map((x: any) => x.kind), ['decision', 'event', 'outcome'], f);
+      assert.deepEqual(recs[1].event, { type: 'mailbox.locked', data: { mailbox: 'm@x' } });
+    } finally {
+      await r.close();
+    }
+  }
+  const outside = await emitToolEvents([{ type: 'x', data: {} }]);
+  assert.equal(outside.ok, false);
+  assert.equal(!outside.ok && outside.error.code, 'NOT_GUARDED');
 });

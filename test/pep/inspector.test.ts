@@ -54,7 +54,7 @@ for (const era of ['legacy', 'modern']) {
     const list = inspect(era, ['--method', 'tools/list']);
     assert.equal(list.status, 0, list.stderr);
     // One policy hides and blocks (§15): `forbidden`, which no policy permits, is not listed — and still refused when called.
-    assert.deepEqual(list.json.result.tools.map((x: any) => x.name).sort(), ['approve_me', 'boom', 'echo', 'fail', 'slow']);
+    assert.deepEqual(list.json.result.tools.map((x: any) => x.name).sort(), ['approve_me', 'boom', 'echo', 'fail', 'lock_mailbox', 'slow']);
     const ok = inspect(era, ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=hi']);
     assert.equal(ok.status, 0, ok.stderr);
     assert.deepEqual(ok.json.result.content, [{ type: 'text', text: 'echo:hi' }]);

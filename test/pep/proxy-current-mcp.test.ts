@@ -49,7 +49,7 @@ for (const pin of ['2026-07-28', 'legacy'] as const) {
     try {
       if (pin !== 'legacy') assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
       const tools = await client.listTools();
-      assert.deepEqual(tools.tools.map((x: any) => x.name).sort(), ['approve_me', 'boom', 'echo', 'fail', 'forbidden', 'slow']);
+      assert.deepEqual(tools.tools.map((x: any) => x.name).sort(), ['approve_me', 'boom', 'echo', 'fail', 'forbidden', 'lock_mailbox', 'slow']);
 
       const ok = await client.callTool({ name: 'echo', arguments: { text: 'hi' }, _meta: meta(`cm-${tag}-echo`) });
       assert.deepEqual(ok.content, [{ type: 'text', text: 'echo:hi' }]);
@@ -96,6 +96,23 @@ test('SDK 2.x client at 2026-07-28: PDP_UNAVAILABLE is a result it reads, and th
     assert.equal(res.isError, true);
     assert.equal(decisionOf(res)?.code, 'PDP_UNAVAILABLE');
     assert.equal(effectsOf(effects).length, 0);
+  } finally {
+    await client.close();
+  }
+});
+
+test('a tool that reports its events in _meta["io.writ/events"]: writ proxy seals them, in order, before the outcome', { timeout: 60_000 }, async () => {
+  const effects = join(t.dir, 'effects-events.jsonl');
+  const client = await connect('2026-07-28', { effects });
+  try {
+    const res = await client.callTool({ name: 'lock_mailbox', arguments: { mailbox: 'dana@example.com' }, _meta: meta('cm-events') });
+    assert.deepEqual(res.content, [{ type: 'text', text: 'locked' }]);
+    const recs = (await pdp.http('GET', '/v1/ledger/records?execution_id=cm-events&limit=100', pdp.tokens.auditor!)).body.records;
+    assert.deepEqual(recs.map((r: any) => r.kind), ['decision', 'event', 'event', 'outcome']);
+    assert.deepEqual(recs.filter((r: any) => r.kind === 'event').map((r: any) => r.event), [
+      { type: 'mailbox.locked', data: { mailbox: 'dana@example.com' } },
+      { type: 'sessions.revoked', data: { count: 3 } },
+    ]);
   } finally {
     await client.close();
   }
