@@ -4,7 +4,7 @@
 //
 // Usage: npm run build && node bench/visibility.mjs   → writes bench/results/visibility.md
 import { mkdtempSync, cpSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadPolicyDir } from '../dist/src/policy/load.js';
@@ -77,7 +77,7 @@ const md = `## Tool visibility (tools/list filtering)
 
 \`node bench/visibility.mjs\` (after \`npm run build\`), ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, Node ${process.version}.
 A tools/list of ${TOOLS} tools judged against ${POLICIES} policies (the bundled example plus filler: per tool, permits on an
-argument, forbids for IT requesters, approval-lifted forbids), medians of ${ROUNDS} rounds, one fresh engine per round.
+argument, forbids for IT requesters, approval-lifted forbids), medians of ${ROUNDS} rounds, one fresh engine per round; load average ${loadavg()[0].toFixed(1)} at the end.
 
 | what | ms for ${TOOLS} tools | per tool |
 | --- | ---: | ---: |
