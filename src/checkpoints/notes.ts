@@ -26,13 +26,19 @@ export function logVkey(origin: string, publicKeyB64: string): string {
   return encodeVkey(origin, SIG_ED25519, Buffer.from(publicKeyB64, 'base64'));
 }
 
-/** Cosignatures are kept for this many recent checkpoint texts. */
-const KEPT_TEXTS = 32;
+/**
+ * The meta row holding the cosignatures of the latest cosigned checkpoint, `{text, lines: {vkey: line}}`:
+ * in the store, so every replica of a shared store (and this one after a restart) serves them.
+ */
+const COSIGNATURES_KEY = 'note_cosignatures';
+
+interface HeldCosignatures {
+  text: string;
+  size: number;
+  lines: Record<string, string>;
+}
 
 export class CheckpointNotes {
-  /** Cosignature lines by checkpoint text, each witness (by line prefix) once. */
-  readonly #cosignatures = new Map<string, Map<string, string>>();
-
   constructor(
     readonly store: LedgerStore,
     readonly key: SigningKey,
@@ -55,19 +61,26 @@ export class CheckpointNotes {
     if (!record) return undefined;
     await this.assertKeyInForce();
     const text = this.textOf(record);
-    const lines = [...(this.#cosignatures.get(text)?.values() ?? [])];
+    const held = await this.store.get<HeldCosignatures>('meta', COSIGNATURES_KEY);
+    const lines = held?.text === text ? Object.values(held.lines) : [];
     return { record, text, note: formatNote(text, [signNoteText(text, this.origin, this.key.privateKey), ...lines]), cosignatures: lines.length };
   }
 
-  /** Holds a witness's cosignature line (already verified) for a checkpoint text; one per witness key. */
-  addCosignature(text: string, witnessVkey: string, line: string): void {
-    let held = this.#cosignatures.get(text);
-    if (!held) {
-      held = new Map();
-      this.#cosignatures.set(text, held);
-      while (this.#cosignatures.size > KEPT_TEXTS) this.#cosignatures.delete(this.#cosignatures.keys().next().value!);
-    }
-    held.set(witnessVkey, line);
+  /**
+   * Holds a witness's cosignature line (already verified) for a checkpoint text, one per witness key,
+   * durably. Only the latest cosigned checkpoint's are kept: a line for an older one than held is dropped.
+   */
+  async addCosignature(text: string, size: number, witnessVkey: string, line: string): Promise<void> {
+    await this.store.write(
+      (tx) => {
+        const held = tx.get<HeldCosignatures>('meta', COSIGNATURES_KEY);
+        if (held && held.size > size) return;
+        const lines = held?.text === text ? { ...held.lines } : {};
+        lines[witnessVkey] = line;
+        tx.put('meta', COSIGNATURES_KEY, { text, size, lines });
+      },
+      { label: 'cosignature', reads: [['meta', COSIGNATURES_KEY]] },
+    );
   }
 
   /** `writ keys rotate` retired this process's key: it signs no note (the next start uses the new key). */

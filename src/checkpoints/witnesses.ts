@@ -6,7 +6,6 @@
  * its place. The cosignature lines that verify under the witness's vkey are added to the served note.
  * All of it runs beside the decision path: a witness that is down or refuses never delays a decision.
  */
-import { WritError } from '../errors.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import * as log from '../log/log.js';
 import * as metrics from '../metrics/metrics.js';
@@ -107,7 +106,7 @@ class WitnessClient {
       }
       const answer = await res.text();
       if (res.status === 200) {
-        this.#keep(text, answer);
+        await this.#keep(text, size, answer);
         metrics.witnessSubmissions.inc({ witness: this.spec.url, result: 'cosigned' });
         this.cosignedSize = size;
         metrics.witnessCosignedSize.set({ witness: this.spec.url }, size);
@@ -129,22 +128,18 @@ class WitnessClient {
     }
   }
 
-  /** Keeps the answer's lines that are this witness's cosignatures and verify. */
-  #keep(text: string, answer: string): void {
-    let kept = 0;
+  /** Keeps the answer's cosignature by this witness (it must verify; other lines are ignored). */
+  async #keep(text: string, size: number, answer: string): Promise<void> {
+    let line: string | undefined;
     try {
-      const v = verifyNote(`${text}\n${answer}`, [this.key]);
-      for (const sig of parseNote(`${text}\n${answer}`).signatures) {
-        // verifyNote refused the whole answer if any line of this key failed: each matching line verified.
-        if (sig.name === this.key.name && sig.keyId === this.key.keyId && v.verified.length > 0) {
-          this.notes.addCosignature(text, this.key.vkey, sig.line);
-          kept++;
-        }
-      }
+      // verifyNote refuses the whole answer if a line of this key fails, and needs one that verifies.
+      verifyNote(`${text}\n${answer}`, [this.key]);
+      line = parseNote(`${text}\n${answer}`).signatures.find((sig) => sig.name === this.key.name && sig.keyId === this.key.keyId)?.line;
     } catch (e) {
       throw new Error(`its answer holds no valid cosignature by ${this.key.vkey}: ${(e as Error).message}`);
     }
-    if (kept === 0) throw new WritError('INVALID_REQUEST', 'its answer holds no cosignature');
+    if (line === undefined) throw new Error('its answer holds no cosignature');
+    await this.notes.addCosignature(text, size, this.key.vkey, line);
   }
 }
 

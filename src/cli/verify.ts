@@ -7,21 +7,26 @@
  * is one line on stderr, `writ verify: seq S: CODE: <why>`. Usage errors (bad flags, unreadable or
  * invalid files, a --keys or --checkpoint document that is not one) print on stderr only and exit 2.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isWritError, WritError } from '../errors.js';
-import { ExportVerifier, parseKeysFile, type VerifyOptions, type VerifyResult } from '../ledger/verify.js';
+import { ExportVerifier, parseKeysFile, type VerifyCode, type VerifyOptions, type VerifyResult } from '../ledger/verify.js';
 import { pushLineBytes } from '../ledger/verify-block.js';
 import { splitLines } from '../util/lines.js';
 import { streamReader, verifyInParallel, type ReadBytes } from '../ledger/verify-parallel.js';
 import { checkNoteUnderPolicy, parsePolicy, type TrustPolicy } from '../transparency/policy.js';
 import { NoteError, parseNote } from '../transparency/note.js';
 import { parseCheckpoint } from '../transparency/checkpoint.js';
+import { parseTlogProof, type TlogProof } from '../transparency/proof.js';
+import { recordEntry } from '../ledger/record.js';
+import { hashToBytes, verifyInclusion } from '../ledger/merkle.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
        writ verify EXPORT.jsonl --note NOTE --policy POLICY [--keys KEYS.json] [--workers N]
+       writ verify RECORD.json --proof PROOF --policy POLICY
 
 Verifies a ledger export (GET /v1/ledger/export; '-' reads stdin) offline: every line is its record's
 JCS text, seqs are contiguous from 0, every hash and prev link, every key record and checkpoint
@@ -40,6 +45,10 @@ options:
                           extend its tree (docs/protocol.md §16)
   --policy POLICY         a C2SP tlog-policy file: log <vkey>, witness <name> <vkey>, group <name>
                           all|any|<k> <member…>, quorum <name>|none
+  --proof PROOF           a C2SP tlog-proof of one record (GET /v1/ledger/proofs/inclusion?seq=S&
+                          format=tlog-proof): RECORD.json is that record's JCS line (a line of the
+                          export); its hash, its inclusion at the proof's index and the proof's note
+                          under --policy are checked; prints {"ok":true,"records":1,"head":<its hash>}
   --workers N             worker threads for the per-record checks (default: the number of CPUs,
                           or $WRIT_VERIFY_WORKERS); 0 checks everything on the main thread. Files
                           under 8 MB are checked on the main thread unless N is given.
@@ -68,13 +77,17 @@ function usageError(message: string): number {
   return 2;
 }
 
-function readJsonFile(flag: string, file: string): unknown {
-  let text: string;
+/** A file's text, or WritError INVALID_REQUEST naming the flag it came from (a usage error). */
+function readTextFile(flag: string, file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new WritError('INVALID_REQUEST', `${flag}: cannot read ${file}: ${(err as Error).message}`);
   }
+}
+
+function readJsonFile(flag: string, file: string): unknown {
+  const text = readTextFile(flag, file);
   try {
     return JSON.parse(text);
   } catch {
@@ -105,27 +118,20 @@ function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | un
   if (noteFile === undefined && policyFile === undefined) return undefined;
   if (noteFile === undefined || policyFile === undefined) throw new WritError('INVALID_REQUEST', '--note and --policy go together');
   if (checkpointFile !== undefined) throw new WritError('INVALID_REQUEST', '--checkpoint or --note, not both');
-  const read = (flag: string, file: string) => {
-    try {
-      return readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new WritError('INVALID_REQUEST', `${flag}: cannot read ${file}: ${(err as Error).message}`);
-    }
-  };
   let policy: TrustPolicy;
   try {
-    policy = parsePolicy(read('--policy', policyFile));
+    policy = parsePolicy(readTextFile('--policy', policyFile));
   } catch (e) {
     if (e instanceof NoteError) throw new WritError('INVALID_REQUEST', `--policy: ${e.message}`);
     throw e;
   }
-  const verdict = checkNoteUnderPolicy(read('--note', noteFile), policy);
+  const verdict = checkNoteUnderPolicy(readTextFile('--note', noteFile), policy);
   if (!verdict.ok) {
     if (verdict.code === 'MALFORMED') throw new WritError('INVALID_REQUEST', `--note: ${verdict.message}`);
     // Reported at the note's tree size, as a held checkpoint without a seq is.
     let size = 0;
     try {
-      size = parseCheckpoint(parseNote(read('--note', noteFile)).text).size;
+      size = parseCheckpoint(parseNote(readTextFile('--note', noteFile)).text).size;
     } catch {
       size = 0;
     }
@@ -137,6 +143,46 @@ function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | un
     tree: { size: checkpoint.size, root: 'sha256:' + checkpoint.root.toString('hex') },
     said: `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
   };
+}
+
+/**
+ * One record against its C2SP tlog-proof under a policy (docs/protocol.md §16): the record's line must
+ * hash to its own `hash` (HASH_MISMATCH) and sit at the proof's index (its `seq`), the proof's note must
+ * pass the policy (UNKNOWN_KEY, BAD_SIGNATURE, QUORUM_NOT_MET), and the inclusion proof must lead from the
+ * record's hash to the note's root (ROOT_MISMATCH). Unreadable or unparsable files are usage errors.
+ */
+function verifyRecordProof(recordFile: string, proofFile: string, policyFile: string): VerifyResult {
+  let proof: TlogProof;
+  let policy: TrustPolicy;
+  try {
+    proof = parseTlogProof(readTextFile('--proof', proofFile));
+    policy = parsePolicy(readTextFile('--policy', policyFile));
+  } catch (e) {
+    if (e instanceof NoteError) throw new WritError('INVALID_REQUEST', e.message);
+    throw e;
+  }
+  const line = readTextFile('RECORD', recordFile).replace(/\r?\n$/, '');
+  let record: { seq?: unknown; hash?: unknown };
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return { ok: false, seq: proof.index, code: 'MALFORMED', message: 'the record is not JSON' };
+  }
+  const fail = (code: VerifyCode, message: string): VerifyResult => ({ ok: false, seq: proof.index, code, message });
+  if (record.seq !== proof.index) return fail('MALFORMED', `the record's seq ${String(record.seq)} is not the proof's index ${proof.index}`);
+  const entry = recordEntry(line);
+  // The hash cut out must be the record's own (top-level) hash, not one nested in its content.
+  if (entry === undefined || 'sha256:' + createHash('sha256').update(Buffer.from([0])).update(entry).digest('hex') !== record.hash) return fail('HASH_MISMATCH', "the record's text does not hash to its hash (give the record's line from the export, byte for byte)");
+  const verdict = checkNoteUnderPolicy(proof.note, policy);
+  if (!verdict.ok) {
+    if (verdict.code === 'MALFORMED') throw new WritError('INVALID_REQUEST', `--proof: ${verdict.message}`);
+    return fail(verdict.code, verdict.message);
+  }
+  const { size, root } = verdict.checkpoint;
+  if (proof.index >= size || !verifyInclusion(proof.index, size, hashToBytes(String(record.hash)), proof.path, root)) {
+    return fail('ROOT_MISMATCH', `the inclusion proof does not lead from record ${proof.index} to the root of the note's tree of ${size}`);
+  }
+  return { ok: true, records: 1, head: String(record.hash) };
 }
 
 /** Below this size a file is verified on the main thread: starting workers would cost more than they save. */
@@ -191,6 +237,7 @@ export async function main(argv: string[]): Promise<number> {
         checkpoint: { type: 'string' },
         note: { type: 'string' },
         policy: { type: 'string' },
+        proof: { type: 'string' },
         workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -204,6 +251,21 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (parsed.positionals.length !== 1) return usageError('expected exactly one EXPORT file');
   const exportPath = parsed.positionals[0]!;
+  if (parsed.values.proof !== undefined) {
+    if (parsed.values.policy === undefined) return usageError('--proof needs --policy');
+    if (parsed.values.note !== undefined || parsed.values.checkpoint !== undefined || parsed.values.keys !== undefined) return usageError('--proof goes with --policy only');
+    let result: VerifyResult;
+    try {
+      result = verifyRecordProof(exportPath, parsed.values.proof, parsed.values.policy);
+    } catch (err) {
+      if (isWritError(err)) return usageError(err.message);
+      throw err;
+    }
+    const { stdout, stderr } = verdictOutput(result);
+    if (stderr !== undefined) process.stderr.write(stderr);
+    await new Promise<void>((resolve) => process.stdout.write(stdout, () => resolve()));
+    return result.ok ? 0 : 1;
+  }
 
   let opts: VerifyOptions;
   let workers: number;

@@ -469,10 +469,12 @@ export function buildOpenApi(): Obj {
         operationId: 'getInclusionProof',
         tags: ['ledger'],
         summary: 'RFC 9162 inclusion proof of record `seq` in the tree of `size` records',
+        description: 'With `format=tlog-proof` (docs/protocol.md §16) the answer is a C2SP tlog-proof (text/plain) against the latest checkpoint note, and `size` is not given.',
         roles: ['auditor'],
         parameters: [
           queryParam('seq', SEQ_SCHEMA, 'The record.', true),
           queryParam('size', { type: 'integer', minimum: 1 }, 'The tree size (seq < size ≤ ledger size).', true),
+          queryParam('format', { type: 'string', enum: ['json', 'tlog-proof'] }, 'json (default) or tlog-proof.'),
         ],
         ok: { status: 200, description: 'The audit path.', content: json(ref('Proof')) },
         codes: ['INVALID_REQUEST'],
@@ -490,6 +492,29 @@ export function buildOpenApi(): Obj {
         ],
         ok: { status: 200, description: 'The consistency path.', content: json(ref('Proof')) },
         codes: ['INVALID_REQUEST'],
+      }),
+    },
+    '/ledger/checkpoint': {
+      get: operation({
+        operationId: 'getCheckpointNote',
+        tags: ['ledger'],
+        summary: 'The latest checkpoint as a C2SP signed note, with its witness cosignatures',
+        description: 'docs/protocol.md §16: origin (`log_origin`), size and base64 root of the latest checkpoint record, signed by the key in force (key name = origin), then one line per witness cosignature held.',
+        roles: null,
+        ok: { status: 200, description: 'The signed note (C2SP tlog-checkpoint).', content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } } },
+        codes: ['NOT_FOUND', 'STORE_UNAVAILABLE'],
+      }),
+    },
+    '/ledger/tile/{tile}': {
+      get: operation({
+        operationId: 'getTile',
+        tags: ['ledger'],
+        summary: 'A C2SP tlog-tiles tile or entry bundle (immutable)',
+        description: 'docs/protocol.md §16: `{tile}` is `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` and spans several path segments (N as x001/x234/067). No authentication when `public_tiles` is true.',
+        roles: ['auditor'],
+        parameters: [pathParam('tile', { type: 'string', examples: ['0/x001/234', 'entries/000.p/17'] }, 'The tile path after /ledger/tile/.')],
+        ok: { status: 200, description: 'The tile: W hashes of 32 bytes, or W uint16-length-prefixed entries.', content: { 'application/octet-stream': { schema: { type: 'string', contentEncoding: 'binary' } } } },
+        codes: ['NOT_FOUND', 'INVALID_REQUEST'],
       }),
     },
     '/v1/ledger/export': {

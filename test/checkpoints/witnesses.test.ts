@@ -120,6 +120,24 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     // An export shorter than the note's tree.
     const lines = exported.split('\n').filter(Boolean);
     assert.equal(verify(policy('quorum none'), third.note, lines.slice(0, third.size - 1).join('\n') + '\n').out.code, 'TRUNCATED');
+
+    // One record's tlog-proof, checked offline with the policy alone.
+    const seq = 7;
+    const proofText = await (await fetch(`${s.url}/v1/ledger/proofs/inclusion?seq=${seq}&format=tlog-proof`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).text();
+    const checkProof = (recordLine: string, proof = proofText, policyText = policy('group two 2 W1 W2 W3\nquorum two')) => {
+      writeFileSync(join(dir, 'record.json'), recordLine + '\n');
+      writeFileSync(join(dir, 'proof'), proof);
+      writeFileSync(join(dir, 'policy'), policyText);
+      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'record.json'), '--proof', join(dir, 'proof'), '--policy', join(dir, 'policy')], { encoding: 'utf8' });
+      return { status: r.status, out: r.stdout.trim() ? JSON.parse(r.stdout) : undefined, err: r.stderr };
+    };
+    const proved = checkProof(lines[seq]!);
+    assert.equal(proved.status, 0, proved.err);
+    assert.equal(proved.out.head, JSON.parse(lines[seq]!).hash);
+    assert.equal(checkProof(lines[seq + 1]!).out.code, 'MALFORMED', 'another record than the proof is of');
+    assert.equal(checkProof(lines[seq]!.replace('"seq":7', '"seq":7 ')).out.code, 'HASH_MISMATCH');
+    assert.equal(checkProof(lines[seq]!, proofText.replace(/^index 7$/m, 'index 7').replace(/\n([A-Za-z0-9+/]{43}=)\n/, (_, h: string) => `\n${h.startsWith('A') ? 'B' : 'A'}${h.slice(1)}\n`)).out.code, 'ROOT_MISMATCH');
+    assert.equal(checkProof(lines[seq]!, proofText, policy('group all3 all W1 W2 W3\nquorum all3')).out.code, 'QUORUM_NOT_MET');
   } finally {
     await s.stop();
     await Promise.all([w1?.stop(), w2.stop(), w3.stop()]);

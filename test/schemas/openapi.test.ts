@@ -28,6 +28,8 @@ const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['get', '/v1/ledger/proofs/inclusion', ['auditor']],
   ['get', '/v1/ledger/proofs/consistency', ['auditor']],
   ['get', '/v1/ledger/export', ['auditor']],
+  ['get', '/ledger/checkpoint', null],
+  ['get', '/ledger/tile/{tile}', ['auditor']],
   ['get', '/healthz', null],
   ['get', '/readyz', null],
   ['get', '/metrics', null],
