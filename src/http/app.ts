@@ -17,7 +17,9 @@ import { isJsonMediaType } from './media-type.js';
 import { echoedRequestId } from './request-id.js';
 import { countAnswer, countRefusal } from './answered.js';
 import { registerConsoleRoutes } from '../console/routes.js';
-import { registerAuthzenRoutes } from '../authzen/routes.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, registerAuthzenRoutes } from '../authzen/routes.js';
+import { CallerGate, callerKey, fairnessOf, retryAfterOf } from './fairness.js';
+import { carriesLedgerData, NO_STORE_HEADERS } from './no-store.js';
 import * as log from '../log/log.js';
 
 /** schemas/defs.json executionId: `.` and `..` are dot segments, which a URL parser removes from a path. */
@@ -41,6 +43,8 @@ export interface AppOptions {
 function errorResponse(c: Context, e: WritError): Response {
   // RFC 6750 §3: a 401 names the scheme the client must use.
   if (e.status === 401) c.header('WWW-Authenticate', 'Bearer');
+  const retryAfter = retryAfterOf(e);
+  if (retryAfter !== undefined) c.header('Retry-After', retryAfter);
   return c.json(e.toBody(), e.status as 400);
 }
 
@@ -159,9 +163,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
     // A route that answers this method but has nothing at this path (a console file that does not exist) is 404.
     if (allow.length && !allow.includes(c.req.method)) {
       const e = new WritError('METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`);
+      countRefusal(e);
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }
-    return errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+    const e = new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`);
+    countRefusal(e);
+    return errorResponse(c, e);
   });
   // Every answer is counted by the route pattern that answered it (`/v1/executions/:id`), not its path,
   // so the series stay few; a path no route knows is `unmatched`.
@@ -182,6 +189,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.use('*', async (c, next) => {
     const requestId = echoedRequestId(c.req.header('x-request-id'));
     if (requestId !== undefined) c.header('X-Request-ID', requestId);
+    await next();
+  });
+  // Ledger and execution data is never cached by a proxy or browser (src/http/no-store.ts); set before
+  // the route runs, so its errors carry it too.
+  app.use('*', async (c, next) => {
+    if (carriesLedgerData(c.req.path)) for (const [name, value] of Object.entries(NO_STORE_HEADERS)) c.header(name, value);
     await next();
   });
   // Every path segment must percent-decode to UTF-8, on every route (else Hono keeps the raw text).
@@ -224,6 +237,30 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
   // The auditor console (§11): a static page; its data calls carry the auditor token.
   registerConsoleRoutes(app, { tokens });
+
+  // ── a caller's share (src/http/fairness.ts) ──
+  // Every request that evaluates policy enters the caller's share before its body is read, and leaves it
+  // once answered. Unauthenticated requests pass on to their route, which refuses them.
+  const fairness = fairnessOf(sidecar.config);
+  const gate = new CallerGate({ maxInFlight: fairness.callerMaxInFlight, maxInFlightBytes: fairness.callerMaxInFlightBytes });
+  const share = async (c: Context<Env>, next: () => Promise<void>) => {
+    let caller: Caller;
+    try {
+      caller = tokens.authenticate(c.req.header('authorization'));
+    } catch {
+      return next();
+    }
+    const declared = Number(c.req.header('content-length') ?? NaN);
+    // A body without a declared length may be as large as the limit allows: it weighs that much.
+    const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, o.maxBodyBytes) : o.maxBodyBytes;
+    const leave = gate.enter(callerKey(caller), bytes);
+    try {
+      await next();
+    } finally {
+      leave();
+    }
+  };
+  for (const path of ['/v1/decisions', AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH]) app.post(path, share);
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {

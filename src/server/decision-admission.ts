@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
 import { relabelDepthStop } from '../binding/parse.js';
+import { checkAdmissionLimits, type AdmissionLimits } from '../binding/limits.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -94,10 +95,14 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Step 1 of a decision: lossless parse of the raw text, the envelope schema, the actor, the arguments. */
-export function admitDecision(caller: Caller, text: string): AdmittedDecision {
+/**
+ * Step 1 of a decision: lossless parse of the raw text, the admission limits over the whole body
+ * (arguments and envelope alike), the envelope schema, the actor, the arguments.
+ */
+export function admitDecision(caller: Caller, text: string, limits: AdmissionLimits): AdmittedDecision {
   const parsed = parseWithDepthOutsideArguments(text);
   const raw = parsed.value;
+  checkAdmissionLimits(raw, limits);
   const body = toPlain(raw) as Record<string, any>;
   validateDecisionRequest(body);
   const envelope = body.envelope as Record<string, any>;
