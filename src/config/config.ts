@@ -138,7 +138,7 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   tls_cert_file: null,
   tls_key_file: null,
   admission_limits: { ...DEFAULT_ADMISSION_LIMITS },
-  caller_max_in_flight: 64,
+  caller_max_in_flight: 256,
   caller_max_in_flight_bytes: 256 * 1024,
   evaluation_deadline_ms: 3000,
   policy_file_max_bytes: DEFAULT_POLICY_FILE_MAX_BYTES,
