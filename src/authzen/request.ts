@@ -15,7 +15,7 @@ import {
   LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
 } from '../binding/index.js';
 import { escapePointerToken, relabelDepthStop } from '../binding/parse.js';
-import { checkAdmissionLimits, DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../binding/limits.js';
+import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../binding/limits.js';
 import { jcs } from '../util/canonical.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
@@ -64,16 +64,13 @@ function isObject(v: LosslessValue | undefined): v is { [k: string]: LosslessVal
 
 function parseBody(text: string, limits: AdmissionLimits): LosslessValue {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
-  let body: LosslessValue;
   try {
-    body = parseLossless(text);
+    // The limits hold over properties, context and the batch's items alike, before any is admitted.
+    return parseLossless(text, undefined, limits);
   } catch (e) {
     // The binding rules judge only a context and properties.
     throw relabelDepthStop(e, (path) => (ADMITTED_PATH.test(path) ? undefined : 'INVALID_REQUEST'));
   }
-  // Properties, context and the batch's items alike, before any of them is admitted or evaluated.
-  checkAdmissionLimits(body, limits);
-  return body;
 }
 
 /** Members admitted by the §3 rules (a context, an action's or entity's properties), at the top or in a batch item. */

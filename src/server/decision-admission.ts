@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
 import { relabelDepthStop } from '../binding/parse.js';
-import { checkAdmissionLimits, type AdmissionLimits } from '../binding/limits.js';
+import type { AdmissionLimits } from '../binding/limits.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -100,9 +100,8 @@ function deepFreeze<T>(value: T): T {
  * (arguments and envelope alike), the envelope schema, the actor, the arguments.
  */
 export function admitDecision(caller: Caller, text: string, limits: AdmissionLimits): AdmittedDecision {
-  const parsed = parseWithDepthOutsideArguments(text);
+  const parsed = parseWithDepthOutsideArguments(text, limits);
   const raw = parsed.value;
-  checkAdmissionLimits(raw, limits);
   const body = toPlain(raw) as Record<string, any>;
   validateDecisionRequest(body);
   const envelope = body.envelope as Record<string, any>;
@@ -124,9 +123,9 @@ export function admitDecision(caller: Caller, text: string, limits: AdmissionLim
 }
 
 /** Nesting that deep in the envelope is ENVELOPE_INVALID, elsewhere outside the arguments INVALID_REQUEST. */
-function parseWithDepthOutsideArguments(text: string): ReturnType<typeof parseLosslessWithRootText> {
+function parseWithDepthOutsideArguments(text: string, limits: AdmissionLimits): ReturnType<typeof parseLosslessWithRootText> {
   try {
-    return parseLosslessWithRootText(text);
+    return parseLosslessWithRootText(text, undefined, limits);
   } catch (e) {
     throw relabelDepthStop(e, (path) =>
       path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID'

@@ -1,16 +1,17 @@
-// Admission limits (src/binding/limits.ts): each limit refuses the first member past it, in document
-// order, with LIMIT_EXCEEDED and its JSON pointer; a body within every limit passes untouched.
+// Admission limits (src/binding/limits.ts), enforced by the lossless parser: each limit refuses the
+// first member past it, in document order, with LIMIT_EXCEEDED and its JSON pointer, and parses no
+// further; a body within every limit parses as without limits.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { admissionLimitsOf, checkAdmissionLimits, DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../../src/binding/limits.js';
+import { admissionLimitsOf, DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../../src/binding/limits.js';
 import { parseLossless } from '../../src/binding/index.js';
 import { isWritError } from '../../src/errors.js';
 
 const small: AdmissionLimits = { object_members: 3, array_elements: 2, total_members: 6, string_length: 5 };
 
-function refusal(text: string, limits = small, base = ''): { code: string; path: string | undefined } | undefined {
+function refusal(text: string, limits = small): { code: string; path: string | undefined } | undefined {
   try {
-    checkAdmissionLimits(parseLossless(text), limits, base);
+    assert.deepEqual(parseLossless(text, undefined, limits), parseLossless(text));
     return undefined;
   } catch (e) {
     assert.ok(isWritError(e));
@@ -43,9 +44,15 @@ test('total members count every member and element of the body, and point at the
   assert.deepEqual(refusal('{"a":1,"b":[1,2],"c":{"p":1,"q":2}}'), { code: 'LIMIT_EXCEEDED', path: '/c/q' });
 });
 
-test('document order decides which excess is first; base prefixes the pointer; "~" and "/" are escaped', () => {
+test('document order decides which excess is first; "~" and "/" are escaped; an earlier duplicate key is reported instead', () => {
   assert.deepEqual(refusal('{"a":"toolong","b":[1,2,3]}'), { code: 'LIMIT_EXCEEDED', path: '/a' });
-  assert.deepEqual(refusal('{"a/b":[1,2,3]}', small, '/action/arguments'), { code: 'LIMIT_EXCEEDED', path: '/action/arguments/a~1b/2' });
+  assert.deepEqual(refusal('{"2":[1,2,3],"1":"toolong"}'), { code: 'LIMIT_EXCEEDED', path: '/2/2' });
+  assert.deepEqual(refusal('{"a/b":[1,2,3]}'), { code: 'LIMIT_EXCEEDED', path: '/a~1b/2' });
+  assert.deepEqual(refusal('{"a":1,"a":2,"b":[1,2,3]}'), { code: 'BINDING_DUPLICATE_KEY', path: '/a' });
+});
+
+test('the parse stops at the first excess: text after it is never read', () => {
+  assert.deepEqual(refusal('{"x":[1,2,3, this is not JSON'), { code: 'LIMIT_EXCEEDED', path: '/x/2' });
 });
 
 test('the defaults admit a real tool call and refuse the wide one of issue 49', () => {
