@@ -43,13 +43,19 @@ const callerIds = new WeakMap<Caller, string>();
 let nextCallerId = 0;
 
 /**
- * Who a request's share is counted for. Today a caller is its token: the TokenTable makes one Caller
- * per configured token, so the object itself names it (two tokens for the same actor are two callers).
- * A verified identity (JWT subject, mTLS certificate) is keyed here when the Caller carries one.
+ * Who a request's share is counted for. A verified identity (docs/protocol.md §13: a JWT's issuer and
+ * subject, a client certificate's subject), when the Caller carries one, names it — a JWT caller is a
+ * fresh Caller per request, the same workload every time. Otherwise the caller is its token: the
+ * TokenTable makes one Caller per configured token, so the object itself names it (two tokens for the
+ * same actor are two callers).
  */
 export function callerKey(caller: Caller): string {
   const identity = (caller as { identity?: unknown }).identity;
   if (typeof identity === 'string' && identity !== '') return `identity:${identity}`;
+  if (identity !== null && typeof identity === 'object') {
+    const { method, iss, sub } = identity as { method?: unknown; iss?: unknown; sub?: unknown };
+    if (typeof sub === 'string') return `identity:${String(method)}\n${typeof iss === 'string' ? iss : ''}\n${sub}`;
+  }
   let id = callerIds.get(caller);
   if (id === undefined) callerIds.set(caller, (id = `token:${nextCallerId++}`));
   return id;
