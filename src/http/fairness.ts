@@ -43,7 +43,7 @@ const callerIds = new WeakMap<Caller, string>();
 let nextCallerId = 0;
 
 /**
- * Who a request's share is counted for. A verified identity (docs/protocol.md §13: a JWT's issuer and
+ * Who a request's share is counted for. A verified identity (JWT or client certificate: a JWT's issuer and
  * subject, a client certificate's subject), when the Caller carries one, names it — a JWT caller is a
  * fresh Caller per request, the same workload every time. Otherwise the caller is its token: the
  * TokenTable makes one Caller per configured token, so the object itself names it (two tokens for the
