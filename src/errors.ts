@@ -14,6 +14,8 @@ export const STATUS_BY_CODE = {
   BINDING_LOSSY_NUMBER: 400,
   BINDING_UNREPRESENTABLE: 400,
   BINDING_TOO_DEEP: 400,
+  /** A body past an admission limit (src/binding/limits.ts): too many members, elements or characters. */
+  LIMIT_EXCEEDED: 400,
   UNAUTHENTICATED: 401,
   FORBIDDEN_ROLE: 403,
   ACTOR_MISMATCH: 403,
@@ -31,9 +33,13 @@ export const STATUS_BY_CODE = {
   APPROVAL_STALE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The caller has its share of concurrent work in flight (src/http/fairness.ts); answered with Retry-After. */
+  RATE_LIMITED: 429,
   STORE_UNAVAILABLE: 503,
   POLICY_UNAVAILABLE: 503,
   IDENTITY_UNAVAILABLE: 503,
+  /** Evaluation did not finish within the deadline (config evaluation_deadline_ms): refused, never decided. */
+  EVALUATION_TIMEOUT: 503,
   // Non-HTTP codes (CLI, startup, PEP)
   POLICY_INVALID: 400,
   STORE_LOCKED: 503,

@@ -45,7 +45,7 @@ export class AuthzenService {
 
   /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
-    const request = admitAuthzen(caller, text, batch);
+    const request = admitAuthzen(caller, text, batch, this.sidecar.config.admission_limits);
     return answerOf(request.single, await this.decideAndRecord(caller, request));
   }
 

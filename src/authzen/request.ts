@@ -15,6 +15,7 @@ import {
   LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
 } from '../binding/index.js';
 import { escapePointerToken, relabelDepthStop } from '../binding/parse.js';
+import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../binding/limits.js';
 import { jcs } from '../util/canonical.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
@@ -61,10 +62,11 @@ function isObject(v: LosslessValue | undefined): v is { [k: string]: LosslessVal
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof LosslessNumber);
 }
 
-function parseBody(text: string): LosslessValue {
+function parseBody(text: string, limits: AdmissionLimits): LosslessValue {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
   try {
-    return parseLossless(text);
+    // The limits hold over properties, context and the batch's items alike, before any is admitted.
+    return parseLossless(text, undefined, limits);
   } catch (e) {
     // The binding rules judge only a context and properties.
     throw relabelDepthStop(e, (path) => (ADMITTED_PATH.test(path) ? undefined : 'INVALID_REQUEST'));
@@ -147,8 +149,8 @@ function evaluationOf(itemPath: string, sources: Partial<Record<Member, { raw: L
  * Parses and admits the body of POST /access/v1/evaluation (`batch` false) or /access/v1/evaluations
  * (`batch` true). Throws WritError (INVALID_JSON, INVALID_REQUEST, BINDING_*) with a JSON pointer.
  */
-export function parseAuthzenRequest(text: string, batch: boolean): AuthzenRequest {
-  return authzenRequestOf(parseBody(text), batch);
+export function parseAuthzenRequest(text: string, batch: boolean, limits: AdmissionLimits = DEFAULT_ADMISSION_LIMITS): AuthzenRequest {
+  return authzenRequestOf(parseBody(text, limits), batch);
 }
 
 /** parseAuthzenRequest on an already parsed (lossless) body, e.g. a `writ policy test` case's `authzen`. */
@@ -238,8 +240,8 @@ export function requestInputOf(e: AuthzenEvaluation, store: EntitySource): Reque
 }
 
 /** Parses a request and checks who may ask it; throws the refusal the route answers. */
-export function admitAuthzen(caller: Caller, text: string, batch: boolean): AuthzenRequest {
-  const request = parseAuthzenRequest(text, batch);
+export function admitAuthzen(caller: Caller, text: string, batch: boolean, limits: AdmissionLimits): AuthzenRequest {
+  const request = parseAuthzenRequest(text, batch, limits);
   if (caller.role === 'pep') {
     // A pep token is bound to its actor: it may ask only about that subject (docs/protocol.md §10).
     const foreign = caller.actor === undefined ? request.evaluations[0] : foreignSubject(request.evaluations, caller.actor);

@@ -18,6 +18,7 @@
  */
 import { isWritError, WritError, type ErrorCode } from '../errors.js';
 import { isWellFormed } from '../util/canonical.js';
+import type { AdmissionLimits } from './limits.js';
 
 /** A JSON number token, kept exactly as written (e.g. `1.0`, `-0`, `2.50e1`). */
 export class LosslessNumber {
@@ -93,8 +94,31 @@ class Parser {
 
   /** When set, where each member value of the root object starts and ends in the text. */
   rootSpans: Map<string, readonly [number, number]> | undefined;
+  /** Members and elements met so far (admission limits). */
+  private total = 0;
 
-  constructor(private readonly text: string, private readonly maxDepth: number) {}
+  constructor(private readonly text: string, private readonly maxDepth: number, private readonly limits?: AdmissionLimits) {}
+
+  /**
+   * Admission limits (limits.ts) stop the parse at the first excess, as the depth stop does: a body
+   * 96,000 members wide costs the parse of its first 4,096, not of all of it (an earlier duplicate key
+   * or lone surrogate is reported instead, as for depth).
+   */
+  private overLimit(what: string, length: number): never {
+    if (this.deferred) throw this.deferred;
+    throw new WritError('LIMIT_EXCEEDED', `${what} (an admission limit of this sidecar)`, { path: jsonPointer(this.trail, length) });
+  }
+
+  /** One member (index within its object, `nameLength`) or element (`nameLength` -1), now at trail[depth]. */
+  private countMember(limits: AdmissionLimits, index: number, depth: number, nameLength: number): void {
+    if (nameLength < 0) {
+      if (index >= limits.array_elements) this.overLimit(`an array of more than ${limits.array_elements} elements`, depth + 1);
+    } else {
+      if (index >= limits.object_members) this.overLimit(`an object of more than ${limits.object_members} members`, depth + 1);
+      if (nameLength > limits.string_length) this.overLimit(`a member name longer than ${limits.string_length} characters`, depth + 1);
+    }
+    if (++this.total > limits.total_members) this.overLimit(`more than ${limits.total_members} members and elements in the whole body`, depth + 1);
+  }
 
   parseDocument(): LosslessValue {
     this.skipWhitespace();
@@ -133,6 +157,7 @@ class Parser {
       case 0x22: /* " */ {
         const s = this.parseString(depth);
         if (this.illFormed) this.defer('BINDING_LONE_SURROGATE', 'lone surrogate in a string', depth);
+        if (this.limits !== undefined && s.length > this.limits.string_length) this.overLimit(`a string longer than ${this.limits.string_length} characters`, depth);
         return s;
       }
       case 0x74: return this.parseLiteral('true', true, depth);
@@ -162,7 +187,7 @@ class Parser {
       this.pos++;
       return object;
     }
-    for (;;) {
+    for (let index = 0; ; index++) {
       if (text.charCodeAt(this.pos) !== 0x22) this.syntax(`expected a quoted member name ${describeAt(text, this.pos)}`, depth);
       // Duplicates and lone surrogates in a name are reported at the member the name starts, before
       // anything inside its value (document order).
@@ -171,6 +196,7 @@ class Parser {
       if (this.illFormed) this.defer('BINDING_LONE_SURROGATE', 'lone surrogate in a member name', depth + 1);
       const duplicate = hasOwn(object, key);
       if (duplicate) this.defer('BINDING_DUPLICATE_KEY', `duplicate key ${JSON.stringify(key)}`, depth + 1);
+      if (this.limits !== undefined) this.countMember(this.limits, index, depth, key.length);
       this.skipWhitespace();
       if (text.charCodeAt(this.pos) !== 0x3a) this.syntax(`expected ':' after a member name ${describeAt(text, this.pos)}`, depth + 1);
       this.pos++;
@@ -206,6 +232,7 @@ class Parser {
     }
     for (let index = 0; ; index++) {
       this.trail[depth] = index;
+      if (this.limits !== undefined) this.countMember(this.limits, index, depth, -1);
       array.push(this.parseValue(depth + 1));
       this.skipWhitespace();
       const c = text.charCodeAt(this.pos);
@@ -328,10 +355,11 @@ class Parser {
  * Lossless parse of raw JSON text (a whole HTTP body or a bare argument object). Refuses with WritError:
  * INVALID_JSON, BINDING_DUPLICATE_KEY (any repeated key, even with an equal value),
  * BINDING_LONE_SURROGATE (keys or values, escaped or literal), BINDING_TOO_DEEP (beyond `maxDepth`,
- * default PARSE_MAX_DEPTH), each with `path` = JSON pointer of the offending member/element.
+ * default PARSE_MAX_DEPTH), LIMIT_EXCEEDED (past `limits`, when given), each with `path` = JSON pointer of
+ * the offending member/element.
  */
-export function parseLossless(text: string, maxDepth: number = PARSE_MAX_DEPTH): LosslessValue {
-  return new Parser(text, maxDepth).parseDocument();
+export function parseLossless(text: string, maxDepth: number = PARSE_MAX_DEPTH, limits?: AdmissionLimits): LosslessValue {
+  return new Parser(text, maxDepth, limits).parseDocument();
 }
 
 /**
@@ -339,8 +367,8 @@ export function parseLossless(text: string, maxDepth: number = PARSE_MAX_DEPTH):
  * object): the text a value was parsed from determines everything derived from it, so a caller may key
  * a memo of derived views on it (decision admission does).
  */
-export function parseLosslessWithRootText(text: string, maxDepth: number = PARSE_MAX_DEPTH): { value: LosslessValue; rootText(key: string): string | undefined } {
-  const parser = new Parser(text, maxDepth);
+export function parseLosslessWithRootText(text: string, maxDepth: number = PARSE_MAX_DEPTH, limits?: AdmissionLimits): { value: LosslessValue; rootText(key: string): string | undefined } {
+  const parser = new Parser(text, maxDepth, limits);
   const spans = new Map<string, readonly [number, number]>();
   parser.rootSpans = spans;
   const value = parser.parseDocument();

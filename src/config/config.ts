@@ -14,6 +14,8 @@ import * as log from '../log/log.js';
 import type { LogFormat } from '../log/log.js';
 import type { TlsClientSpec } from '../http/client-certs.js';
 import { checkDelegation, checkJwtIssuers, IssuerConfigError, type Delegation, type JwtIssuerSpec } from '../identity/issuers.js';
+import { DEFAULT_POLICY_FILE_MAX_BYTES } from '../policy/dir-files.js';
+import { admissionLimitsOf, DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../binding/limits.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 /** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
@@ -100,6 +102,18 @@ export interface WritConfig {
    */
   tls_cert_file: string | null;
   tls_key_file: string | null;
+  /** How wide a request body may be before any policy work (src/binding/limits.ts; docs/operators.md). */
+  admission_limits: AdmissionLimits;
+  /**
+   * A caller's share of concurrent work (src/http/fairness.ts): decisions and evaluations it may have in
+   * flight at once, and the body bytes they may hold together; past either, 429 RATE_LIMITED.
+   */
+  caller_max_in_flight: number;
+  caller_max_in_flight_bytes: number;
+  /** Largest policy-dir file (.cedar, schema, entities.json) read; a larger one is a rejected reload (src/policy/dir-files.ts). */
+  policy_file_max_bytes: number;
+  /** How long one request's policy evaluation may take on the evaluator threads before it is refused (EVALUATION_TIMEOUT). */
+  evaluation_deadline_ms: number;
   /** The C2SP checkpoint origin (docs/protocol.md §16); null: `writ.local/<16 hex of the ledger's first key id>`. */
   log_origin: string | null;
   /** Serve `/ledger/tile/…` without a token (tiles are immutable and public by nature); false: auditor only. */
@@ -157,6 +171,11 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   jwt_issuers: [],
   tls_client_ca_file: null,
   tls_clients: [],
+  admission_limits: { ...DEFAULT_ADMISSION_LIMITS },
+  caller_max_in_flight: 256,
+  caller_max_in_flight_bytes: 256 * 1024,
+  evaluation_deadline_ms: 3000,
+  policy_file_max_bytes: DEFAULT_POLICY_FILE_MAX_BYTES,
 };
 
 export interface ConfigOverrides {
@@ -369,6 +388,12 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   }
   if (!Number.isInteger(config.decision_memo_size) || config.decision_memo_size < 0 || config.decision_memo_size > 1_000_000) {
     fail('decision_memo_size must be an integer from 0 to 1000000');
+  }
+  const limits = admissionLimitsOf(file.admission_limits);
+  if (typeof limits === 'string') fail(limits);
+  config.admission_limits = limits;
+  for (const [key, min, max] of [['caller_max_in_flight', 1, 1_000_000], ['caller_max_in_flight_bytes', 1, 2 ** 40], ['evaluation_deadline_ms', 1, MAX_TIMER_MS], ['policy_file_max_bytes', 1, 2 ** 40]] as const) {
+    if (!Number.isSafeInteger(config[key]) || config[key] < min || config[key] > max) fail(`${key} must be an integer from ${min} to ${max}`);
   }
   // Dev tokens only when no config is named at all: a config without `tokens` (left out, or misspelt
   // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens

@@ -18,8 +18,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { createPublicServer } from '../http/tls.js';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
-import { WritError } from '../errors.js';
+import { isWritError, WritError } from '../errors.js';
 import { Authenticator, bearerOf, TokenTable, type Caller } from '../http/auth.js';
+import { CallerGate, callerKey, retryAfterOf } from '../http/fairness.js';
+import { NO_STORE_HEADERS } from '../http/no-store.js';
 import { socketCaller } from '../http/client-certs.js';
 import { delegatedCaller } from '../identity/delegation.js';
 import { JwtVerifier, looksLikeJwt } from '../identity/verify.js';
@@ -110,7 +112,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
 // Cedar misses run beside the front (memo hits are answered here, before any hop): the front's own
 // event loop is then left to HTTP, admission and the record's canonical text.
-const evaluator = new EvaluatorPool(start.evaluatorThreads);
+const evaluator = new EvaluatorPool(start.evaluatorThreads, { deadlineMs: start.fairness.evaluationDeadlineMs });
+/** Callers' shares of this front's work (src/http/fairness.ts); the sidecar's own app holds its own. */
+const gate = new CallerGate({ maxInFlight: start.fairness.callerMaxInFlight, maxInFlightBytes: start.fairness.callerMaxInFlightBytes });
 evaluator.register(engine, start.policy);
 let entities = entitySourceOf(start.entities.version, start.entities.list);
 
@@ -202,9 +206,10 @@ link.onMessage((m: ToFront) => {
 
 // ── HTTP ─────────────────────────────────────────────────────────────────────────────────────────
 
+/** Every answer a front writes itself is to a `/v1/` or `/access/v1/` request: never cached (src/http/no-store.ts). */
 function sendJson(res: ServerResponse, status: number, body: unknown, headers?: http.OutgoingHttpHeaders): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...NO_STORE_HEADERS, ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -220,6 +225,25 @@ function sendUnavailable(res: ServerResponse, route: string | undefined): void {
 
 // Refusals answered before any route (request-target.ts) are counted by the sidecar, which serves /metrics.
 reportUnroutedAnswersTo((status, code, message) => post({ type: 'refused', route: UNROUTED, status, code, message }));
+
+/**
+ * Refusals a front answers itself, as the sidecar would, rather than handing the text over to be judged
+ * again: a body past the admission limits (parsing it once more on the ledger writer's thread is the
+ * cost the limit exists to avoid) and an evaluation past its deadline (evaluating it again there would
+ * be worse). Both are decided by the same settings as the sidecar's (FrontStart.fairness).
+ */
+const ANSWERED_HERE = new Set(['LIMIT_EXCEEDED', 'EVALUATION_TIMEOUT', 'RATE_LIMITED']);
+
+function refuseHere(res: ServerResponse, route: string, e: WritError): void {
+  const retryAfter = retryAfterOf(e);
+  sendJson(res, e.status, e.toBody(), retryAfter === undefined ? undefined : { 'retry-after': retryAfter });
+  post({ type: 'refused', route, status: e.status, code: e.code, message: e.message });
+}
+
+/** The refusal a front answers itself (ANSWERED_HERE), else undefined. */
+function answeredHere(e: unknown): WritError | undefined {
+  return isWritError(e) && ANSWERED_HERE.has(e.code) ? e : undefined;
+}
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
@@ -386,8 +410,10 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
   }
   let prepared: Prepared | undefined;
   try {
-    prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
-  } catch {
+    prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
+  } catch (e) {
+    const refusal = answeredHere(e);
+    if (refusal !== undefined) return refuseHere(res, '/v1/decisions', refusal);
     prepared = undefined; // the sidecar decides it, and refuses it with the right code
   }
   if (prepared === undefined) {
@@ -416,7 +442,7 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   // all, so the answer is its own.
   let prepared: PreparedAuthzen | undefined;
   try {
-    const request = admitAuthzen(caller, text, batch);
+    const request = admitAuthzen(caller, text, batch, start.fairness.limits);
     // This request's policy set and entities, whatever the sidecar sends meanwhile.
     const usedEngine = engine;
     const usedEntities = entities;
@@ -425,7 +451,9 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
     const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
     // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
     prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };
-  } catch {
+  } catch (e) {
+    const refusal = answeredHere(e);
+    if (refusal !== undefined) return refuseHere(res, batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH, refusal);
     prepared = undefined;
   }
   const a = await ask({ authzen: { caller, text, batch, ...(prepared ? { prepared } : {}) } });
@@ -475,6 +503,25 @@ function declaredJson(req: IncomingMessage): boolean {
   return Number.isSafeInteger(declared) && declared >= 0 && declared <= start.maxBodyBytes && isJsonMediaType(type);
 }
 
+/**
+ * Enters the caller's share for a request this front evaluates, left when its answer is done; false
+ * when the caller is over its share: answered 429 here, before its body is read (and the connection
+ * closed after the answer, as the body that follows goes nowhere).
+ */
+function enterShare(req: IncomingMessage, res: ServerResponse, caller: Caller, route: string): boolean {
+  let leave: () => void;
+  try {
+    leave = gate.enter(callerKey(caller), Number(req.headers['content-length']));
+  } catch (e) {
+    if (!isWritError(e)) throw e;
+    closeAfterAnswer({ incoming: req, outgoing: res });
+    refuseHere(res, route, e);
+    return false;
+  }
+  res.once('close', leave);
+  return true;
+}
+
 function handle(req: IncomingMessage, res: ServerResponse): void {
   // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/app.ts).
   echoRequestId(req, res);
@@ -504,6 +551,7 @@ function route(req: IncomingMessage, res: ServerResponse, url: string, callers: 
   if (req.method === 'POST' && url === '/v1/decisions') {
     const caller = declaredJson(req) ? pepCaller(callers) : undefined;
     if (caller !== undefined) {
+      if (!enterShare(req, res, caller, url)) return;
       decide(req, res, caller).catch(() => {
         if (!res.headersSent) sendUnavailable(res, url);
       });
@@ -514,6 +562,7 @@ function route(req: IncomingMessage, res: ServerResponse, url: string, callers: 
   if (batch !== undefined) {
     const caller = declaredJson(req) ? authzenCaller(callers) : undefined;
     if (caller !== undefined) {
+      if (!enterShare(req, res, caller, url)) return;
       authzen(req, res, caller, batch).catch(() => {
         if (!res.headersSent) sendUnavailable(res, url);
       });

@@ -27,6 +27,7 @@ import type { PreparedCommit } from '../server/decision-admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
 import { countAnswer, countRefusal } from '../http/answered.js';
+import { fairnessOf } from '../http/fairness.js';
 import * as log from '../log/log.js';
 import type { TlsMaterial } from '../http/tls.js';
 
@@ -198,7 +199,7 @@ export class Fronts {
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, fairness: fairnessOf(sidecar.config), ...(this.o.tls ? { tls: this.o.tls } : {}),
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
       ...(holdListen ? { holdListen } : {}),

@@ -6,6 +6,7 @@
  * in-process against the sidecar itself.
  */
 import { randomUUID } from 'node:crypto';
+import type { AdmissionLimits } from '../binding/limits.js';
 import type { Caller } from '../http/auth.js';
 import type { DecisionInput, DecisionOutcome, PolicyEngine } from '../policy/engine.js';
 import type { EntitySource } from '../policy/entities.js';
@@ -21,6 +22,8 @@ export interface FrontState {
   engine: PolicyEngine;
   entities: EntitySource;
   clockFile: string | null;
+  /** The sidecar's admission limits (config admission_limits): a front admits no wider body than it would. */
+  limits: AdmissionLimits;
   /** Where Cedar runs: the front's evaluator pool, or the engine in-process. */
   evaluate(engine: PolicyEngine, input: DecisionInput): DecisionOutcome | Promise<DecisionOutcome>;
 }
@@ -42,7 +45,7 @@ export interface Prepared {
  * decide the text, so the refusal is the sidecar's own.
  */
 export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<Prepared | undefined> {
-  const admitted = admitDecision(caller, text);
+  const admitted = admitDecision(caller, text, front.limits);
   if (typeof admitted.envelope.supersedes === 'string') return undefined;
   const now = pdpNow(front.clockFile);
   const { actor, server, tool, envelope, phase, bound } = admitted;

@@ -11,6 +11,7 @@ import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
 import type { TlsMaterial } from '../http/tls.js';
+import type { FairnessSettings } from '../http/fairness.js';
 import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
 import type { PreparedAuthzen } from '../authzen/request.js';
 
@@ -22,6 +23,8 @@ export interface FrontStart {
   tokens: TokenSpec[];
   jwtIssuers: JwtIssuerSpec[];
   maxBodyBytes: number;
+  /** Admission limits, callers' shares and the evaluation deadline, as the sidecar's own app applies them. */
+  fairness: FairnessSettings;
   clockFile: string | null;
   memoSize: number;
   /** Threads that run this front's Cedar misses beside it (0: on the front itself). */

@@ -19,7 +19,9 @@ import { isJsonMediaType } from './media-type.js';
 import { echoedRequestId } from './request-id.js';
 import { countAnswer, countRefusal } from './answered.js';
 import { registerConsoleRoutes } from '../console/routes.js';
-import { registerAuthzenRoutes } from '../authzen/routes.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, registerAuthzenRoutes } from '../authzen/routes.js';
+import { CallerGate, callerKey, fairnessOf, retryAfterOf } from './fairness.js';
+import { carriesLedgerData, NO_STORE_HEADERS } from './no-store.js';
 import * as log from '../log/log.js';
 import { visibleTools } from '../server/tool-visibility.js';
 import { logVkey, type CheckpointNotes } from '../checkpoints/notes.js';
@@ -51,6 +53,8 @@ export interface AppOptions {
 function errorResponse(c: Context, e: WritError): Response {
   // RFC 6750 §3: a 401 names the scheme the client must use, and why a token sent was refused.
   if (e.status === 401) c.header('WWW-Authenticate', (e.details as { wwwAuthenticate?: string } | undefined)?.wwwAuthenticate ?? 'Bearer');
+  const retryAfter = retryAfterOf(e);
+  if (retryAfter !== undefined) c.header('Retry-After', retryAfter);
   return c.json(e.toBody(), e.status as 400);
 }
 
@@ -144,7 +148,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
   const store = sidecar.store;
 
   /** Every role the request's credential holds: its bearer token, else its verified client certificate. */
-  const authenticate = (c: Context): Promise<Caller[]> => auth.authenticate(c.req.header('authorization'), certificateCallerOf(c));
+  // Once per request: the caller's share (below) and the route's role check read the same answer.
+  const authenticated = new WeakMap<Context, Promise<Caller[]>>();
+  const authenticate = (c: Context): Promise<Caller[]> => {
+    let callers = authenticated.get(c);
+    if (callers === undefined) authenticated.set(c, (callers = auth.authenticate(c.req.header('authorization'), certificateCallerOf(c))));
+    return callers;
+  };
   /** Authenticates and checks the role; the handler then runs with c.get('caller'). */
   const roles = (...allowed: Role[]) => async (c: Context<Env>, next: () => Promise<void>) => {
     c.set('caller', requireRole(await authenticate(c), allowed));
@@ -169,9 +179,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
     // A route that answers this method but has nothing at this path (a console file that does not exist) is 404.
     if (allow.length && !allow.includes(c.req.method)) {
       const e = new WritError('METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`);
+      countRefusal(e);
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }
-    return errorResponse(c, new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+    const e = new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`);
+    countRefusal(e);
+    return errorResponse(c, e);
   });
   // Every answer is counted by the route pattern that answered it (`/v1/executions/:id`), not its path,
   // so the series stay few; a path no route knows is `unmatched`.
@@ -192,6 +205,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.use('*', async (c, next) => {
     const requestId = echoedRequestId(c.req.header('x-request-id'));
     if (requestId !== undefined) c.header('X-Request-ID', requestId);
+    await next();
+  });
+  // Ledger and execution data is never cached by a proxy or browser (src/http/no-store.ts); set before
+  // the route runs, so its errors carry it too.
+  app.use('*', async (c, next) => {
+    if (carriesLedgerData(c.req.path)) for (const [name, value] of Object.entries(NO_STORE_HEADERS)) c.header(name, value);
     await next();
   });
   // Every path segment must percent-decode to UTF-8, on every route (else Hono keeps the raw text).
@@ -235,6 +254,31 @@ export function buildApp(o: AppOptions): Hono<Env> {
   // The auditor console (§11): a static page; its data calls carry the auditor token.
   registerConsoleRoutes(app, { tokens: { authenticate: (header) => auth.authenticate(header) } });
   if (o.notes) registerTransparencyRoutes(app, { notes: o.notes, store, publicTiles: o.publicTiles ?? false, auditor: roles('auditor') });
+
+  // ── a caller's share (src/http/fairness.ts) ──
+  // Every request that evaluates policy enters the caller's share before its body is read, and leaves it
+  // once answered. Unauthenticated requests pass on to their route, which refuses them.
+  const fairness = fairnessOf(sidecar.config);
+  const gate = new CallerGate({ maxInFlight: fairness.callerMaxInFlight, maxInFlightBytes: fairness.callerMaxInFlightBytes });
+  const share = async (c: Context<Env>, next: () => Promise<void>) => {
+    let caller: Caller | undefined;
+    try {
+      caller = (await authenticate(c))[0];
+    } catch {
+      return next();
+    }
+    if (caller === undefined) return next();
+    const declared = Number(c.req.header('content-length') ?? NaN);
+    // A body without a declared length may be as large as the limit allows: it weighs that much.
+    const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, o.maxBodyBytes) : o.maxBodyBytes;
+    const leave = gate.enter(callerKey(caller), bytes);
+    try {
+      await next();
+    } finally {
+      leave();
+    }
+  };
+  for (const path of ['/v1/decisions', AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH]) app.post(path, share);
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {

@@ -14,6 +14,7 @@ import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCa
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import * as log from '../log/log.js';
+import { WritError } from '../errors.js';
 
 /** What a thread is asked to evaluate. */
 export type DecideWork =
@@ -43,6 +44,9 @@ interface Pending {
   redo: () => DecisionOutcome;
   sentAt: number;
   resolve: (outcome: DecisionOutcome) => void;
+  reject: (e: unknown) => void;
+  /** Refused at its deadline: still on the thread (it counts as the thread's work), answered to nobody. */
+  expired?: true;
 }
 
 interface Thread {
@@ -69,11 +73,20 @@ export class EvaluatorPool {
   private readonly engines = new Map<string, { engine: PolicyEngine; bundle: PolicyBundle }>();
   private readonly watchdog: NodeJS.Timeout | undefined;
 
-  /** `threads` = 0 evaluates in-process (the pool is then a pass-through). */
-  constructor(threads: number) {
+  private readonly deadlineMs: number;
+
+  /**
+   * `threads` = 0 evaluates in-process (the pool is then a pass-through). `deadlineMs`: a decision a thread
+   * has not answered that long after it was sent is refused with EVALUATION_TIMEOUT (fail closed), so
+   * one expensive request cannot hold its caller's answer — or, redone in-process, the event loop —
+   * for the STALL_MS a thread gets before it is presumed wedged. (In-process evaluation cannot be cut.)
+   */
+  constructor(threads: number, opts: { deadlineMs?: number } = {}) {
+    this.deadlineMs = opts.deadlineMs ?? Infinity;
     for (let i = 0; i < threads; i++) this.threads.push(this.spawn());
     if (threads > 0) {
-      this.watchdog = setInterval(() => this.replaceStalled(), 1000);
+      // Checked often enough that a deadline is overrun by at most a quarter of itself.
+      this.watchdog = setInterval(() => this.replaceStalled(), Math.max(25, Math.min(1000, this.deadlineMs / 4)));
       this.watchdog.unref();
     }
   }
@@ -168,8 +181,8 @@ export class EvaluatorPool {
       thread.loaded.add(engine.engineId);
     }
     const id = this.nextId++;
-    return new Promise<DecisionOutcome>((resolve) => {
-      thread.pending.set(id, { redo, sentAt: Date.now(), resolve });
+    return new Promise<DecisionOutcome>((resolve, reject) => {
+      thread.pending.set(id, { redo, sentAt: Date.now(), resolve, reject });
       if (thread.outbox.push({ id, engineId: engine.engineId, ...work }) === 1) {
         setImmediate(() => this.send(thread));
       }
@@ -235,13 +248,17 @@ export class EvaluatorPool {
     const pending = [...thread.pending.values()];
     thread.pending.clear();
     thread.outbox = [];
-    for (const p of pending) p.resolve(p.redo());
+    for (const p of pending) if (!p.expired) p.resolve(p.redo());
   }
 
   private replaceStalled(): void {
     const now = Date.now();
     for (const t of [...this.threads]) {
       for (const p of t.pending.values()) {
+        if (!p.expired && now - p.sentAt > this.deadlineMs) {
+          p.expired = true;
+          p.reject(new WritError('EVALUATION_TIMEOUT', `policy evaluation did not finish within ${this.deadlineMs} ms; refused (nothing was decided)`));
+        }
         if (now - p.sentAt > STALL_MS) {
           log.warn('writ: evaluator thread stopped answering; replacing it');
           this.retire(t);

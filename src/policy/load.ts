@@ -3,7 +3,7 @@
  * excluding the top-level `tests/`), an optional Cedar schema and `entities.json`. Everything that
  * can be wrong with a directory is found here, once, so the engine never meets a malformed set.
  */
-import { readdirSync, readFileSync, existsSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { WritError } from '../errors.js';
@@ -11,6 +11,7 @@ import { digestOf } from '../util/canonical.js';
 import { parseUidKey, uidKey } from '../util/uid.js';
 import { type EntityJson, entitiesVersionOf, parseEntitiesJson } from './entities.js';
 import { type PolicyRelevance, relevanceOf } from './relevance.js';
+import { DEFAULT_POLICY_FILE_MAX_BYTES, PolicyFileAbsent, readPolicyFile } from './dir-files.js';
 
 export { entitiesVersionOf } from './entities.js';
 export type { EntityJson, EntitySource } from './entities.js';
@@ -92,13 +93,34 @@ export function listSourceFiles(dir: string): string[] {
       if (stats.isDirectory()) {
         if (rel === '' && name === 'tests') continue;
         walk(relPath);
-      } else if (stats.isFile() && (name.endsWith('.cedar') || isSchemaFile(name))) {
+      } else if (name.endsWith('.cedar') || isSchemaFile(name)) {
+        // Not only regular files: a FIFO or a device by a policy file's name is listed, so that reading
+        // it (dir-files.ts) refuses the whole set rather than silently loading it without that file.
         out.push(relPath);
       }
     }
   };
   walk('');
   return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * `[relative path, text]` of every policy and schema file (listSourceFiles), each read by the policy-dir
+ * rules (dir-files.ts): regular files within `maxFileBytes`, else POLICY_INVALID naming every one refused.
+ */
+export function readSourceFiles(dir: string, maxFileBytes: number = DEFAULT_POLICY_FILE_MAX_BYTES): Array<[string, string]> {
+  const problems: string[] = [];
+  const files: Array<[string, string]> = [];
+  for (const rel of listSourceFiles(dir)) {
+    try {
+      files.push([rel, readPolicyFile(join(dir, rel), rel, maxFileBytes)]);
+    } catch (e) {
+      if (!(e instanceof WritError) && !(e instanceof PolicyFileAbsent)) throw e;
+      problems.push(e.message);
+    }
+  }
+  if (problems.length > 0) invalid(problems);
+  return files;
 }
 
 /** `file:line:col` for a character offset, so a parse error points at the source. */
@@ -227,10 +249,10 @@ function readSchema(file: string, text: string, problems: string[]): cedar.Schem
  * failures, bad @requires_approval values, bad entities.json → WritError('POLICY_INVALID', msg,
  * {details: [...]}). With `entities: false` entities.json is neither read nor checked.
  */
-export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): PolicyBundle {
+export function loadPolicyDir(dir: string, opts: { entities?: boolean; maxFileBytes?: number } = {}): PolicyBundle {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) invalid([`${dir}: not a directory`]);
-  const relPaths = listSourceFiles(dir);
-  const files: Array<[string, string]> = relPaths.map((rel) => [rel, readFileSync(join(dir, rel), 'utf8')]);
+  const maxFileBytes = opts.maxFileBytes ?? DEFAULT_POLICY_FILE_MAX_BYTES;
+  const files = readSourceFiles(dir, maxFileBytes);
   const problems: string[] = [];
 
   const schemaFiles = files.filter(([rel]) => isSchemaFile(rel));
@@ -262,13 +284,16 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean } = {}): P
   let entitiesFileRead = false;
   const entitiesPath = join(dir, 'entities.json');
   // `entities: false` (policy replay): the caller brings its own entities, so the file is not read.
-  if (opts.entities !== false && existsSync(entitiesPath)) {
+  if (opts.entities !== false) {
     try {
-      seedEntities = checkEntitiesFile(readFileSync(entitiesPath, 'utf8'), schema);
+      seedEntities = checkEntitiesFile(readPolicyFile(entitiesPath, 'entities.json', maxFileBytes), schema);
       entitiesFileRead = true;
     } catch (e) {
-      if (!(e instanceof WritError)) throw e;
-      problems.push(...((e.details as string[] | undefined) ?? [e.message]));
+      // No entities.json: nothing is seeded from the dir.
+      if (!(e instanceof PolicyFileAbsent)) {
+        if (!(e instanceof WritError)) throw e;
+        problems.push(...((e.details as string[] | undefined) ?? [e.message]));
+      }
     }
   }
 

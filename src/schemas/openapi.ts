@@ -52,6 +52,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict with the execution state',
   413: 'Body larger than 1 MiB',
   415: 'Body is not application/json',
+  429: 'Over the caller\'s share of concurrent work (Retry-After)',
   503: 'Fail closed: store or policy unavailable',
 };
 
@@ -83,6 +84,8 @@ const BINDING_CODES = [
 /** Every authenticated route can answer these. */
 const AUTH_CODES = ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE', 'IDENTITY_UNAVAILABLE'] as const;
 /** Every route with a JSON body can also answer these. */
+/** Refusals of the routes that evaluate policy (docs/protocol.md §8.1). */
+const FAIRNESS_CODES = ['LIMIT_EXCEEDED', 'RATE_LIMITED', 'EVALUATION_TIMEOUT'] as const;
 const BODY_CODES = ['INVALID_JSON', 'INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
 
 interface OpSpec {
@@ -157,7 +160,7 @@ export function buildOpenApi(): Obj {
         roles: ['pep'],
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
-        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, 'ACTOR_MISMATCH', 'IDENTITY_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
+        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH', 'IDENTITY_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
       }),
     },
     '/access/v1/evaluation': {
@@ -169,7 +172,7 @@ export function buildOpenApi(): Obj {
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationRequest',
         ok: { status: 200, description: 'The decision.', content: json(ref('AuthzenEvaluationResponse')) },
-        codes: [...BINDING_CODES, 'ACTOR_MISMATCH'],
+        codes: [...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH'],
       }),
     },
     '/access/v1/evaluations': {
@@ -185,7 +188,7 @@ export function buildOpenApi(): Obj {
           description: 'The decisions, in item order (or one decision when the body has no or an empty `evaluations`).',
           content: json({ oneOf: [ref('AuthzenEvaluationsResponse'), ref('AuthzenEvaluationResponse')] }),
         },
-        codes: [...BINDING_CODES, 'ACTOR_MISMATCH'],
+        codes: [...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH'],
       }),
     },
     '/access/v1/search/subject': {

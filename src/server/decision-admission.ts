@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { admitValue, bindCall, envelopeDigestOfCanonical, memberOf, parseLosslessWithRootText, toPlain, type BoundCall, type Json } from '../binding/index.js';
 import { relabelDepthStop } from '../binding/parse.js';
+import type { AdmissionLimits } from '../binding/limits.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -107,9 +108,12 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Step 1 of a decision: lossless parse of the raw text, the envelope schema, the actor, the arguments. */
-export function admitDecision(caller: Caller, text: string): AdmittedDecision {
-  const parsed = parseWithDepthOutsideArguments(text);
+/**
+ * Step 1 of a decision: lossless parse of the raw text, the admission limits over the whole body
+ * (arguments and envelope alike), the envelope schema, the actor, the arguments.
+ */
+export function admitDecision(caller: Caller, text: string, limits: AdmissionLimits): AdmittedDecision {
+  const parsed = parseWithDepthOutsideArguments(text, limits);
   const raw = parsed.value;
   const body = toPlain(raw) as Record<string, any>;
   const filled = caller.requester !== undefined && fillDelegatedIdentity(body, caller);
@@ -172,9 +176,9 @@ export function checkDelegatedIdentity(envelope: Record<string, any>, caller: Ca
 }
 
 /** Nesting that deep in the envelope is ENVELOPE_INVALID, elsewhere outside the arguments INVALID_REQUEST. */
-function parseWithDepthOutsideArguments(text: string): ReturnType<typeof parseLosslessWithRootText> {
+function parseWithDepthOutsideArguments(text: string, limits: AdmissionLimits): ReturnType<typeof parseLosslessWithRootText> {
   try {
-    return parseLosslessWithRootText(text);
+    return parseLosslessWithRootText(text, undefined, limits);
   } catch (e) {
     throw relabelDepthStop(e, (path) =>
       path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID'

@@ -52,7 +52,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   countUnroutedAnswers();
   if (config.log_format) setLogFormat(config.log_format); // as loadConfig does, for a config built in code
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
-  const bundle = loadPolicyDir(config.policy_dir);
+  const bundle = loadPolicyDir(config.policy_dir, { maxFileBytes: config.policy_file_max_bytes });
   // The TLS files too: a certificate that cannot serve must stop the start before anything is opened.
   const tls = readTlsMaterial(config.tls_cert_file, config.tls_key_file, { caFile: config.tls_client_ca_file, clients: config.tls_clients });
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)

@@ -11,7 +11,6 @@
  * answer is never sent for something that could still be lost.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { WritError, isWritError } from '../errors.js';
 import { parseLossless, toPlain, type Json } from '../binding/index.js';
 import { relabelDepthStop } from '../binding/parse.js';
@@ -29,7 +28,8 @@ import { admitEvents } from '../executions/events.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import { PolicyEngine, type ValidApproval } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
-import { checkEntitiesFile, listSourceFiles, loadPolicyDir, policyVersionOf, validateEntity, type PolicyBundle } from '../policy/load.js';
+import { checkEntitiesFile, listSourceFiles, loadPolicyDir, policyVersionOf, readSourceFiles, validateEntity, type PolicyBundle } from '../policy/load.js';
+import { PolicyFileAbsent, readPolicyFile, signatureOf } from '../policy/dir-files.js';
 import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
 import type { LedgerStore, Table } from '../store/types.js';
@@ -148,7 +148,7 @@ export class Sidecar {
   ) {
     this.bundle = bundle;
     this.engine = new PolicyEngine(bundle, { memoSize: config.decision_memo_size });
-    this.evaluator = new EvaluatorPool(config.evaluator_threads);
+    this.evaluator = new EvaluatorPool(config.evaluator_threads, { deadlineMs: config.evaluation_deadline_ms });
     this.evaluator.register(this.engine, bundle);
     this.entities = new EntityStore(store);
   }
@@ -251,15 +251,32 @@ export class Sidecar {
   private lastRejectedVersion: string | undefined;
   /** The policy files' version first seen changed; loaded only when the next poll sees it again. */
   private settlingVersion: string | undefined;
+  /** The policy dir's file signature (dir-files.ts signatureOf) when the last poll left nothing settling. */
+  private quietSignature: string | undefined;
   async reloadIfChanged(): Promise<void> {
-    const probe = probePolicyVersion(this.config.policy_dir);
+    // Nothing read while no file's size, mtime or inode moved (a 50 MB entities.json is not read every
+    // poll); a change still settling (read the same on two polls in a row) is polled until it settles.
+    const dir = this.config.policy_dir;
+    let signature: string | undefined;
+    try {
+      signature = signatureOf([...listSourceFiles(dir).map((rel) => join(dir, rel)), join(dir, 'entities.json')]);
+    } catch {
+      signature = undefined; // the dir cannot be walked: judged below, as before
+    }
+    if (signature !== undefined && signature === this.quietSignature) return;
+    await this.reloadFromDir();
+    this.quietSignature = this.settlingVersion === undefined && this.settlingEntitiesText === undefined ? signature : undefined;
+  }
+
+  private async reloadFromDir(): Promise<void> {
+    const probe = probePolicyVersion(this.config.policy_dir, this.config.policy_file_max_bytes);
     // A file being written (truncated, half its text) must not be loaded as a policy set of its own:
     // a change is loaded once the files read the same on two polls in a row.
     const settled = probe === this.settlingVersion;
     this.settlingVersion = probe === this.bundle.policyVersion ? undefined : probe;
     if (settled && probe !== this.bundle.policyVersion && probe !== this.lastRejectedVersion) {
       try {
-        const bundle = loadPolicyDir(this.config.policy_dir);
+        const bundle = loadPolicyDir(this.config.policy_dir, { maxFileBytes: this.config.policy_file_max_bytes });
         const engine = new PolicyEngine(bundle, { memoSize: this.config.decision_memo_size });
         await this.recordPolicyLoad(bundle, 'loaded');
         this.evaluator.register(engine, bundle);
@@ -287,10 +304,15 @@ export class Sidecar {
    */
   private async syncEntitiesFile(opts: { settle?: boolean } = {}): Promise<void> {
     let text: string;
+    let unread: WritError | undefined;
     try {
-      text = readFileSync(`${this.config.policy_dir}/entities.json`, 'utf8');
-    } catch {
-      return;
+      text = readPolicyFile(join(this.config.policy_dir, 'entities.json'), 'entities.json', this.config.policy_file_max_bytes);
+    } catch (e) {
+      if (e instanceof PolicyFileAbsent || !isWritError(e)) return;
+      // Not a regular file, or over the size limit: refused below as a file that does not parse is,
+      // once for as long as it stays so (the marker stands for its text).
+      unread = e;
+      text = `\0unread: ${e.message}`;
     }
     if (text === this.lastEntitiesFileText) {
       this.settlingEntitiesText = undefined; // an edit undone before it settled is forgotten
@@ -308,6 +330,7 @@ export class Sidecar {
     try {
       // The load-time check, against the schema in force: an entity the next restart would refuse
       // (an undeclared type, a wrong attribute) is refused now, not taken live and ledgered.
+      if (unread !== undefined) throw unread;
       parsed = checkEntitiesFile(text, this.bundle.schema);
     } catch (e) {
       this.lastEntitiesFileText = text;
@@ -362,7 +385,7 @@ export class Sidecar {
     // ("Deoptimizer … unreachable code") in hot code timed with BigInt (also noted in bench/decide.mjs).
     const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
-    const admitted = admitDecision(caller, text);
+    const admitted = admitDecision(caller, text, this.config.admission_limits);
     // Entity changes are held off once they have beaten this decision's write twice (EntityStore.hold()).
     return this.entities.withHoldOnDemand((holdEntities) => this.decideAttempts(admitted, started, holdEntities));
   }
@@ -903,14 +926,10 @@ function storeFailure(e: unknown): WritError {
 }
 
 /** The policy version the dir would have now, computed cheaply from file contents (no Cedar parsing). */
-function probePolicyVersion(dir: string): string {
+function probePolicyVersion(dir: string, maxFileBytes: number): string {
   try {
-    return loadPolicyFilesVersion(dir);
+    return policyVersionOf(readSourceFiles(dir, maxFileBytes));
   } catch {
     return 'unreadable';
   }
-}
-
-function loadPolicyFilesVersion(dir: string): string {
-  return policyVersionOf(listSourceFiles(dir).map((rel) => [rel, readFileSync(join(dir, rel), 'utf8')] as [string, string]));
 }

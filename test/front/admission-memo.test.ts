@@ -5,12 +5,14 @@
 // refusals are never kept, and the shared views cannot be changed by a caller.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { admitDecision } from '../../src/server/decision-admission.js';
+import { admitDecision as admitWithLimits } from '../../src/server/decision-admission.js';
+import { DEFAULT_ADMISSION_LIMITS } from '../../src/binding/limits.js';
 import { bindCall, admitValue, parseLossless, memberOf, toPlain, envelopeDigest } from '../../src/binding/index.js';
 import { jcs } from '../../src/util/canonical.js';
 import { isWritError } from '../../src/errors.js';
 import type { Caller } from '../../src/http/auth.js';
 
+const admitDecision = (c: Caller, text: string) => admitWithLimits(c, text, DEFAULT_ADMISSION_LIMITS);
 const caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } } as Caller;
 
 /** What admission derives, computed from scratch with no memo. */

@@ -18,6 +18,7 @@ import type { Caller } from '../../src/http/auth.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 import { AuthzenService } from '../../src/authzen/handler.js';
 import { admitAuthzen, type PreparedAuthzen } from '../../src/authzen/request.js';
+import { DEFAULT_ADMISSION_LIMITS } from '../../src/binding/limits.js';
 import { authzenRecordOf, presealAuthzenRecords } from '../../src/authzen/records.js';
 import type { DecisionOutcome } from '../../src/policy/engine.js';
 
@@ -56,7 +57,7 @@ describe('Sidecar.commitPrepared', () => {
   before(async () => {
     opened = await openSidecar('writ-commit-prepared-');
     ({ store, sidecar } = opened);
-    front = { engine: new PolicyEngine(loadPolicyDir(opened.config.policy_dir)), entities: sidecar.entities, clockFile: null, evaluate: (e, i) => e.decide(i) };
+    front = { engine: new PolicyEngine(loadPolicyDir(opened.config.policy_dir)), entities: sidecar.entities, clockFile: null, limits: DEFAULT_ADMISSION_LIMITS, evaluate: (e, i) => e.decide(i) };
   });
   after(() => opened?.close());
 
@@ -144,7 +145,7 @@ describe('AuthzenService.recordPrepared', () => {
   /** What a front sends: its outcomes and their records, canonicalised there (over: what moved since). */
   const prepared = (over: Record<string, unknown> = {}): PreparedAuthzen => {
     const evaluated = { policyVersion: sidecar.engine.policyVersion, entitiesVersion: sidecar.entities.version, now: '2026-08-24T08:30:00.000Z' };
-    const records = presealAuthzenRecords(admitAuthzen(EVALUATOR, text, false), [fabricated], EVALUATOR, evaluated);
+    const records = presealAuthzenRecords(admitAuthzen(EVALUATOR, text, false, DEFAULT_ADMISSION_LIMITS), [fabricated], EVALUATOR, evaluated);
     return { single: true, outcomes: [fabricated], records, ...evaluated, ...over };
   };
   const recordOf = async (decisionId: string) => {
@@ -195,7 +196,7 @@ describe('AuthzenService.recordPrepared', () => {
     const { v, seq, ts, prev, hash, ...own } = r as Record<string, unknown>;
     assert.deepEqual([v, typeof seq, typeof ts, typeof prev, typeof hash], [1, 'number', 'string', 'string', 'string']);
     // The members as the sidecar's own path builds them (authzenRecordOf), field for field.
-    const request = admitAuthzen(EVALUATOR, text, false);
+    const request = admitAuthzen(EVALUATOR, text, false, DEFAULT_ADMISSION_LIMITS);
     const versions = { policy_version: sidecar.engine.policyVersion, entities_version: sidecar.entities.version };
     assert.deepEqual(own, JSON.parse(JSON.stringify(authzenRecordOf(request.evaluations[0]!, fabricated, answer.context.decision_id, EVALUATOR, versions, '2026-08-24T08:30:00.000Z'))));
   });

@@ -133,3 +133,21 @@ test('threads hold every engine the pool may still send them, whatever order the
     await pool.close();
   }
 });
+
+test('a decision not answered by its deadline is refused with EVALUATION_TIMEOUT, never decided in-process', async () => {
+  const engine = new PolicyEngine(bundle);
+  const pool = new EvaluatorPool(1, { deadlineMs: 1 });
+  pool.register(engine, bundle);
+  try {
+    const request = storyRequests()[0]!;
+    const answer = Promise.resolve(pool.decide(engine, request));
+    // The batch goes to the thread only at the end of this turn: holding the turn past the deadline and
+    // the watchdog's period makes the watchdog run first, whatever the thread's speed.
+    const heldUntil = Date.now() + 60;
+    while (Date.now() < heldUntil) { /* hold the event loop */ }
+    await assert.rejects(answer, { code: 'EVALUATION_TIMEOUT' });
+    assert.equal(pool.size, 1, 'the thread is kept: it is not wedged, only late');
+  } finally {
+    await pool.close();
+  }
+});

@@ -1,4 +1,9 @@
-/** A tiny typed element builder: enough for this page without a framework. */
+/**
+ * A tiny typed element builder: enough for this page without a framework. Every text it puts on the page
+ * (children and attribute values such as a hover title) goes through visibleText: ledger data is shown,
+ * never obeyed as formatting.
+ */
+import { visibleText } from './visible.js';
 
 type Child = Node | string | number | null | undefined | false | Child[];
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
@@ -7,15 +12,18 @@ function append(parent: Node, children: Child[]): void {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
     if (Array.isArray(c)) append(parent, c);
-    else parent.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+    else parent.appendChild(typeof c === 'object' ? c : document.createTextNode(visibleText(String(c))));
   }
 }
+
+/** Attributes the browser shows as text (other attributes carry values the page uses as they are). */
+const SHOWN_ATTRIBUTES = new Set(['title', 'aria-label', 'placeholder']);
 
 function setAttrs(el: Element, attrs: Attrs): void {
   for (const [name, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
     if (typeof value === 'function') el.addEventListener(name.replace(/^on/, ''), value);
-    else el.setAttribute(name, value === true ? '' : String(value));
+    else el.setAttribute(name, value === true ? '' : SHOWN_ATTRIBUTES.has(name) ? visibleText(String(value)) : String(value));
   }
 }
 
