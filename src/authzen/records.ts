@@ -5,7 +5,7 @@
  * writer only joins, hashes and commits them.
  */
 import { randomUUID } from 'node:crypto';
-import type { Caller } from '../http/auth.js';
+import { identityFields, type Caller } from '../http/auth.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { presealMembers } from '../store/seal.js';
 import type { AuthzenEvaluation, AuthzenRequest } from './request.js';
@@ -44,6 +44,7 @@ export function authzenRecordOf(
     obligations: outcome.obligations,
     ...versions,
     now,
+    ...identityFields(caller),
   };
 }
 

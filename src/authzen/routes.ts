@@ -3,7 +3,7 @@
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Hono } from 'hono';
-import { requireRole, type Caller, type TokenTable } from '../http/auth.js';
+import { requireRole, type Caller } from '../http/auth.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { AuthzenService } from './handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js';
@@ -21,7 +21,8 @@ export interface DiscoveryDeps {
 
 export interface AuthzenDeps extends DiscoveryDeps {
   sidecar: Sidecar;
-  tokens: TokenTable;
+  /** Every role the request's credential holds (src/http/auth.ts Authenticator). */
+  authenticate: (c: Context) => Promise<Caller[]>;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
   readBody: (c: Context) => Promise<string>;
 }
@@ -47,17 +48,13 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.sidecar);
   // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
-  const authenticate = (c: Context): Caller => {
-    const caller = deps.tokens.authenticate(c.req.header('authorization'));
-    requireRole(caller, ['evaluator', 'pep']);
-    return caller;
-  };
+  const authenticate = async (c: Context): Promise<Caller> => requireRole(await deps.authenticate(c), ['evaluator', 'pep']);
   app.post(AUTHZEN_EVALUATION_PATH, async (c) => {
-    const caller = authenticate(c);
+    const caller = await authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), false));
   });
   app.post(AUTHZEN_EVALUATIONS_PATH, async (c) => {
-    const caller = authenticate(c);
+    const caller = await authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), true));
   });
   registerAuthzenDiscovery(app, deps);

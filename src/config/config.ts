@@ -11,6 +11,8 @@ import { WritError } from '../errors.js';
 import { CEDAR_TYPE_NAME, type Uid } from '../util/uid.js';
 import * as log from '../log/log.js';
 import type { LogFormat } from '../log/log.js';
+import type { TlsClientSpec } from '../http/client-certs.js';
+import { checkDelegation, checkJwtIssuers, IssuerConfigError, type Delegation, type JwtIssuerSpec } from '../identity/issuers.js';
 
 export type Role = 'pep' | 'approver' | 'auditor' | 'reconciler' | 'admin' | 'evaluator';
 /** `evaluator`: an AuthZEN PEP (docs/protocol.md §10) that may ask about any subject; it names no actor. */
@@ -24,6 +26,8 @@ export interface TokenSpec {
   actor?: Uid;
   /** approver: the person who approves. */
   principal?: Uid;
+  /** pep: speaks for many users; each decision carries their `identity_token` (docs/protocol.md §13). */
+  delegated?: Delegation;
 }
 
 export interface WritConfig {
@@ -91,6 +95,12 @@ export interface WritConfig {
    */
   tls_cert_file: string | null;
   tls_key_file: string | null;
+  /** Identity providers whose JWT access tokens authenticate callers (docs/protocol.md §13). */
+  jwt_issuers: JwtIssuerSpec[];
+  /** PEM CA file: HTTPS clients may authenticate with a certificate it issued (§13); null: not asked. */
+  tls_client_ca_file: string | null;
+  /** Which certificate (by URI SAN, e.g. a SPIFFE id) is which caller. */
+  tls_clients: TlsClientSpec[];
 }
 
 /** The bundled example policies (`<package>/policies`); this module runs from `<package>/dist/src/config/`. */
@@ -123,6 +133,9 @@ export const DEFAULTS: Omit<WritConfig, 'tokens'> = {
   public_url: null,
   tls_cert_file: null,
   tls_key_file: null,
+  jwt_issuers: [],
+  tls_client_ca_file: null,
+  tls_clients: [],
 };
 
 export interface ConfigOverrides {
@@ -166,6 +179,10 @@ function checkTokens(list: unknown): TokenSpec[] {
     else spec.token_sha256 = String(t.token_sha256).toLowerCase();
     if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
     if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
+    if (t.delegated !== undefined) {
+      if (t.role !== 'pep') fail(`${where}: only a pep token is delegated`);
+      spec.delegated = checkDelegation(t.delegated, `${where}.delegated`);
+    }
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
     return spec;
   });
@@ -179,6 +196,28 @@ function checkTokens(list: unknown): TokenSpec[] {
     seen.set(digest, i);
   });
   return specs;
+}
+
+/** `tls_clients` (docs/protocol.md §13): one caller per certificate URI SAN. */
+function checkTlsClients(list: unknown): TlsClientSpec[] {
+  if (!Array.isArray(list)) fail('tls_clients must be an array');
+  const seen = new Set<string>();
+  return list.map((t: any, i: number): TlsClientSpec => {
+    const where = `tls_clients[${i}]`;
+    if (!t || typeof t !== 'object') fail(`${where} must be an object`);
+    if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri)) fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
+    if (seen.has(t.uri)) fail(`${where}.uri is listed twice`);
+    seen.add(t.uri);
+    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    const spec: TlsClientSpec = { uri: t.uri, role: t.role };
+    if (t.delegated !== undefined) {
+      if (t.role !== 'pep') fail(`${where}: only a pep is delegated`);
+      spec.delegated = checkDelegation(t.delegated, `${where}.delegated`);
+    }
+    if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
+    if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
+    return spec;
+  });
 }
 
 /** Reads the config file (if any) and applies flag overrides; relative paths resolve against the cwd. */
@@ -245,7 +284,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   for (const key of ['listen', 'policy_dir', 'data_dir'] as const) {
     if (typeof config[key] !== 'string' || config[key] === '') fail(`${key} must be a non-empty string`);
   }
-  for (const key of ['witness_dir', 'clock_file', 'tls_cert_file', 'tls_key_file'] as const) {
+  for (const key of ['witness_dir', 'clock_file', 'tls_cert_file', 'tls_key_file', 'tls_client_ca_file'] as const) {
     if (config[key] !== null && (typeof config[key] !== 'string' || config[key] === '')) fail(`${key} must be a path or null`);
   }
   if (file.checkpoint !== undefined && (file.checkpoint === null || typeof file.checkpoint !== 'object' || Array.isArray(file.checkpoint))) {
@@ -270,7 +309,16 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   if ((config.tls_cert_file === null) !== (config.tls_key_file === null)) fail('tls_cert_file and tls_key_file must be set together (or both left out)');
   if (config.tls_cert_file) config.tls_cert_file = resolve(config.tls_cert_file);
   if (config.tls_key_file) config.tls_key_file = resolve(config.tls_key_file);
+  if (config.tls_client_ca_file !== null && config.tls_cert_file === null) fail('tls_client_ca_file needs HTTPS: set tls_cert_file and tls_key_file too');
+  if (config.tls_client_ca_file) config.tls_client_ca_file = resolve(config.tls_client_ca_file);
+  config.tls_clients = checkTlsClients(config.tls_clients);
   parseListen(config.listen);
+  try {
+    config.jwt_issuers = checkJwtIssuers(config.jwt_issuers);
+  } catch (e) {
+    if (e instanceof IssuerConfigError) fail(e.message);
+    throw e;
+  }
   for (const [k, v] of [
     ['checkpoint.every_records', config.checkpoint.every_records],
     ['checkpoint.every_ms', config.checkpoint.every_ms],
@@ -298,7 +346,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens
   // printed.
   const devTokens = !path;
-  if (path && file.tokens === undefined && o.forServe) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
+  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0)) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
   config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
 }

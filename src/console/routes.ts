@@ -15,7 +15,7 @@ import type { Caller } from '../http/auth.js';
 
 /** What the console needs of the sidecar's token table. */
 export interface TokenChecker {
-  authenticate(header: string | undefined): Caller;
+  authenticate(header: string | undefined): Caller | readonly Caller[] | Promise<Caller | readonly Caller[]>;
 }
 
 const WEB_DIR = new URL('./web/', import.meta.url);
@@ -90,10 +90,10 @@ export function registerConsoleRoutes(app: Hono<any>, o: { tokens: TokenChecker 
   };
 
   app.get('/console', (c) => c.redirect('/console/', 308));
-  app.get('/console/session', (c) => {
+  app.get('/console/session', async (c) => {
     let auditor = false;
     try {
-      auditor = o.tokens.authenticate(c.req.header('authorization')).role === 'auditor';
+      auditor = [await o.tokens.authenticate(c.req.header('authorization'))].flat().some((caller) => caller.role === 'auditor');
     } catch (e) {
       if (!isWritError(e)) throw e;
     }

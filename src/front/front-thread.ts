@@ -19,7 +19,11 @@ import { createPublicServer } from '../http/tls.js';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { WritError } from '../errors.js';
-import { TokenTable, type Caller } from '../http/auth.js';
+import { Authenticator, bearerOf, TokenTable, type Caller } from '../http/auth.js';
+import { socketCaller } from '../http/client-certs.js';
+import { delegatedCaller } from '../identity/delegation.js';
+import { JwtVerifier, looksLikeJwt } from '../identity/verify.js';
+import { RelayedKeys } from '../identity/jwks-cache.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
@@ -91,7 +95,16 @@ const start: FrontStart = parentPort
       startReceived = resolve;
       process.send!({ type: 'hello' });
     });
-const tokens = new TokenTable(start.tokens);
+// Each front verifies JWT callers itself, with a key cache of its own (as each replica does).
+// Each front verifies JWT callers itself; their keys come from the sidecar's one cache, so an issuer is
+// fetched from at most once per 30 s for the whole process, however many fronts ask.
+const relayedKeys = new RelayedKeys(async (issuer, kid) => {
+  const a = await ask({ jwks: { issuer, kid } });
+  if ('error' in a) throw new Error((a.error.body as { error?: { message?: string } })?.error?.message ?? 'the keys cannot be had');
+  if (!('jwks' in a.ok)) unreachable();
+  return a.ok.jwks;
+});
+const auth = new Authenticator(new TokenTable(start.tokens), start.jwtIssuers.length > 0 ? new JwtVerifier(start.jwtIssuers, { keys: relayedKeys }) : undefined);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
@@ -143,7 +156,9 @@ function post(message: FromFront): void {
  * would keep the writer idle meanwhile; small batches let the writer commit while the front prepares.
  */
 const ASK_BATCH = 8;
-function ask(a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest }): Promise<SidecarAnswer> {
+function ask(
+  a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest } | { jwks: { issuer: string; kid: string } },
+): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a } as FrontAsk);
@@ -208,32 +223,59 @@ reportUnroutedAnswersTo((status, code, message) => post({ type: 'refused', route
 
 function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
-  else if ('authzen' in a.ok || 'forwarded' in a.ok) unreachable();
+  else if ('authzen' in a.ok || 'forwarded' in a.ok || 'jwks' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
 }
 
 /**
- * The caller a request's one Authorization header names, or undefined: none, an unknown token, or the
- * header sent twice (then the sidecar, which sees both, refuses it — never act on the first alone).
+ * The caller a request's one Authorization header names as a static token, or undefined: none, an
+ * unknown token, or the header sent twice (then the sidecar, which sees both, refuses it — never act on
+ * the first alone).
  */
 function knownCaller(req: IncomingMessage): Caller | undefined {
   try {
-    return tokens.authenticate(singleHeader(req, 'authorization'));
+    return auth.staticCaller(singleHeader(req, 'authorization'));
   } catch {
     return undefined;
   }
 }
 
-/** The caller of a fast-path decision, or undefined when the sidecar must answer (no/unknown token, another role). */
-function pepCaller(req: IncomingMessage): Caller | undefined {
-  const caller = knownCaller(req);
-  return caller?.role === 'pep' && caller.actor !== undefined ? caller : undefined;
+/**
+ * True when the request may authenticate otherwise than by a static token: a JWT the front can verify,
+ * or no Authorization header on a connection whose client certificate named a caller.
+ */
+function mayVerify(req: IncomingMessage): boolean {
+  let header: string | undefined;
+  try {
+    header = singleHeader(req, 'authorization');
+  } catch {
+    return false;
+  }
+  if (header === undefined) return socketCaller(req.socket) !== undefined;
+  const token = bearerOf(header);
+  return auth.jwt !== undefined && token !== undefined && looksLikeJwt(token);
+}
+
+/**
+ * Every role the request's credential holds, or undefined when it fails (the sidecar, passed the
+ * request, then refuses it with its own answer: a 401 with its challenge, a 503).
+ */
+async function verifiedCallers(req: IncomingMessage): Promise<Caller[] | undefined> {
+  try {
+    return await auth.authenticate(singleHeader(req, 'authorization'), socketCaller(req.socket));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The caller of a fast-path decision: a pep bound to an actor, or delegated (the actor comes per request). */
+function pepCaller(callers: readonly Caller[] | undefined): Caller | undefined {
+  return callers?.find((c) => c.role === 'pep' && (c.actor !== undefined || c.delegated !== undefined));
 }
 
 /** The caller of an AuthZEN evaluation the sidecar may answer by message: an `evaluator` or a `pep` (src/authzen/routes.ts). */
-function authzenCaller(req: IncomingMessage): Caller | undefined {
-  const caller = knownCaller(req);
-  return caller?.role === 'evaluator' || caller?.role === 'pep' ? caller : undefined;
+function authzenCaller(callers: readonly Caller[] | undefined): Caller | undefined {
+  return callers?.find((c) => c.role === 'evaluator' || (c.role === 'pep' && c.delegated === undefined));
 }
 
 const upstream = new http.Agent({ keepAlive: true, maxSockets: 1024 });
@@ -327,10 +369,21 @@ async function readText(req: IncomingMessage, res: ServerResponse): Promise<stri
   }
 }
 
-async function decide(req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> {
+async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): Promise<void> {
   const text = await readText(req, res);
   if (text === undefined) return;
   const startedAt = performance.timeOrigin + performance.now();
+  let caller: Caller;
+  try {
+    caller = await delegatedCaller(pep, text, auth.jwt);
+  } catch (e) {
+    if (!(e instanceof WritError)) throw e;
+    // The end user's identity token failed a check (or its issuer's keys cannot be had): the sidecar's refusal, said here.
+    const challenge = (e.details as { wwwAuthenticate?: string } | undefined)?.wwwAuthenticate ?? (e.status === 401 ? 'Bearer' : undefined);
+    sendJson(res, e.status, e.toBody(), challenge ? { 'www-authenticate': challenge } : undefined);
+    post({ type: 'refused', route: '/v1/decisions', status: e.status, code: e.code, message: e.message });
+    return;
+  }
   let prepared: Prepared | undefined;
   try {
     prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
@@ -390,7 +443,7 @@ const FRAMING = new Set(['content-length', ...HOP_BY_HOP]);
  * and its answer sent back as the app gave it — one message each way instead of a loopback connection
  * with a second HTTP request and answer to write and parse on both sides.
  */
-async function forward(req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
+async function forward(req: IncomingMessage, res: ServerResponse, url: string, certificate?: Caller): Promise<void> {
   let body: Buffer;
   try {
     body = await readBody(req);
@@ -403,7 +456,7 @@ async function forward(req: IncomingMessage, res: ServerResponse, url: string): 
     const name = req.rawHeaders[i]!.toLowerCase();
     if (!HOP_BY_HOP.includes(name)) headers.push([name, req.rawHeaders[i + 1]!]);
   }
-  const a = await ask({ forward: { method: req.method!, url, headers, body } });
+  const a = await ask({ forward: { method: req.method!, url, headers, body, ...(certificate ? { certificate } : {}) } });
   if ('error' in a) return sendJson(res, a.error.status, a.error.body);
   if (!('forwarded' in a.ok)) unreachable();
   const answer = a.ok.forwarded;
@@ -433,8 +486,23 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     return;
   }
   const url = withoutDotSegments(req.url ?? '/');
+  const known = knownCaller(req);
+  // A static token is looked up at once; a JWT or a client certificate is verified first (its keys may
+  // have to be fetched), the request's body waiting in its stream meanwhile.
+  if (known === undefined && mayVerify(req)) {
+    verifiedCallers(req).then(
+      (callers) => route(req, res, url, callers),
+      () => route(req, res, url, undefined),
+    );
+    return;
+  }
+  route(req, res, url, known === undefined ? undefined : [known]);
+}
+
+/** Where a request goes once its callers are known (undefined: none could be authenticated). */
+function route(req: IncomingMessage, res: ServerResponse, url: string, callers: Caller[] | undefined): void {
   if (req.method === 'POST' && url === '/v1/decisions') {
-    const caller = declaredJson(req) ? pepCaller(req) : undefined;
+    const caller = declaredJson(req) ? pepCaller(callers) : undefined;
     if (caller !== undefined) {
       decide(req, res, caller).catch(() => {
         if (!res.headersSent) sendUnavailable(res, url);
@@ -444,7 +512,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   }
   const batch = req.method === 'POST' ? AUTHZEN_PATHS.get(url) : undefined;
   if (batch !== undefined) {
-    const caller = declaredJson(req) ? authzenCaller(req) : undefined;
+    const caller = declaredJson(req) ? authzenCaller(callers) : undefined;
     if (caller !== undefined) {
       authzen(req, res, caller, batch).catch(() => {
         if (!res.headersSent) sendUnavailable(res, url);
@@ -454,8 +522,13 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
   }
   // Handed over by message only with a token the sidecar knows: a refusal on the headers (401, a pep
   // token's 403 on /v1/decisions) is then the sidecar's own, answered before the body is read.
-  if (req.method === 'POST' && url.startsWith('/v1/') && url !== '/v1/decisions' && declaredJson(req) && knownCaller(req) !== undefined) {
-    forward(req, res, url).catch(() => {
+  // A caller known by its client certificate alone cannot be passed through: the sidecar's loopback
+  // listener never sees the certificate. It is handed over by message, with the front's word for it.
+  // (Bodies as the fast paths take them only: anything else goes to the sidecar, which then answers 401.)
+  const bounded = req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length'] ?? 0) > start.maxBodyBytes);
+  const certificate = callers !== undefined && bounded && req.headers.authorization === undefined ? socketCaller(req.socket) : undefined;
+  if (certificate !== undefined || (req.method === 'POST' && url.startsWith('/v1/') && url !== '/v1/decisions' && declaredJson(req) && callers !== undefined)) {
+    forward(req, res, url, certificate).catch(() => {
       if (!res.headersSent) sendUnavailable(res, UNROUTED);
     });
     return;

@@ -15,6 +15,8 @@ import { WASM_INLINE_GUARD_FLAG, wasmInlineGuardNeeded } from '../policy/wasm-in
 import { Worker } from 'node:worker_threads';
 import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
+import type { JwtIssuerSpec } from '../identity/issuers.js';
+import type { JSONWebKeySet } from 'jose';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
@@ -128,6 +130,8 @@ export interface FrontsOptions {
   /** TLS material for the public port (the fronts terminate TLS; their upstream stays loopback HTTP). */
   tls?: TlsMaterial;
   tokens: TokenSpec[];
+  /** The config's `jwt_issuers`: each front verifies JWT callers itself (src/identity/). */
+  jwtIssuers?: JwtIssuerSpec[];
   maxBodyBytes: number;
   /** Evaluator threads, shared out among the fronts (each front runs Cedar beside itself on its share). */
   evaluatorThreads: number;
@@ -136,6 +140,8 @@ export interface FrontsOptions {
   afterAnswer: () => void;
   /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
   forward: (request: ForwardedRequest) => Promise<ForwardedAnswer>;
+  /** The sidecar's JWT key cache, which the fronts' verifiers draw on (src/identity/jwks-cache.ts RelayedKeys). */
+  keySet?: (issuer: string, kid: string) => Promise<JSONWebKeySet>;
   /**
    * The port is held by the caller's listener (a replica's while it waited for its database), which
    * `release` closes. The fronts load first; then, when it `shares` the port (SO_REUSEPORT), they bind
@@ -192,7 +198,7 @@ export class Fronts {
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, ...(this.o.tls ? { tls: this.o.tls } : {}),
       clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
       entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
       ...(holdListen ? { holdListen } : {}),
@@ -262,6 +268,15 @@ export class Fronts {
 
   private answer(front: Front, a: FrontAsk): void {
     const { sidecar } = this.o;
+    if ('jwks' in a) {
+      // Not a request of its own: a refusal is the front's to answer (or the sidecar's, passed the request).
+      const keySet = this.o.keySet ?? (() => Promise.reject(new Error('no jwt_issuers are configured')));
+      keySet(a.jwks.issuer, a.jwks.kid).then(
+        (jwks) => this.reply(front, { id: a.id, ok: { jwks } }),
+        (e) => this.reply(front, { id: a.id, error: { status: 503, body: new WritError('IDENTITY_UNAVAILABLE', (e as Error).message).toBody() } }),
+      );
+      return;
+    }
     let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
     if ('prepared' in a) work = sidecar.commitPrepared(a.prepared);
     else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));

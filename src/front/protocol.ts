@@ -3,6 +3,8 @@
  * (front-thread.ts). Both directions travel in batches, one message per event-loop turn.
  */
 import type { TokenSpec } from '../config/config.js';
+import type { JwtIssuerSpec } from '../identity/issuers.js';
+import type { JSONWebKeySet } from 'jose';
 import type { ErrorCode } from '../errors.js';
 import type { Caller } from '../http/auth.js';
 import type { EntityJson } from '../policy/entities.js';
@@ -18,6 +20,7 @@ export interface FrontStart {
   /** The sidecar's own HTTP listener (loopback): every request a front does not decide itself goes there. */
   mainPort: number;
   tokens: TokenSpec[];
+  jwtIssuers: JwtIssuerSpec[];
   maxBodyBytes: number;
   clockFile: string | null;
   memoSize: number;
@@ -40,7 +43,9 @@ export type FrontAsk =
   | { id: number; prepared: PreparedDecision }
   | { id: number; decide: { caller: Caller; text: string } }
   | { id: number; authzen: AuthzenAsk }
-  | { id: number; forward: ForwardedRequest };
+  | { id: number; forward: ForwardedRequest }
+  /** An issuer's keys once `kid` was looked up in the sidecar's one key cache (src/identity/jwks-cache.ts). */
+  | { id: number; jwks: { issuer: string; kid: string } };
 
 /**
  * A small JSON POST to the API that the front does not decide (an outcome, an approval, a
@@ -53,6 +58,11 @@ export interface ForwardedRequest {
   /** The request's headers, lower-cased, without hop-by-hop ones. */
   headers: Array<[string, string]>;
   body: Uint8Array;
+  /**
+   * The caller the connection's client certificate authenticated (the front terminated TLS): the
+   * front's own word, since no header of the request can carry it.
+   */
+  certificate?: Caller;
 }
 
 /** The sidecar app's answer to a ForwardedRequest. */
@@ -72,7 +82,7 @@ export interface AuthzenAsk {
 }
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } }
+  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } | { jwks: JSONWebKeySet } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =

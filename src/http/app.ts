@@ -4,7 +4,9 @@
  */
 import { Hono, type Context } from 'hono';
 import { WritError, isWritError } from '../errors.js';
-import { requireRole, type Caller, type TokenTable } from './auth.js';
+import { requireRole, type Authenticator, type Caller } from './auth.js';
+import { delegatedCaller } from '../identity/delegation.js';
+import { certificateCallerOf } from './client-certs.js';
 import type { Role } from '../config/config.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { parseUidKey, uidKey, type Uid } from '../util/uid.js';
@@ -29,7 +31,8 @@ type Env = { Variables: { caller: Caller } };
 
 export interface AppOptions {
   sidecar: Sidecar;
-  tokens: TokenTable;
+  /** Static tokens, JWT issuers and client certificates (src/http/auth.ts). */
+  auth: Authenticator;
   maxBodyBytes: number;
   /** False while shutting down or when the store cannot write. */
   ready: () => Promise<boolean>;
@@ -40,8 +43,8 @@ export interface AppOptions {
 }
 
 function errorResponse(c: Context, e: WritError): Response {
-  // RFC 6750 §3: a 401 names the scheme the client must use.
-  if (e.status === 401) c.header('WWW-Authenticate', 'Bearer');
+  // RFC 6750 §3: a 401 names the scheme the client must use, and why a token sent was refused.
+  if (e.status === 401) c.header('WWW-Authenticate', (e.details as { wwwAuthenticate?: string } | undefined)?.wwwAuthenticate ?? 'Bearer');
   return c.json(e.toBody(), e.status as 400);
 }
 
@@ -131,14 +134,14 @@ function executionIdParam(c: Context): string {
 
 export function buildApp(o: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
-  const { sidecar, tokens } = o;
+  const { sidecar, auth } = o;
   const store = sidecar.store;
 
+  /** Every role the request's credential holds: its bearer token, else its verified client certificate. */
+  const authenticate = (c: Context): Promise<Caller[]> => auth.authenticate(c.req.header('authorization'), certificateCallerOf(c));
   /** Authenticates and checks the role; the handler then runs with c.get('caller'). */
   const roles = (...allowed: Role[]) => async (c: Context<Env>, next: () => Promise<void>) => {
-    const caller = tokens.authenticate(c.req.header('authorization'));
-    requireRole(caller, allowed);
-    c.set('caller', caller);
+    c.set('caller', requireRole(await authenticate(c), allowed));
     await next();
   };
 
@@ -224,12 +227,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
   const openapi = JSON.stringify(buildOpenApi());
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
   // The auditor console (§11): a static page; its data calls carry the auditor token.
-  registerConsoleRoutes(app, { tokens });
+  registerConsoleRoutes(app, { tokens: { authenticate: (header) => auth.authenticate(header) } });
 
   // ── decisions and executions ──
   app.post('/v1/decisions', roles('pep'), async (c) => {
     const text = await readJsonText(c, o.maxBodyBytes);
-    return c.json(await sidecar.decide(c.get('caller'), text));
+    return c.json(await sidecar.decide(await delegatedCaller(c.get('caller'), text, auth.jwt), text));
   });
   app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
     const caller = c.get('caller');
@@ -253,7 +256,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { sidecar, tokens, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
+  registerAuthzenRoutes(app, { sidecar, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
   app.post('/v1/approvals', roles('approver'), async (c) => {

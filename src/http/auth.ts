@@ -6,11 +6,20 @@ import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import { WritError } from '../errors.js';
 import type { Role, TokenSpec } from '../config/config.js';
 import type { Uid } from '../util/uid.js';
+import type { Delegation } from '../identity/issuers.js';
+import { looksLikeJwt, type JwtVerifier, type RecordIdentity } from '../identity/verify.js';
+import { grantedCallers } from '../identity/grants.js';
 
 export interface Caller {
   role: Role;
   actor?: Uid;
   principal?: Uid;
+  /** A verified identity (JWT or client certificate, docs/protocol.md §13): named by every record it causes. */
+  identity?: RecordIdentity;
+  /** A pep that speaks for many users: each decision carries the end user's `identity_token`. */
+  delegated?: Delegation;
+  /** The requester a delegated decision's identity token names (set per request, src/identity/delegation.ts). */
+  requester?: Uid;
 }
 
 interface Entry {
@@ -37,31 +46,93 @@ export class TokenTable {
       const caller: Caller = { role: s.role };
       if (s.actor) caller.actor = s.actor;
       if (s.principal) caller.principal = s.principal;
+      if (s.delegated) caller.delegated = s.delegated;
       return { digest, caller };
     });
   }
 
   /** The caller of an `Authorization` header value; 401 UNAUTHENTICATED when absent or unknown. */
   authenticate(header: string | undefined): Caller {
+    const found = this.find(header);
+    if (found === undefined) throw new WritError('UNAUTHENTICATED', bearerOf(header) === undefined ? 'a bearer token is required' : 'unknown bearer token');
+    return found;
+  }
+
+  /** The configured caller of an `Authorization` header value, or undefined. */
+  find(header: string | undefined): Caller | undefined {
     const remembered = header === undefined ? undefined : this.known.get(header);
     if (remembered !== undefined) return remembered;
-    const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-    if (!m) throw new WritError('UNAUTHENTICATED', 'a bearer token is required');
-    const presented = hash('sha256', m[1]!, 'buffer');
+    const token = bearerOf(header);
+    if (token === undefined) return undefined;
+    const presented = hash('sha256', token, 'buffer');
     let found: Caller | undefined;
     for (const e of this.entries) {
       if (timingSafeEqual(presented, e.digest) && !found) found = e.caller;
     }
-    if (!found) throw new WritError('UNAUTHENTICATED', 'unknown bearer token');
+    if (!found) return undefined;
     if (this.known.size >= KNOWN_HEADERS) this.known.clear();
     this.known.set(header!, found);
     return found;
   }
 }
 
-/** 403 FORBIDDEN_ROLE unless the caller holds one of the route's roles. */
-export function requireRole(caller: Caller, roles: readonly Role[]): void {
-  if (!roles.includes(caller.role)) {
-    throw new WritError('FORBIDDEN_ROLE', `this route admits the role(s) ${roles.join(', ')}, not ${caller.role}`);
+/**
+ * The `identity` member of a record written on this caller's request (docs/protocol.md §13): present
+ * only for a verified identity (a JWT or a client certificate), spread into the record's fields.
+ */
+export function identityFields(caller: Caller): { identity?: RecordIdentity } {
+  return caller.identity === undefined ? {} : { identity: caller.identity };
+}
+
+/** The token of a well-formed `Bearer` header value, else undefined. */
+export function bearerOf(header: string | undefined): string | undefined {
+  const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
+  return m ? m[1]! : undefined;
+}
+
+/**
+ * Every credential writ accepts, in one place (docs/protocol.md §8, §13): static bearer tokens, JWT
+ * access tokens of the configured issuers, client certificates. Answers every role the credential
+ * holds (a JWT may hold several); `requireRole` then picks the one a route admits.
+ */
+export class Authenticator {
+  constructor(
+    readonly tokens: TokenTable,
+    readonly jwt?: JwtVerifier,
+  ) {}
+
+  /**
+   * `certificate`: the caller a verified client certificate names (src/http/client-certs.ts), when the
+   * connection presented one. A bearer token, when sent, is what authenticates (a bad one is 401
+   * even beside a good certificate).
+   */
+  async authenticate(header: string | undefined, certificate?: Caller): Promise<Caller[]> {
+    const known = this.tokens.find(header);
+    if (known !== undefined) return [known];
+    if (header === undefined || header === '') {
+      if (certificate !== undefined) return [certificate];
+      throw new WritError('UNAUTHENTICATED', 'a bearer token is required');
+    }
+    const token = bearerOf(header);
+    if (token === undefined) throw new WritError('UNAUTHENTICATED', 'a bearer token is required');
+    if (this.jwt && looksLikeJwt(token)) return grantedCallers(await this.jwt.verify(token));
+    throw new WritError('UNAUTHENTICATED', 'unknown bearer token');
   }
+
+  /** The caller of a static token, synchronously (the fronts' fast path); undefined for anything else. */
+  staticCaller(header: string | undefined): Caller | undefined {
+    return this.tokens.find(header);
+  }
+}
+
+/**
+ * The caller as the route admits it: the first of its roles the route names; 403 FORBIDDEN_ROLE when
+ * it holds none of them (a verified token whose scopes grant no role holds none at all).
+ */
+export function requireRole(callers: Caller | readonly Caller[], roles: readonly Role[]): Caller {
+  const held: readonly Caller[] = Array.isArray(callers) ? callers : [callers as Caller];
+  const admitted = held.find((c) => roles.includes(c.role));
+  if (admitted !== undefined) return admitted;
+  const holds = held.length === 0 ? 'the token grants no writ role' : `not ${held.map((c) => c.role).join(', ')}`;
+  throw new WritError('FORBIDDEN_ROLE', `this route admits the role(s) ${roles.join(', ')}, ${holds}`);
 }

@@ -9,16 +9,26 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { WritError } from '../errors.js';
+import { ClientCertTable, rememberCertificateCaller, type TlsClientSpec } from './client-certs.js';
 
 export interface TlsMaterial {
   cert: string;
   key: string;
+  /**
+   * `tls_client_ca_file` (PEM) and `tls_clients`: clients are asked for a certificate; one that chains to
+   * this CA and names a `tls_clients` URI authenticates (src/http/client-certs.ts). The handshake does not
+   * fail without one: the request is then authenticated by its token, or refused 401 as any other.
+   */
+  clientCa?: string;
+  clients?: TlsClientSpec[];
 }
 
 /** Options for `https.createServer`: the material, and no protocol older than TLS 1.2. */
-function tlsServerOptions(tls: TlsMaterial): SecureContextOptions {
-  return { cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' };
+function tlsServerOptions(tls: TlsMaterial): SecureContextOptions & { requestCert?: boolean; rejectUnauthorized?: boolean } {
+  const options = { cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' as const };
+  return tls.clientCa === undefined ? options : { ...options, ca: tls.clientCa, requestCert: true, rejectUnauthorized: false };
 }
 
 /**
@@ -26,10 +36,16 @@ function tlsServerOptions(tls: TlsMaterial): SecureContextOptions {
  * `https.Server` is an `http.Server` in all that writ uses: request events, timeouts, listen, close.)
  */
 export function createPublicServer(tls: TlsMaterial | undefined, options: ServerOptions, listener: RequestListener): Server {
-  return tls ? (createHttpsServer({ ...options, ...tlsServerOptions(tls) }, listener) as unknown as Server) : createHttpServer(options, listener);
+  if (!tls) return createHttpServer(options, listener);
+  const server = createHttpsServer({ ...options, ...tlsServerOptions(tls) }, listener);
+  if (tls.clientCa !== undefined) {
+    const table = new ClientCertTable(tls.clients ?? []);
+    server.on('secureConnection', (socket: TLSSocket) => rememberCertificateCaller(socket, table));
+  }
+  return server as unknown as Server;
 }
 
-export function readTlsMaterial(certFile: string | null, keyFile: string | null): TlsMaterial | undefined {
+export function readTlsMaterial(certFile: string | null, keyFile: string | null, clients?: { caFile: string | null; clients: TlsClientSpec[] }): TlsMaterial | undefined {
   if (certFile === null && keyFile === null) return undefined;
   // loadConfig refuses half a setting; a config built in code must not slip through to plain HTTP either.
   if (certFile === null || keyFile === null) throw new WritError('INVALID_REQUEST', 'tls_cert_file and tls_key_file must be set together (or both left out)');
@@ -40,7 +56,11 @@ export function readTlsMaterial(certFile: string | null, keyFile: string | null)
       throw new WritError('INVALID_REQUEST', `cannot read ${what} ${file}: ${(e as Error).message}`);
     }
   };
-  const tls = { cert: read('tls_cert_file', certFile), key: read('tls_key_file', keyFile) };
+  const tls: TlsMaterial = { cert: read('tls_cert_file', certFile), key: read('tls_key_file', keyFile) };
+  if (clients?.caFile) {
+    tls.clientCa = read('tls_client_ca_file', clients.caFile);
+    tls.clients = clients.clients;
+  }
   try {
     createSecureContext(tlsServerOptions(tls));
   } catch (e) {

@@ -14,7 +14,8 @@ import { validateDecisionRequest } from '../schemas/validate.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
-import type { Caller } from '../http/auth.js';
+import { identityFields, type Caller } from '../http/auth.js';
+import type { RecordIdentity } from '../identity/verify.js';
 import { sameUid, uidKey, type Uid } from '../util/uid.js';
 
 export interface DecisionResponse {
@@ -53,6 +54,8 @@ export interface AdmittedDecision {
   envDigest: string;
   /** executionKey(actor, executionId). */
   key: string;
+  /** The caller's verified identity (docs/protocol.md §13), named by the records. */
+  identity?: RecordIdentity;
 }
 
 /**
@@ -99,9 +102,14 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   const parsed = parseWithDepthOutsideArguments(text);
   const raw = parsed.value;
   const body = toPlain(raw) as Record<string, any>;
+  const filled = caller.requester !== undefined && fillDelegatedIdentity(body, caller);
   validateDecisionRequest(body);
   const envelope = body.envelope as Record<string, any>;
   const actor = caller.actor!;
+  if (caller.requester !== undefined) checkDelegatedIdentity(envelope, caller);
+  else if (body.identity_token !== undefined) {
+    throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
+  }
   if (!sameUid(envelope.actor, actor)) {
     throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
   }
@@ -113,9 +121,39 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
   const bound =
     boundByActionText.get(actionText) ??
     boundByActionText.keep(actionText, bindCall(server, tool, admitValue(memberOf(memberOf(raw, 'action'), 'arguments')!, '/action/arguments')));
-  const envelopeText = parsed.rootText('envelope');
+  // An envelope the delegated identity completed is not the text sent: its views come from the object.
+  const envelopeText = filled ? undefined : parsed.rootText('envelope');
   const { envelopeJcs, envDigest } = envelopeJcsByText.get(envelopeText) ?? envelopeJcsByText.keep(envelopeText, envelopeViews(envelope));
-  return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId) };
+  return { envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId), ...identityFields(caller) };
+}
+
+/**
+ * A delegated request's envelope names the requester and actor its identity token names (docs/protocol.md
+ * §13): omitted ones are filled in (true when any was). Runs before the schema, which requires both.
+ */
+function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boolean {
+  const envelope = body?.envelope;
+  if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) return false;
+  let filled = false;
+  if (envelope.requester === undefined) {
+    envelope.requester = { ...caller.requester! };
+    filled = true;
+  }
+  if (envelope.actor === undefined) {
+    envelope.actor = { ...caller.actor! };
+    filled = true;
+  }
+  return filled;
+}
+
+/** 403 IDENTITY_MISMATCH when the envelope names someone other than the identity token does. */
+function checkDelegatedIdentity(envelope: Record<string, any>, caller: Caller): void {
+  if (!sameUid(envelope.requester, caller.requester!)) {
+    throw new WritError('IDENTITY_MISMATCH', 'envelope.requester is not the subject of the identity token', { path: '/envelope/requester' });
+  }
+  if (!sameUid(envelope.actor, caller.actor!)) {
+    throw new WritError('IDENTITY_MISMATCH', 'envelope.actor is not the actor the identity token names', { path: '/envelope/actor' });
+  }
 }
 
 /** Nesting that deep in the envelope is ENVELOPE_INVALID, elsewhere outside the arguments INVALID_REQUEST. */
@@ -159,6 +197,7 @@ export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts
     approvals: f.views, policy_version: f.policyVersion, entities_version: f.entitiesVersion, now: f.now.toISOString(), state: f.state,
   };
   if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used;
+  if (a.identity !== undefined) fields.identity = a.identity;
   return fields;
 }
 

@@ -12,7 +12,9 @@ import { generateDevTokens, parseListen, type WritConfig } from '../config/confi
 import { probePort } from '../front/probe-port.js';
 import { countUnroutedAnswers } from '../http/answered.js';
 import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
-import { TokenTable } from '../http/auth.js';
+import { Authenticator, TokenTable } from '../http/auth.js';
+import { JwtVerifier } from '../identity/verify.js';
+import { rememberForwardedCaller } from '../http/client-certs.js';
 import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
@@ -47,7 +49,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   // Policies first: a broken policy dir must not leave a locked, half-started store behind.
   const bundle = loadPolicyDir(config.policy_dir);
   // The TLS files too: a certificate that cannot serve must stop the start before anything is opened.
-  const tls = readTlsMaterial(config.tls_cert_file, config.tls_key_file);
+  const tls = readTlsMaterial(config.tls_cert_file, config.tls_key_file, { caFile: config.tls_client_ca_file, clients: config.tls_clients });
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)
   const faults = faultHooksFromEnv();
   if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
@@ -114,9 +116,11 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     let shuttingDown = false;
     let publicUrl: string | undefined;
+    const jwt = config.jwt_issuers.length > 0 ? new JwtVerifier(config.jwt_issuers) : undefined;
+    const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
       sidecar,
-      tokens: new TokenTable(tokenSpecs),
+      auth,
       maxBodyBytes: config.max_body_bytes,
       ready: async () => !shuttingDown && (await store.writable()),
       publicOrigin: () => publicUrl,
@@ -170,12 +174,15 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
-        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, maxBodyBytes: config.max_body_bytes, sidecar, ...(tls ? { tls } : {}),
+        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, jwtIssuers: config.jwt_issuers, maxBodyBytes: config.max_body_bytes, sidecar, ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.
+        ...(jwt?.cache ? { keySet: jwt.cache.keySetFor.bind(jwt.cache) } : {}),
         forward: async (f) => {
-          const res = await appFetch(forwardedRequest(f));
+          const request = forwardedRequest(f);
+          if (f.certificate) rememberForwardedCaller(request, f.certificate);
+          const res = await appFetch(request);
           return { status: res.status, headers: [...res.headers], body: new Uint8Array(await res.arrayBuffer()) };
         },
       });

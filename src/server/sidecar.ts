@@ -36,7 +36,7 @@ import {
   validateApprovalRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
 import * as metrics from '../metrics/metrics.js';
-import type { Caller } from '../http/auth.js';
+import { identityFields, type Caller } from '../http/auth.js';
 import type { WritConfig } from '../config/config.js';
 import { CEDAR_TYPE_NAME, sameUid, uidKey, type Uid } from '../util/uid.js';
 import { jcs } from '../util/canonical.js';
@@ -369,7 +369,7 @@ export class Sidecar {
     // A refused request that named an execution to supersede says which (the loser of a supersede race
     // is otherwise a refusal of an id that never existed).
     const refusalFields = {
-      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest,
+      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, ...(admitted.identity ? { identity: admitted.identity } : {}),
       ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
     };
     for (let attempt = 0; ; attempt++) {
@@ -550,7 +550,7 @@ export class Sidecar {
     const key = executionKey(actor, executionId);
     const status: OutcomeStatus = body.status;
     const fields: Record<string, unknown> = {
-      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported',
+      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported', ...identityFields(caller),
     };
     for (const f of ['result_digest', 'downstream_ref', 'detail']) if (body[f] !== undefined) fields[f] = body[f];
     return this.transition(key, executionId, actor, (e) => applyOutcome(e, status), fields, 'terminal');
@@ -562,7 +562,7 @@ export class Sidecar {
     const resolution: Resolution = body.resolution;
     const key = executionKey(actorParam, executionId);
     const fields: Record<string, unknown> = {
-      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
+      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role, ...identityFields(caller),
     };
     return this.transition(key, executionId, actorParam, (e) => applyReconcile(e, resolution), fields, 'reconcile');
   }
@@ -588,8 +588,8 @@ export class Sidecar {
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
       // The refused request is kept whole (a late "committed" after a timeout is evidence for a reconciler).
-      const { kind: _kind, actor: _actor, execution_id: _id, ...attempted } = fields;
-      throw await this.refuse(e, key, { actor, execution_id: executionId, attempted: { kind: fields.kind, ...attempted } });
+      const { kind: _kind, actor: _actor, execution_id: _id, identity, ...attempted } = fields;
+      throw await this.refuse(e, key, { actor, execution_id: executionId, ...(identity ? { identity } : {}), attempted: { kind: fields.kind, ...attempted } });
     }
   }
 
@@ -647,13 +647,13 @@ export class Sidecar {
         subject_digest: this.entities.approvalDigestIn(tx, uidKey(e.subject)),
       };
       tx.put('approvals', approvalId, approval);
-      const rec = tx.append({ kind: 'approval', ...approval });
+      const rec = tx.append({ kind: 'approval', ...approval, ...identityFields(caller) });
       tx.put('executions', key, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 });
       return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
     }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch(async (e) => {
       if (isWritError(e) && e.code === 'APPROVAL_STALE') {
         throw await this.refuse(e, key, {
-          actor, execution_id: body.execution_id, approver: caller.principal!,
+          actor, execution_id: body.execution_id, approver: caller.principal!, ...identityFields(caller),
           attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
         });
       }
@@ -670,7 +670,7 @@ export class Sidecar {
       // Revoking again answers the first revocation (its record too, for approvals revoked since it is kept).
       if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at, ...(a.revocation_record ? { record: a.revocation_record } : {}) };
       const revokedAt = now.toISOString();
-      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt });
+      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt, ...identityFields(caller) });
       const revoked: Approval = { ...a, revoked_at: revokedAt, revocation_record: { seq: rec.seq, hash: rec.hash } };
       tx.put('approvals', approvalId, revoked);
       const key = executionKey(a.actor, a.execution_id);

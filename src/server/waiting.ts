@@ -16,7 +16,8 @@ import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { echoRequestId } from '../http/request-id.js';
-import { requireRole, TokenTable } from '../http/auth.js';
+import { bearerOf, requireRole, TokenTable } from '../http/auth.js';
+import { looksLikeJwt } from '../identity/verify.js';
 import type { Role } from '../config/config.js';
 import { buildOpenApi } from '../schemas/openapi.js';
 import type { TokenSpec } from '../config/config.js';
@@ -139,7 +140,11 @@ function waitingApp(o: WaitOptions, origin: () => string | undefined): Hono {
       const e = new WritError('METHOD_NOT_ALLOWED', `${path} answers ${allow}, not ${c.req.method}`);
       return c.json(e.toBody(), 405, { allow });
     }
-    if (route.roles) requireRole(tokens.authenticate(c.req.header('authorization')), route.roles);
+    // A JWT is verified only by a running replica (its keys are fetched then): until then it is 503 as any request that would go on.
+    const bearer = bearerOf(c.req.header('authorization'));
+    if (route.roles && !(bearer !== undefined && looksLikeJwt(bearer) && tokens.find(c.req.header('authorization')) === undefined)) {
+      requireRole(tokens.authenticate(c.req.header('authorization')), route.roles);
+    }
     throw refuse();
   });
   // A console file that does not exist: 404, as a running replica answers.

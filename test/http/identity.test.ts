@@ -1,0 +1,149 @@
+/**
+ * Verified identity over HTTP (docs/protocol.md §13), against a real OpenID Provider: JWT callers on
+ * every route beside static tokens, several roles per token, the refusals' shape, delegated PEPs, and
+ * the `identity` every record written on a verified caller's request carries — through the sidecar's
+ * own listener and through an HTTP front (which authenticates decisions on its own thread).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startIdp, type TestIdp } from '../helpers/oidc.js';
+import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+
+const AUD = 'https://writ.test';
+const GW_AUD = 'https://gateway.test/mcp/idp';
+let idp: TestIdp;
+let mint: Awaited<ReturnType<TestIdp['addKey']>>;
+
+before(async () => {
+  idp = await startIdp({
+    clients: [
+      { id: 'offboarding-agent-prod', scope: 'writ.pep writ.audit' },
+      { id: 'gateway', scope: 'writ.delegate' },
+      { id: 'nobody', scope: 'other' },
+    ],
+  });
+  mint = await idp.addKey({ kid: 'minted' });
+});
+after(() => idp.stop());
+
+const nowS = () => Math.floor(Date.now() / 1000);
+const jwtIssuers = () => [{
+  issuer: idp.issuer, audience: AUD,
+  roles: {
+    'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } },
+    'writ.audit': { role: 'auditor' },
+    'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
+    'writ.delegate': { role: 'pep', delegated: { audiences: [GW_AUD] } },
+  },
+}];
+
+for (const httpThreads of [0, 1]) {
+  test(`JWT callers, refusals, delegated PEPs and recorded identities (http_threads ${httpThreads})`, async () => {
+    const s: TestServer = await startTestServer({ config: { jwt_issuers: jwtIssuers(), http_threads: httpThreads } });
+    try {
+      const agent = await idp.clientToken('offboarding-agent-prod', { scope: 'writ.pep writ.audit', resource: AUD });
+      // One token, two roles: the pep decides …
+      const propose = offboardingBody({ execution_id: `jwt-${httpThreads}` });
+      const d = await call(s, 'POST', '/v1/decisions', { token: agent, body: propose });
+      assert.equal(d.status, 200, d.text);
+      // … and the auditor reads the record, which names who it was.
+      const rec = await call(s, 'GET', `/v1/ledger/records/${d.body.record.seq}`, { token: agent });
+      assert.equal(rec.status, 200, rec.text);
+      assert.equal(rec.body.identity.method, 'jwt');
+      assert.equal(rec.body.identity.iss, idp.issuer);
+      assert.equal(rec.body.identity.client_id, 'offboarding-agent-prod');
+      assert.equal(typeof rec.body.identity.jti, 'string');
+      assert.ok(!JSON.stringify(rec.body).includes(agent.split('.')[2]!), 'the record holds no token');
+      // The envelope must still name the token's actor (a non-delegated pep: ACTOR_MISMATCH).
+      const other = await call(s, 'POST', '/v1/decisions', { token: agent, body: offboardingBody({ execution_id: `jwt-x-${httpThreads}`, envelope: { actor: { type: 'Agent', id: 'someone-else' } } }) });
+      assert.equal(other.body.error?.code, 'ACTOR_MISMATCH', other.text);
+
+      // Refusals: a token for another audience is 401 with the challenge and the check named.
+      const res = await fetch(`${s.url}/v1/decisions`, {
+        method: 'POST', headers: { authorization: `Bearer ${await idp.clientToken('offboarding-agent-prod', { scope: 'writ.pep', resource: 'https://other.test' })}`, 'content-type': 'application/json' },
+        body: JSON.stringify(propose),
+      });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+      const refused = (await res.json()) as { error: { code: string; message: string } };
+      assert.equal(refused.error.code, 'UNAUTHENTICATED');
+      assert.match(refused.error.message, /^aud:/);
+      // A valid token whose scopes grant no role this route admits: 403.
+      const nobody = await idp.clientToken('nobody', { scope: 'other', resource: AUD });
+      assert.equal((await call(s, 'POST', '/v1/decisions', { token: nobody, body: propose })).body.error?.code, 'FORBIDDEN_ROLE');
+      assert.equal((await call(s, 'GET', '/v1/ledger/checkpoint', { token: nobody })).body.error?.code, 'FORBIDDEN_ROLE');
+      // An expired token, on a route the front passes through.
+      const expired = await mint({ iss: idp.issuer, aud: AUD, sub: 'x', scope: 'writ.audit', exp: nowS() - 120 });
+      const e = await call(s, 'GET', '/v1/ledger/checkpoint', { token: expired });
+      assert.equal(e.status, 401);
+      assert.match(e.body.error.message, /^exp:/);
+
+      // An approver authenticated by JWT: the approval names the principal from the token.
+      const approver = await mint({ iss: idp.issuer, aud: AUD, sub: 'hr-5519', scope: 'writ.approve', iat: nowS(), exp: nowS() + 300 });
+      const a = await call(s, 'POST', '/v1/approvals', {
+        token: approver,
+        body: { actor: propose.envelope.actor, execution_id: propose.execution_id, binding: d.body.binding, envelope_digest: d.body.envelope_digest, expires_at: new Date(Date.now() + 3600_000).toISOString() },
+      });
+      assert.equal(a.status, 201, a.text);
+      const approval = (await call(s, 'GET', `/v1/ledger/records/${a.body.record.seq}`, { token: agent })).body;
+      assert.deepEqual(approval.approver, { type: 'User', id: 'hr-5519' });
+      assert.equal(approval.identity.sub, 'hr-5519');
+
+      // A delegated pep (the gateway's own token) speaks for the end user its identity_token names.
+      const gateway = await idp.clientToken('gateway', { scope: 'writ.delegate', resource: AUD });
+      const user = await mint({ iss: idp.issuer, aud: GW_AUD, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', iat: nowS(), exp: nowS() + 300 });
+      const { requester: _r, actor: _a, ...rest } = propose.envelope;
+      const delegatedBody = { ...offboardingBody({ execution_id: `dlg-${httpThreads}` }), envelope: rest, identity_token: user };
+      const dd = await call(s, 'POST', '/v1/decisions', { token: gateway, body: delegatedBody });
+      assert.equal(dd.status, 200, dd.text);
+      const drec = (await call(s, 'GET', `/v1/ledger/records/${dd.body.record.seq}`, { token: agent })).body;
+      assert.deepEqual(drec.envelope.requester, { type: 'User', id: 'manager-1842' });
+      assert.deepEqual(drec.actor, { type: 'Agent', id: 'offboarding-agent-prod' });
+      assert.deepEqual(drec.identity, { method: 'jwt', iss: idp.issuer, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', exp: drec.identity.exp });
+      assert.ok(!JSON.stringify(drec).includes(user.split('.')[2]!), 'the record holds no identity token');
+      // A requester the token does not name: 403 IDENTITY_MISMATCH.
+      const mismatch = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-m-${httpThreads}`, envelope: { ...rest, requester: { type: 'User', id: 'ceo' } } } });
+      assert.equal(mismatch.status, 403, mismatch.text);
+      assert.equal(mismatch.body.error.code, 'IDENTITY_MISMATCH');
+      // No identity_token, or one for another audience: 401.
+      const { identity_token: _t, ...without } = delegatedBody;
+      assert.equal((await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...without, execution_id: `dlg-n-${httpThreads}` } })).status, 401);
+      const wrongAud = await mint({ iss: idp.issuer, aud: AUD, sub: 'manager-1842', client_id: 'x', exp: nowS() + 300 });
+      const w = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-w-${httpThreads}`, identity_token: wrongAud } });
+      assert.equal(w.status, 401, w.text);
+      assert.match(w.body.error.message, /^aud:/);
+      // A pep that is not delegated does not send identity_token.
+      const st = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: { ...propose, execution_id: `st-${httpThreads}`, identity_token: user } });
+      assert.equal(st.status, 400, st.text);
+    } finally {
+      await s.stop();
+    }
+  });
+}
+
+test('a burst of 1,000 requests with unknown kids makes at most one JWKS fetch, however many fronts verify', async () => {
+  const s: TestServer = await startTestServer({ config: { jwt_issuers: jwtIssuers(), http_threads: 2 } });
+  try {
+    const agent = await idp.clientToken('offboarding-agent-prod', { scope: 'writ.pep writ.audit', resource: AUD });
+    assert.equal((await call(s, 'GET', '/v1/ledger/checkpoint', { token: agent })).status, 200);
+    const before = idp.jwksFetches();
+    const { generateKeyPair, SignJWT } = await import('jose');
+    const rogue = await generateKeyPair('ES256');
+    const claims = { iss: idp.issuer, aud: AUD, sub: 'x', client_id: 'offboarding-agent-prod', scope: 'writ.pep writ.audit', exp: nowS() + 300 };
+    const statuses: number[] = [];
+    for (let wave = 0; wave < 20; wave++) {
+      await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+        const token = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: `forged-${wave}-${i}` }).sign(rogue.privateKey);
+        const r = i % 2 === 0
+          ? await call(s, 'POST', '/v1/decisions', { token, body: offboardingBody({ execution_id: `forged-${wave}-${i}` }) })
+          : await call(s, 'GET', '/v1/ledger/checkpoint', { token });
+        statuses.push(r.status);
+      }));
+    }
+    assert.equal(statuses.length, 1000);
+    assert.ok(statuses.every((st) => st === 401), `statuses: ${[...new Set(statuses)].join(', ')}`);
+    assert.ok(idp.jwksFetches() - before <= 1, `${idp.jwksFetches() - before} JWKS fetches`);
+  } finally {
+    await s.stop();
+  }
+});
