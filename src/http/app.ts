@@ -241,7 +241,10 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
-    return c.json(await sidecar.outcome(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
+    const text = await readJsonText(c, o.maxBodyBytes);
+    // A delegated pep (docs/protocol.md §13) reports the outcome of its client's execution with the
+    // identity_token its decision carried: the execution is that token's actor's.
+    return c.json(await sidecar.outcome(await delegatedCaller(c.get('caller'), text, auth.jwt), id, text));
   });
   app.post('/v1/executions/:id/reconcile', roles('reconciler'), async (c) => {
     const id = executionIdParam(c);
@@ -252,7 +255,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   // ── tool lists (docs/protocol.md §15): nothing is ledgered ──
   app.post('/v1/tools/visible', roles('pep'), async (c) => {
     const text = await readJsonText(c, o.maxBodyBytes);
-    return c.json(visibleTools(sidecar.engine, sidecar.entities, c.get('caller'), text));
+    return c.json(visibleTools(sidecar.engine, sidecar.entities, await delegatedCaller(c.get('caller'), text, auth.jwt), text));
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──

@@ -131,7 +131,7 @@ export function admitDecision(caller: Caller, text: string): AdmittedDecision {
  * A delegated request's envelope names the requester and actor its identity token names (docs/protocol.md
  * §13): omitted ones are filled in (true when any was). Runs before the schema, which requires both.
  */
-function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boolean {
+export function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boolean {
   const envelope = body?.envelope;
   if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) return false;
   let filled = false;
@@ -147,7 +147,7 @@ function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boole
 }
 
 /** 403 IDENTITY_MISMATCH when the envelope names someone other than the identity token does. */
-function checkDelegatedIdentity(envelope: Record<string, any>, caller: Caller): void {
+export function checkDelegatedIdentity(envelope: Record<string, any>, caller: Caller): void {
   if (!sameUid(envelope.requester, caller.requester!)) {
     throw new WritError('IDENTITY_MISMATCH', 'envelope.requester is not the subject of the identity token', { path: '/envelope/requester' });
   }

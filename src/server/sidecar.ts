@@ -545,6 +545,8 @@ export class Sidecar {
 
   async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
     const body = parseBody(text) as Record<string, any>;
+    // A delegated pep's identity_token has made `caller` (http/app.ts); it is not part of the outcome.
+    if (caller.requester !== undefined && body !== null && typeof body === 'object') delete body.identity_token;
     validateOutcomeRequest(body);
     const actor = caller.actor!;
     const key = executionKey(actor, executionId);
