@@ -6,13 +6,15 @@
  * Streamable HTTP clients with bearer tokens, and raw HTTP for what an SDK would not send.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { TEST_TOKENS, type TestServer } from '../helpers/server.js';
+import { REPO, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { tempDir } from '../pep/helpers.js';
 import { until } from '../helpers/until.js';
 import type { RunningGateway } from '../../src/gateway/gateway.js';
@@ -314,4 +316,26 @@ test('graceful stop: a call in flight finishes, its outcome is recorded, then th
   const run = linesOf(effects1).filter((e) => e.tool === 'slow').at(-1)!;
   assert.equal(await settledState(run.execution_id), 'committed');
   await client.close().catch(() => undefined);
+});
+
+const INSPECTOR = join(REPO, 'node_modules', '@modelcontextprotocol', 'inspector', 'clients', 'launcher', 'build', 'index.js');
+
+test('the MCP Inspector CLI over HTTP with a bearer header: tools listed as the policy allows (secret hidden), a call, a refusal it shows', { timeout: 120_000 }, async () => {
+  const inspect = async (name: string, args: string[]): Promise<any> => {
+    // execFile, not spawnSync: the gateway answering the Inspector runs in this process.
+    const r: { stdout: string; stderr: string } = await promisify(execFile)(process.execPath, [
+      INSPECTOR, '--cli', endpoint(name), '--transport', 'http', '--header', `Authorization: Bearer ${tokens[`mcp-client ${name}`]}`, '--format', 'json', '--quiet', ...args,
+    ], { env: { ...process.env, HOME: t.dir, MCP_INSPECTOR_SECRET_STORE: 'memory' }, timeout: 60_000 }).catch((e) => e);
+    // A tool result with isError makes the Inspector exit non-zero; it still prints the result.
+    const line = r.stdout.trim().split('\n').find((l) => l.startsWith('{"result"'));
+    assert.ok(line, r.stdout + r.stderr);
+    return JSON.parse(line).result;
+  };
+  const list = await inspect('sdk1', ['--method', 'tools/list']);
+  assert.deepEqual(list.tools.map((x: any) => x.name).sort(), ['die', 'echo', 'slow']);
+  const ok = await inspect('sdk1', ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=inspector']);
+  assert.deepEqual(ok.content, [{ type: 'text', text: 'echo:inspector' }]);
+  const denied = await inspect('sdk1', ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=blocked']);
+  assert.equal(denied.isError, true);
+  assert.equal(denied._meta['io.writ/decision'].code, 'DENIED');
 });
