@@ -219,7 +219,7 @@ export class EntityStore implements EntitySource {
    * entities_version it produces. Returns `commit`, to be called once the write is durable, and `abort`,
    * to be called if the write failed: one of the two must be called (until then `settled` is false).
    */
-  stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file'): { records: number[]; version: string; commit(): void; abort(): void } {
+  stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file', recordFields: Record<string, unknown> = {}): { records: number[]; version: string; commit(): void; abort(): void } {
     this.checkFresh(tx);
     // One change in flight at a time on the embedded store: the next starts from this one's result.
     this.checkSettled();
@@ -244,7 +244,7 @@ export class EntityStore implements EntitySource {
       const key = uidKey(entity.uid);
       if (deleted) tx.del('entities', key);
       else tx.put('entities', key, entity);
-      const fields: Record<string, unknown> = { kind: 'entity', uid: entity.uid, source, entities_version: version };
+      const fields: Record<string, unknown> = { kind: 'entity', uid: entity.uid, source, entities_version: version, ...recordFields };
       if (deleted) fields.deleted = true;
       else Object.assign(fields, { attrs: entity.attrs, parents: entity.parents });
       records.push(tx.append(fields as { kind: string }).seq);

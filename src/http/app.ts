@@ -236,14 +236,14 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   app.get('/v1/executions/:id', roles('pep', 'auditor'), async (c) => {
     const caller = c.get('caller');
-    const actor = caller.role === 'pep' ? caller.actor! : actorParam(c);
+    // A delegated pep speaks for many actors: it names the one it asks about, as an auditor does.
+    const actor = caller.role === 'pep' && caller.delegated === undefined ? caller.actor! : actorParam(c);
     return c.json(await sidecar.getExecution(actor, executionIdParam(c)));
   });
   app.post('/v1/executions/:id/outcome', roles('pep'), async (c) => {
     const id = executionIdParam(c);
     const text = await readJsonText(c, o.maxBodyBytes);
-    // A delegated pep (docs/protocol.md §13) reports the outcome of its client's execution with the
-    // identity_token its decision carried: the execution is that token's actor's.
+    // A delegated pep reports for the actor its end user's identity_token names (docs/protocol.md §13).
     return c.json(await sidecar.outcome(await delegatedCaller(c.get('caller'), text, auth.jwt), id, text));
   });
   app.post('/v1/executions/:id/reconcile', roles('reconciler'), async (c) => {
@@ -277,7 +277,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
 
   // ── trusted facts ──
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
-    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
+    return c.json(await sidecar.putEntity(c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes), c.get('caller')));
   });
   app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
 

@@ -29,6 +29,8 @@ export interface JwksCacheOptions {
   now?: () => number;
   /** Reads a JSON document (tests may count what is read). Default: fetch, https or loopback only. */
   fetchJson?: JwksFetch;
+  /** Told of each fetch round's end (the sidecar counts them in /metrics). */
+  onFetch?: (issuer: string, ok: boolean) => void;
 }
 
 /** Why an issuer's keys could not be had (the verifier answers 503 IDENTITY_UNAVAILABLE when none is held). */
@@ -57,10 +59,12 @@ export class JwksCache implements KeySource {
   readonly #states = new Map<string, IssuerState>();
   readonly #now: () => number;
   readonly #fetchJson: JwksFetch;
+  readonly #onFetch: (issuer: string, ok: boolean) => void;
 
   constructor(issuers: Array<{ issuer: string; jwks_uri?: string }>, o: JwksCacheOptions = {}) {
     this.#now = o.now ?? Date.now;
     this.#fetchJson = o.fetchJson ?? fetchJsonDocument;
+    this.#onFetch = o.onFetch ?? (() => undefined);
     for (const i of issuers) this.#states.set(i.issuer, { issuer: i.issuer, ...(i.jwks_uri ? { jwksUri: i.jwks_uri } : {}), kids: new Set(), fetches: 0 });
   }
 
@@ -108,10 +112,12 @@ export class JwksCache implements KeySource {
           s.keys = createLocalJWKSet(s.jwks);
           s.kids = new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
           delete s.lastError;
+          this.#onFetch(s.issuer, true);
         },
         (e: unknown) => {
           // Keys held stay in use: an unreachable IdP must not stop tokens signed with known keys.
           s.lastError = (e as Error).message;
+          this.#onFetch(s.issuer, false);
         },
       )
       .finally(() => {

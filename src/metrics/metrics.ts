@@ -58,6 +58,14 @@ export const policyReloads = new Counter({
   registers: [registry],
 });
 
+/** JWKS fetch rounds (discovery and keys, docs/protocol.md §13), by issuer and result: a failing issuer shows here first. */
+export const jwksFetches = new Counter({
+  name: 'writ_jwks_fetches_total',
+  help: 'Fetches of a JWT issuer\'s keys (at most one per 30 s per issuer), by issuer and result (ok, failed).',
+  labelNames: ['issuer', 'result'] as const,
+  registers: [registry],
+});
+
 /** Checkpoints this process signed and wrote (docs/protocol.md §6): a replica whose count stalls is not checkpointing. */
 export const checkpointsWritten = new Counter({
   name: 'writ_checkpoints_written_total',

@@ -81,7 +81,7 @@ const BINDING_CODES = [
   'BINDING_TOO_DEEP',
 ] as const;
 /** Every authenticated route can answer these. */
-const AUTH_CODES = ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE'] as const;
+const AUTH_CODES = ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE', 'IDENTITY_UNAVAILABLE'] as const;
 /** Every route with a JSON body can also answer these. */
 const BODY_CODES = ['INVALID_JSON', 'INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
 
@@ -157,7 +157,7 @@ export function buildOpenApi(): Obj {
         roles: ['pep'],
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
-        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, 'ACTOR_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
+        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, 'ACTOR_MISMATCH', 'IDENTITY_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
       }),
     },
     '/access/v1/evaluation': {

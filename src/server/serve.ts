@@ -116,7 +116,9 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     let shuttingDown = false;
     let publicUrl: string | undefined;
-    const jwt = config.jwt_issuers.length > 0 ? new JwtVerifier(config.jwt_issuers) : undefined;
+    const jwt = config.jwt_issuers.length > 0
+      ? new JwtVerifier(config.jwt_issuers, { onFetch: (issuer, ok) => metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' }) })
+      : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
       sidecar,
@@ -223,7 +225,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
     }
-    if (!o.devTokens && config.tokens.length === 0) logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
+    if (!o.devTokens && config.tokens.length === 0 && config.jwt_issuers.length === 0 && config.tls_clients.length === 0) logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
 
     const httpServer = server;
     let closing: Promise<void> | undefined;

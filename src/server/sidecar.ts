@@ -545,9 +545,10 @@ export class Sidecar {
 
   async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
     const body = parseBody(text) as Record<string, any>;
-    // A delegated pep's identity_token has made `caller` (http/app.ts); it is not part of the outcome.
-    if (caller.requester !== undefined && body !== null && typeof body === 'object') delete body.identity_token;
     validateOutcomeRequest(body);
+    if (caller.requester === undefined && body.identity_token !== undefined) {
+      throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
+    }
     const actor = caller.actor!;
     const key = executionKey(actor, executionId);
     const status: OutcomeStatus = body.status;
@@ -684,7 +685,7 @@ export class Sidecar {
 
   // ── trusted facts ─────────────────────────────────────────────────────────────────────────────
 
-  async putEntity(type: string, id: string, text: string): Promise<Record<string, unknown>> {
+  async putEntity(type: string, id: string, text: string, caller?: Caller): Promise<Record<string, unknown>> {
     // The same limits as a uid anywhere else (schemas/defs.json): a path the store cannot key is bad input, not an outage.
     if (!CEDAR_TYPE_NAME.test(type) || type.length > MAX_TYPE_NAME) throw new WritError('INVALID_REQUEST', `${JSON.stringify(type)} is not a Cedar type name`);
     if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
@@ -705,7 +706,7 @@ export class Sidecar {
       this.entities.checkFresh(tx);
       this.entities.checkSettled();
       refuseParentCycle(checked, (key) => this.entities.get(key));
-      staged = this.entities.stage(tx, [{ entity: checked }], 'api');
+      staged = this.entities.stage(tx, [{ entity: checked }], 'api', caller ? identityFields(caller) : {});
       return staged.records[0]!;
     }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => {
       staged?.abort();

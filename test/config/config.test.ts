@@ -313,3 +313,32 @@ test('WRIT_LOG_FORMAT=json holds where the config does not name a log_format; a 
     else process.env.WRIT_LOG_FORMAT = before;
   }
 });
+
+test('jwt_issuers, tls_clients, tls_client_ca_file and delegated tokens are checked at start (docs/protocol.md §13)', () => {
+  const issuer = { issuer: 'https://idp.example.com', audience: 'https://writ.example.com', roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } };
+  withConfigFile({ jwt_issuers: [issuer] }, (path) => {
+    const { config } = loadConfig({ configPath: path });
+    assert.deepEqual(config.jwt_issuers[0]!.identity_types, { requester: 'User', actor: 'Agent' });
+  });
+  const refused: Array<[Record<string, unknown>, RegExp]> = [
+    [{ jwt_issuers: [{ ...issuer, issuer: 'http://idp.example.com' }] }, /jwt_issuers\[0\]\.issuer must be https/],
+    [{ jwt_issuers: [issuer, issuer] }, /listed twice/],
+    [{ jwt_issuers: [{ ...issuer, roles: { 'writ.pep': { role: 'pep' } } }] }, /actor/],
+    [{ jwt_issuers: [{ ...issuer, extra: 1 }] }, /unknown member/],
+    [{ tls_client_ca_file: 'ca.pem' }, /tls_client_ca_file needs HTTPS/],
+    [{ tls_clients: [{ uri: 'spiffe://x/y', role: 'pep' }] }, /tls_clients\[0\]\.actor/],
+    [{ tls_clients: [{ uri: 'not a uri', role: 'auditor' }] }, /tls_clients\[0\]\.uri/],
+    [{ tokens: [{ token: 't', role: 'auditor', delegated: { audiences: ['a'] } }] }, /only a pep token is delegated/],
+    [{ tokens: [{ token: 't', role: 'pep', actor: { type: 'Agent', id: 'g' }, delegated: { audiences: [] } }] }, /delegated/],
+  ];
+  for (const [content, message] of refused) withConfigFile(content, (path) => assert.throws(() => loadConfig({ configPath: path }), message, JSON.stringify(content)));
+  // A config with JWT issuers and no static tokens starts (`tokens` may be left out).
+  const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify({ jwt_issuers: [issuer] }));
+    assert.equal(loadConfig({ configPath: path, forServe: true }).config.tokens.length, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

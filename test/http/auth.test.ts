@@ -27,3 +27,23 @@ test('missing, malformed and unknown tokens are UNAUTHENTICATED; the wrong role 
   assert.equal(code(() => requireRole({ role: 'auditor' }, ['pep'])), 'FORBIDDEN_ROLE');
   assert.equal(code(() => requireRole({ role: 'pep' }, ['pep', 'auditor'])), 'none');
 });
+
+test('a delegated static token is a pep that speaks for others: without identity_token its decisions are 401', async () => {
+  const { delegatedCaller } = await import('../../src/identity/delegation.js');
+  const t = new TokenTable([{ token: 'gw', role: 'pep', actor: { type: 'Agent', id: 'gw' }, delegated: { audiences: ['https://gw'] } }]);
+  const caller = t.authenticate('Bearer gw');
+  assert.deepEqual(caller.delegated, { audiences: ['https://gw'] });
+  await assert.rejects(delegatedCaller(caller, '{"execution_id":"x"}', undefined), (e: { code?: string }) => e.code === 'UNAUTHENTICATED');
+  await assert.rejects(delegatedCaller(caller, '{"identity_token":"a.b.c"}', undefined), (e: { code?: string }) => e.code === 'UNAUTHENTICATED');
+  // A caller that is not delegated is itself, whatever the body says.
+  const plain = table.authenticate('Bearer plain-pep');
+  assert.equal(await delegatedCaller(plain, '{"identity_token":"a.b.c"}', undefined), plain);
+});
+
+test('requireRole picks the first role a route admits among several; none is FORBIDDEN_ROLE', () => {
+  const held = [{ role: 'pep' as const, actor: { type: 'Agent', id: 'a' } }, { role: 'auditor' as const }];
+  assert.equal(requireRole(held, ['auditor']).role, 'auditor');
+  assert.equal(requireRole(held, ['pep', 'auditor']).role, 'pep');
+  assert.equal(code(() => requireRole(held, ['admin'])), 'FORBIDDEN_ROLE');
+  assert.equal(code(() => requireRole([], ['admin'])), 'FORBIDDEN_ROLE');
+});

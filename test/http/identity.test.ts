@@ -7,7 +7,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
-import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { schemaIssue } from '../../src/schemas/validate.js';
+import { offboardingEmployee } from '../helpers/offboarding.js';
 
 const AUD = 'https://writ.test';
 const GW_AUD = 'https://gateway.test/mcp/idp';
@@ -34,6 +40,8 @@ const jwtIssuers = () => [{
     'writ.audit': { role: 'auditor' },
     'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
     'writ.delegate': { role: 'pep', delegated: { audiences: [GW_AUD] } },
+    'writ.admin': { role: 'admin' },
+    'writ.evaluate': { role: 'evaluator' },
   },
 }];
 
@@ -89,6 +97,14 @@ for (const httpThreads of [0, 1]) {
       assert.deepEqual(approval.approver, { type: 'User', id: 'hr-5519' });
       assert.equal(approval.identity.sub, 'hr-5519');
 
+      // Every record written on a verified caller's request names it: an entity change by an admin's JWT too.
+      const admin = await mint({ iss: idp.issuer, aud: AUD, sub: 'ops-1', scope: 'writ.admin', exp: nowS() + 300 });
+      const put = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: admin, body: offboardingEmployee({}) });
+      assert.equal(put.status, 200, put.text);
+      const entityRecord = (await call(s, 'GET', `/v1/ledger/records/${put.body.record.seq}`, { token: agent })).body;
+      assert.equal(entityRecord.kind, 'entity');
+      assert.deepEqual({ ...entityRecord.identity, exp: 0 }, { method: 'jwt', iss: idp.issuer, sub: 'ops-1', exp: 0 });
+
       // A delegated pep (the gateway's own token) speaks for the end user its identity_token names.
       const gateway = await idp.clientToken('gateway', { scope: 'writ.delegate', resource: AUD });
       const user = await mint({ iss: idp.issuer, aud: GW_AUD, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', iat: nowS(), exp: nowS() + 300 });
@@ -101,6 +117,20 @@ for (const httpThreads of [0, 1]) {
       assert.deepEqual(drec.actor, { type: 'Agent', id: 'offboarding-agent-prod' });
       assert.deepEqual(drec.identity, { method: 'jwt', iss: idp.issuer, sub: 'manager-1842', act: { sub: 'offboarding-agent-prod' }, jti: 'u-1', exp: drec.identity.exp });
       assert.ok(!JSON.stringify(drec).includes(user.split('.')[2]!), 'the record holds no identity token');
+      for (const r of [rec.body, approval, drec]) assert.equal(schemaIssue('ledger-record.json', r), null, JSON.stringify(r));
+      // The delegated pep executes a call for that user and reports its outcome with the same identity_token.
+      const exec = await call(s, 'POST', '/v1/decisions', {
+        token: gateway,
+        body: { execution_id: `dlg-x-${httpThreads}`, phase: 'execute', envelope: { task_id: 'T-1', purpose: 'scheduled_employee_offboarding', subject: { type: 'Employee', id: '7721' } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } }, identity_token: user },
+      });
+      assert.equal(exec.body.state, 'invoking', exec.text);
+      const outcomePath = `/v1/executions/dlg-x-${httpThreads}/outcome`;
+      assert.equal((await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed' } })).status, 401);
+      const out = await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed', identity_token: user } });
+      assert.equal(out.status, 200, out.text);
+      assert.equal((await call(s, 'GET', `/v1/ledger/records/${out.body.record.seq}`, { token: agent })).body.identity.sub, 'manager-1842');
+      const seen = await call(s, 'GET', `/v1/executions/dlg-x-${httpThreads}?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, { token: gateway });
+      assert.equal(seen.body.state, 'committed', seen.text);
       // A requester the token does not name: 403 IDENTITY_MISMATCH.
       const mismatch = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-m-${httpThreads}`, envelope: { ...rest, requester: { type: 'User', id: 'ceo' } } } });
       assert.equal(mismatch.status, 403, mismatch.text);
@@ -112,6 +142,26 @@ for (const httpThreads of [0, 1]) {
       const w = await call(s, 'POST', '/v1/decisions', { token: gateway, body: { ...delegatedBody, execution_id: `dlg-w-${httpThreads}`, identity_token: wrongAud } });
       assert.equal(w.status, 401, w.text);
       assert.match(w.body.error.message, /^aud:/);
+      // An AuthZEN evaluator by scope; its record names the token too.
+      const evaluator = await mint({ iss: idp.issuer, aud: AUD, sub: 'pdp-client', client_id: 'pdp-client', scope: 'writ.evaluate', exp: nowS() + 300 });
+      const ev = await call(s, 'POST', '/access/v1/evaluation', { token: evaluator, body: { subject: { type: 'Agent', id: 'a' }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } } });
+      assert.equal(ev.status, 200, ev.text);
+
+      // writ verify takes records with `identity` as any others.
+      const dir = mkdtempSync(join(tmpdir(), 'writ-identity-'));
+      try {
+        const exported = await call(s, 'GET', '/v1/ledger/export', { token: agent });
+        assert.equal(exported.status, 200);
+        const lines = exported.text.trim().split('\n').map((l) => JSON.parse(l));
+        assert.ok(lines.filter((r) => r.identity !== undefined).length >= 5);
+        assert.ok(lines.some((r) => r.api === 'authzen' && r.identity?.sub === 'pdp-client'));
+        writeFileSync(join(dir, 'export.jsonl'), exported.text);
+        const v = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl')], { encoding: 'utf8' });
+        assert.equal(v.status, 0, v.stdout + v.stderr);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+
       // A pep that is not delegated does not send identity_token.
       const st = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: { ...propose, execution_id: `st-${httpThreads}`, identity_token: user } });
       assert.equal(st.status, 400, st.text);
@@ -143,6 +193,8 @@ test('a burst of 1,000 requests with unknown kids makes at most one JWKS fetch, 
     assert.equal(statuses.length, 1000);
     assert.ok(statuses.every((st) => st === 401), `statuses: ${[...new Set(statuses)].join(', ')}`);
     assert.ok(idp.jwksFetches() - before <= 1, `${idp.jwksFetches() - before} JWKS fetches`);
+    const m = await call(s, 'GET', '/metrics');
+    assert.match(m.text, new RegExp(`^writ_jwks_fetches_total\\{issuer="${idp.issuer}",result="ok"\\} [12]$`, 'm'));
   } finally {
     await s.stop();
   }

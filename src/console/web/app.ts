@@ -144,8 +144,24 @@ function recordDetails(r: LedgerRecord): Node[] {
       if (typeof r.supersedes === 'string') add('supersedes', executionLink(r.supersedes, uidText(r.actor)));
       break;
   }
+  add('verified identity', identityText(r.identity));
   add('hash', digest(r.hash));
   return [h('dl', { class: 'details' }, rows)];
+}
+
+/**
+ * Who a record's request came from, as its verified identity says (docs/protocol.md §13): `jwt` with the
+ * issuer and subject (and the client, the acting party, the token id), or `mtls` with the certificate's URI.
+ */
+function identityText(identity: unknown): string | undefined {
+  if (identity === null || typeof identity !== 'object') return undefined;
+  const i = identity as { method?: unknown; iss?: unknown; sub?: unknown; client_id?: unknown; act?: { sub?: unknown }; jti?: unknown };
+  const parts = [`${String(i.method)} ${String(i.sub)}`];
+  if (typeof i.iss === 'string') parts.push(`issuer ${i.iss}`);
+  if (typeof i.client_id === 'string') parts.push(`client ${i.client_id}`);
+  if (i.act && typeof i.act.sub === 'string') parts.push(`acting ${i.act.sub}`);
+  if (typeof i.jti === 'string') parts.push(`token id ${i.jti}`);
+  return parts.join(' · ');
 }
 
 function verifyControl(record: LedgerRecord): HTMLElement {
