@@ -256,7 +256,13 @@ export class Session {
       } catch {
         this.#get = undefined;
       }
-    } else this.#o.log(`writ gateway: dropped a message from ${this.server} (no stream of the client's is open): ${text.slice(0, 200)}`);
+    } else {
+      this.#o.log(`writ gateway: dropped a message from ${this.server} (no stream of the client's is open): ${text.slice(0, 200)}`);
+      // A request of the server's that no client can see is answered, so the server does not wait on it.
+      if (isObject(msg) && typeof msg.method === 'string' && 'id' in msg) {
+        this.#upstream.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'writ gateway: the client has no stream open to carry this request' } }));
+      }
+    }
   }
 
   /** A response on its way to the client, after the task rules and the metrics have seen it. */
