@@ -257,9 +257,10 @@ export class Session {
         this.#get = undefined;
       }
     } else {
-      this.#o.log(`writ gateway: dropped a message from ${this.server} (no stream of the client's is open): ${text.slice(0, 200)}`);
-      // A request of the server's that no client can see is answered, so the server does not wait on it.
+      // A notification no stream can carry is dropped (MCP: a client that wants them keeps a GET stream
+      // open); a request of the server's is answered, so the server does not wait on it.
       if (isObject(msg) && typeof msg.method === 'string' && 'id' in msg) {
+        this.#o.log(`writ gateway: refused a request from ${this.server} (no stream of the client's is open to carry it): ${String(msg.method).slice(0, 100)}`);
         this.#upstream.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'writ gateway: the client has no stream open to carry this request' } }));
       }
     }
