@@ -90,6 +90,14 @@ function readTokenFile(file: string): string {
   return token;
 }
 
+function timeoutMs(v: unknown, dflt: number, name: string): number {
+  try {
+    return checkTimeoutMs(v ?? dflt, name);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+}
+
 /** The resource URI of one server (RFC 8707 audience, RFC 9728 `resource`). */
 export function resourceOf(cfg: Pick<GatewayConfig, 'publicUrl'>, name: string): string {
   return `${cfg.publicUrl}/mcp/${name}`;
@@ -106,6 +114,7 @@ export function checkGatewayConfig(doc: unknown, o: { readFile?: (file: string) 
   const publicUrl = doc.public_url.replace(/\/+$/, '');
 
   if (!isObject(doc.pdp) || typeof doc.pdp.url !== 'string' || typeof doc.pdp.token_file !== 'string') fail('pdp must be {"url", "token_file"}');
+  if (!/^https?:\/\/[^?#]+$/.test(doc.pdp.url) || !URL.canParse(doc.pdp.url)) fail('pdp.url must be an http(s) URL without query or fragment');
   const token = o.readFile ? o.readFile(doc.pdp.token_file).trim() : readTokenFile(doc.pdp.token_file);
 
   if (!isObject(doc.servers) || Object.keys(doc.servers).length === 0) fail('servers must name at least one MCP server');
@@ -144,10 +153,10 @@ export function checkGatewayConfig(doc: unknown, o: { readFile?: (file: string) 
     host, port, publicUrl, publicOrigin: pub.origin,
     pdp: { url: doc.pdp.url, token },
     issuers, authorizationServers, servers,
-    callTimeoutMs: checkTimeoutMs(doc.call_timeout_ms ?? 60_000, 'call_timeout_ms'),
+    callTimeoutMs: timeoutMs(doc.call_timeout_ms, 60_000, 'call_timeout_ms'),
     logFormat: 'text',
     tls: null,
-    shutdownGraceMs: checkTimeoutMs(doc.shutdown_grace_ms ?? 30_000, 'shutdown_grace_ms'),
+    shutdownGraceMs: timeoutMs(doc.shutdown_grace_ms, 30_000, 'shutdown_grace_ms'),
   };
   if (doc.scopes_supported !== undefined) cfg.scopesSupported = stringArray(doc.scopes_supported, 'scopes_supported');
   if (doc.allowed_origins !== undefined) cfg.allowedOrigins = stringArray(doc.allowed_origins, 'allowed_origins').map((u) => (URL.canParse(u) ? new URL(u).origin : u));

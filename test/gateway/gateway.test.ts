@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
@@ -302,8 +304,18 @@ test('operations: /healthz, /readyz, /metrics count calls and refusals', async (
   assert.match(metrics, /writ_gateway_upstream_seconds_count\{server="sdk1"\} [1-9]/);
 });
 
-test('graceful stop: a call in flight finishes, its outcome is recorded, then the gateway closes', { timeout: 30_000 }, async () => {
+test('graceful stop: a call in flight finishes, its outcome is recorded, then the gateway closes; a session another replica opened is unknown here', { timeout: 30_000 }, async () => {
   const own = await startTestGateway({ pdpUrl: pdp.url, issuer: idp.issuer, servers: { sdk1: { url: sdk1.url } } });
+  // Two replicas behind one load balancer: a session of one is answered by the other as the MCP spec
+  // answers an unknown session.
+  const elsewhere = await rawSession(`${own.url}/mcp/sdk1`, tokens['mcp-client sdk1']!);
+  const here = await fetch(endpoint('sdk1'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': elsewhere.id },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+  assert.equal(here.status, 404);
+  await here.text();
   const client = new Client({ name: 'gateway-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${own.url}/mcp/sdk1`), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}` } } }));
   const before = linesOf(effects1).filter((e) => e.tool === 'slow').length;
@@ -338,4 +350,25 @@ test('the MCP Inspector CLI over HTTP with a bearer header: tools listed as the 
   const denied = await inspect('sdk1', ['--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=blocked']);
   assert.equal(denied.isError, true);
   assert.equal(denied._meta['io.writ/decision'].code, 'DENIED');
+});
+
+test('HTTPS like writ serve: tls_cert_file and tls_key_file', async () => {
+  const fixtures = join(REPO, 'test', 'pep', 'fixtures');
+  const tlsGw = await startTestGateway({
+    pdpUrl: pdp.url, issuer: idp.issuer, servers: { sdk1: { url: sdk1.url } },
+    extra: { tls_cert_file: join(fixtures, 'test-pdp.cert.pem'), tls_key_file: join(fixtures, 'test-pdp.key.pem') },
+  });
+  try {
+    assert.match(tlsGw.url, /^https:\/\//);
+    const ca = readFileSync(join(fixtures, 'test-pdp.cert.pem'));
+    const status = await new Promise<number>((resolve, reject) => {
+      httpsRequest(`${tlsGw.url}/.well-known/oauth-protected-resource/mcp/sdk1`, { ca }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      }).on('error', reject).end();
+    });
+    assert.equal(status, 200);
+  } finally {
+    await tlsGw.stop();
+  }
 });
