@@ -104,8 +104,13 @@ function checkGrant(v: unknown, where: string): RoleGrant {
   return grant;
 }
 
-/** `jwt_issuers` as the config gives it, checked; throws IssuerConfigError naming the first problem. */
-export function checkJwtIssuers(list: unknown): JwtIssuerSpec[] {
+/**
+ * `jwt_issuers` as the config gives it, checked; throws IssuerConfigError naming the first problem.
+ * `verifierOnly`: for a door that gives each verification its own audience and maps no roles (the
+ * gateway verifies its clients' tokens for each upstream's resource URI): `audience` and `roles` may be
+ * left out (an empty audience then accepts no token unless the caller names one).
+ */
+export function checkJwtIssuers(list: unknown, o: { verifierOnly?: boolean } = {}): JwtIssuerSpec[] {
   if (!Array.isArray(list)) fail('jwt_issuers must be an array');
   const seen = new Set<string>();
   return list.map((v: any, i: number): JwtIssuerSpec => {
@@ -117,15 +122,16 @@ export function checkJwtIssuers(list: unknown): JwtIssuerSpec[] {
     // Two entries for one issuer would make which audience and roles apply depend on order.
     if (seen.has(v.issuer)) fail(`${where}.issuer is listed twice`);
     seen.add(v.issuer);
-    if (typeof v.audience !== 'string' || v.audience === '') fail(`${where}.audience must be a non-empty string`);
-    const spec: JwtIssuerSpec = { issuer: v.issuer, audience: v.audience, roles: {}, identity_types: { requester: 'User', actor: 'Agent' } };
+    const optional = o.verifierOnly === true;
+    if (!(optional && v.audience === undefined) && (typeof v.audience !== 'string' || v.audience === '')) fail(`${where}.audience must be a non-empty string`);
+    const spec: JwtIssuerSpec = { issuer: v.issuer, audience: v.audience ?? '', roles: {}, identity_types: { requester: 'User', actor: 'Agent' } };
     if (v.jwks_uri !== undefined) {
       const p = typeof v.jwks_uri === 'string' ? trustedUrlProblem(v.jwks_uri) : 'must be a URL';
       if (p) fail(`${where}.jwks_uri ${p}`);
       spec.jwks_uri = v.jwks_uri;
     }
-    if (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles)) fail(`${where}.roles must be an object {scope: {"role", …}}`);
-    for (const [scope, grant] of Object.entries(v.roles)) {
+    if (!(optional && v.roles === undefined) && (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles))) fail(`${where}.roles must be an object {scope: {"role", …}}`);
+    for (const [scope, grant] of Object.entries(v.roles ?? {})) {
       if (scope === '' || /\s/.test(scope)) fail(`${where}.roles: ${JSON.stringify(scope)} is not a scope token`);
       spec.roles[scope] = checkGrant(grant, `${where}.roles[${JSON.stringify(scope)}]`);
     }

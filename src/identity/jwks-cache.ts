@@ -11,7 +11,7 @@
  * Key selection and JWK import are jose's (createLocalJWKSet); symmetric keys are dropped on arrival, so
  * no HMAC key ever reaches verification even if an algorithm check were bypassed.
  */
-import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput } from 'jose';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { trustedUrlProblem } from './issuers.js';
 
 /** Least time between two fetches for one issuer. */
@@ -30,7 +30,7 @@ export interface JwksCacheOptions {
   /** Reads a JSON document (tests may count what is read). Default: fetch, https or loopback only. */
   fetchJson?: JwksFetch;
   /** Told of each fetch round's end (the sidecar counts them in /metrics). */
-  onFetch?: (issuer: string, ok: boolean) => void;
+  onFetch?: (issuer: string, ok: boolean, problem?: string) => void;
 }
 
 /** Why an issuer's keys could not be had (the verifier answers 503 IDENTITY_UNAVAILABLE when none is held). */
@@ -59,7 +59,7 @@ export class JwksCache implements KeySource {
   readonly #states = new Map<string, IssuerState>();
   readonly #now: () => number;
   readonly #fetchJson: JwksFetch;
-  readonly #onFetch: (issuer: string, ok: boolean) => void;
+  readonly #onFetch: (issuer: string, ok: boolean, problem?: string) => void;
 
   constructor(issuers: Array<{ issuer: string; jwks_uri?: string }>, o: JwksCacheOptions = {}) {
     this.#now = o.now ?? Date.now;
@@ -106,18 +106,17 @@ export class JwksCache implements KeySource {
     s.pending = this.#fetchKeys(s)
       .then(
         (jwks) => {
-          // Only asymmetric keys: an `oct` key in a JWKS must never verify anything.
-          const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
-          s.jwks = { keys };
-          s.keys = createLocalJWKSet(s.jwks);
-          s.kids = new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
+          const held = heldKeys(jwks);
+          s.jwks = held.jwks;
+          s.keys = held.keys;
+          s.kids = held.kids;
           delete s.lastError;
           this.#onFetch(s.issuer, true);
         },
         (e: unknown) => {
           // Keys held stay in use: an unreachable IdP must not stop tokens signed with known keys.
           s.lastError = (e as Error).message;
-          this.#onFetch(s.issuer, false);
+          this.#onFetch(s.issuer, false, s.lastError);
         },
       )
       .finally(() => {
@@ -179,22 +178,33 @@ export class RelayedKeys implements KeySource {
       if (held) return undefined;
       throw new KeysUnavailable((e as Error).message);
     }
-    const keys = jwks.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct');
-    const next = { keys: createLocalJWKSet({ keys }), kids: new Set(keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string')) };
+    const next = heldKeys(jwks);
     this.#held.set(issuer, next);
     return next.kids.has(kid) ? next.keys : undefined;
   }
+}
+
+/** A served key set as writ holds it: asymmetric keys only (an `oct` key must never verify anything), by kid. */
+function heldKeys(served: JSONWebKeySet): { jwks: JSONWebKeySet; keys: KeyLookup; kids: Set<string> } {
+  const jwks = { keys: served.keys.filter((k) => k && typeof k === 'object' && k.kty !== 'oct') };
+  return { jwks, keys: createLocalJWKSet(jwks), kids: new Set(jwks.keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string')) };
 }
 
 /** GET a JSON document: https or loopback http only, no redirects, bounded in time and size. */
 async function fetchJsonDocument(url: string): Promise<unknown> {
   const problem = trustedUrlProblem(url);
   if (problem) throw new Error(`${url} ${problem}`);
-  const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json, application/jwk-set+json' } });
+  let res: Response;
+  try {
+    res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json, application/jwk-set+json' } });
+  } catch (e) {
+    // undici says only "fetch failed": the cause (ECONNREFUSED, a certificate error, the timeout) is what an operator needs.
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+  }
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
   const text = await res.text();
   if (text.length > MAX_DOCUMENT_BYTES) throw new Error(`${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
   return JSON.parse(text);
 }
 
-export type { JWSHeaderParameters, FlattenedJWSInput };

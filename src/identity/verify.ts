@@ -140,7 +140,9 @@ export class JwtVerifier {
       throw e;
     }
     if (lookup === undefined) throw invalidToken(`kid: no key of ${spec.issuer} has the token's kid`);
-    const audience = audiences ?? [spec.audience];
+    const audience = audiences ?? (spec.audience === '' ? [] : [spec.audience]);
+    // An issuer entry without an audience (a verifier-only config) accepts a token only for an audience asked for.
+    if (audience.length === 0) throw invalidToken('aud: no audience is configured for this issuer');
     let claims: JWTPayload;
     try {
       ({ payload: claims } = await jwtVerify(token, lookup, {

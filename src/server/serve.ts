@@ -117,7 +117,13 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     let shuttingDown = false;
     let publicUrl: string | undefined;
     const jwt = config.jwt_issuers.length > 0
-      ? new JwtVerifier(config.jwt_issuers, { onFetch: (issuer, ok) => metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' }) })
+      ? new JwtVerifier(config.jwt_issuers, {
+        onFetch: (issuer, ok, problem) => {
+          metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' });
+          // At most one line per 30 s per issuer (the fetch budget): an unreachable IdP is said, not flooded.
+          if (!ok) logWarn(`writ: the keys of JWT issuer ${issuer} could not be fetched (${problem}); keys already held stay in use`);
+        },
+      })
       : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
@@ -225,6 +231,8 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
     }
+    for (const i of config.jwt_issuers) log(`writ serve: JWT callers of ${i.issuer} (audience ${i.audience}; scopes ${Object.keys(i.roles).join(', ') || 'none'})`);
+    if (config.tls_client_ca_file) log(`writ serve: client certificates of ${config.tls_client_ca_file} (${config.tls_clients.length} tls_clients)`);
     if (!o.devTokens && config.tokens.length === 0 && config.jwt_issuers.length === 0 && config.tls_clients.length === 0) logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
 
     const httpServer = server;

@@ -199,3 +199,33 @@ test('a burst of 1,000 requests with unknown kids makes at most one JWKS fetch, 
     await s.stop();
   }
 });
+
+test('an issuer that goes down: keys held keep working; an issuer never reached is 503 IDENTITY_UNAVAILABLE', async () => {
+  const down = await startIdp({ clients: [{ id: 'offboarding-agent-prod', scope: 'writ.audit' }] });
+  // A loopback port nobody listens on: the second issuer's keys can never be had.
+  const probe = await startIdp({ clients: [{ id: 'x', scope: 'y' }] });
+  const unreachable = probe.issuer;
+  const signForUnreachable = await probe.addKey({ kid: 'k' });
+  await probe.stop();
+  const s: TestServer = await startTestServer({
+    config: {
+      jwt_issuers: [
+        { issuer: down.issuer, audience: AUD, roles: { 'writ.audit': { role: 'auditor' } } },
+        { issuer: unreachable, audience: AUD, roles: { 'writ.audit': { role: 'auditor' } } },
+      ],
+    },
+  });
+  try {
+    const first = await down.clientToken('offboarding-agent-prod', { scope: 'writ.audit', resource: AUD });
+    const second = await down.clientToken('offboarding-agent-prod', { scope: 'writ.audit', resource: AUD });
+    assert.equal((await call(s, 'GET', '/v1/ledger/checkpoint', { token: first })).status, 200);
+    await down.stop();
+    assert.equal((await call(s, 'GET', '/v1/ledger/checkpoint', { token: second })).status, 200);
+    const never = await signForUnreachable({ iss: unreachable, aud: AUD, sub: 'x', scope: 'writ.audit', exp: nowS() + 300 });
+    const r = await call(s, 'GET', '/v1/ledger/checkpoint', { token: never });
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.error.code, 'IDENTITY_UNAVAILABLE');
+  } finally {
+    await s.stop();
+  }
+});

@@ -2,6 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { base64url, exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { checkJwtIssuers, IssuerConfigError, type JwtIssuerSpec } from '../../src/identity/issuers.js';
 import { JwtVerifier } from '../../src/identity/verify.js';
@@ -133,6 +135,40 @@ test('an unknown kid is fetched again at most once per 30 s per issuer, whatever
   assert.equal(idp.jwksFetches() - fetched, 1);
 });
 
+test('a verifier-only issuer entry accepts a token only for the audience each verification names', async () => {
+  const [bare] = checkJwtIssuers([{ issuer: idp.issuer }], { verifierOnly: true }) as [JwtIssuerSpec];
+  const v = new JwtVerifier([bare]);
+  assert.match((await refusal(v.verify(await sign(claims())))).message, /^aud: no audience/);
+  assert.equal((await v.verify(await sign(claims({ aud: 'https://gw.test/mcp/a' })), ['https://gw.test/mcp/a'])).claims.sub, 'u-1');
+  assert.match((await refusal(v.verify(await sign(claims({ aud: 'https://gw.test/mcp/a' })), ['https://gw.test/mcp/b']))).message, /^aud:/);
+});
+
+test('discovery falls back to RFC 8414 metadata, and refuses metadata naming another issuer', async () => {
+  // An authorization server that publishes only RFC 8414 metadata (its keys: the test IdP's JWKS).
+  let claimedIssuer = '';
+  const server = createServer((req, res) => {
+    if (req.url?.startsWith('/.well-known/oauth-authorization-server')) {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ issuer: claimedIssuer, jwks_uri: `${idp.issuer}/jwks` }));
+    } else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/as`;
+    const [as] = checkJwtIssuers([{ issuer, audience: AUD, roles: {} }]) as [JwtIssuerSpec];
+    claimedIssuer = 'https://someone-else.example';
+    assert.equal((await refusal(new JwtVerifier([as]).verify(await sign(claims({ iss: issuer }))))).code, 'IDENTITY_UNAVAILABLE');
+    claimedIssuer = issuer;
+    assert.equal((await new JwtVerifier([as]).verify(await sign(claims({ iss: issuer })))).claims.iss, issuer);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
 test('the IdP down: keys held keep working; with none held, 503 IDENTITY_UNAVAILABLE', async () => {
   const down = await startIdp({ clients: [{ id: 'agent-7', scope: 'writ.pep' }] });
   const [downSpec] = checkJwtIssuers([{ issuer: down.issuer, audience: AUD, roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } }]) as [JwtIssuerSpec];
@@ -169,4 +205,7 @@ test('issuer URLs must be https except on loopback; the roles are checked', () =
   bad({ issuer: 'https://idp.example.com', audience: 'a', roles: { s: { role: 'root' } } });
   bad({ issuer: 'https://idp.example.com', roles: {} });
   assert.equal(checkJwtIssuers([{ issuer: 'http://localhost:9/x', audience: 'a', roles: { s: { role: 'pep', delegated: { audiences: ['g'] } } } }]).length, 1);
+  // A verifier-only door (the gateway) names only the issuer; the audience comes with each verification.
+  bad({ issuer: 'https://idp.example.com' });
+  assert.deepEqual(checkJwtIssuers([{ issuer: 'https://idp.example.com' }], { verifierOnly: true })[0]!.roles, {});
 });
