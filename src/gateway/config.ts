@@ -139,7 +139,7 @@ export function checkGatewayConfig(doc: unknown, o: { readFile?: (file: string) 
   if (!Array.isArray(doc.jwt_issuers) || doc.jwt_issuers.length === 0) fail('jwt_issuers must name at least one issuer of client tokens');
   let issuers: JwtIssuerSpec[];
   try {
-    issuers = checkJwtIssuers(doc.jwt_issuers.map((i: unknown) => (isObject(i) ? { audience: publicUrl, roles: {}, ...i } : i)));
+    issuers = checkJwtIssuers(doc.jwt_issuers, { verifierOnly: true });
   } catch (e) {
     if (e instanceof IssuerConfigError) fail(e.message);
     throw e;
