@@ -81,6 +81,14 @@ class Exchange {
     if (this.waiting.size === 0) this.#finish();
   }
 
+  /** The whole POST was refused with this one answer. */
+  refuseAll(text: string): void {
+    this.waiting.clear();
+    this.waiting.set('null', '');
+    this.answers.length = 0;
+    this.respond('null', text);
+  }
+
   /** A server message that is not a response: the answer becomes an SSE stream. */
   push(text: string): void {
     if (!this.#settled) this.#openStream();
@@ -180,7 +188,8 @@ export class Session {
     let rewritten = false;
     messages.forEach((m, i) => {
       if (!isObject(m) || typeof m.method !== 'string' || !('id' in m)) return;
-      exchange.waiting.set(JSON.stringify(m.id), m.method);
+      // A request whose id is not a string or number is answered by the relay with id null (JSON-RPC 2.0 §5).
+      exchange.waiting.set(typeof m.id === 'string' || typeof m.id === 'number' ? JSON.stringify(m.id) : 'null', m.method);
       const decoyed = this.#decoyForeignTask(m);
       if (decoyed !== undefined) {
         texts[i] = decoyed;
@@ -242,6 +251,12 @@ export class Session {
       const exchange = msg.id === null ? this.#current : this.#exchanges.find((e) => e.waiting.has(key));
       if (!exchange) {
         this.#o.log(`writ gateway: dropped a response from ${this.server} for ${key}: no request of the client's awaits it`);
+        return;
+      }
+      if (msg.id === null && !exchange.waiting.has('null')) {
+        // The relay refused the whole message (a member repeated: the server might read it otherwise):
+        // nothing of it went on, so nothing else of it will be answered.
+        exchange.refuseAll(text);
         return;
       }
       const method = exchange.waiting.get(key);

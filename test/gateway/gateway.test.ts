@@ -186,6 +186,20 @@ test('sessions belong to who opened them: another client\'s token on that sessio
   });
   assert.equal(unknown.status, 404);
   await unknown.text();
+  // A message the server might read otherwise (a repeated member) is refused whole, and answered.
+  const repeated = await fetch(endpoint('sdk1'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': mine.id },
+    body: '{"jsonrpc":"2.0","id":5,"method":"tools/list","method":"tools/call","params":{"name":"secret"}}',
+  });
+  assert.equal(repeated.status, 200);
+  assert.equal((await messagesOf(repeated))[0].error.code, -32600);
+  const badId = await fetch(endpoint('sdk1'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': mine.id },
+    body: JSON.stringify({ jsonrpc: '2.0', id: { no: 1 }, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }),
+  });
+  assert.equal((await messagesOf(badId))[0].error.code, -32600);
   // DELETE ends it; the id is then unknown.
   const del = await fetch(endpoint('sdk1'), { method: 'DELETE', headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': mine.id } });
   assert.equal(del.status, 200);
