@@ -106,6 +106,33 @@ async function concurrent(make) {
 const conD = await concurrent(direct);
 const conG = await concurrent(viaGateway);
 
+// The PDP alone: decide + outcome as the delegated pep (identity_token) and as a plain pep bound to the
+// same actor, alternating — what delegation costs at the PDP.
+const { PdpClient } = await import(join(REPO, 'dist/src/pep/client.js'));
+const { TEST_TOKENS } = await import(join(REPO, 'dist/test/helpers/server.js'));
+const delegatedPep = new PdpClient({ url: pdp.url, token: GATEWAY_TOKEN });
+const plainPep = new PdpClient({ url: pdp.url, token: TEST_TOKENS.pep });
+const envelope = { task_id: 'BENCH-1', purpose: 'benchmark', subject: { type: 'Employee', id: '7721' } };
+let seq = 0;
+async function pdpPair(client, delegated) {
+  const id = `bench-pdp-${Date.now()}-${++seq}`;
+  const env = delegated ? envelope : { ...envelope, requester: { type: 'User', id: 'mcp-client' }, actor: { type: 'Agent', id: 'mcp-client' } };
+  const t0 = performance.now();
+  const d = await client.decide({ execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } }, delegated ? { identityToken: token } : {});
+  const t1 = performance.now();
+  const o = await client.outcome(id, { status: 'committed', confirmation: 'tool_reported' }, delegated ? token : undefined);
+  if (!d.ok || !o.ok) throw new Error('PDP refused: ' + JSON.stringify(d.ok ? o : d));
+  return [t1 - t0, performance.now() - t1];
+}
+const pdpD = [[], []];
+const pdpP = [[], []];
+for (let i = 0; i < CALLS; i++) {
+  const a = await pdpPair(delegatedPep, true);
+  const b = await pdpPair(plainPep, false);
+  if (i < WARMUP) continue;
+  pdpD[0].push(a[0]); pdpD[1].push(a[1]); pdpP[0].push(b[0]); pdpP[1].push(b[1]);
+}
+
 gwProc.kill('SIGTERM');
 await new Promise((r) => gwProc.once('exit', r));
 upstream.stop();
@@ -147,6 +174,13 @@ ${row('added (per-pair difference)', seqDiff)}
 |---|---:|---:|---:|
 ${row('direct to the upstream', conD)}
 ${row('through `writ gateway`', conG)}
+
+## The PDP alone, same run (decide, then outcome; ${CALLS - WARMUP} pairs alternating)
+
+| | decide p50 (ms) | outcome p50 (ms) | decide p99 (ms) | outcome p99 (ms) |
+|---|---:|---:|---:|---:|
+| delegated pep (\`identity_token\`, as the gateway) | ${f2(q(pdpD[0], 0.5))} | ${f2(q(pdpD[1], 0.5))} | ${f2(q(pdpD[0], 0.99))} | ${f2(q(pdpD[1], 0.99))} |
+| plain pep bound to the same actor | ${f2(q(pdpP[0], 0.5))} | ${f2(q(pdpP[1], 0.5))} | ${f2(q(pdpP[0], 0.99))} | ${f2(q(pdpP[1], 0.99))} |
 
 Added p50: **${f2(q(seqDiff, 0.5))} ms** sequential, **${f2(q(conG, 0.5) - q(conD, 0.5))} ms** at ${CLIENTS} concurrent clients (p50 gateway − p50 direct); p99 ${f2(q(seqG, 0.99) - q(seqD, 0.99))} / ${f2(q(conG, 0.99) - q(conD, 0.99))} ms.
 ${proxyMd ? `\n## writ proxy in the same run (bench/proxy.mjs)\n\n${proxyMd}\n` : ''}

@@ -26,6 +26,8 @@ export async function startPdp(issuer: string, servers: string[]): Promise<TestS
     config: {
       tokens: [
         { token: GATEWAY_TOKEN, role: 'pep', actor: { type: 'Agent', id: 'writ-gateway' }, delegated: { audiences: servers.map(resource) } },
+        // A plain pep with the clients' actor: bench/gateway.mjs compares it with the delegated one.
+        { token: t.pep, role: 'pep', actor: { type: 'Agent', id: 'mcp-client' } },
         { token: t.auditor, role: 'auditor' },
         { token: t.admin, role: 'admin' },
       ],
