@@ -185,6 +185,11 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
     const ownSession = (): Session | Response => {
       const s = state.sessions.get(sessionId!);
       if (!s || s.owner !== who.owner || s.server !== name) return jsonRpcError(404, -32001, 'Session not found');
+      if (s.upstreamGone) {
+        // Its upstream is gone (calls in flight were answered as unknown): the client opens a new session.
+        void endSession(s.id, s);
+        return jsonRpcError(404, -32001, 'Session not found: its upstream session ended');
+      }
       return s;
     };
     switch (c.req.method) {
@@ -235,7 +240,7 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
       if (mismatch) return jsonRpcError(400, -32020, `Header mismatch: ${mismatch}`, 'id' in m ? m.id : null);
       const key = `${who.owner}\n${name}`;
       let channel = state.channels.get(key);
-      if (!channel || channel.closed) state.channels.set(key, (channel = newSession(name, who)));
+      if (!channel || channel.closed || channel.upstreamGone) state.channels.set(key, (channel = newSession(name, who)));
       return answerResponse(await channel.post(text, msg, who.token), {});
     }
 

@@ -149,6 +149,8 @@ export class Session {
   /** Decoy task id → the id the client asked for (another identity's task, sent upstream as unknown). */
   readonly #decoys = new Map<string, string>();
   lastUsed = Date.now();
+  /** The upstream ended (a child exited, an upstream session the server no longer knows): clients start a new session. */
+  upstreamGone = false;
   #closed = false;
   readonly #o: SessionOptions;
 
@@ -170,6 +172,7 @@ export class Session {
       if (!this.#relay.fromServer(t)) this.#deliver(t);
     };
     this.#upstream.onClose = (status) => {
+      this.upstreamGone = true;
       this.#relay.serverExited(status);
       this.#relay.serverClosed(status);
     };

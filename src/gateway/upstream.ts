@@ -170,6 +170,8 @@ export class HttpUpstream extends Base {
           await res.body?.cancel();
         } else if (!res.ok) {
           const body = await res.text().catch(() => '');
+          // The upstream no longer knows our session (it restarted, or expired it): the session is over.
+          if (res.status === 404 && this.#sessionId !== undefined && !initialize) this.#gone(404);
           // A JSON-RPC error answer (a 4xx the server wrote for one request) is the server's answer.
           const answered = messagesOf(body).some(({ msg }) => isObject(msg) && 'error' in msg && msg.id !== null && msg.id !== undefined);
           if (answered) deliver(body);
@@ -223,10 +225,18 @@ export class HttpUpstream extends Base {
     })();
   }
 
-  async close(): Promise<void> {
+  #gone(status: number): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.onClose(status);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed && this.#sessionId === undefined) return;
+    const wasClosed = this.#closed;
+    this.#closed = true;
     for (const a of this.#aborts) a.abort();
+    if (wasClosed) return;
     if (this.#sessionId === undefined) return;
     const headers: Record<string, string> = { ...this.spec.headers, 'mcp-session-id': this.#sessionId };
     if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
