@@ -9,6 +9,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ main(arg
   bind: { summary: 'print the writ-bind/1 binding of raw argument JSON', load: () => import('./bind.js') },
   verify: { summary: 'verify a ledger export offline', load: () => import('./verify.js') },
   proxy: { summary: 'guard any stdio MCP server', load: () => import('./proxy.js') },
+  gateway: { summary: 'guard remote MCP servers over Streamable HTTP (OAuth 2.1 resource server)', load: () => import('./gateway.js') },
   keygen: { summary: 'generate an Ed25519 ledger signing key', load: () => import('./keys.js').then((m) => ({ main: m.keygenMain })) },
   keys: { summary: 'keys rotate: rotate the ledger signing key', load: () => import('./keys.js').then((m) => ({ main: m.keysMain })) },
   repair: { summary: 'repair a corrupted store with a signed chain_break record', load: () => import('./repair.js') },

@@ -14,7 +14,7 @@ export interface ToolEvent {
   data: Json;
 }
 
-export function admitEvents(text: string): ToolEvent[] {
+export function admitEvents(text: string, delegated = false): ToolEvent[] {
   if (text.trim() === '') throw new WritError('INVALID_JSON', 'the request body is empty');
   let raw: LosslessValue;
   try {
@@ -23,7 +23,11 @@ export function admitEvents(text: string): ToolEvent[] {
     // Depth inside an event's data is a binding refusal (as in arguments); elsewhere a malformed body.
     throw relabelDepthStop(e, (path) => (/^\/events\/\d+\/data(\/|$)/.test(path) ? undefined : 'INVALID_REQUEST'));
   }
-  validateEventsRequest(toPlain(raw));
+  const plain = toPlain(raw) as Record<string, unknown>;
+  validateEventsRequest(plain);
+  if (!delegated && plain.identity_token !== undefined) {
+    throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
+  }
   const list = memberOf(raw, 'events') as LosslessValue[];
   return list.map((event, i) => ({
     type: toPlain(memberOf(event, 'type')!) as string,

@@ -322,7 +322,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
   app.post('/v1/executions/:id/events', roles('pep'), async (c) => {
     const id = executionIdParam(c);
-    return c.json(await sidecar.events(c.get('caller'), id, await readJsonText(c, o.maxBodyBytes)));
+    const text = await readJsonText(c, o.maxBodyBytes);
+    return c.json(await sidecar.events(await delegatedCaller(c.get('caller'), text, auth.jwt), id, text));
   });
 
   // ── tool lists (docs/protocol.md §15): nothing is ledgered ──

@@ -108,9 +108,11 @@ export class PdpClient {
    */
   async decide(
     body: DecisionRequest,
-    opts: { rawArguments?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void; onLateWindow?: (closed: Promise<void>) => void } = {},
+    opts: { rawArguments?: string; identityToken?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void; onLateWindow?: (closed: Promise<void>) => void } = {},
   ): Promise<PdpResult<DecisionResponse>> {
     let text: string;
+    // A delegated PEP (docs/protocol.md §13) sends the access token its own client presented.
+    const identity = opts.identityToken !== undefined ? ',"identity_token":' + JSON.stringify(opts.identityToken) : '';
     if (opts.rawArguments !== undefined) {
       text =
         '{"execution_id":' + JSON.stringify(body.execution_id) +
@@ -118,24 +120,27 @@ export class PdpClient {
         ',"envelope":' + JSON.stringify(body.envelope) +
         ',"action":{"server":' + JSON.stringify(body.action.server) +
         ',"tool":' + JSON.stringify(body.action.tool) +
-        ',"arguments":' + opts.rawArguments + '}}';
+        ',"arguments":' + opts.rawArguments + '}' + identity + '}';
     } else {
       // JSON.stringify writes Infinity and NaN as null: a call asking for `1e400` (which an MCP SDK's
       // JSON.parse made Infinity) would be decided, and run, as asking for null. Refused here, with the
       // code the PDP gives a number outside Cedar's range, before anything is reserved.
       const bad = nonFiniteNumberAt(body, []);
       if (bad !== undefined) return { ok: false, status: 400, error: nonFiniteRefusal(bad) };
-      text = JSON.stringify(body);
+      text = JSON.stringify(opts.identityToken !== undefined ? { ...body, identity_token: opts.identityToken } : body);
     }
     const onLate = opts.onLateAnswer;
     const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late, body)) : undefined, opts.onLateWindow);
     return readDecision(r, body);
   }
 
-  /** `POST /v1/executions/{id}/outcome`, retried on PDP_UNAVAILABLE. */
-  async outcome(executionId: string, body: OutcomeRequest): Promise<PdpResult<unknown>> {
+  /**
+   * `POST /v1/executions/{id}/outcome`, retried on PDP_UNAVAILABLE. A delegated PEP sends the client token
+   * its decision carried (`identityToken`): the execution is the end user's actor's.
+   */
+  async outcome(executionId: string, body: OutcomeRequest, identityToken?: string): Promise<PdpResult<unknown>> {
     const path = `/v1/executions/${encodeURIComponent(executionId)}/outcome`;
-    const text = JSON.stringify(body);
+    const text = JSON.stringify(identityToken !== undefined ? { ...body, identity_token: identityToken } : body);
     let last: PdpResult<unknown> | undefined;
     for (let attempt = 0; attempt < this.#outcomeAttempts; attempt++) {
       if (attempt > 0) await new Promise((res) => setTimeout(res, this.#retryDelayMs * 4 ** (attempt - 1)));
@@ -150,13 +155,13 @@ export class PdpClient {
 
   /** `GET /v1/executions/{id}` (own executions). */
   /** Seals what a tool did inside its call (docs/protocol.md §17): one `event` record each, only while the execution is invoking. */
-  async events(executionId: string, events: Array<{ type: string; data: unknown }>): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
-    return this.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/events`, JSON.stringify({ events }));
+  async events(executionId: string, events: Array<{ type: string; data: unknown }>, identityToken?: string): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
+    return this.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/events`, JSON.stringify(identityToken !== undefined ? { events, identity_token: identityToken } : { events }));
   }
 
   /** Which of `tools` the envelope's actor could be allowed to call (docs/protocol.md §15). Nothing is ledgered. */
-  async visibleTools(envelope: Record<string, unknown>, server: string, tools: string[]): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
-    return this.request('POST', '/v1/tools/visible', JSON.stringify({ envelope, server, tools }));
+  async visibleTools(envelope: Record<string, unknown>, server: string, tools: string[], identityToken?: string): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
+    return this.request('POST', '/v1/tools/visible', JSON.stringify(identityToken !== undefined ? { envelope, server, tools, identity_token: identityToken } : { envelope, server, tools }));
   }
 
   async execution(executionId: string): Promise<PdpResult<Record<string, unknown>>> {

@@ -57,6 +57,11 @@ export interface PipelineOptions {
   /** Given the work a call leaves behind after its answer (a late decision awaited and its outcome
    *  posted, a late tool answer posted): a caller about to exit (writ proxy) waits for it. */
   trackLate?: (work: Promise<unknown>) => void;
+  /**
+   * A delegated PEP's (writ gateway's) client token, sent to the PDP as `identity_token` on each
+   * decision and tool list (docs/protocol.md §13); read when the call arrives.
+   */
+  identityToken?: () => string | undefined;
 }
 
 export type Dispatch = (admitted: Record<string, unknown>, signal: AbortSignal, execution: DecisionResponse) => Promise<DispatchResult>;
@@ -142,7 +147,11 @@ function outcomeBody(r: DispatchResult): OutcomeRequest {
   return body;
 }
 
-export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dispatch: Dispatch): Promise<CallAnswer> {
+export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput, dispatch: Dispatch): Promise<CallAnswer> {
+  // A delegated PEP's client token as it was when the call came: its decision and every outcome of it
+  // (also one posted when a task ends) carry that token.
+  const identityToken = pipeline.identityToken?.();
+  const opts: PipelineOptions = identityToken === undefined ? pipeline : { ...pipeline, identityToken: () => identityToken };
   const { pdp, log } = opts;
   let ctx: { envelope: unknown; executionId: unknown };
   try {
@@ -172,7 +181,11 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     opts.trackLate?.(posted);
   };
   const onLateWindow = opts.trackLate;
-  const decideOpts = call.rawArguments !== undefined ? { rawArguments: call.rawArguments, onLateAnswer, onLateWindow } : { onLateAnswer, onLateWindow };
+  const decideOpts = {
+    onLateAnswer, onLateWindow,
+    ...(call.rawArguments !== undefined ? { rawArguments: call.rawArguments } : {}),
+    ...(identityToken !== undefined ? { identityToken } : {}),
+  };
   const r = await pdp.decide(decideBody, decideOpts);
   if (!r.ok) {
     const text =
@@ -233,7 +246,7 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
     const lateAnswer = running.then(async (late) => {
       const body = outcomeBody(late);
       body.detail = `late answer after the ${opts.callTimeoutMs} ms timeout (outcome already reported unknown): ${late.status}${late.detail ? `: ${late.detail}` : ''}`;
-      const lr = await pdp.outcome(id, body);
+      const lr = await pdp.outcome(id, body, identityToken);
       // The execution already ended `unknown`, so the PDP is expected to refuse this second outcome — and
       // to ledger the refusal with the late answer in it, as evidence for a reconciler.
       const fate = lr.ok
@@ -265,10 +278,10 @@ export async function runGuardedCall(opts: PipelineOptions, call: CallInput, dis
   // while the execution is still invoking (docs/protocol.md §17).
   const reported = reportedEvents(outcome.result);
   if (reported !== undefined && outcome.status !== 'unknown') {
-    const sealed = await pdp.events(id, reported);
+    const sealed = await pdp.events(id, reported, identityToken);
     if (!sealed.ok) log(`writ pep: the ${reported.length} event(s) execution ${id}'s tool reported were not sealed: ${sealed.error.code}: ${sealed.error.message}`);
   }
-  const posted = await pdp.outcome(id, outcomeBody(outcome));
+  const posted = await pdp.outcome(id, outcomeBody(outcome), identityToken);
   if (!posted.ok) {
     log(`writ pep: could not record outcome ${outcome.status} of execution ${id}: ${posted.error.code}: ${posted.error.message}`);
     // The PDP may be restarting: keep trying for a while in the background, or the execution would
@@ -302,7 +315,7 @@ const OUTCOME_BACKGROUND_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000
 async function postOutcome(opts: PipelineOptions, id: string, body: OutcomeRequest, delaysMs: number[] = [0]): Promise<boolean> {
   for (const delay of delaysMs) {
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay).unref());
-    const r = await opts.pdp.outcome(id, body);
+    const r = await opts.pdp.outcome(id, body, opts.identityToken?.());
     if (r.ok) return true;
     if (r.error.code !== 'PDP_UNAVAILABLE') return r.error.code === 'EXECUTION_TERMINAL';
   }
@@ -317,7 +330,7 @@ async function postOutcome(opts: PipelineOptions, id: string, body: OutcomeReque
  * so does every tool when the PDP cannot answer: a list is a courtesy, and a call of any tool is decided
  * as any call. The result's other members are kept as they are.
  */
-export async function filterToolList(opts: Pick<PipelineOptions, 'pdp' | 'server' | 'defaults' | 'log'>, meta: unknown, result: unknown): Promise<unknown> {
+export async function filterToolList(opts: Pick<PipelineOptions, 'pdp' | 'server' | 'defaults' | 'log'>, meta: unknown, result: unknown, identityToken?: string): Promise<unknown> {
   if (!isObject(result) || !Array.isArray(result.tools)) return result;
   const tools = result.tools as unknown[];
   const sent = isObject(meta) && isObject(meta[META_ENVELOPE]) ? (meta[META_ENVELOPE] as Record<string, unknown>) : undefined;
@@ -341,7 +354,7 @@ export async function filterToolList(opts: Pick<PipelineOptions, 'pdp' | 'server
   }
   const hidden = new Set<string>();
   for (const { envelope, names } of byEnvelope.values()) {
-    const r = await opts.pdp.visibleTools(envelope, opts.server, names);
+    const r = await opts.pdp.visibleTools(envelope, opts.server, names, identityToken);
     if (!r.ok) {
       opts.log(`writ pep: tools/list not filtered (${r.error.code}: ${r.error.message}); every tool stays listed, each call is still decided`);
       continue;

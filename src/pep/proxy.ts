@@ -42,7 +42,7 @@ export interface ProxyOptions {
 }
 
 /** Splits a byte stream into lines (without the trailing `\n`); `flush` returns the unterminated rest. */
-class Lines {
+export class Lines {
   #buf: Buffer = Buffer.alloc(0);
   push(chunk: Buffer, emit: (line: Buffer) => void): void {
     this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;

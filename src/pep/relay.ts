@@ -50,6 +50,8 @@ export interface RelayOptions {
   log: (line: string) => void;
   /** How the relay names itself in log lines and error messages (`writ proxy`, `writ gateway`). */
   name: string;
+  /** A delegated PEP's client token (writ gateway), sent to the PDP as `identity_token` (docs/protocol.md §13). */
+  identityToken?: () => string | undefined;
 }
 
 /** Where the relay's messages go: one JSON-RPC message's text each; the transport frames them. */
@@ -138,7 +140,11 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     const q: Promise<unknown> = work.catch(() => undefined).finally(() => lateWork.delete(q));
     lateWork.add(q);
   };
-  const pipeline = { pdp: opts.pdp, server: opts.server, callTimeoutMs, log, trackLate, ...(opts.defaults ? { defaults: opts.defaults } : {}) };
+  const pipeline = {
+    pdp: opts.pdp, server: opts.server, callTimeoutMs, log, trackLate,
+    ...(opts.defaults ? { defaults: opts.defaults } : {}),
+    ...(opts.identityToken ? { identityToken: opts.identityToken } : {}),
+  };
 
   function respond(idRaw: string, body: string): void {
     ports.toClient(`{"jsonrpc":"2.0","id":${idRaw},${body}}`);
@@ -150,13 +156,14 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
   }
 
   /** Held `tools/list` requests, by the private id the child saw: the client's id text and the request's params. */
-  const lists = new Map<string, { clientIdRaw: string; params: unknown }>();
+  const lists = new Map<string, { clientIdRaw: string; params: unknown; identityToken?: string }>();
 
   /** Sends the client's `tools/list` on under a private id; its answer is filtered (docs/protocol.md §15). */
   function holdList(msg: Record<string, unknown>, text: string): void {
     const idMember = rawMember(text, ['id']);
     const childId = `${prefix}list-${++seq}`;
-    lists.set(childId, { clientIdRaw: idMember.found ? idMember.raw : JSON.stringify(msg.id), params: msg.params });
+    const identityToken = opts.identityToken?.();
+    lists.set(childId, { clientIdRaw: idMember.found ? idMember.raw : JSON.stringify(msg.id), params: msg.params, ...(identityToken !== undefined ? { identityToken } : {}) });
     ports.toServer(idMember.found ? text.slice(0, idMember.span[0]) + JSON.stringify(childId) + text.slice(idMember.span[1]) : JSON.stringify({ ...msg, id: childId }));
   }
 
@@ -164,9 +171,9 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
    * Answers a held `tools/list`: the server's own line with only the id given back, unless the filter
    * hid tools — then the result is written anew, every other member of it as the server sent it.
    */
-  async function answerList(held: { clientIdRaw: string; params: unknown }, msg: Record<string, unknown>, text: string): Promise<void> {
+  async function answerList(held: { clientIdRaw: string; params: unknown; identityToken?: string }, msg: Record<string, unknown>, text: string): Promise<void> {
     const params = isObject(held.params) ? held.params : {};
-    const filtered = 'result' in msg ? await filterToolList(pipeline, params._meta, msg.result) : undefined;
+    const filtered = 'result' in msg ? await filterToolList(pipeline, params._meta, msg.result, held.identityToken) : undefined;
     const id = rawMember(text, ['id']);
     if ((filtered === undefined || filtered === msg.result) && id.found) {
       ports.toClient(text.slice(0, id.span[0]) + held.clientIdRaw + text.slice(id.span[1]));

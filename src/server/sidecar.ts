@@ -630,7 +630,7 @@ export class Sidecar {
    * event, in order, in one durable write — only while the PEP's own execution is `invoking`.
    */
   async events(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
-    const events = admitEvents(text);
+    const events = admitEvents(text, caller.requester !== undefined);
     const actor = caller.actor!;
     const key = executionKey(actor, executionId);
     const who = callerFields(caller);

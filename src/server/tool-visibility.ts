@@ -27,14 +27,18 @@ export function visibleTools(engine: PolicyEngine, entities: EntitySource, calle
     if (e instanceof WritError) throw e;
     throw new WritError('INVALID_JSON', 'the body is not JSON');
   }
-  // A delegated pep (§13): the requester and actor are its end user's token's, filled in when omitted.
-  if (caller.requester !== undefined) fillDelegatedIdentity(body, caller);
-  validateToolsVisibleRequest(body);
-  const envelope = body.envelope as { actor: Uid; requester: Uid; subject: Uid };
-  if (caller.requester !== undefined) checkDelegatedIdentity(envelope, caller);
-  else if (body.identity_token !== undefined) {
+  // A delegated pep (writ gateway, docs/protocol.md §13) sends its client's identity_token, which the
+  // route has verified into `caller`: the envelope's requester and actor are that token's, as in a decision.
+  const delegated = caller.requester !== undefined;
+  if (delegated) {
+    delete body.identity_token;
+    fillDelegatedIdentity(body, caller);
+  } else if (body !== null && typeof body === 'object' && body.identity_token !== undefined) {
     throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
   }
+  validateToolsVisibleRequest(body);
+  const envelope = body.envelope as { actor: Uid; requester: Uid; subject: Uid };
+  if (delegated) checkDelegatedIdentity(envelope, caller);
   if (!sameUid(envelope.actor, caller.actor!)) {
     throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
   }

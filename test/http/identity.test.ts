@@ -124,6 +124,14 @@ for (const httpThreads of [0, 1]) {
         body: { execution_id: `dlg-x-${httpThreads}`, phase: 'execute', envelope: { task_id: 'T-1', purpose: 'scheduled_employee_offboarding', subject: { type: 'Employee', id: '7721' } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } }, identity_token: user },
       });
       assert.equal(exec.body.state, 'invoking', exec.text);
+      // Events the tool reported (§17) are sealed for the same user's actor, with the same identity_token.
+      const eventsPath = `/v1/executions/dlg-x-${httpThreads}/events`;
+      const events = [{ type: 'record.read', data: { employee_id: '7721' } }];
+      assert.equal((await call(s, 'POST', eventsPath, { token: gateway, body: { events } })).status, 401);
+      const sealed = await call(s, 'POST', eventsPath, { token: gateway, body: { events, identity_token: user } });
+      assert.equal(sealed.status, 200, sealed.text);
+      assert.equal((await call(s, 'GET', `/v1/ledger/records/${sealed.body.records[0].seq}`, { token: agent })).body.identity.sub, 'manager-1842');
+      assert.equal((await call(s, 'POST', eventsPath, { token: s.tokens.pep, body: { events, identity_token: user } })).body.error?.code, 'INVALID_REQUEST');
       const outcomePath = `/v1/executions/dlg-x-${httpThreads}/outcome`;
       assert.equal((await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed' } })).status, 401);
       const out = await call(s, 'POST', outcomePath, { token: gateway, body: { status: 'committed', identity_token: user } });

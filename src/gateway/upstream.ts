@@ -1,0 +1,302 @@
+/**
+ * How the gateway reaches one MCP server for one client session (docs/protocol.md §14): over MCP
+ * Streamable HTTP (`url`) or as a stdio child (`command`). Both carry JSON-RPC message texts, as the
+ * relay's ports do; what comes back is handed to `onMessage` one message text at a time.
+ *
+ * No token passthrough: an HTTP upstream gets the configured `headers` and the MCP transport headers
+ * the gateway writes itself (session id, protocol revision, the 2026-07-28 routing headers derived from
+ * the body), never a header of the client's.
+ *
+ * An upstream that fails a request (the connection drops, it answers a 5xx, its stream ends first, the
+ * child exits) never leaves it hanging: each request in flight gets a JSON-RPC error answer of the
+ * gateway's own, so the relay ends a held call `unknown` and any other request is answered.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { createParser } from 'eventsource-parser';
+import { isObject } from '../pep/context.js';
+import { FIRST_STATELESS_REVISION, requestRevision } from '../pep/revision.js';
+import { Lines } from '../pep/proxy.js';
+import { rawElements, rawMember } from '../util/rawjson.js';
+import type { UpstreamSpec } from './config.js';
+
+export interface Upstream {
+  send(text: string): void;
+  /** Ends the upstream session (DELETE, or the child's stdin closed and the child stopped). */
+  close(): Promise<void>;
+  onMessage: (text: string) => void;
+  /** The upstream is gone for good (the child exited): nothing sent later is answered by it. */
+  onClose: (status: number) => void;
+}
+
+/** The messages of a JSON-RPC text (one, or a batch's elements), parsed and as text. */
+function messagesOf(text: string): Array<{ msg: unknown; text: string }> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [{ msg: parsed, text }];
+  const raws = rawElements(text);
+  return parsed.map((msg, i) => ({ msg, text: raws[i] ?? JSON.stringify(msg) }));
+}
+
+/** The id texts of the requests in a JSON-RPC text. */
+function requestIds(text: string): string[] {
+  const ids: string[] = [];
+  for (const { msg, text: t } of messagesOf(text)) {
+    if (!isObject(msg) || typeof msg.method !== 'string' || !('id' in msg)) continue;
+    const m = rawMember(t, ['id']);
+    ids.push(m.found ? m.raw : JSON.stringify(msg.id));
+  }
+  return ids;
+}
+
+function idKey(raw: string): string {
+  try {
+    return JSON.stringify(JSON.parse(raw));
+  } catch {
+    return raw;
+  }
+}
+
+function errorAnswer(idRaw: string, message: string): string {
+  return `{"jsonrpc":"2.0","id":${idRaw},"error":{"code":-32000,"message":${JSON.stringify(message)}}}`;
+}
+
+/** Which body member the 2026-07-28 `Mcp-Name` header mirrors, per method. */
+const NAME_SOURCE: Record<string, string> = {
+  'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'resources/subscribe': 'uri', 'resources/unsubscribe': 'uri',
+  'tasks/get': 'taskId', 'tasks/result': 'taskId', 'tasks/cancel': 'taskId',
+};
+
+/** A header value as the 2026-07-28 routing headers carry it: plain printable ASCII, else a Base64 sentinel. */
+export function routingHeaderValue(v: string): string {
+  return /^[\x20-\x7e]*$/.test(v) && v.trim() === v ? v : `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+}
+
+/** The routing headers a 2026-07-28 request carries (`Mcp-Method`, `Mcp-Name`), derived from its body. */
+export function routingHeadersOf(msg: unknown): Record<string, string> {
+  if (!isObject(msg) || typeof msg.method !== 'string') return {};
+  const h: Record<string, string> = { 'mcp-method': routingHeaderValue(msg.method) };
+  const src = NAME_SOURCE[msg.method];
+  const v = src !== undefined && isObject(msg.params) ? msg.params[src] : undefined;
+  if (typeof v === 'string') h['mcp-name'] = routingHeaderValue(v);
+  return h;
+}
+
+/** Measures each request's time to its answer (the gateway's upstream latency metric). */
+export type LatencyObserver = (seconds: number) => void;
+
+abstract class Base implements Upstream {
+  onMessage: (text: string) => void = () => undefined;
+  onClose: (status: number) => void = () => undefined;
+  readonly #started = new Map<string, number>();
+  constructor(protected readonly observe?: LatencyObserver) {}
+  abstract send(text: string): void;
+  abstract close(): Promise<void>;
+  protected sent(text: string): void {
+    if (!this.observe) return;
+    for (const id of requestIds(text)) this.#started.set(idKey(id), performance.now());
+  }
+  protected received(text: string): void {
+    if (this.observe) {
+      for (const { msg } of messagesOf(text)) {
+        if (!isObject(msg) || 'method' in msg || !('id' in msg)) continue;
+        const key = JSON.stringify(msg.id);
+        const t0 = this.#started.get(key);
+        if (t0 !== undefined) {
+          this.#started.delete(key);
+          this.observe((performance.now() - t0) / 1000);
+        }
+      }
+    }
+    this.onMessage(text);
+  }
+}
+
+/** MCP Streamable HTTP to a remote server. */
+export class HttpUpstream extends Base {
+  #sessionId: string | undefined;
+  #protocolVersion: string | undefined;
+  #closed = false;
+  readonly #aborts = new Set<AbortController>();
+  #getStream = false;
+
+  constructor(private readonly spec: Extract<UpstreamSpec, { kind: 'http' }>, private readonly label: string, observe?: LatencyObserver) {
+    super(observe);
+  }
+
+  #headers(first: unknown): Record<string, string> {
+    const h: Record<string, string> = { ...this.spec.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    if (this.#sessionId !== undefined) h['mcp-session-id'] = this.#sessionId;
+    const modern = isObject(first) ? requestRevision(first.params) : undefined;
+    if (modern !== undefined && modern >= FIRST_STATELESS_REVISION) {
+      h['mcp-protocol-version'] = modern;
+      Object.assign(h, routingHeadersOf(first));
+    } else if (this.#protocolVersion !== undefined) h['mcp-protocol-version'] = this.#protocolVersion;
+    return h;
+  }
+
+  send(text: string): void {
+    const messages = messagesOf(text);
+    const pending = new Map(requestIds(text).map((id) => [idKey(id), id]));
+    const initialize = messages.some(({ msg }) => isObject(msg) && msg.method === 'initialize');
+    const initialized = messages.some(({ msg }) => isObject(msg) && msg.method === 'notifications/initialized');
+    this.sent(text);
+    const fail = (why: string): void => {
+      for (const raw of pending.values()) this.received(errorAnswer(raw, `writ gateway: the upstream server ${this.label} failed: ${why}`));
+      pending.clear();
+    };
+    if (this.#closed) return fail('the upstream session is closed');
+    const ctl = new AbortController();
+    this.#aborts.add(ctl);
+    const deliver = (t: string): void => {
+      for (const { msg } of messagesOf(t)) {
+        if (isObject(msg) && !('method' in msg) && 'id' in msg) {
+          pending.delete(JSON.stringify(msg.id));
+          if (initialize && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') this.#protocolVersion = msg.result.protocolVersion;
+        }
+      }
+      this.received(t);
+    };
+    void (async () => {
+      try {
+        const res = await fetch(this.spec.url, { method: 'POST', headers: this.#headers(messages[0]?.msg), body: text, signal: ctl.signal });
+        if (initialize) this.#sessionId = res.headers.get('mcp-session-id') ?? this.#sessionId;
+        const type = res.headers.get('content-type') ?? '';
+        if (res.status === 202 || (res.ok && pending.size === 0 && !type.includes('text/event-stream') && !type.includes('json'))) {
+          await res.body?.cancel();
+        } else if (!res.ok) {
+          const body = await res.text().catch(() => '');
+          // The upstream no longer knows our session (it restarted, or expired it): the session is over.
+          if (res.status === 404 && this.#sessionId !== undefined && !initialize) this.#gone(404);
+          // A JSON-RPC error answer (a 4xx the server wrote for one request) is the server's answer.
+          const answered = messagesOf(body).some(({ msg }) => isObject(msg) && 'error' in msg && msg.id !== null && msg.id !== undefined);
+          if (answered) deliver(body);
+          else if (messagesOf(body).length === 1 && pending.size === 1) {
+            // An error the server wrote without the request's id (id null): answered as the request's.
+            const only = [...pending.values()][0]!;
+            const m = messagesOf(body)[0]!.msg;
+            if (isObject(m) && isObject(m.error)) deliver(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(only), error: m.error }));
+          }
+          fail(`HTTP ${res.status}`);
+        } else if (type.includes('text/event-stream')) {
+          await this.#readSse(res, deliver);
+          fail('its event stream ended before it answered');
+        } else {
+          deliver(await res.text());
+          fail('its answer did not carry every response');
+        }
+      } catch (e) {
+        fail((e as Error)?.message ?? String(e));
+      } finally {
+        this.#aborts.delete(ctl);
+      }
+      if (initialized) this.#openGetStream();
+    })();
+  }
+
+  async #readSse(res: Response, deliver: (t: string) => void): Promise<void> {
+    const parser = createParser({ onEvent: (e) => e.data.trim() !== '' && deliver(e.data) });
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  }
+
+  /** Server-initiated messages of a stateful session come on a GET stream, when the server offers one. */
+  #openGetStream(): void {
+    if (this.#getStream || this.#closed || this.#sessionId === undefined) return;
+    this.#getStream = true;
+    const ctl = new AbortController();
+    this.#aborts.add(ctl);
+    void (async () => {
+      try {
+        const headers: Record<string, string> = { ...this.spec.headers, accept: 'text/event-stream', 'mcp-session-id': this.#sessionId! };
+        if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
+        const res = await fetch(this.spec.url, { method: 'GET', headers, signal: ctl.signal });
+        if (res.ok && (res.headers.get('content-type') ?? '').includes('text/event-stream')) await this.#readSse(res, (t) => this.received(t));
+        else await res.body?.cancel();
+      } catch {
+        /* a server without a GET stream (405), or one closed: server messages then ride on POST answers */
+      } finally {
+        this.#aborts.delete(ctl);
+      }
+    })();
+  }
+
+  #gone(status: number): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.onClose(status);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed && this.#sessionId === undefined) return;
+    const wasClosed = this.#closed;
+    this.#closed = true;
+    for (const a of this.#aborts) a.abort();
+    if (wasClosed) return;
+    if (this.#sessionId === undefined) return;
+    const headers: Record<string, string> = { ...this.spec.headers, 'mcp-session-id': this.#sessionId };
+    if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
+    await fetch(this.spec.url, { method: 'DELETE', headers, signal: AbortSignal.timeout(5_000) }).then((r) => r.body?.cancel(), () => undefined);
+  }
+}
+
+/** A stdio MCP server started for one client session; newline-delimited JSON-RPC on its stdin/stdout. */
+export class StdioUpstream extends Base {
+  readonly #child: ChildProcess;
+  #gone = false;
+  readonly #inFlight = new Map<string, string>();
+
+  constructor(spec: Extract<UpstreamSpec, { kind: 'stdio' }>, private readonly label: string, log: (line: string) => void, observe?: LatencyObserver) {
+    super(observe);
+    this.#child = spawn(spec.command, spec.args, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...(spec.env ?? {}) } });
+    this.#child.stdin!.on('error', (e) => log(`writ gateway: writing to ${label} failed: ${e.message}`));
+    const lines = new Lines();
+    this.#child.stdout!.on('data', (chunk: Buffer) =>
+      lines.push(chunk, (line) => {
+        const text = line.toString('utf8').replace(/\r$/, '');
+        if (text.trim() === '') return;
+        for (const { msg } of messagesOf(text)) if (isObject(msg) && !('method' in msg) && 'id' in msg) this.#inFlight.delete(JSON.stringify(msg.id));
+        this.received(text);
+      }),
+    );
+    const done = (status: number): void => {
+      if (this.#gone) return;
+      this.#gone = true;
+      for (const raw of this.#inFlight.values()) this.received(errorAnswer(raw, `writ gateway: the upstream server ${label} exited (status ${status}) before answering`));
+      this.#inFlight.clear();
+      this.onClose(status);
+    };
+    this.#child.once('error', (e) => {
+      log(`writ gateway: cannot start ${label}: ${e.message}`);
+      done(127);
+    });
+    this.#child.once('close', (code, signal) => done(code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0)));
+  }
+
+  send(text: string): void {
+    if (this.#gone || !this.#child.stdin!.writable) {
+      for (const raw of requestIds(text)) this.received(errorAnswer(raw, `writ gateway: the upstream server ${this.label} has exited`));
+      return;
+    }
+    this.sent(text);
+    for (const raw of requestIds(text)) this.#inFlight.set(idKey(raw), raw);
+    this.#child.stdin!.write(text + '\n');
+  }
+
+  async close(): Promise<void> {
+    if (this.#gone) return;
+    const exited = new Promise<void>((res) => this.#child.once('close', () => res()));
+    this.#child.stdin!.end();
+    const timer = setTimeout(() => this.#child.kill('SIGTERM'), 2_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+export function startUpstream(spec: UpstreamSpec, label: string, log: (line: string) => void, observe?: LatencyObserver): Upstream {
+  return spec.kind === 'http' ? new HttpUpstream(spec, label, observe) : new StdioUpstream(spec, label, log, observe);
+}
