@@ -16,7 +16,7 @@ import * as metrics from '../metrics/metrics.js';
 import { StaleEntities } from '../entities/entity-store.js';
 import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PreparedAuthzen } from './request.js';
 import { AUTHZEN_RECORD_INDEX_FIELDS, presealAuthzenRecords, presealAuthzenSearchRecord, type PresealedAuthzenRecord } from './records.js';
-import { candidatesOf, parseSearchRequest, searchPage, type SearchKind, type SearchPage } from './search.js';
+import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPage, type SearchKind, type SearchPage } from './search.js';
 
 export interface AuthzenDecision {
   decision: boolean;
@@ -100,7 +100,7 @@ export class AuthzenService {
     return this.recordEvaluated(async (engine, entitiesVersion, now) => {
       const sidecar = this.sidecar;
       const candidates = candidatesOf(request, sidecar.entities.all(), engine.actionNames());
-      const page = await searchPage(request, candidates, (e) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities)));
+      const page = await searchPage(request, candidates, (e) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities)), searchJudgeOf(request, engine, sidecar.entities));
       const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
       return { records: [record], answer: () => ({ results: page.results, page: { next_token: page.next_token } }) };
     });

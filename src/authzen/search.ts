@@ -7,16 +7,24 @@
  * a placeholder in the open member), so its context and properties follow §3 and every refusal is an
  * evaluation's. Candidates, in a stable order: entities of the searched type in the trusted store
  * (sorted by id); for actions, those of the schema in force, else those the policies name
- * (PolicyEngine.actionNames). Each candidate is one evaluation, one after another, until a page holds
- * `limit` results or MAX_EVALUATIONS_PER_PAGE candidates were tried; `next_token` (opaque) says where
- * the next page starts, `""` when no candidate is left. The cost grows linearly with the number of
- * candidates of the searched type: a page costs one evaluation per candidate it passes over.
+ * (PolicyEngine.actionNames). Candidates are taken one after another until a page holds `limit`
+ * results or MAX_EVALUATIONS_PER_PAGE candidates were passed over; `next_token` (opaque) says where the
+ * next page starts, `""` when no candidate is left.
+ *
+ * Pruning (subject and resource search): Cedar reduces the request once per page with the searched
+ * member unknown (PolicyEngine.searchProgram, src/policy/search-residual.ts). When nothing can be
+ * allowed, no candidate is evaluated; else each candidate's residual is evaluated in JavaScript and only
+ * the candidates it leaves undecided (an error, an expression it does not evaluate) are evaluated by the
+ * engine. The answers, pages and tokens are exactly those of one-by-one evaluation; a page still passes
+ * over its candidates one by one (linear), but most cost a residual evaluation rather than a Cedar call.
+ * Action search, a schema in force, or a reduction Cedar cannot give, evaluate every candidate.
  */
 import { WritError } from '../errors.js';
 import { LosslessNumber, memberOf, parseLossless, toPlain, type Json, type LosslessValue } from '../binding/index.js';
-import type { DecisionOutcome } from '../policy/engine.js';
-import type { EntityJson } from '../policy/entities.js';
-import { authzenRequestOf, type AuthzenEvaluation } from './request.js';
+import type { DecisionOutcome, PolicyEngine } from '../policy/engine.js';
+import type { EntityJson, EntitySource } from '../policy/entities.js';
+import { candidateJudgeOf } from '../policy/search-residual.js';
+import { authzenRequestOf, requestInputOf, type AuthzenEvaluation } from './request.js';
 
 export type SearchKind = 'subject' | 'resource' | 'action';
 
@@ -115,7 +123,25 @@ export function candidateEvaluation(request: SearchRequest, candidate: string): 
 export interface SearchPage {
   results: Array<{ type: string; id: string } | { name: string }>;
   next_token: string;
+  /** Candidates the page passed over. */
   evaluated: number;
+  /** Of those, the ones answered by the search's residual rather than evaluated by the engine. */
+  pruned: number;
+}
+
+/** A candidate's answer without the engine (true, false), or undefined: evaluate it. */
+export type SearchJudge = (e: AuthzenEvaluation) => boolean | undefined;
+
+/**
+ * The judge of a subject or resource search's candidates from Cedar's partial evaluation of the request
+ * (see the module comment); undefined for an action search, or when the reduction is unusable.
+ */
+export function searchJudgeOf(request: SearchRequest, engine: PolicyEngine, store: EntitySource): SearchJudge | undefined {
+  if (request.kind === 'action') return undefined;
+  const open = request.kind === 'subject' ? 'principal' : 'resource';
+  const template = requestInputOf(request.template, store);
+  const judge = candidateJudgeOf(engine.searchProgram(template, open), open, open === 'principal' ? template.resource : template.principal);
+  return judge === undefined ? undefined : (e) => judge(requestInputOf(e, store));
 }
 
 /**
@@ -126,36 +152,57 @@ export interface SearchPage {
 class PageBuilder {
   readonly results: SearchPage['results'] = [];
   evaluated = 0;
-  constructor(private readonly request: SearchRequest, private readonly candidates: readonly string[]) {}
+  pruned = 0;
+  constructor(private readonly request: SearchRequest, private readonly candidates: readonly string[], private readonly judge: SearchJudge | undefined) {}
 
   next(): string | undefined {
     if (this.evaluated >= this.candidates.length || this.results.length >= this.request.limit || this.evaluated >= MAX_EVALUATIONS_PER_PAGE) return undefined;
     return this.candidates[this.evaluated++];
   }
 
-  accept(candidate: string, outcome: DecisionOutcome): void {
-    if (outcome.decision !== 'allow') return;
+  /** The candidate's answer without the engine, if the judge has one. */
+  judged(candidate: string): boolean | undefined {
+    const verdict = this.judge?.(candidateEvaluation(this.request, candidate));
+    if (verdict !== undefined) {
+      this.pruned++;
+      this.accept(candidate, verdict);
+    }
+    return verdict;
+  }
+
+  accept(candidate: string, allowed: boolean): void {
+    if (!allowed) return;
     this.results.push(this.request.kind === 'action' ? { name: candidate } : { type: this.request.type!, id: candidate });
   }
 
   page(): SearchPage {
     const done = this.evaluated >= this.candidates.length;
-    return { results: this.results, next_token: done ? '' : nextTokenOf(this.request.kind, this.candidates[this.evaluated - 1]!), evaluated: this.evaluated };
+    return { results: this.results, next_token: done ? '' : nextTokenOf(this.request.kind, this.candidates[this.evaluated - 1]!), evaluated: this.evaluated, pruned: this.pruned };
   }
 }
 
-/** One page: candidates evaluated in order until `limit` are true or the page's budget is spent. */
+/**
+ * One page: candidates taken in order until `limit` are true or the page's budget is spent; each is
+ * answered by `judge` when it can (searchJudgeOf), else evaluated by `decide`.
+ */
 export async function searchPage(
   request: SearchRequest, candidates: readonly string[], decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  judge?: SearchJudge,
 ): Promise<SearchPage> {
-  const b = new PageBuilder(request, candidates);
-  for (let c = b.next(); c !== undefined; c = b.next()) b.accept(c, await decide(candidateEvaluation(request, c)));
+  const b = new PageBuilder(request, candidates, judge);
+  for (let c = b.next(); c !== undefined; c = b.next()) {
+    if (b.judged(c) === undefined) b.accept(c, (await decide(candidateEvaluation(request, c))).decision === 'allow');
+  }
   return b.page();
 }
 
 /** searchPage with an evaluation that answers at once (`writ policy test`). */
-export function searchPageSync(request: SearchRequest, candidates: readonly string[], decide: (e: AuthzenEvaluation) => DecisionOutcome): SearchPage {
-  const b = new PageBuilder(request, candidates);
-  for (let c = b.next(); c !== undefined; c = b.next()) b.accept(c, decide(candidateEvaluation(request, c)));
+export function searchPageSync(
+  request: SearchRequest, candidates: readonly string[], decide: (e: AuthzenEvaluation) => DecisionOutcome, judge?: SearchJudge,
+): SearchPage {
+  const b = new PageBuilder(request, candidates, judge);
+  for (let c = b.next(); c !== undefined; c = b.next()) {
+    if (b.judged(c) === undefined) b.accept(c, decide(candidateEvaluation(request, c)).decision === 'allow');
+  }
   return b.page();
 }

@@ -665,6 +665,39 @@ export class PolicyEngine {
   }
 
   /**
+   * Cedar's partial evaluation of an AuthZEN request with its principal or its resource unknown (AuthZEN
+   * search over that member, search-residual.ts): 'none allowed' when Cedar denies whatever the open
+   * member is; else the residual program, evaluated on each candidate; undefined when it cannot be used
+   * (a schema is in force — it shapes how entity attributes read and validates each request —, a policy
+   * errored while being reduced, Cedar failed): every candidate is then evaluated one by one. The open
+   * member's own uid and properties in `input` are ignored.
+   */
+  searchProgram(input: RequestInput, open: 'principal' | 'resource'): ResidualProgram | 'none allowed' | undefined {
+    if (this.schemaName !== undefined) return undefined;
+    const plan = this.planFor(input.action);
+    const known = open === 'principal' ? input.resource : input.principal;
+    const openKey = uidKey(open === 'principal' ? input.principal : input.resource);
+    const requestEntities = input.requestEntities.filter((e) => uidKey(e.uid) !== openKey);
+    const entities = requestEntitySlice({ ...input, principal: known, resource: known, requestEntities }, plan);
+    let answer: cedar.PartialAuthorizationAnswer;
+    try {
+      answer = cedar.isAuthorizedPartial({
+        principal: open === 'principal' ? null : { type: known.type, id: known.id },
+        action: { type: 'Action', id: input.action },
+        resource: open === 'resource' ? null : { type: known.type, id: known.id },
+        context: input.context as cedar.Context,
+        entities: entities as cedar.Entities,
+        policies: { staticPolicies: this.policiesOf(plan.policyIds) },
+      });
+    } catch {
+      return undefined;
+    }
+    if (answer.type !== 'residuals' || answer.response.errored.length > 0) return undefined;
+    if (answer.response.decision === 'deny') return 'none allowed';
+    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+  }
+
+  /**
    * The actions an AuthZEN action search chooses from (docs/protocol.md §15): those the schema in force
    * declares in its empty namespace (an AuthZEN action name `n` is `Action::"n"` there), else — without a
    * schema — those the policies name in an `action == …` scope. Sorted, each once.

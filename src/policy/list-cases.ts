@@ -11,7 +11,7 @@ import { jcs } from '../util/canonical.js';
 import { isWritError } from '../errors.js';
 import { toPlain, type LosslessValue } from '../binding/index.js';
 import { requestInputOf } from '../authzen/request.js';
-import { candidatesOf, parseSearchRequest, searchPageSync, type SearchKind } from '../authzen/search.js';
+import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPageSync, type SearchKind } from '../authzen/search.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from './entities.js';
 import type { PolicyEngine } from './engine.js';
@@ -57,7 +57,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       } catch (e) {
         throw new Error(`search.request${isWritError(e) ? (e.path ?? '') + ': ' + e.code + ': ' + e.message : ''}`);
       }
-      const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, entities)));
+      const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, entities)), searchJudgeOf(request, engine, entities));
       results.push(...page.results);
       token = page.next_token;
     } while (token !== '');

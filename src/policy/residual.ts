@@ -11,18 +11,22 @@
  * real values.
  *
  * Exact, never approximate. This module evaluates only a small, closed part of Cedar whose semantics are
- * fixed: string and boolean literals, the unknowns, `&&`, `||`, `!`, `==` between strings and booleans
- * (Cedar's reductions spell `a != b` as `!(a == b)`), `like`, `if-then-else`, `datetime("…")` literals
- * compared by `<` and `<=` (Cedar spells `>` and `>=` with them), and a member of a context record Cedar
- * left unreduced (it does so when the context still holds a datetime value) — with Cedar's left-to-right
- * short-circuit. It gives up (undefined) on anything else: another operator or method, a value of another
- * type, or any expression Cedar would refuse with an error. The caller then asks Cedar itself, so every
- * error text, and every answer this module cannot derive exactly, is still Cedar's. A residual program
- * that is unusable as a whole (a policy that errored while being reduced, a scope Cedar left unresolved)
- * is never built.
+ * fixed: string, boolean, long, entity, set and record values, the unknowns, `&&`, `||`, `!`, `==` and
+ * `!=` (any two values but datetimes; values of different types are unequal), `like`, `if-then-else`,
+ * `datetime("…")` literals compared by `<` and `<=` (Cedar spells `>` and `>=` with them), longs compared
+ * by `<`, `<=`, `>`, `>=`, a member of a record, and — when the caller hands it the entities (AuthZEN
+ * search, where the unknown is the principal or the resource: search-residual.ts) — an entity's
+ * attribute, `has`, `is`, `in` (the entity itself or an ancestor), and `contains`, `containsAll`,
+ * `containsAny` — with Cedar's left-to-right short-circuit. It gives up (undefined) on anything else:
+ * another operator or method, an extension value, or any expression Cedar would refuse with an error (a
+ * missing attribute or entity, a type mismatch). The caller then asks Cedar itself, so every error text,
+ * and every answer this module cannot derive exactly, is still Cedar's. A residual program that is
+ * unusable as a whole (a policy that errored while being reduced, a scope Cedar left unresolved) is
+ * never built.
  */
 
 import { isWellFormed } from '../util/canonical.js';
+import type { EntityJson } from './entities.js';
 
 /** The Cedar JSON (EST) form of an expression, as Cedar's partial evaluation returns it. */
 type Expr = Record<string, unknown>;
@@ -49,6 +53,24 @@ export interface Satisfied {
 export class Instant {
   constructor(readonly ms: number) {}
 }
+
+/** A Cedar entity reference. */
+export class EntityValue {
+  constructor(readonly type: string, readonly id: string) {}
+}
+
+/** A Cedar set (its elements as given; equality and membership compare them as a set). */
+class SetValue {
+  constructor(readonly items: Value[]) {}
+}
+
+/** A Cedar record. */
+class RecordValue {
+  constructor(readonly attrs: Map<string, Value>) {}
+}
+
+/** The entities an evaluation may read (entity attributes, parents for `in`), by `type` and `id`. */
+export type EntityLookup = (type: string, id: string) => EntityJson | undefined;
 
 /**
  * Cedar's datetime forms — `YYYY-MM-DD`, or `YYYY-MM-DDThh:mm:ss` with an optional `.SSS` and then `Z` or
@@ -177,9 +199,101 @@ export function residualProgramOf(response: PartialResponse, policyIds: readonly
 /** Thrown inside the evaluator when the expression leaves the part of Cedar evaluated here. */
 const NOT_HERE = Symbol('not evaluated here');
 
-type Value = string | boolean | Instant;
+export type Value = string | boolean | number | Instant | EntityValue | SetValue | RecordValue;
 
-function evaluate(e: unknown, values: Record<string, Value>): Value {
+/**
+ * A value in Cedar's JSON form (an entity attribute, a `Value` literal) as a Value: strings, booleans,
+ * longs (safe integers only), sets, records, `{"__entity": …}` and datetime extension values. Anything
+ * else (another extension, a record member named `__…`, a number that is no safe integer) is not here.
+ */
+function valueOfJson(json: unknown): Value {
+  if (typeof json === 'string' || typeof json === 'boolean') return json;
+  if (typeof json === 'number') {
+    if (!Number.isSafeInteger(json)) throw NOT_HERE;
+    return json;
+  }
+  if (Array.isArray(json)) return new SetValue(json.map(valueOfJson));
+  if (typeof json !== 'object' || json === null) throw NOT_HERE;
+  const obj = json as Record<string, unknown>;
+  if (Object.hasOwn(obj, '__entity')) {
+    const ref = obj['__entity'] as { type?: unknown; id?: unknown } | null;
+    if (Object.keys(obj).length !== 1 || ref === null || typeof ref !== 'object' || typeof ref.type !== 'string' || typeof ref.id !== 'string') throw NOT_HERE;
+    if (Object.keys(ref).length !== 2) throw NOT_HERE;
+    return new EntityValue(ref.type, ref.id);
+  }
+  if (Object.hasOwn(obj, '__extn')) {
+    const instant = datetimeOf(obj);
+    if (instant === undefined) throw NOT_HERE;
+    return instant;
+  }
+  const attrs = new Map<string, Value>();
+  for (const key of Object.keys(obj)) {
+    if (key.startsWith('__')) throw NOT_HERE; // Cedar's JSON escapes (__expr…): left to Cedar
+    attrs.set(key, valueOfJson(obj[key]));
+  }
+  return new RecordValue(attrs);
+}
+
+/** Cedar's `==`: total; values of different types are unequal; sets compare as sets. Datetimes: left to Cedar. */
+function equal(a: Value, b: Value): boolean {
+  if (a instanceof Instant || b instanceof Instant) throw NOT_HERE;
+  if (typeof a !== 'object' || typeof b !== 'object') return a === b;
+  if (a instanceof EntityValue) return b instanceof EntityValue && a.type === b.type && a.id === b.id;
+  if (a instanceof SetValue) {
+    if (!(b instanceof SetValue)) return false;
+    return a.items.every((x) => b.items.some((y) => equal(x, y))) && b.items.every((y) => a.items.some((x) => equal(x, y)));
+  }
+  if (!(b instanceof RecordValue) || a.attrs.size !== b.attrs.size) return false;
+  for (const [k, v] of a.attrs) {
+    const w = b.attrs.get(k);
+    if (w === undefined || !equal(v, w)) return false;
+  }
+  return true;
+}
+
+/** The entity a reference names, from the caller's entities; not here without them or when absent (Cedar: an error). */
+function entityOf(ref: EntityValue, entities: EntityLookup | undefined): EntityJson {
+  const entity = entities?.(ref.type, ref.id);
+  if (entity === undefined) throw NOT_HERE;
+  return entity;
+}
+
+/** Cedar's `in` for one entity: itself, or an ancestor through the parents the entities give (an absent entity has none). */
+function isIn(entity: EntityValue, target: EntityValue, entities: EntityLookup | undefined): boolean {
+  if (entity.type === target.type && entity.id === target.id) return true;
+  if (entities === undefined) throw NOT_HERE;
+  const seen = new Set<string>();
+  const pending: Array<{ type: string; id: string }> = [entity];
+  while (pending.length > 0) {
+    const e = pending.pop()!;
+    for (const parent of entities(e.type, e.id)?.parents ?? []) {
+      if (parent.type === target.type && parent.id === target.id) return true;
+      const key = JSON.stringify([parent.type, parent.id]);
+      if (!seen.has(key)) {
+        seen.add(key);
+        pending.push(parent);
+      }
+    }
+  }
+  return false;
+}
+
+function asSet(v: Value): SetValue {
+  if (!(v instanceof SetValue)) throw NOT_HERE; // Cedar: a type error
+  return v;
+}
+
+function asEntity(v: Value): EntityValue {
+  if (!(v instanceof EntityValue)) throw NOT_HERE;
+  return v;
+}
+
+function asLong(v: Value): number {
+  if (typeof v !== 'number') throw NOT_HERE;
+  return v;
+}
+
+function evaluate(e: unknown, values: Record<string, Value>, entities?: EntityLookup): Value {
   if (typeof e !== 'object' || e === null || Array.isArray(e)) throw NOT_HERE;
   let op: string | undefined;
   for (const k in e) {
@@ -188,11 +302,8 @@ function evaluate(e: unknown, values: Record<string, Value>): Value {
   }
   const node = (e as Expr)[op as string] as Record<string, unknown>;
   switch (op) {
-    case 'Value': {
-      const v = node as unknown;
-      if (typeof v === 'string' || typeof v === 'boolean') return v;
-      throw NOT_HERE;
-    }
+    case 'Value':
+      return valueOfJson(node);
     case 'unknown': {
       const args = node as unknown;
       if (!Array.isArray(args) || args.length !== 1) throw NOT_HERE;
@@ -202,26 +313,27 @@ function evaluate(e: unknown, values: Record<string, Value>): Value {
     }
     case '&&':
       // Cedar: the left operand must be a boolean; false short-circuits; else the right one, a boolean.
-      return boolean(evaluate(node.left, values)) ? boolean(evaluate(node.right, values)) : false;
+      return boolean(evaluate(node.left, values, entities)) ? boolean(evaluate(node.right, values, entities)) : false;
     case '||':
-      return boolean(evaluate(node.left, values)) ? true : boolean(evaluate(node.right, values));
+      return boolean(evaluate(node.left, values, entities)) ? true : boolean(evaluate(node.right, values, entities));
     case '!':
-      return !boolean(evaluate(node.arg, values));
-    case '==': {
+      return !boolean(evaluate(node.arg, values, entities));
+    case '==':
+    case '!=': {
       // Total in Cedar: values of different types are simply unequal. Strings compare by their
       // characters (no normalisation), which for well-formed strings is ===. Datetimes: left to Cedar.
-      const left = evaluate(node.left, values);
-      const right = evaluate(node.right, values);
-      if (left instanceof Instant || right instanceof Instant) throw NOT_HERE;
-      return left === right;
+      const same = equal(evaluate(node.left, values, entities), evaluate(node.right, values, entities));
+      return op === '==' ? same : !same;
     }
     case '<':
     case '<=': {
-      // Between two datetimes, the instants (Cedar also compares longs and durations: left to it).
-      const left = evaluate(node.left, values);
-      const right = evaluate(node.right, values);
-      if (!(left instanceof Instant) || !(right instanceof Instant)) throw NOT_HERE;
-      return op === '<' ? left.ms < right.ms : left.ms <= right.ms;
+      // Between two datetimes, the instants; between two longs, the numbers (durations: left to Cedar).
+      const left = evaluate(node.left, values, entities);
+      const right = evaluate(node.right, values, entities);
+      if (left instanceof Instant && right instanceof Instant) return op === '<' ? left.ms < right.ms : left.ms <= right.ms;
+      const a = asLong(left);
+      const b = asLong(right);
+      return op === '<' ? a < b : a <= b;
     }
     case 'datetime': {
       const args = node as unknown;
@@ -232,22 +344,79 @@ function evaluate(e: unknown, values: Record<string, Value>): Value {
       return instant;
     }
     case '.': {
-      // A member of a record literal (the context Cedar left unreduced); only that member is evaluated.
-      const record = (node.left as { Record?: unknown } | null)?.Record;
       const attr = node.attr;
-      if (typeof record !== 'object' || record === null || typeof attr !== 'string' || !Object.hasOwn(record, attr)) throw NOT_HERE;
-      return evaluate((record as Record<string, unknown>)[attr], values);
+      if (typeof attr !== 'string') throw NOT_HERE;
+      // A member of a record literal (the context Cedar left unreduced); only that member is evaluated.
+      const literal = (node.left as { Record?: unknown } | null)?.Record;
+      if (typeof literal === 'object' && literal !== null) {
+        if (!Object.hasOwn(literal, attr)) throw NOT_HERE;
+        return evaluate((literal as Record<string, unknown>)[attr], values, entities);
+      }
+      const target = evaluate(node.left, values, entities);
+      if (target instanceof RecordValue) {
+        const member = target.attrs.get(attr);
+        if (member === undefined) throw NOT_HERE; // Cedar: an error
+        return member;
+      }
+      const entity = entityOf(asEntity(target), entities);
+      if (!Object.hasOwn(entity.attrs, attr)) throw NOT_HERE; // Cedar: an error
+      return valueOfJson(entity.attrs[attr]);
+    }
+    case 'has': {
+      const attr = node.attr;
+      if (typeof attr !== 'string') throw NOT_HERE;
+      const target = evaluate(node.left, values, entities);
+      if (target instanceof RecordValue) return target.attrs.has(attr);
+      return Object.hasOwn(entityOf(asEntity(target), entities).attrs, attr);
+    }
+    case 'is': {
+      const entity = asEntity(evaluate(node.left, values, entities));
+      if (typeof node.entity_type !== 'string') throw NOT_HERE;
+      if (entity.type !== node.entity_type) return false;
+      if (node.in === undefined) return true;
+      return isInAny(entity, evaluate(node.in, values, entities), entities);
+    }
+    case 'in':
+      return isInAny(asEntity(evaluate(node.left, values, entities)), evaluate(node.right, values, entities), entities);
+    case 'contains': {
+      const set = asSet(evaluate(node.left, values, entities));
+      const item = evaluate(node.right, values, entities);
+      return set.items.some((x) => equal(x, item));
+    }
+    case 'containsAll':
+    case 'containsAny': {
+      const set = asSet(evaluate(node.left, values, entities));
+      const other = asSet(evaluate(node.right, values, entities));
+      const has = (y: Value) => set.items.some((x) => equal(x, y));
+      return op === 'containsAll' ? other.items.every(has) : other.items.some(has);
+    }
+    case 'Set': {
+      if (!Array.isArray(node)) throw NOT_HERE;
+      return new SetValue((node as unknown[]).map((item) => evaluate(item, values, entities)));
+    }
+    case 'Record': {
+      if (typeof node !== 'object' || node === null || Array.isArray(node)) throw NOT_HERE;
+      const attrs = new Map<string, Value>();
+      for (const key of Object.keys(node)) attrs.set(key, evaluate(node[key], values, entities));
+      return new RecordValue(attrs);
     }
     case 'like': {
-      const text = evaluate(node.left, values);
+      const text = evaluate(node.left, values, entities);
       if (typeof text !== 'string') throw NOT_HERE;
       return likeMatches(text, node.pattern);
     }
     case 'if-then-else':
-      return evaluate(boolean(evaluate(node.if, values)) ? node.then : node.else, values);
+      return evaluate(boolean(evaluate(node.if, values, entities)) ? node.then : node.else, values, entities);
     default:
       throw NOT_HERE;
   }
+}
+
+/** Cedar's `in` with an entity or a set of entities on the right (anything else: a type error). */
+function isInAny(entity: EntityValue, right: Value, entities: EntityLookup | undefined): boolean {
+  if (right instanceof EntityValue) return isIn(entity, right, entities);
+  const targets = asSet(right).items.map(asEntity);
+  return targets.some((t) => isIn(entity, t, entities));
 }
 
 function boolean(v: Value): boolean {
@@ -295,18 +464,19 @@ export function likeMatches(text: string, pattern: unknown): boolean {
 }
 
 /**
- * The policies the request with these values satisfies, or undefined when any expression reached
- * leaves what this module evaluates (the caller then asks Cedar). Each policy's conditions are taken in
- * order and stop at the first that fails, as Cedar's evaluation of the policy does.
+ * The policies the request with these values (and, when given, these entities) satisfies, or undefined
+ * when any expression reached leaves what this module evaluates (the caller then asks Cedar). Each
+ * policy's conditions are taken in order and stop at the first that fails, as Cedar's evaluation of the
+ * policy does.
  */
-export function satisfiedBy(program: ResidualProgram, values: Record<string, Value>): Satisfied | undefined {
+export function satisfiedBy(program: ResidualProgram, values: Record<string, Value>, entities?: EntityLookup): Satisfied | undefined {
   const permits: string[] = [];
   const forbids: string[] = [];
   try {
     for (const policy of program.policies) {
       let holds = true;
       for (const c of policy.conditions) {
-        const v = boolean(evaluate(c.body, values));
+        const v = boolean(evaluate(c.body, values, entities));
         if (c.kind === 'when' ? !v : v) {
           holds = false;
           break;
