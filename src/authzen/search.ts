@@ -24,7 +24,8 @@ import { LosslessNumber, memberOf, parseLossless, toPlain, type Json, type Lossl
 import type { DecisionOutcome, PolicyEngine } from '../policy/engine.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
 import { candidateJudgeOf } from '../policy/search-residual.js';
-import { authzenRequestOf, requestInputOf, type AuthzenEvaluation } from './request.js';
+import { authzenRequestOf, requestEntityOf, requestInputOf, type AuthzenEvaluation } from './request.js';
+import { uidKey } from '../util/uid.js';
 
 export type SearchKind = 'subject' | 'resource' | 'action';
 
@@ -32,6 +33,8 @@ export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 1000;
 /** Candidates one page evaluates at most: a page may come back short, with a next_token. */
 export const MAX_EVALUATIONS_PER_PAGE = 10_000;
+/** Candidates judged without the engine (searchJudgeOf) before an asynchronous page yields to other work. */
+const JUDGED_BETWEEN_YIELDS = 1000;
 /** What stands in the open member while the request is admitted as an evaluation. */
 const PLACEHOLDER = '\u0000writ-search';
 
@@ -137,11 +140,26 @@ export type SearchJudge = (e: AuthzenEvaluation) => boolean | undefined;
  * (see the module comment); undefined for an action search, or when the reduction is unusable.
  */
 export function searchJudgeOf(request: SearchRequest, engine: PolicyEngine, store: EntitySource): SearchJudge | undefined {
-  if (request.kind === 'action') return undefined;
-  const open = request.kind === 'subject' ? 'principal' : 'resource';
+  const kind = request.kind;
+  if (kind === 'action') return undefined;
+  const open = kind === 'subject' ? 'principal' : 'resource';
   const template = requestInputOf(request.template, store);
-  const judge = candidateJudgeOf(engine.searchProgram(template, open), open, open === 'principal' ? template.resource : template.principal);
-  return judge === undefined ? undefined : (e) => judge(requestInputOf(e, store));
+  const known = open === 'principal' ? template.resource : template.principal;
+  // A known member that is the placeholder itself would merge with it: evaluated one by one.
+  if (known.type === request.type && known.id === PLACEHOLDER) return undefined;
+  const judge = candidateJudgeOf(engine.searchProgram(template, open), open, known);
+  if (judge === undefined) return undefined;
+  // The entities requestInputOf would give each candidate (the candidate's own uid is left to the
+  // engine, so the known member's entity and the candidate's never merge): built here without the
+  // context, which the residual no longer reads.
+  const knownKey = uidKey(known);
+  const knownEntities = template.requestEntities.filter((e) => uidKey(e.uid) === knownKey);
+  const member = request.template[kind];
+  return (e) => {
+    const id = e[kind].id;
+    const own = member.properties === undefined ? undefined : requestEntityOf({ ...member, id }, store);
+    return judge({ type: member.type, id }, own === undefined ? knownEntities : [own, ...knownEntities], store);
+  };
 }
 
 /**
@@ -190,8 +208,15 @@ export async function searchPage(
   judge?: SearchJudge,
 ): Promise<SearchPage> {
   const b = new PageBuilder(request, candidates, judge);
+  let inARow = 0;
   for (let c = b.next(); c !== undefined; c = b.next()) {
-    if (b.judged(c) === undefined) b.accept(c, (await decide(candidateEvaluation(request, c))).decision === 'allow');
+    if (b.judged(c) === undefined) {
+      inARow = 0;
+      b.accept(c, (await decide(candidateEvaluation(request, c))).decision === 'allow');
+    } else if (++inARow % JUDGED_BETWEEN_YIELDS === 0) {
+      // Judging runs on the server's own thread: a page of 10,000 candidates lets other requests in.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   return b.page();
 }

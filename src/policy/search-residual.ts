@@ -19,12 +19,15 @@
  * candidate costs, never which candidates a page passes over.
  */
 import { uidKey, type Uid } from '../util/uid.js';
-import type { EntityJson } from './entities.js';
-import type { RequestInput } from './engine.js';
+import type { EntityJson, EntitySource } from './entities.js';
 import { EntityValue, satisfiedBy, type ResidualProgram } from './residual.js';
 
-/** A candidate's answer: true (allowed), false (not allowed), undefined (evaluate it with the engine). */
-export type CandidateJudge = (candidate: RequestInput) => boolean | undefined;
+/**
+ * A candidate's answer: true (allowed), false (not allowed), undefined (evaluate it with the engine).
+ * `requestEntities` are the entities the request brings for this candidate (its own properties over its
+ * stored entity, the known member's), as the engine's RequestInput holds them; `store` the trusted store.
+ */
+export type CandidateJudge = (candidate: Uid, requestEntities: readonly EntityJson[], store: EntitySource) => boolean | undefined;
 
 /**
  * The judge of a search's candidates from its reduction (PolicyEngine.searchProgram); undefined when
@@ -36,17 +39,13 @@ export function candidateJudgeOf(
   if (program === undefined) return undefined;
   if (program === 'none allowed') return () => false;
   const knownKey = uidKey(known);
-  return (candidate) => {
-    const uid = open === 'principal' ? candidate.principal : candidate.resource;
-    if (uidKey(uid) === knownKey) return undefined;
-    const own = new Map<string, EntityJson>();
-    for (const e of candidate.requestEntities) own.set(uidKey(e.uid), e);
-    const store = candidate.entities;
+  return (candidate, requestEntities, store) => {
+    if (uidKey(candidate) === knownKey) return undefined;
     const lookup = (type: string, id: string): EntityJson | undefined => {
-      const key = uidKey({ type, id });
-      return own.get(key) ?? store.get(key);
+      for (const e of requestEntities) if (e.uid.type === type && e.uid.id === id) return e;
+      return store.get(uidKey({ type, id }));
     };
-    const satisfied = satisfiedBy(program, { [open]: new EntityValue(uid.type, uid.id) }, lookup);
+    const satisfied = satisfiedBy(program, { [open]: new EntityValue(candidate.type, candidate.id) }, lookup);
     if (satisfied === undefined) return undefined;
     return satisfied.forbids.length === 0 && satisfied.permits.length > 0;
   };

@@ -1,8 +1,8 @@
 // AuthZEN search pruned by Cedar's partial evaluation (src/policy/search-residual.ts,
 // PolicyEngine.searchProgram, src/authzen/search.ts): a pruned search answers exactly as one-by-one
 // evaluation does — the same results and next_tokens, page by page — over generated policies, entities
-// and requests (errors, missing attributes, entity hierarchies, request properties, a candidate equal to
-// the known member, extension functions, approval forbids), with pruning shown to be taken.
+// and requests (errors, missing attributes, entity hierarchies, request properties on either member, a
+// candidate equal to the known member, extension functions, approval forbids), with pruning shown to be taken.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -73,6 +73,20 @@ test('pruning: no candidate evaluated when nothing can be allowed; owner and gro
   }
 });
 
+test('pruning: the candidate that is the known member itself (one entity, both members\' properties) goes to the engine', () => {
+  const { engine, cleanup } = engineOf(`@id("same-dept") permit (principal is user, action == Action::"meet", resource is user) when { principal.dept == resource.dept };`);
+  const source = new StaticEntitySource([0, 1, 2].map((i) => ({ uid: { type: 'user', id: `u${i}` }, attrs: i === 2 ? { dept: 'a' } : {}, parents: [] })));
+  try {
+    // u1 as resource says dept "b", as subject "a": Cedar sees one u1 (the subject's properties first).
+    const body = { subject: { type: 'user', properties: { dept: 'a' } }, action: { name: 'meet' }, resource: { type: 'user', id: 'u1', properties: { dept: 'b' } } };
+    const pruned = walk(engine, source, 'subject', body, 50, true);
+    assert.deepEqual(pruned, { ...walk(engine, source, 'subject', body, 50, false), answered: 2 });
+    assert.deepEqual(pruned.pages, [{ results: [{ type: 'user', id: 'u1' }], next_token: '' }]);
+  } finally {
+    cleanup();
+  }
+});
+
 // Generated worlds: users in nested groups with attributes some lack, docs naming owners, groups and
 // reader sets, policies over them (some erroring, some with extension functions or approval forbids).
 const conditionArb = fc.constantFrom(
@@ -132,6 +146,7 @@ const searchArb = fc.record({
   known: fc.integer({ min: 0, max: 5 }),
   knownIsUser: fc.boolean(),
   properties: fc.constantFrom(undefined, { dept: 'a' }, { role: 'm', level: 4 }),
+  knownProperties: fc.constantFrom(undefined, { dept: 'b' }, { public: true, role: 'e' }),
   flag: fc.boolean(),
   limit: fc.integer({ min: 1, max: 4 }),
 });
@@ -174,12 +189,13 @@ test('property: a pruned search gives exactly the pages of one-by-one evaluation
         const { engine, cleanup } = engineOf(text);
         try {
           for (const s of searches) {
-            const known = s.knownIsUser ? { type: 'user', id: `u${s.known}` } : { type: 'doc', id: `d${s.known % 4}` };
+            const knownProps = s.knownProperties === undefined ? {} : { properties: s.knownProperties };
+            const known = s.knownIsUser ? { type: 'user', id: `u${s.known}`, ...knownProps } : { type: 'doc', id: `d${s.known % 4}`, ...knownProps };
             const withProps = s.properties === undefined ? {} : { properties: s.properties };
             const body =
               s.kind === 'subject'
                 ? { subject: { type: 'user', ...withProps }, action: { name: s.action }, resource: known, context: { flag: s.flag } }
-                : { subject: { type: 'user', id: `u${s.known}` }, action: { name: s.action }, resource: { type: s.knownIsUser ? 'user' : 'doc', ...withProps }, context: { flag: s.flag } };
+                : { subject: { type: 'user', id: `u${s.known}`, ...knownProps }, action: { name: s.action }, resource: { type: s.knownIsUser ? 'user' : 'doc', ...withProps }, context: { flag: s.flag } };
             const naive = walk(engine, source, s.kind, body, s.limit, false);
             const pruned = walk(engine, source, s.kind, body, s.limit, true);
             assert.deepEqual(pruned.pages, naive.pages, `${JSON.stringify(body)} limit ${s.limit} under\n${text}`);
