@@ -215,6 +215,9 @@ export interface PreparedDecision {
 /** Tool-visibility answers an engine keeps (mayBeCalled): a tools/list of 100 tools for 100 callers fits. */
 const VISIBILITY_ANSWERS = 10_000;
 
+/** AuthZEN search reductions an engine keeps (searchProgram; each at most MAX_PROGRAM_CHARS of conditions). */
+const SEARCH_PROGRAMS = 64;
+
 /** Residual programs an engine keeps (one per decision shape; each at most MAX_PROGRAM_CHARS of conditions). */
 const RESIDUAL_PROGRAMS = 256;
 
@@ -382,6 +385,8 @@ export class PolicyEngine {
   residualAnswers = 0;
   /** mayBeCalled's answers, by actor, requester, subject, server and tool, under one entities version. */
   private readonly visibility = new VersionedMemo<boolean>(VISIBILITY_ANSWERS);
+  /** searchProgram's reductions, by request, under one entities version. */
+  private readonly searchPrograms = new VersionedMemo<ResidualProgram | 'none allowed' | 'unusable'>(SEARCH_PROGRAMS);
 
   /**
    * `narrowRequests: false` hands Cedar the whole policy set and context on every call — the
@@ -678,6 +683,18 @@ export class PolicyEngine {
     const known = open === 'principal' ? input.resource : input.principal;
     const openKey = uidKey(open === 'principal' ? input.principal : input.resource);
     const requestEntities = input.requestEntities.filter((e) => uidKey(e.uid) !== openKey);
+    // Every page of a search reduces the same request: kept per entities version.
+    const key = memoKeyText(['search', open, plan.setId, known, input.action, input.context, requestEntities]);
+    const kept = key === undefined ? undefined : this.searchPrograms.get(key, input.entities.version);
+    if (kept !== undefined) return kept === 'unusable' ? undefined : kept;
+    const program = this.searchProgramUncached(input, open, plan, known, requestEntities);
+    if (key !== undefined) this.searchPrograms.admit(key, input.entities.version, program ?? 'unusable');
+    return program;
+  }
+
+  private searchProgramUncached(
+    input: RequestInput, open: 'principal' | 'resource', plan: ActionPlan, known: Uid, requestEntities: EntityJson[],
+  ): ResidualProgram | 'none allowed' | undefined {
     const entities = requestEntitySlice({ ...input, principal: known, resource: known, requestEntities }, plan);
     let answer: cedar.PartialAuthorizationAnswer;
     try {

@@ -62,6 +62,13 @@ test('pruning: no candidate evaluated when nothing can be allowed; owner and gro
     assert.equal(locked.answered, 6);
     const request = parseSearchRequest(JSON.stringify({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd2' } }), 'subject');
     assert.equal(engine.searchProgram(requestInputOf(request.template, source), 'principal'), 'none allowed');
+    // Every page of a search reuses one reduction while the entities stay as they are.
+    const readersOf = parseSearchRequest(JSON.stringify({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }), 'subject');
+    const first = engine.searchProgram(requestInputOf(readersOf.template, source), 'principal');
+    assert.equal(typeof first, 'object');
+    assert.equal(engine.searchProgram(requestInputOf(readersOf.template, source), 'principal'), first);
+    const moved = new StaticEntitySource([...entities, { uid: { type: 'user', id: 'u9' }, attrs: {}, parents: [] }]);
+    assert.notEqual(engine.searchProgram(requestInputOf(readersOf.template, moved), 'principal'), first);
     // Resource search: the docs u1 may edit.
     const mine = walk(engine, source, 'resource', { subject: { type: 'user', id: 'u1' }, action: { name: 'edit' }, resource: { type: 'doc' } }, 50, true);
     assert.deepEqual(mine.pages, [{ results: [{ type: 'doc', id: 'd2' }], next_token: '' }]);
