@@ -205,6 +205,22 @@ const exprArb: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
       'context.now.toTime() < duration("12h")', // a datetime method: left to Cedar
       'context.now like "*"', // a type error
     ),
+    fc.constantFrom(
+      '["T-1", "p"].contains(context.task_id)', // sets, longs, records and entities around the strings
+      '[context.purpose, "x"].containsAny(["p", "é"])',
+      '[context.purpose, "p"].containsAll([context.task_id])',
+      '[context.purpose] == ["p", context.purpose]',
+      '{a: context.task_id} == {a: "T-1"}',
+      '{a: context.purpose, b: 2}.b < 3',
+      '(if context.task_id == "T-1" then 1 else 5) <= 3',
+      'context.task_id == 3',
+      '[context.task_id, 1].contains(1)',
+      '(if context.purpose == "p" then User::"a" else User::"b") == User::"a"',
+      '(if context.purpose == "p" then principal else resource) in Role::"hr"', // an ancestor: left to Cedar
+      'context.task_id in [Role::"hr"]', // a type error
+      '[context.task_id].contains(context.now)', // datetime equality: left to Cedar
+      '{a: context.purpose}.b == "x"', // a missing attribute: an error
+    ),
     tie('e').map((e) => `!(${e})`),
     fc.tuple(tie('e'), tie('e')).map(([a, b]) => `(${a} && ${b})`),
     fc.tuple(tie('e'), tie('e')).map(([a, b]) => `(${a} || ${b})`),
