@@ -13,7 +13,7 @@
  *
  * Pruning (subject and resource search): Cedar reduces the request once per page with the searched
  * member unknown (PolicyEngine.searchProgram, src/policy/search-residual.ts). When nothing can be
- * allowed, no candidate is evaluated; else each candidate's residual is evaluated in JavaScript and only
+ * allowed, no candidate is evaluated (but the known member's own uid); else each candidate's residual is evaluated in JavaScript and only
  * the candidates it leaves undecided (an error, an expression it does not evaluate) are evaluated by the
  * engine. The answers, pages and tokens are exactly those of one-by-one evaluation; a page still passes
  * over its candidates one by one (linear), but most cost a residual evaluation rather than a Cedar call.

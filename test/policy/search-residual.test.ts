@@ -92,6 +92,22 @@ test('pruning: the candidate that is the known member itself (one entity, both m
   } finally {
     cleanup();
   }
+  // Even when Cedar denies every other candidate: the known member's properties lock it as a resource,
+  // its properties as the subject (first) unlock the one entity Cedar sees.
+  const locked = engineOf(`
+    @id("all") permit (principal, action == Action::"meet", resource);
+    @id("locked") forbid (principal, action == Action::"meet", resource) when { resource.locked };
+  `);
+  try {
+    const body = { subject: { type: 'user', properties: { locked: false } }, action: { name: 'meet' }, resource: { type: 'user', id: 'u1', properties: { locked: true } } };
+    const request = parseSearchRequest(JSON.stringify(body), 'subject');
+    assert.equal(locked.engine.searchProgram(requestInputOf(request.template, source), 'principal'), 'none allowed');
+    const pruned = walk(locked.engine, source, 'subject', body, 50, true);
+    assert.deepEqual(pruned, { ...walk(locked.engine, source, 'subject', body, 50, false), answered: 2 });
+    assert.deepEqual(pruned.pages, [{ results: [{ type: 'user', id: 'u1' }], next_token: '' }]);
+  } finally {
+    locked.cleanup();
+  }
 });
 
 // Generated worlds: users in nested groups with attributes some lack, docs naming owners, groups and
