@@ -28,7 +28,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const { values } = parseArgs({ options: {
   calls: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, 'concurrent-calls': { type: 'string', default: '20' },
-  'no-proxy': { type: 'boolean', default: false }, 'no-write': { type: 'boolean', default: false }, base: { type: 'string' },
+  'no-proxy': { type: 'boolean', default: false }, 'no-write': { type: 'boolean', default: false }, base: { type: 'string' }, 'http-threads': { type: 'string' },
 } });
 const BASE = values.base;
 const CALLS = Number(values.calls);
@@ -41,7 +41,8 @@ const { startPdp, startHttpUpstream, resource, PUBLIC_URL, GATEWAY_TOKEN } = awa
 
 const tmp = mkdtempSync(join(tmpdir(), 'writ-bench-gateway-'));
 const idp = await startIdp({ clients: [{ id: 'mcp-client', scope: 'mcp' }] });
-const pdp = await startPdp(idp.issuer, ['sdk1']);
+// --http-threads N sets the PDP's http_threads (default: its own default).
+const pdp = await startPdp(idp.issuer, ['sdk1'], values['http-threads'] === undefined ? {} : { http_threads: Number(values['http-threads']) });
 const upstream = await startHttpUpstream('sdk1-http-server.mjs', {});
 writeFileSync(join(tmp, 'gateway.token'), GATEWAY_TOKEN);
 writeFileSync(join(tmp, 'gateway.json'), JSON.stringify({
@@ -226,7 +227,7 @@ rmSync(tmp, { recursive: true, force: true });
 
 let proxyMd = '';
 if (!values['no-proxy']) {
-  const r = await promisify(execFile)(process.execPath, [join(REPO, 'bench/proxy.mjs'), '--no-write', '--calls', String(CALLS), ...(BASE ? ['--base', BASE] : [])], { maxBuffer: 1 << 20 });
+  const r = await promisify(execFile)(process.execPath, [join(REPO, 'bench/proxy.mjs'), '--no-write', '--calls', String(CALLS), ...(BASE ? ['--base', BASE] : []), ...(values['http-threads'] === undefined ? [] : ['--http-threads', values['http-threads']])], { maxBuffer: 1 << 20 });
   proxyMd = r.stdout.replace(/^# .*\n/, '').trim();
 }
 
