@@ -131,7 +131,9 @@ abstract class Base implements Upstream {
 /**
  * An idle kept-alive connection to an upstream is closed after this long: well under the usual 5 s
  * keep-alive timeout of HTTP servers (Node's, uvicorn's), so a call is not written to a connection the
- * server is closing at that moment (a call is never retried: it would end `unknown`).
+ * server is closing at that moment (a call is never retried: it would end `unknown`). A server that
+ * announces a shorter one (`Keep-Alive: timeout=N`) has its connections closed a second before it, by
+ * Node's agent.
  */
 const IDLE_CONNECTION_MS = 2_000;
 
