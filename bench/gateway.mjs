@@ -162,11 +162,12 @@ const conD = await concurrent(direct);
 let conG;
 let conB;
 if (baseGw) {
-  // This build and the base in the order A B B A, so that neither gets the quieter minute.
+  // Direct, this build and the base in the order D G B B G D, so that none gets the quieter minute.
   conG = await concurrent(viaGateway);
   conB = await concurrent(viaBase);
   conB.push(...(await concurrent(viaBase)));
   conG.push(...(await concurrent(viaGateway)));
+  conD.push(...(await concurrent(direct)));
 } else conG = await concurrent(viaGateway);
 
 // The PDP alone: decide + outcome as the delegated pep (identity_token) and as a plain pep bound to the
@@ -273,7 +274,7 @@ ${row('added (difference to the direct call just before)', seqDiff)}
 ${BASE ? `${row(`through the base gateway, ${baseName}`, seqB)}\n${row('added by the base gateway', seqBDiff)}\n` : ''}
 CPU per sequential call (ms, user + system, from /proc): direct — ${perCall(cpuDirect, CALLS)}; through this gateway — ${perCall(cpuGateway, CALLS)}${BASE ? `; through the base gateway — ${perCall(cpuBase, CALLS)}` : ''}.
 
-## ${CLIENTS} concurrent clients (${PER_CLIENT} calls each, every client calling at once${BASE ? '; the two gateways twice each, in the order this, base, base, this' : ''})
+## ${CLIENTS} concurrent clients (${PER_CLIENT} calls each, every client calling at once${BASE ? '; each way twice, in the order direct, this, base, base, this, direct' : ''})
 
 | | p50 (ms) | p90 (ms) | p99 (ms) |
 |---|---:|---:|---:|
