@@ -147,15 +147,47 @@ const agents = {
   'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
 };
 
-/** One HTTP request to an upstream; resolves with its response once the head is in. */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const h = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const transport = url.protocol === 'https:' ? https : http;
-    const req = transport.request(url, { method, headers: h, agent: agents[url.protocol as 'http:' | 'https:'], signal }, resolve);
-    req.on('error', reject);
-    req.end(body);
-  });
+const ok = (res: http.IncomingMessage): boolean => (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+const headerOf = (res: http.IncomingMessage, name: string): string | undefined => {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** Redirects followed per request, as fetch follows them (e.g. a server mounted at `/mcp/` answering `/mcp` with 307). */
+const MAX_REDIRECTS = 5;
+/** Headers not carried to another origin on a redirect (as fetch drops them). */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'];
+
+/**
+ * One HTTP request to an upstream; resolves with its response once the head is in. A 307 or 308 is
+ * followed with the same method and body, a 301, 302 or 303 only for a request without a body (a POST
+ * turned into a GET, as fetch would, could never carry the call); to another origin without credentials.
+ */
+async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
+  let at = url;
+  let h = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+  for (let hop = 0; ; hop++) {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const transport = at.protocol === 'https:' ? https : http;
+      const req = transport.request(at, { method, headers: h, agent: agents[at.protocol as 'http:' | 'https:'], signal }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    const status = res.statusCode ?? 0;
+    const location = headerOf(res, 'location');
+    const follows = status === 307 || status === 308 || (body === undefined && (status === 301 || status === 302 || status === 303));
+    if (!follows || location === undefined || hop >= MAX_REDIRECTS) return res;
+    let next: URL;
+    try {
+      next = new URL(location, at);
+    } catch {
+      return res;
+    }
+    if (next.protocol !== 'http:' && next.protocol !== 'https:') return res;
+    res.resume();
+    if (next.origin !== at.origin) h = Object.fromEntries(Object.entries(h).filter(([k]) => !CREDENTIAL_HEADERS.includes(k)));
+    at = next;
+  }
 }
 
 /** A response body as text (an aborted or broken stream rejects). */
@@ -165,12 +197,6 @@ async function bodyText(res: http.IncomingMessage): Promise<string> {
   for await (const chunk of res as AsyncIterable<string>) text += chunk;
   return text;
 }
-
-const ok = (res: http.IncomingMessage): boolean => (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
-const headerOf = (res: http.IncomingMessage, name: string): string | undefined => {
-  const v = res.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
 
 /** MCP Streamable HTTP to a remote server. */
 export class HttpUpstream extends Base {
