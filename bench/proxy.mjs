@@ -6,10 +6,12 @@
 // `--fake-pdp`, the test fake (no Cedar, no ledger: the proxy's own overhead). Calls alternate
 // bare/proxied, one at a time, from one SDK client each, after a warm-up. Each proxied call is a full
 // execute decision + dispatch + outcome (a fresh execution id per call).
-// Usage: node bench/proxy.mjs [--calls N] [--warmup N] [--fake-pdp]   (needs `npm run build` first)
+// With --base DIR (another checkout, built), a second proxy runs from DIR/bin/writ, and the calls rotate
+// bare / this build / base (the two proxies taking turns to go first): an A/B in one run.
+// Usage: node bench/proxy.mjs [--calls N] [--warmup N] [--fake-pdp] [--base DIR]   (needs `npm run build` first)
 // Writes bench/results/proxy.md and prints it.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,7 +19,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false }, 'http-threads': { type: 'string' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false }, 'http-threads': { type: 'string' }, 'no-write': { type: 'boolean', default: false }, base: { type: 'string' } } });
+const BASE = values.base;
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
 const MEMORY = join(REPO, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
@@ -52,9 +55,11 @@ async function connect(command, args, env) {
 const tokenFile = join(tmp, 'token');
 writeFileSync(tokenFile, pdp.token);
 const bare = await connect(process.execPath, [MEMORY], { MEMORY_FILE_PATH: join(tmp, 'bare.jsonl') });
-const proxied = await connect(process.execPath, [WRIT, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY], {
-  MEMORY_FILE_PATH: join(tmp, 'proxied.jsonl'),
+const proxyOf = (writ, file) => connect(process.execPath, [writ, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY], {
+  MEMORY_FILE_PATH: join(tmp, file),
 });
+const proxied = await proxyOf(WRIT, 'proxied.jsonl');
+const baseProxied = BASE ? await proxyOf(join(BASE, 'bin/writ'), 'base.jsonl') : undefined;
 const env = {
   task_id: 'BENCH-1', purpose: 'benchmark', requester: { type: 'User', id: 'manager-1842' },
   actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
@@ -64,6 +69,10 @@ const seed = { entities: [{ name: 'Ada', entityType: 'person', observations: ['a
 await bare.callTool({ name: 'create_entities', arguments: seed });
 const seeded = await proxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` } });
 if (seeded.isError) throw new Error('seed refused: ' + JSON.stringify(seeded));
+if (baseProxied) {
+  const r = await baseProxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-base-${Date.now()}` } });
+  if (r.isError) throw new Error('seed refused (base): ' + JSON.stringify(r));
+}
 
 const runId = Date.now().toString(36);
 async function timed(fn) {
@@ -74,24 +83,41 @@ async function timed(fn) {
   return dt;
 }
 const callBare = () => bare.callTool({ name: 'read_graph', arguments: {} });
-const callProxied = () => proxied.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
+const callVia = (client) => () => client.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
+const callProxied = callVia(proxied);
+const callBase = baseProxied ? callVia(baseProxied) : undefined;
 
 for (let i = 0; i < WARMUP; i++) {
   await timed(callBare);
   await timed(callProxied);
+  if (callBase) await timed(callBase);
 }
 const b = [];
 const p = [];
 const diff = [];
+const pb = [];
+const diffBase = [];
 for (let i = 0; i < CALLS; i++) {
   const x = await timed(callBare);
-  const y = await timed(callProxied);
+  // With a base proxy, the two proxies take turns going first after the bare call.
+  const order = callBase && i % 2 === 1 ? ['base', 'this'] : ['this', 'base'];
+  for (const which of order) {
+    if (which === 'base') {
+      if (!callBase) continue;
+      const y = await timed(callBase);
+      pb.push(y);
+      diffBase.push(y - x);
+    } else {
+      const y = await timed(callProxied);
+      p.push(y);
+      diff.push(y - x);
+    }
+  }
   b.push(x);
-  p.push(y);
-  diff.push(y - x);
 }
 await bare.close();
 await proxied.close();
+await baseProxied?.close();
 await pdp.stop();
 rmSync(tmp, { recursive: true, force: true });
 
@@ -105,16 +131,16 @@ const md = `# writ proxy: added latency per tool call
 One run, ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}.
 Server: \`@modelcontextprotocol/server-memory\` \`read_graph\` (2 entities), over stdio, one call at a time.
 PDP: ${pdpKind}. Each proxied call = \`execute\` decision + dispatch with the admitted arguments +
-outcome \`committed\`, a fresh execution id per call. ${CALLS} calls each, alternating bare/proxied, after ${WARMUP} warm-up pairs.
+outcome \`committed\`, a fresh execution id per call. ${CALLS} calls each, ${BASE ? 'rotating bare / this build / base' : 'alternating bare/proxied'}, after ${WARMUP} warm-up rounds; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.
 
 | | p50 (ms) | p90 (ms) | p99 (ms) |
 |---|---:|---:|---:|
 | bare server | ${f2(q(b, 0.5))} | ${f2(q(b, 0.9))} | ${f2(q(b, 0.99))} |
 | behind \`writ proxy\` | ${f2(q(p, 0.5))} | ${f2(q(p, 0.9))} | ${f2(q(p, 0.99))} |
-| added (per-pair difference) | ${f2(q(diff, 0.5))} | ${f2(q(diff, 0.9))} | ${f2(q(diff, 0.99))} |
-
+| added (difference to the bare call just before) | ${f2(q(diff, 0.5))} | ${f2(q(diff, 0.9))} | ${f2(q(diff, 0.99))} |
+${BASE ? `| behind the base proxy (\`${BASE}\`) | ${f2(q(pb, 0.5))} | ${f2(q(pb, 0.9))} | ${f2(q(pb, 0.99))} |\n| added by the base proxy | ${f2(q(diffBase, 0.5))} | ${f2(q(diffBase, 0.9))} | ${f2(q(diffBase, 0.99))} |\n` : ''}
 Median added latency per call: **${f2(q(diff, 0.5))} ms** (p50 proxied − p50 bare = ${f2(q(p, 0.5) - q(b, 0.5))} ms).
-Reproduce: \`npm run build && node bench/proxy.mjs${values['fake-pdp'] ? ' --fake-pdp' : ''} --calls ${CALLS}\`.
+Reproduce: \`npm run build && node bench/proxy.mjs${values['fake-pdp'] ? ' --fake-pdp' : ''} --calls ${CALLS}${BASE ? ' --base DIR' : ''}\`.
 `;
 if (!values['no-write']) writeFileSync(join(REPO, 'bench/results/proxy.md'), md);
 process.stdout.write(md);

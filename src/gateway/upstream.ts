@@ -12,6 +12,8 @@
  * gateway's own, so the relay ends a held call `unknown` and any other request is answered.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import https from 'node:https';
 import { constants as osConstants } from 'node:os';
 import { createParser } from 'eventsource-parser';
 import { isObject } from '../pep/context.js';
@@ -44,8 +46,13 @@ function messagesOf(text: string): Array<{ msg: unknown; text: string }> {
 
 /** The id texts of the requests in a JSON-RPC text. */
 function requestIds(text: string): string[] {
+  return requestIdsOf(messagesOf(text));
+}
+
+/** The id texts of the requests among messages. */
+function requestIdsOf(messages: Array<{ msg: unknown; text: string }>): string[] {
   const ids: string[] = [];
-  for (const { msg, text: t } of messagesOf(text)) {
+  for (const { msg, text: t } of messages) {
     if (!isObject(msg) || typeof msg.method !== 'string' || !('id' in msg)) continue;
     const m = rawMember(t, ['id']);
     ids.push(m.found ? m.raw : JSON.stringify(msg.id));
@@ -97,8 +104,13 @@ abstract class Base implements Upstream {
   abstract send(text: string): void;
   abstract close(): Promise<void>;
   protected sent(text: string): void {
+    if (this.observe) this.sentIds(requestIds(text).map(idKey));
+  }
+  /** The requests (by id key) just sent. */
+  protected sentIds(keys: string[]): void {
     if (!this.observe) return;
-    for (const id of requestIds(text)) this.#started.set(idKey(id), performance.now());
+    const now = performance.now();
+    for (const k of keys) this.#started.set(k, now);
   }
   protected received(text: string): void {
     if (this.observe) {
@@ -116,6 +128,76 @@ abstract class Base implements Upstream {
   }
 }
 
+/**
+ * An idle kept-alive connection to an upstream is closed after this long: well under the usual 5 s
+ * keep-alive timeout of HTTP servers (Node's, uvicorn's), so a call is not written to a connection the
+ * server is closing at that moment (a call is never retried: it would end `unknown`). A server that
+ * announces a shorter one (`Keep-Alive: timeout=N`) has its connections closed a second before it, by
+ * Node's agent.
+ */
+const IDLE_CONNECTION_MS = 2_000;
+
+/**
+ * node:http(s) with keep-alive agents, shared by every session, not fetch: on Node 20 a sequential
+ * exchange through undici's fetch and its web streams costs several times the CPU of node:http (as for
+ * the PDP client, src/pep/client.ts), and a gateway call makes one. Idle sockets do not hold the process open.
+ */
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+  'https:': new https.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS }),
+};
+
+const ok = (res: http.IncomingMessage): boolean => (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+const headerOf = (res: http.IncomingMessage, name: string): string | undefined => {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** Redirects followed per request, as fetch follows them (e.g. a server mounted at `/mcp/` answering `/mcp` with 307). */
+const MAX_REDIRECTS = 5;
+/** Headers not carried to another origin on a redirect (as fetch drops them). */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'];
+
+/**
+ * One HTTP request to an upstream; resolves with its response once the head is in. A 307 or 308 is
+ * followed with the same method and body, a 301, 302 or 303 only for a request without a body (a POST
+ * turned into a GET, as fetch would, could never carry the call); to another origin without credentials.
+ */
+async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
+  let at = url;
+  let h = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+  for (let hop = 0; ; hop++) {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const transport = at.protocol === 'https:' ? https : http;
+      const req = transport.request(at, { method, headers: h, agent: agents[at.protocol as 'http:' | 'https:'], signal }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    const status = res.statusCode ?? 0;
+    const location = headerOf(res, 'location');
+    const follows = status === 307 || status === 308 || (body === undefined && (status === 301 || status === 302 || status === 303));
+    if (!follows || location === undefined || hop >= MAX_REDIRECTS) return res;
+    let next: URL;
+    try {
+      next = new URL(location, at);
+    } catch {
+      return res;
+    }
+    if (next.protocol !== 'http:' && next.protocol !== 'https:') return res;
+    res.resume();
+    if (next.origin !== at.origin) h = Object.fromEntries(Object.entries(h).filter(([k]) => !CREDENTIAL_HEADERS.includes(k)));
+    at = next;
+  }
+}
+
+/** A response body as text (an aborted or broken stream rejects). */
+async function bodyText(res: http.IncomingMessage): Promise<string> {
+  res.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of res as AsyncIterable<string>) text += chunk;
+  return text;
+}
+
 /** MCP Streamable HTTP to a remote server. */
 export class HttpUpstream extends Base {
   #sessionId: string | undefined;
@@ -123,13 +205,18 @@ export class HttpUpstream extends Base {
   #closed = false;
   readonly #aborts = new Set<AbortController>();
   #getStream = false;
+  readonly #url: URL;
+  /** The configured headers, names in lower case (the MCP headers the gateway writes replace any of them). */
+  readonly #headersConfigured: Record<string, string>;
 
   constructor(private readonly spec: Extract<UpstreamSpec, { kind: 'http' }>, private readonly label: string, observe?: LatencyObserver) {
     super(observe);
+    this.#url = new URL(spec.url);
+    this.#headersConfigured = Object.fromEntries(Object.entries(spec.headers).map(([k, v]) => [k.toLowerCase(), v]));
   }
 
   #headers(first: unknown): Record<string, string> {
-    const h: Record<string, string> = { ...this.spec.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const h: Record<string, string> = { ...this.#headersConfigured, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (this.#sessionId !== undefined) h['mcp-session-id'] = this.#sessionId;
     const modern = isObject(first) ? requestRevision(first.params) : undefined;
     if (modern !== undefined && modern >= FIRST_STATELESS_REVISION) {
@@ -141,10 +228,10 @@ export class HttpUpstream extends Base {
 
   send(text: string): void {
     const messages = messagesOf(text);
-    const pending = new Map(requestIds(text).map((id) => [idKey(id), id]));
+    const pending = new Map(requestIdsOf(messages).map((id) => [idKey(id), id]));
     const initialize = messages.some(({ msg }) => isObject(msg) && msg.method === 'initialize');
     const initialized = messages.some(({ msg }) => isObject(msg) && msg.method === 'notifications/initialized');
-    this.sent(text);
+    this.sentIds([...pending.keys()]);
     const fail = (why: string): void => {
       for (const raw of pending.values()) this.received(errorAnswer(raw, `writ gateway: the upstream server ${this.label} failed: ${why}`));
       pending.clear();
@@ -163,15 +250,15 @@ export class HttpUpstream extends Base {
     };
     void (async () => {
       try {
-        const res = await fetch(this.spec.url, { method: 'POST', headers: this.#headers(messages[0]?.msg), body: text, signal: ctl.signal });
-        if (initialize) this.#sessionId = res.headers.get('mcp-session-id') ?? this.#sessionId;
-        const type = res.headers.get('content-type') ?? '';
-        if (res.status === 202 || (res.ok && pending.size === 0 && !type.includes('text/event-stream') && !type.includes('json'))) {
-          await res.body?.cancel();
-        } else if (!res.ok) {
-          const body = await res.text().catch(() => '');
+        const res = await exchange(this.#url, 'POST', this.#headers(messages[0]?.msg), text, ctl.signal);
+        if (initialize) this.#sessionId = headerOf(res, 'mcp-session-id') ?? this.#sessionId;
+        const type = headerOf(res, 'content-type') ?? '';
+        if (res.statusCode === 202 || (ok(res) && pending.size === 0 && !type.includes('text/event-stream') && !type.includes('json'))) {
+          res.resume();
+        } else if (!ok(res)) {
+          const body = await bodyText(res).catch(() => '');
           // The upstream no longer knows our session (it restarted, or expired it): the session is over.
-          if (res.status === 404 && this.#sessionId !== undefined && !initialize) this.#gone(404);
+          if (res.statusCode === 404 && this.#sessionId !== undefined && !initialize) this.#gone(404);
           // A JSON-RPC error answer (a 4xx the server wrote for one request) is the server's answer.
           const answered = messagesOf(body).some(({ msg }) => isObject(msg) && 'error' in msg && msg.id !== null && msg.id !== undefined);
           if (answered) deliver(body);
@@ -181,12 +268,12 @@ export class HttpUpstream extends Base {
             const m = messagesOf(body)[0]!.msg;
             if (isObject(m) && isObject(m.error)) deliver(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(only), error: m.error }));
           }
-          fail(`HTTP ${res.status}`);
+          fail(`HTTP ${res.statusCode}`);
         } else if (type.includes('text/event-stream')) {
           await this.#readSse(res, deliver);
           fail('its event stream ended before it answered');
         } else {
-          deliver(await res.text());
+          deliver(await bodyText(res));
           fail('its answer did not carry every response');
         }
       } catch (e) {
@@ -198,10 +285,10 @@ export class HttpUpstream extends Base {
     })();
   }
 
-  async #readSse(res: Response, deliver: (t: string) => void): Promise<void> {
+  async #readSse(res: http.IncomingMessage, deliver: (t: string) => void): Promise<void> {
     const parser = createParser({ onEvent: (e) => e.data.trim() !== '' && deliver(e.data) });
-    const decoder = new TextDecoder();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+    res.setEncoding('utf8');
+    for await (const chunk of res as AsyncIterable<string>) parser.feed(chunk);
   }
 
   /** Server-initiated messages of a stateful session come on a GET stream, when the server offers one. */
@@ -212,11 +299,11 @@ export class HttpUpstream extends Base {
     this.#aborts.add(ctl);
     void (async () => {
       try {
-        const headers: Record<string, string> = { ...this.spec.headers, accept: 'text/event-stream', 'mcp-session-id': this.#sessionId! };
+        const headers: Record<string, string> = { ...this.#headersConfigured, accept: 'text/event-stream', 'mcp-session-id': this.#sessionId! };
         if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
-        const res = await fetch(this.spec.url, { method: 'GET', headers, signal: ctl.signal });
-        if (res.ok && (res.headers.get('content-type') ?? '').includes('text/event-stream')) await this.#readSse(res, (t) => this.received(t));
-        else await res.body?.cancel();
+        const res = await exchange(this.#url, 'GET', headers, undefined, ctl.signal);
+        if (ok(res) && (headerOf(res, 'content-type') ?? '').includes('text/event-stream')) await this.#readSse(res, (t) => this.received(t));
+        else res.resume();
       } catch {
         /* a server without a GET stream (405), or one closed: server messages then ride on POST answers */
       } finally {
@@ -238,9 +325,9 @@ export class HttpUpstream extends Base {
     for (const a of this.#aborts) a.abort();
     if (wasClosed) return;
     if (this.#sessionId === undefined) return;
-    const headers: Record<string, string> = { ...this.spec.headers, 'mcp-session-id': this.#sessionId };
+    const headers: Record<string, string> = { ...this.#headersConfigured, 'mcp-session-id': this.#sessionId };
     if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
-    await fetch(this.spec.url, { method: 'DELETE', headers, signal: AbortSignal.timeout(5_000) }).then((r) => r.body?.cancel(), () => undefined);
+    await exchange(this.#url, 'DELETE', headers, undefined, AbortSignal.timeout(5_000)).then((r) => void r.resume(), () => undefined);
   }
 }
 

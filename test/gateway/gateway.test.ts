@@ -22,7 +22,7 @@ import { until } from '../helpers/until.js';
 import type { RunningGateway } from '../../src/gateway/gateway.js';
 import { EVERYTHING, PUBLIC_URL, linesOf, messagesOf, rawSession, resource, startHttpUpstream, startPdp, startTestGateway, type Upstream } from './helpers.js';
 
-const SERVERS = ['sdk1', 'sdk2', 'everything', 'doomed'];
+const SERVERS = ['sdk1', 'sdk2', 'everything', 'doomed', 'moved'];
 let idp: TestIdp;
 let pdp: TestServer;
 let sdk1: Upstream;
@@ -51,6 +51,8 @@ before(async () => {
       sdk2: { url: sdk2.url },
       everything: { command: [process.execPath, EVERYTHING] },
       doomed: { url: doomed.url },
+      // sdk1 again, configured at a URL that answers 308 to its /mcp.
+      moved: { url: sdk1.url.replace(/\/mcp$/, '/moved'), headers: { 'x-upstream-key': 'configured-upstream-secret' } },
     },
   });
   for (const s of SERVERS) {
@@ -385,4 +387,19 @@ test('HTTPS like writ serve: tls_cert_file and tls_key_file', async () => {
   } finally {
     await tlsGw.stop();
   }
+});
+
+test('an upstream URL that redirects (308) is followed with the call and the configured headers, as a browser\'s fetch would', async () => {
+  const before = linesOf(seen1).length;
+  const client = await sdk1Client('moved', tokens['mcp-client moved']!);
+  try {
+    const r = (await client.callTool({ name: 'echo', arguments: { text: 'moved' } })) as any;
+    assert.equal(r.isError, undefined, JSON.stringify(r));
+    assert.deepEqual(r.content, [{ type: 'text', text: 'echo:moved' }]);
+  } finally {
+    await client.close();
+  }
+  const seen = linesOf(seen1).slice(before);
+  assert.ok(seen.length > 0);
+  for (const h of seen) assert.equal(h['x-upstream-key'], 'configured-upstream-secret', 'the configured headers go on to the same origin');
 });

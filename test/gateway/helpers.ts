@@ -18,8 +18,8 @@ export const FIXTURES = join(REPO, 'test', 'gateway', 'fixtures');
 export const EVERYTHING = join(REPO, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 export const resource = (name: string): string => `${PUBLIC_URL}/mcp/${name}`;
 
-/** The PDP, with the gateway's token a delegated pep for every resource the tests use. */
-export async function startPdp(issuer: string, servers: string[]): Promise<TestServer> {
+/** The PDP, with the gateway's token a delegated pep for every resource the tests use; `extra`: more config (bench/gateway.mjs). */
+export async function startPdp(issuer: string, servers: string[], extra: Record<string, unknown> = {}): Promise<TestServer> {
   const t = TEST_TOKENS;
   return startTestServer({
     policyDir: join(REPO, 'test', 'gateway', 'policies'),
@@ -32,6 +32,7 @@ export async function startPdp(issuer: string, servers: string[]): Promise<TestS
         { token: t.admin, role: 'admin' },
       ],
       jwt_issuers: [{ issuer, audience: 'https://writ.test', roles: {} }],
+      ...extra,
     },
   });
 }
