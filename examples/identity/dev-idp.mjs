@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A development OpenID Provider for trying writ's JWT callers (README "Verified identity"): oidc-provider
+// A development OpenID Provider for trying writ's JWT callers (docs/identity.md, "Trying it with a dev IdP"): oidc-provider
 // (a devDependency of writ) on http://127.0.0.1:8780, issuing JWT access tokens by the client credentials
 // grant with resource indicators (RFC 8707), so `aud` is the resource asked for. One client per caller of
 // the walkthrough; every client's secret is `dev-secret`. Never for production.

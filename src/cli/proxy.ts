@@ -33,7 +33,7 @@ A flag wins over its variable. The server command starts at "--" or at the first
 option (so "writ proxy node server.js" works too).
 `;
 
-/** Each option's environment variable (docs/protocol.md §7; README "Wrapping a server in an MCP client"). */
+/** Each option's environment variable (docs/protocol.md §7; docs/integrators.md "In an MCP client's configuration"). */
 export const PROXY_ENV: Record<string, string> = {
   pdp: 'WRIT_PDP',
   'token-file': 'WRIT_TOKEN_FILE',

@@ -185,6 +185,48 @@ function misspeltAnnotation(name: string): string | undefined {
   return WRIT_ANNOTATIONS.find((known) => name !== known && editDistance(squash(name), squash(known)) <= 2);
 }
 
+/**
+ * Each policy's character offset in its file, by the position in `parts` (which Cedar lists in its own
+ * id order, `order` maps back to source order): Cedar hands back every policy as the exact slice of the
+ * source it was parsed from, so searching forward in source order finds each one, duplicates included.
+ * A slice not found (never expected) has no offset, and its problems then name the file alone.
+ */
+function policyOffsets(text: string, parts: string[], order: number[]): Array<number | undefined> {
+  const bySource = parts.map((_, k) => k).sort((a, b) => order[a]! - order[b]!);
+  const starts: Array<number | undefined> = new Array(parts.length);
+  let from = 0;
+  for (const k of bySource) {
+    const at = text.indexOf(parts[k]!, from);
+    if (at < 0) continue;
+    starts[k] = at;
+    from = at + parts[k]!.length;
+  }
+  return starts;
+}
+
+/**
+ * The offset of the annotation `@name` in a policy's text that starts at `start` (else the policy's own
+ * start): the first `@name` outside strings and comments, so a comment or an `@id` value that mentions
+ * the name is not taken for it.
+ */
+function annotationOffset(policyText: string, name: string, start: number | undefined): number | undefined {
+  if (start === undefined) return undefined;
+  const isNameChar = (c: string | undefined) => c !== undefined && /[A-Za-z0-9_]/.test(c);
+  for (let i = 0; i < policyText.length; i++) {
+    const c = policyText[i];
+    if (c === '"') {
+      for (i++; i < policyText.length && policyText[i] !== '"'; i++) if (policyText[i] === '\\') i++;
+    } else if (c === '/' && policyText[i + 1] === '/') {
+      while (i < policyText.length && policyText[i] !== '\n') i++;
+    } else if (c === '@') {
+      let j = i + 1;
+      while (/\s/.test(policyText[j] ?? '')) j++;
+      if (policyText.startsWith(name, j) && !isNameChar(policyText[j + name.length])) return start + i;
+    }
+  }
+  return start;
+}
+
 function parsePolicyFile(file: string, text: string, problems: string[]): ParsedPolicy[] {
   const parts = cedar.policySetTextToParts(text);
   if (parts.type === 'failure') {
@@ -196,9 +238,13 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
     return [];
   }
   const order = sourceIndexOrder(parts.policies.length);
+  const starts = policyOffsets(text, parts.policies, order);
   const parsed: ParsedPolicy[] = [];
   parts.policies.forEach((policyText, k) => {
     const index = order[k]!;
+    // Where one of this policy's annotations is written, as `file:line:col`, so writ's own annotation
+    // checks point at the source as Cedar's errors do.
+    const at = (name: string) => locate(file, text, annotationOffset(policyText, name, starts[k]));
     const json = cedar.policyToJson(policyText);
     if (json.type === 'failure') {
       problems.push(...describe(json.errors, `${file}#${index}`));
@@ -211,13 +257,14 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
     const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText, relevance: relevanceOf(json.json) };
     for (const name of Object.keys(annotations)) {
       const meant = misspeltAnnotation(name);
-      if (meant) problems.push(`${id}: unknown annotation @${name}: did you mean @${meant}?`);
+      if (meant) problems.push(`${at(name)}: ${id}: unknown annotation @${name}: did you mean @${meant}?`);
     }
     if ('requires_approval' in annotations) {
       const group = annotations['requires_approval'];
       const uid = typeof group === 'string' ? parseUidKey(group) : undefined;
-      if (json.json.effect !== 'forbid') problems.push(`${id}: @requires_approval is only meaningful on a forbid`);
-      else if (!uid) problems.push(`${id}: @requires_approval needs an entity uid like "Role::\\"hr\\"", got ${JSON.stringify(group)}`);
+      const where = at('requires_approval');
+      if (json.json.effect !== 'forbid') problems.push(`${where}: ${id}: @requires_approval is only meaningful on a forbid`);
+      else if (!uid) problems.push(`${where}: ${id}: @requires_approval needs an entity uid like "Role::\\"hr\\"", got ${JSON.stringify(group)}`);
       else policy.requiresApproval = uidKey(uid);
     }
     parsed.push(policy);

@@ -8,7 +8,7 @@ import { WritError } from '../errors.js';
 /*
  * Strict RFC 3339 §5.6 `date-time`:
  *   YYYY-MM-DD "T" HH:MM:SS [ "." 1*DIGIT ] ( "Z" / ("+" / "-") HH:MM )
- * Decisions (documented in the README and in schemas/defs.json):
+ * Decisions (documented in docs/integrators.md, "The API", and in schemas/defs.json):
  *  - the offset is mandatory (`Z` or ±HH:MM with the colon); `-00:00` is accepted and means UTC;
  *  - `T` and `Z` must be upper case (RFC 3339 §5.6 lets a specification require this; Cedar's
  *    datetime() also requires it), and no space separator;

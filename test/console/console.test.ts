@@ -3,7 +3,9 @@
  * sidecar: sign in (a wrong token shows `unauthorized`), an execution's timeline checked against the
  * API, `Verify` on every record (independently of the server's verifier), tampered proofs, records
  * and signatures caught in flight, the ledger's filters, paging and chart — with no request leaving
- * the sidecar's origin and no console error. The run saves docs/console-*.png for the README.
+ * the sidecar's origin and no console error. The screenshots go to the test's temp dir, or to
+ * WRIT_SCREENSHOT_DIR when `npm run docs:screenshots` (scripts/screenshots.mjs) refreshes the docs'
+ * pictures, so `npm test` never modifies the checkout.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { createHash } from 'node:crypto';
-import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
+import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
 import { jcs } from '../../src/util/canonical.js';
 import { readKeyFile, SIGNING_KEY_FILE, signingKeyFromSeed } from '../../src/checkpoints/keys.js';
 import { checkpointPayload, keyPayload, signPayload } from '../../src/ledger/signing.js';
@@ -30,6 +32,9 @@ let browser: Browser;
 let page: Page;
 const requests: string[] = [];
 const consoleErrors: string[] = [];
+
+/** Where the screenshots go: the docs' folder only when asked to refresh it. */
+const screenshot = (name: string) => join(process.env['WRIT_SCREENSHOT_DIR'] ?? dir, name);
 
 const at = (t: string) => writeFileSync(join(dir, 'now'), t);
 // The timer would write checkpoints at random moments; the test places them itself (stop = checkpoint).
@@ -197,7 +202,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       assert.equal(verdict, seq < (checkpoint.size as number) ? 'verified' : 'not yet checkpointed', `record ${seq}`);
     }
     assert.equal(await items.last().getByRole('status').textContent(), 'not yet checkpointed');
-    await page.screenshot({ path: join(REPO, 'docs', 'console-execution.png'), fullPage: true });
+    await page.screenshot({ path: screenshot('console-execution.png'), fullPage: true });
   });
 
   await t.test('a tampered proof, record or signature is NOT verified', async () => {
@@ -380,7 +385,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await chart.waitFor();
     assert.ok((await chart.locator('rect.bar').count()) > 0, 'the chart draws bars');
     for (const outcome of ['allow', 'deny', 'approval_required']) assert.ok((await chart.locator(`rect.bar-${outcome}`).count()) > 0, `bars for ${outcome}`);
-    await page.screenshot({ path: join(REPO, 'docs', 'console-ledger.png'), fullPage: false });
+    await page.screenshot({ path: screenshot('console-ledger.png'), fullPage: false });
 
     await page.getByLabel('Kind').selectOption('approval');
     await waitForRows(newestFirst(await allRecords('&kind=approval')));

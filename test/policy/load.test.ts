@@ -131,7 +131,7 @@ test('a near miss of @requires_approval is refused (it would silently be a plain
   for (const name of ['requires_aproval', 'requiresApproval', 'Requires_Approval', 'require_approvals']) {
     const { dir, cleanup } = tempPolicyDir({ 'p.cedar': `@id("needs-hr") @${name}("Role::\\"hr\\"") forbid(principal, action, resource);` });
     try {
-      policyInvalid(() => loadPolicyDir(dir), new RegExp(`^needs-hr: unknown annotation @${name}: did you mean @requires_approval\\?$`));
+      policyInvalid(() => loadPolicyDir(dir), new RegExp(`^p\\.cedar:1:17: needs-hr: unknown annotation @${name}: did you mean @requires_approval\\?$`));
     } finally {
       cleanup();
     }
@@ -139,6 +139,24 @@ test('a near miss of @requires_approval is refused (it would silently be a plain
   const { dir, cleanup } = tempPolicyDir({ 'p.cedar': `@id("p") @advice("ask HR") @reason("x") @approval_note("y") ${PERMIT}` });
   try {
     assert.deepEqual(loadPolicyDir(dir).ids, ['p']);
+  } finally {
+    cleanup();
+  }
+});
+
+test('writ\'s annotation problems name file, line and column, as Cedar\'s own errors do', () => {
+  // The policies sit at lines Cedar lists out of source order (policy10 sorts before policy2), one of
+  // them twice, so the location comes from the source and not from Cedar's order.
+  const filler = Array.from({ length: 11 }, (_, i) => `@id("p${i}")\n${PERMIT}\n`).join('');
+  const bad = `@id("needs-hr @requires_aproval")\n// a comment that says @requires_aproval\n  @requires_aproval("Role::\\"hr\\"")\nforbid(principal, action, resource);\n`;
+  const { dir, cleanup } = tempPolicyDir({
+    'ok.cedar': PERMIT,
+    'sub/offboarding.cedar': `${filler}${bad}@id("allow-hr")\n@requires_approval("Role::\\"hr\\"")\npermit(principal, action, resource);\n`,
+  });
+  try {
+    const line = 11 * 2 + 3;
+    policyInvalid(() => loadPolicyDir(dir), new RegExp(`^sub/offboarding\\.cedar:${line}:3: needs-hr @requires_aproval: unknown annotation @requires_aproval: did you mean @requires_approval\\?$`));
+    policyInvalid(() => loadPolicyDir(dir), new RegExp(`^sub/offboarding\\.cedar:${line + 3}:1: allow-hr: @requires_approval is only meaningful on a forbid$`));
   } finally {
     cleanup();
   }
