@@ -9,7 +9,7 @@
  * names an entities_version older than an entity change recorded before it.
  */
 import { WritError, isWritError } from '../errors.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import type { Sidecar } from '../server/sidecar.js';
 import * as metrics from '../metrics/metrics.js';

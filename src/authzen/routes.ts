@@ -3,7 +3,8 @@
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Hono } from 'hono';
-import { requireRole, type Caller } from '../http/auth.js';
+import { requireRole } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { AuthzenService } from './handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js';

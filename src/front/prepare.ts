@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AdmissionLimits } from '../binding/limits.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { DecisionInput, DecisionOutcome, PolicyEngine } from '../policy/engine.js';
 import type { EntitySource } from '../policy/entities.js';
 import { stateAfterDecision } from '../executions/machine.js';

@@ -6,7 +6,7 @@ import type { TokenSpec } from '../config/config.js';
 import type { JwtIssuerSpec } from '../identity/issuers.js';
 import type { JSONWebKeySet } from 'jose';
 import type { ErrorCode } from '../errors.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';

@@ -4,7 +4,8 @@
  */
 import { Hono, type Context } from 'hono';
 import { WritError, isWritError } from '../errors.js';
-import { requireRole, type Authenticator, type Caller } from './auth.js';
+import { requireRole, type Authenticator } from './auth.js';
+import type { Caller } from '../identity/caller.js';
 import { delegatedCaller } from '../identity/delegation.js';
 import { certificateCallerOf } from './client-certs.js';
 import type { Role } from '../config/config.js';

@@ -38,7 +38,7 @@ import {
   validateApprovalRequest, validateConfirmRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
 import * as metrics from '../metrics/metrics.js';
-import { callerFields, type Caller } from '../http/auth.js';
+import { callerFields, type Caller } from '../identity/caller.js';
 import type { WritConfig } from '../config/config.js';
 import { CEDAR_TYPE_NAME, parseUidKey, sameUid, uidKey, type Uid } from '../util/uid.js';
 import { jcs } from '../util/canonical.js';

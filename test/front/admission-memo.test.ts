@@ -10,7 +10,7 @@ import { DEFAULT_ADMISSION_LIMITS } from '../../src/binding/limits.js';
 import { bindCall, admitValue, parseLossless, memberOf, toPlain, envelopeDigest } from '../../src/binding/index.js';
 import { jcs } from '../../src/util/canonical.js';
 import { isWritError } from '../../src/errors.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 
 const admitDecision = (c: Caller, text: string) => admitWithLimits(c, text, DEFAULT_ADMISSION_LIMITS);
 const caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } } as Caller;
