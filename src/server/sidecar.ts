@@ -32,8 +32,9 @@ import { checkEntitiesFile, listSourceFiles, loadPolicyDir, policyVersionOf, rea
 import { PolicyFileAbsent, readPolicyFile, signatureOf } from '../policy/dir-files.js';
 import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
-import type { LedgerStore, Table } from '../store/types.js';
-import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntitiesUnsettled, EntityStore, StaleEntities, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
+import type { LedgerStore, Table, WriteTx } from '../store/types.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntityStore, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
+import { commitWithRevalidation, storeFailure, type Proposal } from '../pdp/commit.js';
 import {
   validateApprovalRequest, validateConfirmRequest, validateEntityUpsert, validateOutcomeRequest, validateReconcileRequest,
 } from '../schemas/validate.js';
@@ -56,9 +57,6 @@ const LEDGERED_REFUSALS = new Set([
 
 /** The meta row of a shared store naming the policy set last recorded as loaded. */
 const POLICY_VERSION_KEY = 'policy_version';
-
-/** Thrown inside a write when the execution changed since it was evaluated: evaluate again. */
-class StaleSnapshot extends Error {}
 
 export { executionKey, type DecisionResponse } from './decision-admission.js';
 
@@ -173,27 +171,6 @@ export class Sidecar {
     // LMDB iterates synchronously (no microtask per execution when there are millions of them).
     if (Symbol.asyncIterator in all) for await (const [, e] of all) count(e);
     else for (const [, e] of all) count(e);
-  }
-
-  /**
-   * Runs a write that reads the in-memory entities again while another replica moved them (shared
-   * store: the write's callback throws StaleEntities under the store's lock; reload and run again).
-   */
-  private async withFreshEntities<T>(run: () => Promise<T>): Promise<T> {
-    for (let attempt = 0, waits = 0; ; ) {
-      try {
-        return await run();
-      } catch (e) {
-        // An entity change of this process still landing (embedded store): wait for it, then run again.
-        // Each wait ends with some change durable, so this makes progress; the bound only stops a runaway.
-        if (e instanceof EntitiesUnsettled && ++waits < 10_000) {
-          await this.entities.settle();
-          continue;
-        }
-        if (!(e instanceof StaleEntities) || ++attempt > 20) throw e instanceof StaleEntities ? new WritError('STORE_UNAVAILABLE', 'the entities keep changing; retry later') : e;
-        await this.entities.reload();
-      }
-    }
   }
 
   private moveExecutionState(from: string | undefined, to: string): void {
@@ -343,39 +320,38 @@ export class Sidecar {
       return;
     }
     await this.entities.unheld();
-    await this.withFreshEntities(() => this.applyEntitiesFile(parsed));
+    await this.applyEntitiesFile(parsed);
     this.lastEntitiesFileText = text;
   }
 
   private async applyEntitiesFile(parsed: EntityJson[]): Promise<void> {
     const fileText = jcs(parsed);
     let staged: ReturnType<EntityStore['stage']> | undefined;
-    try {
-      await this.store.write((tx) => {
+    await commitWithRevalidation(this, async () => ({
+      write: (tx) => {
         staged = undefined;
         const applied = tx.get<EntityJson[]>('meta', ENTITIES_FILE_KEY);
         // Already applied to this store: by another replica, or before a restart.
         if (applied !== undefined && jcs(applied) === fileText) return;
-        // The diff reads the entities held here: they must be the store's (StaleEntities → reload, again),
+        // The diff reads the entities held here: they must be the store's (checked before this runs),
         // with no change of this process still landing (EntitiesUnsettled → wait for it, again).
-        this.entities.checkFresh(tx);
         this.entities.checkSettled();
         const changes = entitiesFileChanges(applied, parsed, (key) => this.entities.get(key));
         tx.put('meta', ENTITIES_FILE_KEY, parsed);
         if (changes.length > 0) staged = this.entities.stage(tx, changes, 'file');
-      }, {
-        label: 'entity',
-        // Every row the write may read, declared: a shared store fetches them in one round trip, where a
-        // row it meets undeclared costs a round trip and a fresh run of the whole write (one per entity
-        // of a large file: quadratic). The subject revisions of entities the edit drops are not known
-        // yet; those few are fetched as met.
-        reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY], ...parsed.map((e): [Table, string] => ['meta', subjectRevisionKey(uidKey(e.uid))])],
-      });
-    } catch (e) {
-      staged?.abort();
-      throw e;
-    }
-    staged?.commit();
+      },
+      label: 'entity',
+      // Every row the write may read, declared: a shared store fetches them in one round trip, where a
+      // row it meets undeclared costs a round trip and a fresh run of the whole write (one per entity
+      // of a large file: quadratic). The subject revisions of entities the edit drops are not known
+      // yet; those few are fetched as met.
+      reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY], ...parsed.map((e): [Table, string] => ['meta', subjectRevisionKey(uidKey(e.uid))])],
+      answer: () => staged?.commit(),
+      failed: (e) => {
+        staged?.abort();
+        return e;
+      },
+    }), { holdEntities: false });
   }
 
   // ── decisions ─────────────────────────────────────────────────────────────────────────────────
@@ -386,123 +362,7 @@ export class Sidecar {
     const started = performance.now();
     // 1. Admission: lossless parse of the raw text; then the envelope schema; then the arguments.
     const admitted = admitDecision(caller, text, this.config.admission_limits);
-    // Entity changes are held off once they have beaten this decision's write twice (EntityStore.hold()).
-    return this.entities.withHoldOnDemand((holdEntities) => this.decideAttempts(admitted, started, holdEntities));
-  }
-
-  private async decideAttempts(admitted: AdmittedDecision, started: number, holdEntities: () => void): Promise<DecisionResponse> {
-    const { envelope, actor, executionId, phase, server, tool, bound, envDigest, key } = admitted;
-    // A refused request that named an execution to supersede says which (the loser of a supersede race
-    // is otherwise a refusal of an id that never existed).
-    const refusalFields = {
-      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, caller: admitted.caller, ...(admitted.identity ? { identity: admitted.identity } : {}),
-      ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
-    };
-    const countsKey = priorCountsKey(actor, bound.binding);
-    for (let attempt = 0; ; attempt++) {
-      // 2. Evaluate against a snapshot of the execution, its approvals, the prior counts, the entities and the clock.
-      const [snapshot, priorRow] = await Promise.all([this.store.get<Execution>('executions', key), this.store.get<Prior>('meta', countsKey)]);
-      if (snapshot) {
-        try {
-          checkDecisionAllowed(snapshot, { phase, binding: bound.binding, envelope_digest: envDigest });
-        } catch (e) {
-          throw await this.refuse(e, key, refusalFields);
-        }
-      }
-      const now = this.now();
-      let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
-      // The revision of the retried execution whose state the policy sees: the write below checks it.
-      let supersedesRev = -1;
-      let superseded: Execution | undefined;
-      if (typeof envelope.supersedes === 'string') {
-        const target = await this.store.get<Execution>('executions', executionKey(actor, envelope.supersedes));
-        try {
-          takeSupersedeSlot(target, executionId, envelope.supersedes);
-        } catch (e) {
-          throw await this.refuse(e, key, refusalFields);
-        }
-        superseded = target;
-        supersedesRev = target!.rev ?? -1;
-        supersedes = { execution_id: target!.execution_id, state: target!.state };
-        if (target!.resolution) supersedes.resolution = target!.resolution;
-      }
-      const subject: Uid = envelope.subject;
-      const { valid, views, subjectDigest: approvalsSubjectDigest } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
-      const engine = this.engine;
-      const entitiesVersion = this.entities.version;
-      const prior = priorSeen(priorRow, bound.binding, snapshot, superseded);
-      // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
-      // no policy counts are not evaluated again in turn).
-      const readsPrior = engine.readsPrior(server, tool);
-      const outcome = await this.evaluator.decide(engine, {
-        actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
-        now, approvals: valid, ...(supersedes ? { supersedes } : {}), prior, entities: this.entities,
-      });
-      const decisionId = randomUUID();
-      // 3. Reserve / transition and ledger, atomically and durably.
-      let written: { seq: number; hash: string; state: string };
-      try {
-        written = await this.store.write((tx) => {
-          const current = tx.get<Execution>('executions', key);
-          if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1) || this.entities.version !== entitiesVersion || !this.entities.settled) throw new StaleSnapshot();
-          this.entities.checkFresh(tx);
-          // The approvals were judged against the subject's record as it was then: a change since (even
-          // one undone, which leaves the entities version as it was) makes them stale.
-          if (approvalsSubjectDigest !== undefined && this.entities.approvalDigestIn(tx, uidKey(subject)) !== approvalsSubjectDigest) throw new StaleSnapshot();
-          if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
-          // Another execution of this call moved (a second id for one consequence ran): evaluate again.
-          if (readsPrior && !samePrior(tx.get<Prior>('meta', countsKey), priorRow)) throw new StaleSnapshot();
-          if (typeof envelope.supersedes === 'string') {
-            const targetKey = executionKey(actor, envelope.supersedes);
-            const seen = tx.get<Execution>('executions', targetKey);
-            // The retried execution moved (an outcome, a reconciliation, an approval) after the policy saw
-            // its state: evaluate again, so no retry is allowed on a state it no longer has.
-            if (seen !== undefined && (seen.rev ?? -1) !== supersedesRev) throw new StaleSnapshot();
-            const target = takeSupersedeSlot(seen, executionId, envelope.supersedes);
-            if (target.superseded_by !== undefined) putExecution(tx, targetKey, seen, { ...target, rev: (target.rev ?? 0) + 1 }, now);
-          }
-          const state = stateAfterDecision(phase, outcome.decision);
-          const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state, prior });
-          const rec = tx.append(decisionIndexFields({ ...admitted, taskId: envelope.task_id }), presealMembers(fields));
-          const next: Execution = current
-            // A decision that leaves the state as it was changes nothing another decision reads (the records
-            // list is not policy input): its revision stays, so concurrent decisions on one execution (many
-            // proposes, an execute that denies) are all committed, not evaluated again in turn.
-            ? { ...current, state, records: [...current.records, rec.seq], rev: state === current.state ? (current.rev ?? 0) : (current.rev ?? 0) + 1 }
-            : {
-                execution_id: executionId, actor, state, binding: bound.binding, envelope_digest: envDigest, subject, server, tool,
-                ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
-                approvals: [], records: [rec.seq], rev: 0,
-              };
-          if (state === 'proposed' && outcome.decision === 'allow') next.allowed = true;
-          else delete next.allowed;
-          putExecution(tx, key, current, withApprovalGroups(next, outcome.decision, outcome.obligations.map((o) => o.approver_group), rec.seq), now);
-          return { seq: rec.seq, hash: rec.hash, state };
-        }, { label: snapshot ? 'decision' : 'reserve', reads: decisionReads(key, countsKey, typeof envelope.supersedes === 'string' ? executionKey(actor, envelope.supersedes) : undefined) });
-      } catch (e) {
-        if (e instanceof StaleEntities && attempt < 20) await this.entities.reload();
-        if ((e instanceof StaleSnapshot || e instanceof StaleEntities) && attempt >= 1) holdEntities();
-        if (e instanceof StaleSnapshot && attempt < 20) {
-          // The snapshot reads only durable state; the write saw the execution moved by one not yet
-          // durable. Retry once that is durable, so the next snapshot sees it (an execute then meets
-          // `invoking` and is refused, ledgered) — not in a tight loop that runs out of attempts first.
-          // Likewise an entity change staged ahead of this write: evaluate again once it is in force.
-          await this.entities.settle();
-          await this.store.write(() => undefined, { label: 'settle' }).catch(() => undefined);
-          continue;
-        }
-        if (e instanceof StaleEntities && attempt < 20) continue;
-        // Out of attempts: refused, and the refusal ledgered like any other (§4).
-        if (e instanceof StaleEntities) throw await this.refuse(new WritError('EXECUTION_IN_FLIGHT', 'the entities keep changing; retry later'), key, refusalFields);
-        if (e instanceof StaleSnapshot) throw await this.refuse(new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later'), key, refusalFields);
-        throw await this.refuse(e, key, refusalFields);
-      }
-      // The write checked that the execution is still the snapshot's (same rev), so it left snapshot.state.
-      this.moveExecutionState(snapshot?.state, written.state);
-      metrics.decisionsTotal.inc({ decision: outcome.decision });
-      metrics.decisionLatency.observe((performance.now() - started) / 1e3);
-      return decisionResponseOf(admitted, { decisionId, outcome, policyVersion: engine.policyVersion, entitiesVersion, state: written.state }, written);
-    }
+    return commitWithRevalidation(this, () => this.decisionProposal(admitted, started), { holdEntities: true });
   }
 
   /**
@@ -513,38 +373,158 @@ export class Sidecar {
    * scratch, exactly as if it had come straight to decide().
    */
   async commitPrepared(p: PreparedDecision): Promise<PreparedCommit> {
-    if (p.policyVersion !== this.engine.policyVersion || p.entitiesVersion !== this.entities.version) {
-      return { response: await this.decide(p.caller, p.text) };
+    const started = p.startedAt - performance.timeOrigin;
+    let admitted: AdmittedDecision | undefined;
+    return commitWithRevalidation(this, async (attempt): Promise<Proposal<Written, PreparedCommit>> => {
+      if (attempt === 0 && p.policyVersion === this.engine.policyVersion && p.entitiesVersion === this.entities.version) return this.preparedProposal(p);
+      admitted ??= admitDecision(p.caller, p.text, this.config.admission_limits);
+      const direct = await this.decisionProposal(admitted, started);
+      return { ...direct, answer: (written) => ({ response: direct.answer(written) }) };
+    }, { holdEntities: true });
+  }
+
+  /**
+   * A decision on a snapshot of the execution, its approvals, the prior counts, the entities and the
+   * clock; committed (reserve / transition and ledger, atomically and durably) while that snapshot
+   * still holds. Refusals of §4 are ledgered before they are answered.
+   */
+  private async decisionProposal(admitted: AdmittedDecision, started: number): Promise<Proposal<Written, DecisionResponse>> {
+    const { envelope, actor, executionId, phase, server, tool, bound, envDigest, key } = admitted;
+    // A refused request that named an execution to supersede says which (the loser of a supersede race
+    // is otherwise a refusal of an id that never existed).
+    const refusalFields = {
+      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, caller: admitted.caller, ...(admitted.identity ? { identity: admitted.identity } : {}),
+      ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
+    };
+    const countsKey = priorCountsKey(actor, bound.binding);
+    const [snapshot, priorRow] = await Promise.all([this.store.get<Execution>('executions', key), this.store.get<Prior>('meta', countsKey)]);
+    if (snapshot) {
+      try {
+        checkDecisionAllowed(snapshot, { phase, binding: bound.binding, envelope_digest: envDigest });
+      } catch (e) {
+        throw await this.refuse(e, key, refusalFields);
+      }
     }
-    let written: { seq: number; hash: string };
-    try {
-      const countsKey = priorCountsKey(p.actor, p.binding);
-      written = await this.store.write((tx) => {
-        if (tx.get<Execution>('executions', p.key) !== undefined || this.entities.version !== p.entitiesVersion || !this.entities.settled) throw new StaleSnapshot();
-        this.entities.checkFresh(tx);
+    const now = this.now();
+    let supersedes: { execution_id: string; state: string; resolution?: Resolution } | undefined;
+    // The revision of the retried execution whose state the policy sees: the write checks it.
+    let supersedesRev = -1;
+    let superseded: Execution | undefined;
+    const supersedesId = typeof envelope.supersedes === 'string' ? envelope.supersedes : undefined;
+    const supersedesKey = supersedesId === undefined ? undefined : executionKey(actor, supersedesId);
+    if (supersedesId !== undefined) {
+      const target = await this.store.get<Execution>('executions', supersedesKey!);
+      try {
+        takeSupersedeSlot(target, executionId, supersedesId);
+      } catch (e) {
+        throw await this.refuse(e, key, refusalFields);
+      }
+      superseded = target;
+      supersedesRev = target!.rev ?? -1;
+      supersedes = { execution_id: target!.execution_id, state: target!.state };
+      if (target!.resolution) supersedes.resolution = target!.resolution;
+    }
+    const subject: Uid = envelope.subject;
+    const { valid, views, subjectDigest: approvalsSubjectDigest } = await this.approvalsFor(snapshot, now, bound.binding, envDigest, subject);
+    const engine = this.engine;
+    const entitiesVersion = this.entities.version;
+    const prior = priorSeen(priorRow, bound.binding, snapshot, superseded);
+    // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
+    // no policy counts are not evaluated again in turn).
+    const readsPrior = engine.readsPrior(server, tool);
+    const outcome = await this.evaluator.decide(engine, {
+      actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
+      now, approvals: valid, ...(supersedes ? { supersedes } : {}), prior, entities: this.entities,
+    });
+    const decisionId = randomUUID();
+    // The execution as the write reads it (stillValid reads it once for the write).
+    let current: Execution | undefined;
+    return {
+      entitiesVersion,
+      stillValid: (tx) => {
+        current = tx.get<Execution>('executions', key);
+        if ((current?.rev ?? -1) !== (snapshot?.rev ?? -1)) return false;
+        // The approvals were judged against the subject's record as it was then: a change since (even
+        // one undone, which leaves the entities version as it was) makes them stale.
+        if (approvalsSubjectDigest !== undefined && this.entities.approvalDigestIn(tx, uidKey(subject)) !== approvalsSubjectDigest) return false;
+        // Another execution of this call moved (a second id for one consequence ran): evaluate again.
+        if (readsPrior && !samePrior(tx.get<Prior>('meta', countsKey), priorRow)) return false;
+        // The retried execution moved (an outcome, a reconciliation, an approval) after the policy saw
+        // its state: evaluate again, so no retry is allowed on a state it no longer has.
+        const seen = supersedesKey === undefined ? undefined : tx.get<Execution>('executions', supersedesKey);
+        return seen === undefined || (seen.rev ?? -1) === supersedesRev;
+      },
+      write: (tx) => {
+        if (current) checkDecisionAllowed(current, { phase, binding: bound.binding, envelope_digest: envDigest });
+        if (supersedesId !== undefined) {
+          const seen = tx.get<Execution>('executions', supersedesKey!);
+          const target = takeSupersedeSlot(seen, executionId, supersedesId);
+          if (target.superseded_by !== undefined) putExecution(tx, supersedesKey!, seen, { ...target, rev: (target.rev ?? 0) + 1 }, now);
+        }
+        const state = stateAfterDecision(phase, outcome.decision);
+        const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state, prior });
+        const rec = tx.append(decisionIndexFields({ ...admitted, taskId: envelope.task_id }), presealMembers(fields));
+        const next: Execution = current
+          // A decision that leaves the state as it was changes nothing another decision reads (the records
+          // list is not policy input): its revision stays, so concurrent decisions on one execution (many
+          // proposes, an execute that denies) are all committed, not evaluated again in turn.
+          ? { ...current, state, records: [...current.records, rec.seq], rev: state === current.state ? (current.rev ?? 0) : (current.rev ?? 0) + 1 }
+          : {
+              execution_id: executionId, actor, state, binding: bound.binding, envelope_digest: envDigest, subject, server, tool,
+              ...(supersedesId !== undefined ? { supersedes: supersedesId } : {}),
+              approvals: [], records: [rec.seq], rev: 0,
+            };
+        if (state === 'proposed' && outcome.decision === 'allow') next.allowed = true;
+        else delete next.allowed;
+        putExecution(tx, key, current, withApprovalGroups(next, outcome.decision, outcome.obligations.map((o) => o.approver_group), rec.seq), now);
+        return { seq: rec.seq, hash: rec.hash, state };
+      },
+      label: snapshot ? 'decision' : 'reserve',
+      reads: decisionReads(key, countsKey, supersedesKey),
+      answer: (written) => {
+        // The write checked that the execution is still the snapshot's (same rev), so it left snapshot.state.
+        this.moveExecutionState(snapshot?.state, written.state);
+        metrics.decisionsTotal.inc({ decision: outcome.decision });
+        metrics.decisionLatency.observe((performance.now() - started) / 1e3);
+        return decisionResponseOf(admitted, { decisionId, outcome, policyVersion: engine.policyVersion, entitiesVersion, state: written.state }, written);
+      },
+      // Refused, and the refusal ledgered like any other (§4).
+      failed: (e) => this.refuse(e, key, refusalFields),
+      keepsMoving: () => this.refuse(new WritError('EXECUTION_IN_FLIGHT', 'the execution keeps changing; retry later'), key, refusalFields),
+    };
+  }
+
+  /** A front's prepared decision (front/prepare.ts), committed while no execution holds its key. */
+  private preparedProposal(p: PreparedDecision): Proposal<Written, PreparedCommit> {
+    const countsKey = priorCountsKey(p.actor, p.binding);
+    let prior: Prior | undefined;
+    return {
+      entitiesVersion: p.entitiesVersion,
+      stillValid: (tx) => {
+        if (tx.get<Execution>('executions', p.key) !== undefined) return false;
         // The front evaluated with no other execution of this call: where a policy counts them, that must hold.
-        const prior = countsOf(tx.get<Prior>('meta', countsKey));
-        if (p.readsPrior && !samePrior(prior, undefined)) throw new StaleSnapshot();
-        const rec = tx.append(decisionIndexFields(p), { parts: withPriorMember(p.parts, prior) });
+        prior = countsOf(tx.get<Prior>('meta', countsKey));
+        return !p.readsPrior || samePrior(prior, undefined);
+      },
+      write: (tx) => {
+        const rec = tx.append(decisionIndexFields(p), { parts: withPriorMember(p.parts, prior!) });
         const next: Execution = {
           execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
           server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,
           ...(p.state === 'proposed' && p.decision === 'allow' ? { allowed: true as const } : {}),
         };
         putExecution(tx, p.key, undefined, withApprovalGroups(next, p.decision, p.approverGroups, rec.seq), new Date(p.now));
-        return { seq: rec.seq, hash: rec.hash };
-      }, { label: 'reserve', reads: decisionReads(p.key, countsKey, undefined) });
-    } catch (e) {
-      if (e instanceof StaleSnapshot || e instanceof StaleEntities) {
-        if (e instanceof StaleEntities) await this.entities.reload();
-        return { response: await this.decide(p.caller, p.text) };
-      }
-      throw storeFailure(e);
-    }
-    this.moveExecutionState(undefined, p.state);
-    metrics.decisionsTotal.inc({ decision: p.decision });
-    metrics.decisionLatency.observe((performance.timeOrigin + performance.now() - p.startedAt) / 1e3);
-    return { record: written };
+        return { seq: rec.seq, hash: rec.hash, state: p.state };
+      },
+      label: 'reserve',
+      reads: decisionReads(p.key, countsKey, undefined),
+      answer: (written) => {
+        this.moveExecutionState(undefined, p.state);
+        metrics.decisionsTotal.inc({ decision: p.decision });
+        metrics.decisionLatency.observe((performance.timeOrigin + performance.now() - p.startedAt) / 1e3);
+        return { record: { seq: written.seq, hash: written.hash } };
+      },
+    };
   }
 
   /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */
@@ -816,30 +796,33 @@ export class Sidecar {
     const actor: Uid = { type: body.actor.type, id: body.actor.id };
     const key = executionKey(actor, body.execution_id);
     const approvalId = `apr_${randomUUID()}`;
-    return this.withFreshEntities(() => this.store.write((tx) => {
-      this.entities.checkFresh(tx);
-      const e = tx.get<Execution>('executions', key);
-      if (!e || e.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
-        throw new WritError('APPROVAL_STALE', e ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests` : `no execution ${body.execution_id} for ${uidKey(actor)}`);
-      }
-      const approval: Approval = {
-        approval_id: approvalId, approver: caller.principal!, actor, execution_id: e.execution_id, binding: e.binding,
-        envelope_digest: e.envelope_digest, approved_at: now.toISOString(), expires_at: body.expires_at, subject: e.subject,
-        subject_digest: this.entities.approvalDigestIn(tx, uidKey(e.subject)),
-      };
-      tx.put('approvals', approvalId, approval);
-      const rec = tx.append({ kind: 'approval', ...approval, ...callerFields(caller) });
-      putExecution(tx, key, e, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
-      return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
-    }, { label: 'approval', reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]] })).catch(async (e) => {
-      if (isWritError(e) && e.code === 'APPROVAL_STALE') {
-        throw await this.refuse(e, key, {
+    return commitWithRevalidation(this, async () => ({
+      write: (tx: WriteTx) => {
+        const e = tx.get<Execution>('executions', key);
+        if (!e || e.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
+          throw new WritError('APPROVAL_STALE', e ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests` : `no execution ${body.execution_id} for ${uidKey(actor)}`);
+        }
+        const approval: Approval = {
+          approval_id: approvalId, approver: caller.principal!, actor, execution_id: e.execution_id, binding: e.binding,
+          envelope_digest: e.envelope_digest, approved_at: now.toISOString(), expires_at: body.expires_at, subject: e.subject,
+          subject_digest: this.entities.approvalDigestIn(tx, uidKey(e.subject)),
+        };
+        tx.put('approvals', approvalId, approval);
+        const rec = tx.append({ kind: 'approval', ...approval, ...callerFields(caller) });
+        putExecution(tx, key, e, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
+        return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
+      },
+      label: 'approval',
+      reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]],
+      answer: (answer: Record<string, unknown>) => answer,
+      failed: async (e: unknown) => {
+        if (!isWritError(e) || e.code !== 'APPROVAL_STALE') return storeFailure(e);
+        return this.refuse(e, key, {
           actor, execution_id: body.execution_id, approver: caller.principal!, ...callerFields(caller),
           attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
         });
-      }
-      throw isWritError(e) ? e : storeFailure(e);
-    });
+      },
+    }), { holdEntities: false });
   }
 
   async revoke(caller: Caller, approvalId: string): Promise<Record<string, unknown>> {
@@ -879,17 +862,23 @@ export class Sidecar {
     let staged: ReturnType<EntityStore['stage']> | undefined;
     // A decision starved by entity changes goes first (EntityStore.hold()).
     await this.entities.unheld();
-    const rec = await this.withFreshEntities(() => this.store.write((tx) => {
-      // Fresh and settled before the cycle check reads the entities held here (stage() checks again).
-      this.entities.checkFresh(tx);
-      this.entities.checkSettled();
-      refuseParentCycle(checked, (key) => this.entities.get(key));
-      staged = this.entities.stage(tx, [{ entity: checked }], 'api', callerFields(caller));
-      return staged.records[0]!;
-    }, { label: 'entity', reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] })).catch((e) => {
-      staged?.abort();
-      throw isWritError(e) ? e : storeFailure(e);
-    });
+    const rec = await commitWithRevalidation(this, async () => ({
+      write: (tx: WriteTx) => {
+        // Fresh (checked before this runs) and settled before the cycle check reads the entities held
+        // here (stage() checks again).
+        this.entities.checkSettled();
+        refuseParentCycle(checked, (key) => this.entities.get(key));
+        staged = this.entities.stage(tx, [{ entity: checked }], 'api', callerFields(caller));
+        return staged.records[0]!;
+      },
+      label: 'entity',
+      reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] as Array<[Table, string]>,
+      answer: (seq: number) => seq,
+      failed: (e: unknown) => {
+        staged?.abort();
+        return storeFailure(e);
+      },
+    }), { holdEntities: false });
     staged!.commit();
     const record = await this.store.getRecord(rec);
     return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };
@@ -902,6 +891,9 @@ export class Sidecar {
     return e;
   }
 }
+
+/** What a decision's write returns: its record and the state it left the execution in. */
+type Written = { seq: number; hash: string; state: string };
 
 /** The rows a decision's write reads, fetched with its batch by a shared store. */
 function decisionReads(key: string, countsKey: string, supersedesKey: string | undefined): Array<[Table, string]> {
@@ -918,11 +910,6 @@ function decodeCursor(cursor: string): string {
   const position = /^[A-Za-z0-9_-]{1,4000}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
   if (!/^\d{4}-\d\d-\d\dT[^\n]+\n[^\n]+\n/.test(position)) throw new WritError('INVALID_REQUEST', 'query parameter from is not a `next` this route answered');
   return position;
-}
-
-function storeFailure(e: unknown): WritError {
-  if (isWritError(e)) return e;
-  return new WritError('STORE_UNAVAILABLE', `the store could not complete the write: ${(e as Error)?.message ?? e}`, { cause: e });
 }
 
 /** The policy version the dir would have now, computed cheaply from file contents (no Cedar parsing). */
