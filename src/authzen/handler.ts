@@ -1,5 +1,5 @@
 /**
- * The AuthZEN PDP (docs/protocol.md §10) over the sidecar's engine, evaluator threads, entity store and
+ * The AuthZEN PDP (docs/protocol.md §10) over the decision core's engine, evaluator threads, entity store and
  * ledger: parse and admit (request.ts) → who may ask → evaluate each item (in order, stopping where
  * a short-circuit semantic says so) → one ledger record per evaluation, every record of a request in
  * one durable store write (group commit) → answer.
@@ -11,7 +11,7 @@
 import { WritError } from '../errors.js';
 import type { Caller } from '../identity/caller.js';
 import type { DecisionOutcome } from '../policy/engine.js';
-import type { Sidecar } from '../server/sidecar.js';
+import type { PdpCore } from '../pdp/core.js';
 import * as metrics from '../metrics/metrics.js';
 import { commitWithRevalidation } from '../pdp/commit.js';
 import type { WriteTx } from '../store/types.js';
@@ -39,11 +39,11 @@ function answerOf(single: boolean, decisions: AuthzenDecision[]): AuthzenAnswer 
 }
 
 export class AuthzenService {
-  constructor(private readonly sidecar: Sidecar) {}
+  constructor(private readonly core: PdpCore) {}
 
   /** POST /access/v1/evaluation (`batch` false) and /access/v1/evaluations (`batch` true). */
   async evaluate(caller: Caller, text: string, batch: boolean): Promise<AuthzenAnswer> {
-    const request = admitAuthzen(caller, text, batch, this.sidecar.config.admission_limits);
+    const request = admitAuthzen(caller, text, batch, this.core.config.admission_limits);
     return answerOf(request.single, await this.decideAndRecord(caller, request));
   }
 
@@ -53,13 +53,13 @@ export class AuthzenService {
    * The front admitted the text for this caller; the sidecar admits it again only to evaluate it.
    */
   async recordPrepared(caller: Caller, text: string, batch: boolean, p: PreparedAuthzen): Promise<AuthzenAnswer> {
-    const sidecar = this.sidecar;
+    const core = this.core;
     let request: AuthzenRequest | undefined;
     const prepared = p.outcomes.length === p.records.length
       ? { ...p, answer: () => answerOf(p.single, this.answers(p.outcomes, p.records)) }
       : undefined;
     return this.recordEvaluated(async (engine, entitiesVersion, now) => {
-      request ??= admitAuthzen(caller, text, batch, sidecar.config.admission_limits);
+      request ??= admitAuthzen(caller, text, batch, core.config.admission_limits);
       const single = request.single;
       const evaluated = await this.evaluateRequest(caller, request, engine, entitiesVersion, now);
       return { records: evaluated.records, answer: () => answerOf(single, evaluated.answer()) };
@@ -72,10 +72,10 @@ export class AuthzenService {
 
   /** Evaluates a request's items and preseals their records; the answer counts them once they are durable. */
   private async evaluateRequest(
-    caller: Caller, request: AuthzenRequest, engine: Sidecar['engine'], entitiesVersion: string, now: Date,
+    caller: Caller, request: AuthzenRequest, engine: PdpCore['engine'], entitiesVersion: string, now: Date,
   ): Promise<{ records: PresealedAuthzenRecord[]; answer: () => AuthzenDecision[] }> {
-    const sidecar = this.sidecar;
-    const decide = (e: AuthzenEvaluation) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities));
+    const core = this.core;
+    const decide = (e: AuthzenEvaluation) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities));
     const outcomes = await evaluateItems(request, decide);
     const records = presealAuthzenRecords(request, outcomes, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
     return { records, answer: () => this.answers(outcomes, records) };
@@ -93,9 +93,9 @@ export class AuthzenService {
       }
     }
     return this.recordEvaluated(async (engine, entitiesVersion, now) => {
-      const sidecar = this.sidecar;
-      const candidates = candidatesOf(request, sidecar.entities.all(), engine.actionNames());
-      const page = await searchPage(request, candidates, (e) => sidecar.evaluator.decideRequest(engine, requestInputOf(e, sidecar.entities)));
+      const core = this.core;
+      const candidates = candidatesOf(request, core.entities.all(), engine.actionNames());
+      const page = await searchPage(request, candidates, (e) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities)));
       const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
       return { records: [record], answer: () => ({ results: page.results, page: { next_token: page.next_token } }) };
     });
@@ -108,22 +108,22 @@ export class AuthzenService {
    * what a front evaluated, committed first while the policy set and entities it read are in force.
    */
   private recordEvaluated<T>(
-    run: (engine: Sidecar['engine'], entitiesVersion: string, now: Date) => Promise<{ records: PresealedAuthzenRecord[]; answer: () => T }>,
+    run: (engine: PdpCore['engine'], entitiesVersion: string, now: Date) => Promise<{ records: PresealedAuthzenRecord[]; answer: () => T }>,
     prepared?: { policyVersion: string; entitiesVersion: string; records: PresealedAuthzenRecord[]; answer: () => T },
   ): Promise<T> {
-    const sidecar = this.sidecar;
-    return commitWithRevalidation(sidecar, async (attempt) => {
+    const core = this.core;
+    return commitWithRevalidation(core, async (attempt) => {
       let entitiesVersion: string;
       let evaluated: { records: PresealedAuthzenRecord[]; answer: () => T };
-      if (attempt === 0 && prepared && prepared.policyVersion === sidecar.engine.policyVersion && prepared.entitiesVersion === sidecar.entities.version) {
+      if (attempt === 0 && prepared && prepared.policyVersion === core.engine.policyVersion && prepared.entitiesVersion === core.entities.version) {
         ({ entitiesVersion } = prepared);
         evaluated = prepared;
       } else {
         // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
         // stored version, and the write re-checks it under the store's lock (docs/protocol.md §9).
-        await sidecar.entities.refresh();
-        entitiesVersion = sidecar.entities.version;
-        evaluated = await run(sidecar.engine, entitiesVersion, sidecar.now());
+        await core.entities.refresh();
+        entitiesVersion = core.entities.version;
+        evaluated = await run(core.engine, entitiesVersion, core.now());
       }
       const { records, answer } = evaluated;
       return {

@@ -1,8 +1,8 @@
 /**
  * What an HTTP front does with a fresh decision before the write (front-thread.ts): admission,
  * evaluation against the policy set and entities it holds, and the decision record's canonical
- * members — everything of Sidecar.decide for an execution id not seen before, except the write that
- * Sidecar.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
+ * members — everything of DecisionService.decide for an execution id not seen before, except the write that
+ * DecisionService.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
  * in-process against the sidecar itself.
  */
 import { randomUUID } from 'node:crypto';

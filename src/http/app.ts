@@ -334,7 +334,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { sidecar, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
+  registerAuthzenRoutes(app, { core: sidecar.core, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
   app.get('/v1/approvals/pending', roles('approver'), async (c) => c.json(await sidecar.pendingApprovals(c.get('caller'))));

@@ -160,7 +160,7 @@ describe('AuthzenService.recordPrepared', () => {
   before(async () => {
     opened = await openSidecar('writ-record-prepared-');
     ({ store, sidecar } = opened);
-    service = new AuthzenService(sidecar);
+    service = new AuthzenService(sidecar.core);
   });
   after(() => opened?.close());
 
