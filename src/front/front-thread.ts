@@ -38,13 +38,13 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { evaluationTally } from '../policy/memo.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
-import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import {
   admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen,
 } from '../authzen/request.js';
-import { pdpNow } from '../server/decision-admission.js';
+import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
 import { frontThreadsSupported } from './support.js';
 

@@ -24,7 +24,7 @@ import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
 import { frontsAreThreads } from './support.js';
 import { probePort } from './probe-port.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import type { PreparedCommit } from '../server/decision-admission.js';
+import type { PreparedCommit } from '../pdp/admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
 import { countAnswer, countRefusal } from '../http/answered.js';

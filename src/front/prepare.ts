@@ -16,7 +16,7 @@ import { presealMembers } from '../store/seal.js';
 import {
   admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
   type PreparedDecision,
-} from '../server/decision-admission.js';
+} from '../pdp/admission.js';
 
 export interface FrontState {
   engine: PolicyEngine;

@@ -12,7 +12,7 @@ import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
 import type { TlsMaterial } from '../http/tls.js';
 import type { FairnessSettings } from '../http/fairness.js';
-import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import type { PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import type { PreparedAuthzen } from '../authzen/request.js';
 
 export interface FrontStart {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WritError, isWritError } from '../errors.js';
-import { executionKey } from '../server/decision-admission.js';
+import { executionKey } from './admission.js';
 import type { Execution } from '../executions/machine.js';
 import { PENDING_PREFIX, putExecution } from '../executions/prior.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';

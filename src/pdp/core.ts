@@ -3,7 +3,7 @@
  * after the commit is fsync'd, so an answer is never sent for something that could still be lost.
  */
 import { isWritError } from '../errors.js';
-import { pdpNow } from '../server/decision-admission.js';
+import { pdpNow } from './admission.js';
 import type { Execution } from '../executions/machine.js';
 import { putExecution } from '../executions/prior.js';
 import { PolicyEngine } from '../policy/engine.js';

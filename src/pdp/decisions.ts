@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { WritError } from '../errors.js';
 import {
   admitDecision, decisionIndexFields, decisionRecordFields, decisionResponseOf, executionKey, withPriorMember, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
-} from '../server/decision-admission.js';
+} from './admission.js';
 import { checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot, type Execution, type Resolution } from '../executions/machine.js';
 import { countsOf, priorCountsKey, priorSeen, putExecution, samePrior, withApprovalGroups, type Prior } from '../executions/prior.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';

@@ -3,7 +3,7 @@
  * confirmations and events, and the reads of executions (one execution, the reconciliation queue).
  */
 import { WritError, isWritError } from '../errors.js';
-import { executionKey } from '../server/decision-admission.js';
+import { executionKey } from './admission.js';
 import { applyConfirmation, applyOutcome, applyReconcile, checkEventsAllowed, type Confirmation, type Execution, type OutcomeStatus, type Resolution } from '../executions/machine.js';
 import { putExecution, queuePrefix, type QueueState } from '../executions/prior.js';
 import { admitEvents } from '../executions/events.js';

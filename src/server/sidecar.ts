@@ -21,7 +21,7 @@ import { ApprovalService } from '../pdp/approvals.js';
 import { EntityService } from '../pdp/entities.js';
 import { PolicyReload } from '../pdp/policy-reload.js';
 
-export { executionKey, type DecisionResponse } from './decision-admission.js';
+export { executionKey, type DecisionResponse } from '../pdp/admission.js';
 
 export class Sidecar {
   readonly core: PdpCore;
