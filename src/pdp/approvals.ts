@@ -80,7 +80,7 @@ export class ApprovalService {
   }
 
   async approve(caller: Caller, text: string): Promise<Record<string, unknown>> {
-    const body = parseBody(text) as Record<string, any>;
+    const body: unknown = parseBody(text);
     validateApprovalRequest(body);
     const now = this.core.now();
     const expires = Date.parse(body.expires_at);

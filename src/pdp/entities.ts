@@ -72,7 +72,7 @@ export class EntityService {
     if (id.length > MAX_ENTITY_ID) throw new WritError('INVALID_REQUEST', `an entity id is at most ${MAX_ENTITY_ID} characters`);
     const raw = parseLosslessBody(text);
     refuseInexactIntegers(raw, []);
-    const body = toPlain(raw) as Record<string, any>;
+    const body: unknown = toPlain(raw);
     validateEntityUpsert(body);
     const problem = malformedEscape(body.attrs, ['attrs']) ?? unrepresentableAttribute(body.attrs, ['attrs']);
     if (problem) throw new WritError('INVALID_REQUEST', problem.message, { path: jsonPointer(problem.trail) });

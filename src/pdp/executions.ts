@@ -19,7 +19,7 @@ export class ExecutionService {
   constructor(private readonly core: PdpCore, private readonly approvals: ApprovalService) {}
 
   async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
-    const body = parseBody(text) as Record<string, any>;
+    const body: unknown = parseBody(text);
     validateOutcomeRequest(body);
     if (caller.requester === undefined && body.identity_token !== undefined) {
       throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
@@ -30,12 +30,12 @@ export class ExecutionService {
     const fields: Record<string, unknown> = {
       kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported', ...callerFields(caller),
     };
-    for (const f of ['result_digest', 'downstream_ref', 'detail']) if (body[f] !== undefined) fields[f] = body[f];
+    for (const f of ['result_digest', 'downstream_ref', 'detail'] as const) if (body[f] !== undefined) fields[f] = body[f];
     return this.transition(key, executionId, actor, (e) => applyOutcome(e, status, fields.confirmation as Confirmation), fields, 'terminal');
   }
 
   async reconcile(actorParam: Uid, executionId: string, text: string, caller: Caller): Promise<Record<string, unknown>> {
-    const body = parseBody(text) as Record<string, any>;
+    const body: unknown = parseBody(text);
     validateReconcileRequest(body);
     const resolution: Resolution = body.resolution;
     const key = executionKey(actorParam, executionId);
@@ -49,7 +49,7 @@ export class ExecutionService {
 
   /** POST /v1/executions/{id}/confirm (§17): the system of record confirms a committed outcome, later. */
   async confirm(actorParam: Uid, executionId: string, text: string, caller: Caller): Promise<Record<string, unknown>> {
-    const body = parseBody(text) as Record<string, any>;
+    const body: unknown = parseBody(text);
     validateConfirmRequest(body);
     const fields: Record<string, unknown> = {
       kind: 'confirmation', actor: actorParam, execution_id: executionId, confirmation: 'system_of_record', evidence_ref: body.evidence_ref,
