@@ -5,7 +5,7 @@
  * writer only joins, hashes and commits them.
  */
 import { randomUUID } from 'node:crypto';
-import { identityFields, recordCaller, type Caller } from '../http/auth.js';
+import { identityFields, recordCaller, type Caller } from '../identity/caller.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { presealMembers } from '../store/seal.js';
 import type { AuthzenEvaluation, AuthzenRequest } from './request.js';

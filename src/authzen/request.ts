@@ -20,7 +20,7 @@ import { jcs } from '../util/canonical.js';
 import { authzenEvaluationIssue, validateAuthzenEvaluations } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from '../policy/entities.js';
 import type { DecisionOutcome, RequestInput } from '../policy/engine.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { PresealedAuthzenRecord } from './records.js';
 import { type Uid, uidKey } from '../util/uid.js';
 

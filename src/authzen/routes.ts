@@ -3,8 +3,9 @@
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Hono } from 'hono';
-import { requireRole, type Caller } from '../http/auth.js';
-import type { Sidecar } from '../server/sidecar.js';
+import { requireRole } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
+import type { PdpCore } from '../pdp/core.js';
 import { AuthzenService } from './handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js';
 
@@ -22,7 +23,8 @@ export interface DiscoveryDeps {
 }
 
 export interface AuthzenDeps extends DiscoveryDeps {
-  sidecar: Sidecar;
+  /** The decision core the evaluations are made and recorded with. */
+  core: PdpCore;
   /** Every role the request's credential holds (src/http/auth.ts Authenticator). */
   authenticate: (c: Context) => Promise<Caller[]>;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
@@ -48,7 +50,7 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
 }
 
 export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
-  const service = new AuthzenService(deps.sidecar);
+  const service = new AuthzenService(deps.core);
   // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
   const authenticate = async (c: Context): Promise<Caller> => requireRole(await deps.authenticate(c), ['evaluator', 'pep']);
   app.post(AUTHZEN_EVALUATION_PATH, async (c) => {

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { isWritError } from '../errors.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 
 /** What the console needs of the sidecar's token table. */
 export interface TokenChecker {

@@ -19,7 +19,8 @@ import { createPublicServer } from '../http/tls.js';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
 import { isWritError, WritError } from '../errors.js';
-import { Authenticator, bearerOf, TokenTable, type Caller } from '../http/auth.js';
+import { Authenticator, bearerOf, TokenTable } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import { CallerGate, callerKey, retryAfterOf } from '../http/fairness.js';
 import { NO_STORE_HEADERS } from '../http/no-store.js';
 import { socketCaller } from '../http/client-certs.js';
@@ -37,13 +38,13 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { evaluationTally } from '../policy/memo.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
-import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import {
   admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen,
 } from '../authzen/request.js';
-import { pdpNow } from '../server/decision-admission.js';
+import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
 import { frontThreadsSupported } from './support.js';
 

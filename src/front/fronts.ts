@@ -1,7 +1,7 @@
 /**
  * The sidecar's side of its HTTP front threads (front-thread.ts, issue 14): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
- * decision (Sidecar.commitPrepared) or decide a request text (Sidecar.decide), record or evaluate an
+ * decision (DecisionService.commitPrepared) or decide a request text (DecisionService.decide), record or evaluate an
  * AuthZEN request (AuthzenService), answer a forwarded API request (the sidecar's own app) — after the
  * durable write, in batches.
  *
@@ -17,13 +17,14 @@ import { isWritError, WritError } from '../errors.js';
 import type { TokenSpec } from '../config/config.js';
 import type { JwtIssuerSpec } from '../identity/issuers.js';
 import type { JSONWebKeySet } from 'jose';
-import type { Sidecar } from '../server/sidecar.js';
+import type { PdpCore } from '../pdp/core.js';
+import type { DecisionService } from '../pdp/decisions.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
 import { frontsAreThreads } from './support.js';
 import { probePort } from './probe-port.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import type { PreparedCommit } from '../server/decision-admission.js';
+import type { PreparedCommit } from '../pdp/admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
 import { countAnswer, countRefusal } from '../http/answered.js';
@@ -136,7 +137,10 @@ export interface FrontsOptions {
   maxBodyBytes: number;
   /** Evaluator threads, shared out among the fronts (each front runs Cedar beside itself on its share). */
   evaluatorThreads: number;
-  sidecar: Sidecar;
+  /** The decision core: the policy set and entities the fronts hold copies of. */
+  core: PdpCore;
+  /** Where a front's decisions are committed (or decided again). */
+  decisions: DecisionService;
   /** After each answered ask (the checkpoint cadence). */
   afterAnswer: () => void;
   /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
@@ -173,10 +177,10 @@ export class Fronts {
     if (!held) await o.heldPort?.release();
     const port = held ? o.port : await probePort(o.host, o.port);
     const fronts = new Fronts(o, port);
-    const { sidecar } = o;
-    // The fronts hold the policy set and entities in force; the sidecar tells them of every change.
-    sidecar.entities.onChange(() => fronts.broadcast({ type: 'entities', version: sidecar.entities.version, list: sidecar.entities.all() }));
-    sidecar.onPolicyChange((bundle) => fronts.broadcast({ type: 'policy', bundle }));
+    const { core } = o;
+    // The fronts hold the policy set and entities in force; the core tells them of every change.
+    core.entities.onChange(() => fronts.broadcast({ type: 'entities', version: core.entities.version, list: core.entities.all() }));
+    core.onPolicyChange((bundle) => fronts.broadcast({ type: 'policy', bundle }));
     try {
       await Promise.all(Array.from({ length: o.count }, (_, i) => fronts.spawn(i, held !== undefined)));
       if (held) {
@@ -195,13 +199,13 @@ export class Fronts {
   }
 
   private startData(index: number, holdListen: boolean): FrontStart {
-    const { sidecar } = this.o;
+    const { core } = this.o;
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, fairness: fairnessOf(sidecar.config), ...(this.o.tls ? { tls: this.o.tls } : {}),
-      clockFile: sidecar.config.clock_file, memoSize: sidecar.config.decision_memo_size, policy: sidecar.bundle,
-      entities: { version: sidecar.entities.version, list: sidecar.entities.all() },
+      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, fairness: fairnessOf(core.config), ...(this.o.tls ? { tls: this.o.tls } : {}),
+      clockFile: core.config.clock_file, memoSize: core.config.decision_memo_size, policy: core.bundle,
+      entities: { version: core.entities.version, list: core.entities.all() },
       ...(holdListen ? { holdListen } : {}),
     };
   }
@@ -268,7 +272,7 @@ export class Fronts {
   }
 
   private answer(front: Front, a: FrontAsk): void {
-    const { sidecar } = this.o;
+    const { core, decisions } = this.o;
     if ('jwks' in a) {
       // Not a request of its own: a refusal is the front's to answer (or the sidecar's, passed the request).
       const keySet = this.o.keySet ?? (() => Promise.reject(new Error('no jwt_issuers are configured')));
@@ -279,11 +283,11 @@ export class Fronts {
       return;
     }
     let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
-    if ('prepared' in a) work = sidecar.commitPrepared(a.prepared);
+    if ('prepared' in a) work = decisions.commitPrepared(a.prepared);
     else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));
-    else if ('decide' in a) work = sidecar.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
+    else if ('decide' in a) work = decisions.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
-      this.authzen ??= new AuthzenService(sidecar);
+      this.authzen ??= new AuthzenService(core);
       const { caller, text, batch, prepared } = a.authzen;
       const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPrepared(caller, text, batch, prepared);
       work = answer.then((authzen) => ({ authzen }));

@@ -1,13 +1,13 @@
 /**
  * What an HTTP front does with a fresh decision before the write (front-thread.ts): admission,
  * evaluation against the policy set and entities it holds, and the decision record's canonical
- * members — everything of Sidecar.decide for an execution id not seen before, except the write that
- * Sidecar.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
+ * members — everything of DecisionService.decide for an execution id not seen before, except the write that
+ * DecisionService.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
  * in-process against the sidecar itself.
  */
 import { randomUUID } from 'node:crypto';
 import type { AdmissionLimits } from '../binding/limits.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { DecisionInput, DecisionOutcome, PolicyEngine } from '../policy/engine.js';
 import type { EntitySource } from '../policy/entities.js';
 import { stateAfterDecision } from '../executions/machine.js';
@@ -16,7 +16,7 @@ import { presealMembers } from '../store/seal.js';
 import {
   admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
   type PreparedDecision,
-} from '../server/decision-admission.js';
+} from '../pdp/admission.js';
 
 export interface FrontState {
   engine: PolicyEngine;

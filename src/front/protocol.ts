@@ -6,13 +6,13 @@ import type { TokenSpec } from '../config/config.js';
 import type { JwtIssuerSpec } from '../identity/issuers.js';
 import type { JSONWebKeySet } from 'jose';
 import type { ErrorCode } from '../errors.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { EntityJson } from '../policy/entities.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
 import type { TlsMaterial } from '../http/tls.js';
 import type { FairnessSettings } from '../http/fairness.js';
-import type { PreparedCommit, PreparedDecision } from '../server/decision-admission.js';
+import type { PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import type { PreparedAuthzen } from '../authzen/request.js';
 
 export interface FrontStart {

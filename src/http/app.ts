@@ -4,7 +4,8 @@
  */
 import { Hono, type Context } from 'hono';
 import { WritError, isWritError } from '../errors.js';
-import { requireRole, type Authenticator, type Caller } from './auth.js';
+import { requireRole, type Authenticator } from './auth.js';
+import type { Caller } from '../identity/caller.js';
 import { delegatedCaller } from '../identity/delegation.js';
 import { certificateCallerOf } from './client-certs.js';
 import type { Role } from '../config/config.js';
@@ -333,7 +334,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { sidecar, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
+  registerAuthzenRoutes(app, { core: sidecar.core, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
 
   // ── approvals ──
   app.get('/v1/approvals/pending', roles('approver'), async (c) => c.json(await sidecar.pendingApprovals(c.get('caller'))));

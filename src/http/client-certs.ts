@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Context } from 'hono';
-import type { Caller } from './auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { RecordIdentity } from '../identity/verify.js';
 import type { Role } from '../config/config.js';
 import type { Delegation } from '../identity/issuers.js';

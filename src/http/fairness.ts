@@ -12,7 +12,7 @@
 import { WritError } from '../errors.js';
 import type { AdmissionLimits } from '../binding/limits.js';
 import type { WritConfig } from '../config/config.js';
-import type { Caller } from './auth.js';
+import type { Caller } from '../identity/caller.js';
 
 /** What every door needs to admit fairly: the config's limits and shares, carried to the fronts as is. */
 export interface FairnessSettings {

@@ -6,7 +6,7 @@
  * request came in.
  */
 import { WritError } from '../errors.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from './caller.js';
 import { delegatedIdentityOf } from './grants.js';
 import type { JwtVerifier } from './verify.js';
 

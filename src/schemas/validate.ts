@@ -18,6 +18,7 @@ import { loadSchemas, SCHEMA_ID_BASE, type SchemaFile } from './load.js';
 // RFC 3339 (shared with the policy engine's datetime conversion: src/util/rfc3339.ts)
 export { isRfc3339, rfc3339ToDate } from '../util/rfc3339.js';
 import { isRfc3339 } from '../util/rfc3339.js';
+import type { Uid } from '../util/uid.js';
 
 // ---------------------------------------------------------------------------------------------
 // ajv
@@ -127,6 +128,35 @@ export function schemaIssue(file: SchemaFile, value: unknown): SchemaIssue | nul
   return describe(fn.errors![0]!);
 }
 
+/** The bodies the route schemas (schemas/*.json) admit, as the code after a validator reads them. */
+export interface ApprovalRequest {
+  actor: Uid;
+  execution_id: string;
+  binding: string;
+  envelope_digest: string;
+  expires_at: string;
+}
+export interface OutcomeRequest {
+  status: 'committed' | 'rejected' | 'unknown';
+  confirmation?: 'tool_reported' | 'system_of_record';
+  result_digest?: string;
+  downstream_ref?: string;
+  detail?: string;
+  identity_token?: string;
+}
+export interface ReconcileRequest {
+  resolution: 'committed' | 'absent';
+  evidence_ref: string;
+}
+export interface ConfirmRequest {
+  evidence_ref: string;
+  downstream_ref?: string;
+}
+export interface EntityUpsert {
+  attrs: Record<string, unknown>;
+  parents: unknown[];
+}
+
 function check(fn: ValidateFunction, body: unknown, code: (path: string) => ErrorCode): void {
   if (fn(body)) return;
   const issue = describe(fn.errors![0]!);
@@ -160,22 +190,22 @@ export function validateToolsVisibleRequest(body: unknown): void {
 }
 
 /** Body of POST /v1/approvals. INVALID_REQUEST. (Past / too distant expires_at is checked at runtime.) */
-export function validateApprovalRequest(body: unknown): void {
+export function validateApprovalRequest(body: unknown): asserts body is ApprovalRequest {
   check(approvalFn, body, invalidRequest);
 }
 
 /** Body of POST /v1/executions/{id}/outcome. INVALID_REQUEST. */
-export function validateOutcomeRequest(body: unknown): void {
+export function validateOutcomeRequest(body: unknown): asserts body is OutcomeRequest {
   check(outcomeFn, body, invalidRequest);
 }
 
 /** Body of POST /v1/executions/{id}/reconcile. INVALID_REQUEST (resolution must be committed|absent). */
-export function validateReconcileRequest(body: unknown): void {
+export function validateReconcileRequest(body: unknown): asserts body is ReconcileRequest {
   check(reconcileFn, body, invalidRequest);
 }
 
 /** Body of POST /v1/executions/{id}/confirm (§17). INVALID_REQUEST. */
-export function validateConfirmRequest(body: unknown): void {
+export function validateConfirmRequest(body: unknown): asserts body is ConfirmRequest {
   check(VALIDATORS.get('confirm-request.json')!, body, invalidRequest);
 }
 
@@ -185,7 +215,7 @@ export function validateEventsRequest(body: unknown): void {
 }
 
 /** Body of PUT /v1/entities/{type}/{id}: `{attrs: object, parents: [uid]}`. INVALID_REQUEST. */
-export function validateEntityUpsert(body: unknown): void {
+export function validateEntityUpsert(body: unknown): asserts body is EntityUpsert {
   check(entityUpsertFn, body, invalidRequest);
 }
 

@@ -199,7 +199,7 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
-        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, jwtIssuers: config.jwt_issuers, maxBodyBytes: config.max_body_bytes, sidecar, ...(tls ? { tls } : {}),
+        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, jwtIssuers: config.jwt_issuers, maxBodyBytes: config.max_body_bytes, core: sidecar.core, decisions: sidecar.decisions, ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.

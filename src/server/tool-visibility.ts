@@ -7,11 +7,11 @@
  */
 import { WritError } from '../errors.js';
 import { parseLossless, toPlain } from '../binding/index.js';
-import type { Caller } from '../http/auth.js';
+import type { Caller } from '../identity/caller.js';
 import type { EntitySource } from '../policy/entities.js';
 import type { PolicyEngine } from '../policy/engine.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
-import { checkDelegatedIdentity, fillDelegatedIdentity } from './decision-admission.js';
+import { checkDelegatedIdentity, fillDelegatedIdentity } from '../pdp/admission.js';
 import { sameUid, type Uid } from '../util/uid.js';
 
 export interface ToolsVisibleAnswer {

@@ -12,7 +12,7 @@ import { Store } from '../../src/store/store.js';
 import { Sidecar } from '../../src/server/sidecar.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 
 const PEP: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };

@@ -11,7 +11,7 @@ import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
 import { Store } from '../../src/store/store.js';
 import { Sidecar } from '../../src/server/sidecar.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 import { offboardingBody } from '../helpers/server.js';
 
 const CALLER: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };

@@ -1,16 +1,16 @@
 // Decision admission keeps what it derives from the exact text of a body's `action` and `envelope`
-// (src/server/decision-admission.ts MemberTextMemo). Held here: an admitted decision is the same
+// (src/pdp/admission.ts MemberTextMemo). Held here: an admitted decision is the same
 // whether its views came from the memo or were computed afresh (bindings, canonical texts, Cedar views,
 // digests), across texts that differ only in spelling (`1` / `1.0`, key order, escapes, whitespace),
 // refusals are never kept, and the shared views cannot be changed by a caller.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { admitDecision as admitWithLimits } from '../../src/server/decision-admission.js';
+import { admitDecision as admitWithLimits } from '../../src/pdp/admission.js';
 import { DEFAULT_ADMISSION_LIMITS } from '../../src/binding/limits.js';
 import { bindCall, admitValue, parseLossless, memberOf, toPlain, envelopeDigest } from '../../src/binding/index.js';
 import { jcs } from '../../src/util/canonical.js';
 import { isWritError } from '../../src/errors.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 
 const admitDecision = (c: Caller, text: string) => admitWithLimits(c, text, DEFAULT_ADMISSION_LIMITS);
 const caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } } as Caller;

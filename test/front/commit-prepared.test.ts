@@ -14,7 +14,7 @@ import { loadPolicyDir } from '../../src/policy/load.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
 import { prepareDecision, preparedAnswer, type FrontState } from '../../src/front/prepare.js';
 import { recordHash } from '../../src/ledger/record.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 import { AuthzenService } from '../../src/authzen/handler.js';
 import { admitAuthzen, type PreparedAuthzen } from '../../src/authzen/request.js';
@@ -160,7 +160,7 @@ describe('AuthzenService.recordPrepared', () => {
   before(async () => {
     opened = await openSidecar('writ-record-prepared-');
     ({ store, sidecar } = opened);
-    service = new AuthzenService(sidecar);
+    service = new AuthzenService(sidecar.core);
   });
   after(() => opened?.close());
 

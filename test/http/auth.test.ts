@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { recordCaller, requireRole, TokenTable } from '../../src/http/auth.js';
+import { requireRole, TokenTable } from '../../src/http/auth.js';
+import { recordCaller } from '../../src/identity/caller.js';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const table = new TokenTable([

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallerGate, callerKey, retryAfterOf } from '../../src/http/fairness.js';
-import type { Caller } from '../../src/http/auth.js';
+import type { Caller } from '../../src/identity/caller.js';
 
 test('a caller over its count or bytes is refused RATE_LIMITED; a lone request of any size is let in; leaving frees the share', () => {
   const gate = new CallerGate({ maxInFlight: 2, maxInFlightBytes: 100 });

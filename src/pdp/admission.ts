@@ -15,7 +15,7 @@ import { validateDecisionRequest } from '../schemas/validate.js';
 import type { DecisionOutcome } from '../policy/engine.js';
 import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
-import { callerFields, type Caller, type RecordCaller } from '../http/auth.js';
+import { callerFields, type Caller, type RecordCaller } from '../identity/caller.js';
 import type { RecordIdentity } from '../identity/verify.js';
 import type { Prior } from '../executions/prior.js';
 import { sameUid, uidKey, type Uid } from '../util/uid.js';
