@@ -12,7 +12,10 @@ import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
-import { inclusionProof, nodeHash, rootAt, verifyInclusion } from '../dist/src/ledger/merkle.js';
+import { inclusionProof } from '../dist/src/ledger/merkle/inclusion.js';
+import { nodeHash } from '../dist/src/ledger/merkle/hasher.js';
+import { rootAt } from '../dist/src/ledger/merkle/tree.js';
+import { verifyInclusion } from '../dist/src/ledger/merkle/verify.js';
 
 const { values: a } = parseArgs({ options: { sizes: { type: 'string', default: '1000,1000000,10000000' }, proofs: { type: 'string', default: '2000' } } });
 const SIZES = a.sizes.split(',').map(Number);

@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { recordLine, sealRecord, ZERO_HASH } from '../dist/src/ledger/record.js';
 import { checkpointPayload, keyIdOf, privateKeyFromSeed, rawPublicKey, signPayload } from '../dist/src/ledger/signing.js';
-import { MerkleAccumulator, bytesToHash, hashToBytes } from '../dist/src/ledger/merkle.js';
+import { MerkleAccumulator } from '../dist/src/ledger/merkle/compact-range.js';
+import { bytesToHash, hashToBytes } from '../dist/src/ledger/merkle/hasher.js';
 import { bindingOf } from '../dist/src/binding/index.js';
 import { digestOf } from '../dist/src/util/canonical.js';
 

@@ -22,7 +22,8 @@ import { NoteError, parseNote } from '../transparency/note.js';
 import { parseCheckpoint } from '../transparency/checkpoint.js';
 import { parseTlogProof, type TlogProof } from '../transparency/proof.js';
 import { recordEntry } from '../ledger/record.js';
-import { hashToBytes, verifyInclusion } from '../ledger/merkle.js';
+import { hashToBytes } from '../ledger/merkle/hasher.js';
+import { verifyInclusion } from '../ledger/merkle/verify.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
        writ verify EXPORT.jsonl --note NOTE --policy POLICY [--keys KEYS.json] [--workers N]

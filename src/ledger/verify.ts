@@ -37,7 +37,7 @@ import { bindingFromCanonicalMembers, MAX_ARGUMENT_DEPTH, storedArgumentsProblem
 import { ZERO_HASH } from './record.js';
 import { isRfc3339 } from '../util/rfc3339.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
-import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './verify-merkle.js';
+import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './merkle/hex-compact-range.js';
 
 export type VerifyCode =
   | 'HASH_MISMATCH'

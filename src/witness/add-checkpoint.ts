@@ -11,7 +11,7 @@
  *   422  the consistency proof does not verify (or is not empty when the old size is 0)
  *   200  cosign: the new state is {size, root}
  */
-import { verifyConsistency } from '../ledger/merkle.js';
+import { verifyConsistency } from '../ledger/merkle/verify.js';
 import { parseCheckpoint, type CheckpointBody } from '../transparency/checkpoint.js';
 import { NoteError, parseNote, strictBase64, verifyNote, type Note, type VerifierKey } from '../transparency/note.js';
 

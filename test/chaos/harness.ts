@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 import { call, TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
 
 export const AGENT_Q = encodeURIComponent('Agent::"offboarding-agent-prod"');

@@ -16,7 +16,8 @@ import { until } from '../helpers/until.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
-import { hashToBytes, verifyInclusion } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyInclusion } from '../../src/ledger/merkle/verify.js';
 
 // Fronts are threads where listen has reusePort (Node >= 22.12), else cluster processes: the same tests hold for both.
 const FRONT_KIND = frontThreadsSupported() ? 'threads' : 'processes';

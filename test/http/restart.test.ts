@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, REPO, startTestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
-import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 
 test('SIGTERM checkpoint, restart continuity, consistency across the restart', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'writ-restart-'));

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { recordHash } from '../../src/ledger/record.js';
 import { checkpointPayload, keyIdOf, verifyPayload } from '../../src/ledger/signing.js';
-import { hashToBytes, verifyConsistency, verifyInclusion } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyConsistency, verifyInclusion } from '../../src/ledger/merkle/verify.js';
 import { verifyExportSync } from '../../src/ledger/verify.js';
 import { allVectors, VECTOR_DIR, vectorLeaf, vectorText } from './ledger-vectors.js';
 

@@ -11,7 +11,9 @@ import { Store } from '../../src/store/store.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
-import { bytesToHash, hashToBytes, memoryReader, rootAt, verifyConsistency, verifyInclusion } from '../../src/ledger/merkle.js';
+import { bytesToHash, hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { memoryReader, rootAt } from '../../src/ledger/merkle/tree.js';
+import { verifyConsistency, verifyInclusion } from '../../src/ledger/merkle/verify.js';
 import { uidKey } from '../../src/util/uid.js';
 import { sharedPostgres } from '../helpers/postgres.js';
 

@@ -8,7 +8,8 @@ import { ensureKeyRecord, loadOrCreateSigningKey } from '../../src/checkpoints/k
 import { startCheckpointer } from '../../src/checkpoints/checkpointer.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 import { verifyPayload } from '../../src/ledger/signing.js';
-import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 import { jcs } from '../../src/util/canonical.js';
 import { WritError } from '../../src/errors.js';
 import { runWrit, spawnSnippet, DIST_SRC, tempDir } from './helpers.js';

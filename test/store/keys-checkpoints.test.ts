@@ -7,7 +7,8 @@ import { ensureKeyRecord, loadOrCreateSigningKey, readKeyFile, rotateSigningKey,
 import { startCheckpointer, WITNESS_FILE } from '../../src/checkpoints/checkpointer.js';
 import { checkpointPayload, keyIdOf, keyPayload, verifyPayload } from '../../src/ledger/signing.js';
 import { recordLine, type LedgerRecord } from '../../src/ledger/record.js';
-import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
+import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
+import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 import { WritError } from '../../src/errors.js';
 import { runWrit, tempDir } from './helpers.js';
 

@@ -3,24 +3,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import {
-  EMPTY_ROOT,
-  MerkleAccumulator,
-  bytesToHash,
-  consistencyProof,
-  hashToBytes,
-  inclusionProof,
-  memoryReader,
-  nodeHash,
-  rootAt,
-  subtreesCompletedBy,
-  verifyConsistency,
-  verifyInclusion,
-  type SubtreeReader,
-} from '../../src/ledger/merkle.js';
-import { vectorLeaf } from './ledger-vectors.js';
+import { EMPTY_ROOT, bytesToHash, hashToBytes, nodeHash } from '../../../src/ledger/merkle/hasher.js';
+import { MerkleAccumulator } from '../../../src/ledger/merkle/compact-range.js';
+import { consistencyProof } from '../../../src/ledger/merkle/consistency.js';
+import { inclusionProof } from '../../../src/ledger/merkle/inclusion.js';
+import { memoryReader, rootAt, subtreesCompletedBy, type SubtreeReader } from '../../../src/ledger/merkle/tree.js';
+import { verifyConsistency, verifyInclusion } from '../../../src/ledger/merkle/verify.js';
+import { vectorLeaf } from '../ledger-vectors.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 
 // ---- A naive RFC 9162 §2.1 reference, straight from the text, over the whole leaf list. ----
 const sha = (...parts: Uint8Array[]) => {
