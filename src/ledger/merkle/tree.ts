@@ -1,8 +1,9 @@
 /**
  * The ledger's Merkle tree read through stored complete subtrees (docs/protocol.md §6). Pure.
  *
- * Everything here reads stored *complete* subtrees through a SubtreeReader: a tree of size n splits
- * into at most ⌈log2 n⌉+1 complete subtrees, so roots and proofs cost O(log n) reads whatever n is.
+ * Everything here is built from stored *complete* subtrees, named by NodeId: a tree of size n splits
+ * into at most ⌈log2 n⌉+1 complete subtrees, so roots and proofs cost O(log n) nodes whatever n is,
+ * listed first (ProofNodes) so that a store fetches them in one read, then combined.
  * Sizes and indexes are plain numbers; the arithmetic avoids 32-bit bitwise operators so it stays
  * exact up to 2^53.
  */
@@ -31,32 +32,65 @@ export function isPowerOfTwo(n: number): boolean {
   return n > 0 && Number.isInteger(Math.log2(n)) && 2 ** Math.log2(n) === n;
 }
 
+/** A stored complete subtree: the hash of leaves [index·2^level, (index+1)·2^level); level 0 is a leaf. */
+export interface NodeId {
+  readonly level: number;
+  readonly index: number;
+}
+
 /**
- * MTH of leaves [start, end) where start is aligned to the largest power of two below the range
- * length (true of every range RFC 9162's recursive split produces). The left part of each split is a
- * complete subtree read directly; only the right edge recurses, so this is O(log n) reads.
+ * The stored nodes a proof or root is built from, and how: element i of the result folds the next
+ * widths[i] hashes of `ids` (left to right in the tree) from the right, MTH = H(c0, H(c1, …)). A width
+ * above 1 stands for a subtree that is not complete in the tree asked about (its right edge); RFC 9162's
+ * split produces at most one per proof. A store fetches all of `ids` in one read, then calls combine.
  */
-export function rangeHash(start: number, end: number, r: SubtreeReader): Buffer {
-  const n = end - start;
-  if (n <= 0) return EMPTY_ROOT;
-  // Collect the complete subtrees left to right, then fold from the right: MTH = H(c0, H(c1, …)).
-  const parts: Buffer[] = [];
+export interface ProofNodes {
+  readonly ids: readonly NodeId[];
+  readonly widths: readonly number[];
+}
+
+/**
+ * Appends the complete subtrees covering leaves [start, end), left to right, where start is aligned
+ * to the largest power of two below the range length (true of every range RFC 9162's recursive split
+ * produces): O(log n) of them.
+ */
+export function rangeNodes(start: number, end: number, out: NodeId[]): void {
   let s = start;
-  let len = n;
+  let len = end - start;
   while (len > 0) {
     if (isPowerOfTwo(len)) {
-      const level = Math.log2(len);
-      parts.push(r.subtree(level, s / len));
-      break;
+      out.push({ level: Math.log2(len), index: s / len });
+      return;
     }
     const k = splitPoint(len);
-    parts.push(r.subtree(Math.log2(k), s / k));
+    out.push({ level: Math.log2(k), index: s / k });
     s += k;
     len -= k;
   }
-  let acc = parts[parts.length - 1]!;
-  for (let i = parts.length - 2; i >= 0; i--) acc = nodeHash(parts[i]!, acc);
-  return acc;
+}
+
+/** The ProofNodes of a list of ranges, each range one element of the result. */
+export function nodesOfGroups(groups: readonly NodeId[][]): ProofNodes {
+  return { ids: groups.flat(), widths: groups.map((g) => g.length) };
+}
+
+/** Folds fetched hashes (one per id, in order) into the elements `nodes` describes. */
+export function combine(nodes: ProofNodes, hashes: readonly Buffer[]): Buffer[] {
+  if (hashes.length !== nodes.ids.length) throw new RangeError(`${hashes.length} node hashes for ${nodes.ids.length} nodes`);
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const width of nodes.widths) {
+    let acc = hashes[at + width - 1]!;
+    for (let i = at + width - 2; i >= at; i--) acc = nodeHash(hashes[i]!, acc);
+    out.push(acc);
+    at += width;
+  }
+  return out;
+}
+
+/** Reads `ids` one by one through a reader (synchronous stores, tests). */
+export function readNodes(r: SubtreeReader, ids: readonly NodeId[]): Buffer[] {
+  return ids.map((id) => r.subtree(id.level, id.index));
 }
 
 /** Refuses a run of subtrees of height `level` that is not complete within a tree of `size` leaves. */
@@ -65,10 +99,23 @@ export function checkSubtreeRange(level: number, from: number, count: number, si
   if (!ok || (from + count) * 2 ** level > size) throw new RangeError(`subtrees ${from}..${from + count - 1} of height ${level} are not complete in a tree of ${size}`);
 }
 
+/** The nodes whose fold is the root of the tree of the first `size` leaves (none for the empty tree). */
+export function rootNodes(size: number): ProofNodes {
+  assertSize('size', size);
+  const ids: NodeId[] = [];
+  rangeNodes(0, size, ids);
+  return { ids, widths: size === 0 ? [] : [ids.length] };
+}
+
+/** The root given the hashes of rootNodes(size)'s ids. */
+export function rootFrom(nodes: ProofNodes, hashes: readonly Buffer[]): Buffer {
+  return nodes.widths.length === 0 ? EMPTY_ROOT : combine(nodes, hashes)[0]!;
+}
+
 /** Root of the tree of the first `size` leaves. O(log n) reads. */
 export function rootAt(size: number, r: SubtreeReader): Buffer {
-  assertSize('size', size);
-  return rangeHash(0, size, r);
+  const nodes = rootNodes(size);
+  return rootFrom(nodes, readNodes(r, nodes.ids));
 }
 
 /**

@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { EMPTY_ROOT, bytesToHash, hashToBytes, nodeHash } from '../../../src/ledger/merkle/hasher.js';
 import { MerkleAccumulator } from '../../../src/ledger/merkle/compact-range.js';
-import { consistencyProof } from '../../../src/ledger/merkle/consistency.js';
-import { inclusionProof } from '../../../src/ledger/merkle/inclusion.js';
-import { memoryReader, rootAt, subtreesCompletedBy, type SubtreeReader } from '../../../src/ledger/merkle/tree.js';
+import { consistencyNodes, consistencyProof } from '../../../src/ledger/merkle/consistency.js';
+import { inclusionNodes, inclusionProof } from '../../../src/ledger/merkle/inclusion.js';
+import { memoryReader, rootAt, rootNodes, subtreesCompletedBy, type SubtreeReader } from '../../../src/ledger/merkle/tree.js';
 import { verifyConsistency, verifyInclusion } from '../../../src/ledger/merkle/verify.js';
 import { vectorLeaf } from '../ledger-vectors.js';
 
@@ -221,4 +221,21 @@ test('invalid proof requests throw RangeError', () => {
   assert.throws(() => consistencyProof(6, 5, r), RangeError);
   assert.throws(() => rootAt(1.5, r), RangeError);
   assert.throws(() => rootAt(71, r), RangeError); // the reader cannot serve an incomplete subtree
+});
+
+test('proof nodes are complete subtrees of the tree asked about, with at most one to fold (its right edge)', () => {
+  for (let size = 1; size <= 70; size++) {
+    const plans = [rootNodes(size)];
+    for (let i = 0; i < size; i++) plans.push(inclusionNodes(i, size));
+    for (let m = 0; m <= size; m++) plans.push(consistencyNodes(m, size));
+    for (const plan of plans) {
+      assert.equal(plan.widths.reduce((a, b) => a + b, 0), plan.ids.length);
+      for (const id of plan.ids) assert.ok((id.index + 1) * 2 ** id.level <= size, `(${id.level}, ${id.index}) within ${size}`);
+    }
+    for (const plan of plans.slice(1)) assert.ok(plan.widths.filter((w) => w > 1).length <= 1);
+  }
+  assert.deepEqual(rootNodes(0), { ids: [], widths: [] });
+  assert.deepEqual(rootNodes(6), { ids: [{ level: 2, index: 0 }, { level: 1, index: 2 }], widths: [2] });
+  assert.deepEqual(inclusionNodes(0, 6), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }], widths: [1, 1, 1] });
+  assert.deepEqual(inclusionNodes(0, 7), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }, { level: 0, index: 6 }], widths: [1, 1, 2] });
 });
