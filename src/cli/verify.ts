@@ -23,7 +23,7 @@ import { parseCheckpoint } from '../transparency/checkpoint.js';
 import { parseTlogProof, type TlogProof } from '../transparency/proof.js';
 import { recordEntry } from '../ledger/record.js';
 import { hashToBytes } from '../ledger/merkle/hasher.js';
-import { verifyInclusion } from '../ledger/merkle/verify.js';
+import { ProofError, verifyInclusion } from '../ledger/merkle/verify.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
        writ verify EXPORT.jsonl --note NOTE --policy POLICY [--keys KEYS.json] [--workers N]
@@ -180,7 +180,10 @@ function verifyRecordProof(recordFile: string, proofFile: string, policyFile: st
     return fail(verdict.code, verdict.message);
   }
   const { size, root } = verdict.checkpoint;
-  if (proof.index >= size || !verifyInclusion(proof.index, size, hashToBytes(String(record.hash)), proof.path, root)) {
+  try {
+    verifyInclusion(proof.index, size, hashToBytes(String(record.hash)), proof.path, root);
+  } catch (e) {
+    if (!(e instanceof ProofError)) throw e;
     return fail('ROOT_MISMATCH', `the inclusion proof does not lead from record ${proof.index} to the root of the note's tree of ${size}`);
   }
   return { ok: true, records: 1, head: String(record.hash) };
