@@ -7,6 +7,7 @@
  */
 import { createHash, hash } from 'node:crypto';
 
+const LEAF_PREFIX = Buffer.from([0x00]);
 const NODE_PREFIX = Buffer.from([0x01]);
 const HASH_TAG = 'sha256:';
 
@@ -21,6 +22,11 @@ export function hashToBytes(tagged: string): Buffer {
 /** 32 raw bytes → 'sha256:<hex>'. */
 export function bytesToHash(b: Uint8Array): string {
   return HASH_TAG + Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+}
+
+/** SHA-256(0x00 ‖ data): the RFC 9162 leaf hash (a string is hashed as its UTF-8 bytes). */
+export function leafHash(data: Uint8Array | string): Buffer {
+  return createHash('sha256').update(LEAF_PREFIX).update(data).digest();
 }
 
 // One reusable input buffer for 32-byte children: a one-shot hash of it is about twice as fast as a
