@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isCanonicalLineSlow, scanCanonicalObject } from '../../src/ledger/verify.js';
+import { isCanonicalLineSlow, scanCanonicalObject } from '../../src/ledger/canonical-scan.js';
 import { jcs } from '../../src/util/canonical.js';
 
 // The verifier's fast scan must agree with the reference judgement (JSON.parse, then jcs() === line)
