@@ -16,24 +16,78 @@ import { jcs } from '../util/canonical.js';
 // so the scan can only ever be too strict, never decide a failure on its own.
 // ---------------------------------------------------------------------------------------------
 
-/** Spans of the top-level members of the last scanned line: key text (inside quotes) and value token. */
-const memberKeyStart: number[] = [];
-const memberKeyEnd: number[] = [];
-const memberValueStart: number[] = [];
-const memberValueEnd: number[] = [];
-let memberCount = 0;
-/** The line the spans refer to. */
-export let text = '';
-/** Span of the top-level `arguments` value while and after it is scanned (-1 when the line has none). */
-let argumentsStart = -1;
-let argumentsEnd = -1;
 /**
- * Set when the stored arguments hold something §3 admission must judge: a number token other than a
- * short plain integer (≤ 15 digits, so safe), or a container deeper than MAX_ARGUMENT_DEPTH (anywhere in
- * the line: rare, and then admission simply runs). Without it, canonical arguments are admitted as
- * they stand (bindingMismatchOf), and verify pays nothing per decision for re-admission.
+ * One scan of one line: its scratch state while the scan runs, and afterwards (when the line is
+ * canonical) the line's top-level members, read by name. Each scan has its own, so scans share
+ * nothing (the verifier's worker threads, a caller holding two lines).
  */
-export let argumentsNeedAdmission = false;
+export class CanonicalLine {
+  /** Per top-level member, four positions: key text (inside the quotes) start and end, value token start and end. */
+  readonly spans: number[] = [];
+  /** Span of the top-level `arguments` value while and after it is scanned (-1 when the line has none). */
+  argumentsStart = -1;
+  argumentsEnd = -1;
+  /**
+   * Set when the stored arguments hold something §3 admission must judge: a number token other than a
+   * short plain integer (≤ 15 digits, so safe), or a container deeper than MAX_ARGUMENT_DEPTH (anywhere
+   * in the line: rare, and then admission simply runs). Without it, canonical arguments are admitted as
+   * they stand, and verify pays nothing per decision for re-admission.
+   */
+  argumentsNeedAdmission = false;
+  /** Set by scanString when the string it just scanned contains an escape. */
+  lastStringEscaped = false;
+  /** The line has no SPECIAL_STRING_UNIT: every string ends at the next quote. */
+  readonly plainStrings: boolean;
+
+  constructor(readonly text: string) {
+    this.plainStrings = !SPECIAL_STRING_UNIT.test(text);
+  }
+
+  /** Index (into spans, by 4) of the top-level member named `name`, or -1. */
+  #member(name: string): number {
+    const spans = this.spans;
+    for (let m = 0; m < spans.length; m += 4) {
+      const start = spans[m]!;
+      if (spans[m + 1]! - start === name.length && this.text.startsWith(name, start)) return m;
+    }
+    return -1;
+  }
+
+  /** The raw value token of a member (undefined when absent). */
+  token(name: string): string | undefined {
+    const m = this.#member(name);
+    return m < 0 ? undefined : this.text.slice(this.spans[m + 2]!, this.spans[m + 3]!);
+  }
+
+  /** A member's value if it is a JSON string (undefined when absent or not a string). */
+  string(name: string): string | undefined {
+    const m = this.#member(name);
+    if (m < 0) return undefined;
+    const text = this.text;
+    const start = this.spans[m + 2]!;
+    const end = this.spans[m + 3]!;
+    if (text.charCodeAt(start) !== Ch.Quote) return undefined;
+    const inner = text.slice(start + 1, end - 1);
+    return inner.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : inner;
+  }
+
+  /** The line without its top-level member `name`: the JCS text of the object without it (the line when absent). */
+  without(name: string): string {
+    const m = this.#member(name);
+    const text = this.text;
+    if (m < 0) return text;
+    const memberStart = this.spans[m]! - 1;
+    const memberEnd = this.spans[m + 3]!;
+    if (text.charCodeAt(memberStart - 1) === Ch.Comma) return text.slice(0, memberStart - 1) + text.slice(memberEnd);
+    if (text.charCodeAt(memberEnd) === Ch.Comma) return text.slice(0, memberStart) + text.slice(memberEnd + 1);
+    return text.slice(0, memberStart) + text.slice(memberEnd);
+  }
+
+  /** JCS text of the record without `hash`. */
+  withoutHash(): string {
+    return this.without('hash');
+  }
+}
 
 export const enum Ch {
   Quote = 0x22,
@@ -54,12 +108,9 @@ function isHexLower(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
 }
 
-// The scanners take the text and a position and return the position after the token, or -1 when
-// the token is not canonical; positions live in locals (module-level variables in a hot loop cost a
-// context load and store per character).
-
-/** Set by scanString when the string it just scanned contains an escape. */
-let lastStringEscaped = false;
+// The scanners take the scan, the text and a position and return the position after the token, or -1
+// when the token is not canonical; positions live in locals (a field store per character would cost
+// in the hot loop).
 
 /**
  * Units that need a closer look inside a string: controls, the backslash, surrogates. Most lines have
@@ -67,8 +118,6 @@ let lastStringEscaped = false;
  * the next quote (found by indexOf), which is several times faster than a per-unit loop in JS.
  */
 const SPECIAL_STRING_UNIT = /[\u0000-\u001f\\\ud800-\udfff]/;
-/** Set per line by scanCanonicalObject: the line has no SPECIAL_STRING_UNIT. */
-let plainStrings = false;
 
 /**
  * Scans a canonical string token whose opening quote is at `i`. Canonical strings are
@@ -76,10 +125,10 @@ let plainStrings = false;
  * (lower-case hex) for the other controls, every other unit raw. Lone surrogates have no JCS form at
  * all (canonicalize refuses them), so they fail too.
  */
-function scanString(s: string, i: number): number {
-  if (plainStrings) {
+function scanString(st: CanonicalLine, s: string, i: number): number {
+  if (st.plainStrings) {
     const close = s.indexOf('"', i + 1);
-    lastStringEscaped = false;
+    st.lastStringEscaped = false;
     return close < 0 ? -1 : close + 1;
   }
   const end = s.length;
@@ -91,7 +140,7 @@ function scanString(s: string, i: number): number {
     while (c >= 0x20 && c !== Ch.Quote && c !== Ch.Backslash && c < 0xd800) c = s.charCodeAt(++i);
     if (i >= end) return -1;
     if (c === Ch.Quote) {
-      lastStringEscaped = escaped;
+      st.lastStringEscaped = escaped;
       return i + 1;
     }
     if (c === Ch.Backslash) {
@@ -128,7 +177,7 @@ function scanString(s: string, i: number): number {
 }
 
 /** Scans a number token at `i`; canonical iff it is the ECMAScript spelling of its value. */
-function scanNumber(s: string, i: number): number {
+function scanNumber(st: CanonicalLine, s: string, i: number): number {
   const start = i;
   let c = s.charCodeAt(i);
   if (c === Ch.Minus) c = s.charCodeAt(++i);
@@ -159,7 +208,7 @@ function scanNumber(s: string, i: number): number {
   const length = i - start;
   // Short integers without leading zeros are their own spelling, except -0.
   if (simpleInteger && length <= 15) return length === 2 && s.charCodeAt(start) === Ch.Minus && s.charCodeAt(start + 1) === Ch.Zero ? -1 : i;
-  if (start >= argumentsStart && start < argumentsEnd) argumentsNeedAdmission = true;
+  if (start >= st.argumentsStart && start < st.argumentsEnd) st.argumentsNeedAdmission = true;
   const token = s.slice(start, i);
   return String(Number(token)) === token ? i : -1;
 }
@@ -182,9 +231,9 @@ function keyBefore(s: string, aStart: number, aEnd: number, aEscaped: boolean, b
 
 const MAX_SCAN_DEPTH = 512;
 
-function scanObject(s: string, i: number, depth: number): number {
+function scanObject(st: CanonicalLine, s: string, i: number, depth: number): number {
   if (depth > MAX_SCAN_DEPTH) return -1;
-  if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
+  if (depth > MAX_ARGUMENT_DEPTH) st.argumentsNeedAdmission = true;
   i++;
   if (s.charCodeAt(i) === Ch.CloseBrace) return i + 1;
   let prevStart = -1;
@@ -193,9 +242,9 @@ function scanObject(s: string, i: number, depth: number): number {
   for (;;) {
     if (s.charCodeAt(i) !== Ch.Quote) return -1;
     const keyStart = i + 1;
-    i = scanString(s, i);
+    i = scanString(st, s, i);
     if (i < 0) return -1;
-    const keyEscaped = lastStringEscaped;
+    const keyEscaped = st.lastStringEscaped;
     const keyEnd = i - 1;
     if (prevStart >= 0 && !keyBefore(s, prevStart, prevEnd, prevEscaped, keyStart, keyEnd, keyEscaped)) return -1;
     prevStart = keyStart;
@@ -205,36 +254,30 @@ function scanObject(s: string, i: number, depth: number): number {
     const valueStart = ++i;
     const isArguments = depth === 0 && keyEnd - keyStart === 9 && s.startsWith('arguments', keyStart);
     if (isArguments) {
-      argumentsStart = valueStart;
-      argumentsEnd = s.length;
+      st.argumentsStart = valueStart;
+      st.argumentsEnd = s.length;
     }
-    i = scanValue(s, i, depth + 1);
+    i = scanValue(st, s, i, depth + 1);
     if (i < 0) return -1;
-    if (isArguments) argumentsEnd = i;
-    if (depth === 0) {
-      memberKeyStart[memberCount] = keyStart;
-      memberKeyEnd[memberCount] = keyEnd;
-      memberValueStart[memberCount] = valueStart;
-      memberValueEnd[memberCount] = i;
-      memberCount++;
-    }
+    if (isArguments) st.argumentsEnd = i;
+    if (depth === 0) st.spans.push(keyStart, keyEnd, valueStart, i);
     const next = s.charCodeAt(i++);
     if (next === Ch.CloseBrace) return i;
     if (next !== Ch.Comma) return -1;
   }
 }
 
-function scanValue(s: string, i: number, depth: number): number {
+function scanValue(st: CanonicalLine, s: string, i: number, depth: number): number {
   switch (s.charCodeAt(i)) {
     case Ch.OpenBrace:
-      return scanObject(s, i, depth);
+      return scanObject(st, s, i, depth);
     case Ch.OpenBracket: {
       if (depth > MAX_SCAN_DEPTH) return -1;
-      if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
+      if (depth > MAX_ARGUMENT_DEPTH) st.argumentsNeedAdmission = true;
       i++;
       if (s.charCodeAt(i) === Ch.CloseBracket) return i + 1;
       for (;;) {
-        i = scanValue(s, i, depth + 1);
+        i = scanValue(st, s, i, depth + 1);
         if (i < 0) return -1;
         const next = s.charCodeAt(i++);
         if (next === Ch.CloseBracket) return i;
@@ -242,7 +285,7 @@ function scanValue(s: string, i: number, depth: number): number {
       }
     }
     case Ch.Quote:
-      return scanString(s, i);
+      return scanString(st, s, i);
     case 0x74:
       return s.startsWith('true', i) ? i + 4 : -1;
     case 0x66:
@@ -250,22 +293,18 @@ function scanValue(s: string, i: number, depth: number): number {
     case 0x6e:
       return s.startsWith('null', i) ? i + 4 : -1;
     default:
-      return scanNumber(s, i);
+      return scanNumber(st, s, i);
   }
 }
 
 /**
- * True when `line` is exactly the JCS text of a JSON object; then the member spans above describe
- * its top-level members. False does not prove the line non-canonical (see isCanonicalLineSlow).
+ * The scanned line when `line` is exactly the JCS text of a JSON object, else undefined; undefined
+ * does not prove the line non-canonical (see isCanonicalLineSlow).
  */
-export function scanCanonicalObject(line: string): boolean {
-  text = line;
-  memberCount = 0;
-  argumentsStart = argumentsEnd = -1;
-  argumentsNeedAdmission = false;
-  if (line.charCodeAt(0) !== Ch.OpenBrace) return false;
-  plainStrings = !SPECIAL_STRING_UNIT.test(line);
-  return scanObject(line, 0, 0) === line.length;
+export function scanCanonicalObject(line: string): CanonicalLine | undefined {
+  if (line.charCodeAt(0) !== Ch.OpenBrace) return undefined;
+  const st = new CanonicalLine(line);
+  return scanObject(st, line, 0, 0) === line.length ? st : undefined;
 }
 
 /** The reference judgement: `line` parses to an object whose JCS text is the line. */
@@ -282,43 +321,6 @@ export function isCanonicalLineSlow(line: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Index of the top-level member named `name` in the last scanned line, or -1. */
-function memberIndex(name: string): number {
-  for (let m = 0; m < memberCount; m++) {
-    const start = memberKeyStart[m]!;
-    if (memberKeyEnd[m]! - start === name.length && text.startsWith(name, start)) return m;
-  }
-  return -1;
-}
-
-/** The raw value token of a member (undefined when absent). */
-export function memberToken(name: string): string | undefined {
-  const m = memberIndex(name);
-  return m < 0 ? undefined : text.slice(memberValueStart[m]!, memberValueEnd[m]!);
-}
-
-/** A member's value if it is a JSON string (undefined when absent or not a string). */
-export function memberString(name: string): string | undefined {
-  const m = memberIndex(name);
-  if (m < 0) return undefined;
-  const start = memberValueStart[m]!;
-  const end = memberValueEnd[m]!;
-  if (text.charCodeAt(start) !== Ch.Quote) return undefined;
-  const inner = text.slice(start + 1, end - 1);
-  return inner.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : inner;
-}
-
-/** The line without its top-level `hash` member: the JCS text of the record without `hash`. */
-export function lineWithoutMember(name: string): string | undefined {
-  const m = memberIndex(name);
-  if (m < 0) return undefined;
-  const memberStart = memberKeyStart[m]! - 1;
-  const memberEnd = memberValueEnd[m]!;
-  if (text.charCodeAt(memberStart - 1) === Ch.Comma) return text.slice(0, memberStart - 1) + text.slice(memberEnd);
-  if (text.charCodeAt(memberEnd) === Ch.Comma) return text.slice(0, memberStart) + text.slice(memberEnd + 1);
-  return text.slice(0, memberStart) + text.slice(memberEnd);
 }
 
 /** Whether a JCS token is a number's (the JCS text of a number, and only of a number, starts with `-` or a digit). */

@@ -38,7 +38,7 @@ import { ZERO_HASH } from './record.js';
 import { isRfc3339 } from '../util/rfc3339.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
 import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './merkle/hex-compact-range.js';
-import { argumentsNeedAdmission, Ch, isCanonicalLineSlow, isNumberToken, isStringToken, lineWithoutMember, memberString, memberToken, scanCanonicalObject, text } from './canonical-scan.js';
+import { CanonicalLine, isCanonicalLineSlow, isNumberToken, isStringToken, scanCanonicalObject } from './canonical-scan.js';
 
 export type VerifyCode =
   | 'HASH_MISMATCH'
@@ -116,13 +116,6 @@ interface RecordView {
   withoutHash(): string;
 }
 
-/** The line just scanned (valid until the next scan). */
-const SCANNED_LINE: RecordView = {
-  token: memberToken,
-  string: memberString,
-  withoutHash: () => lineWithoutMember('hash') ?? text,
-};
-
 function parsedRecordView(rec: Record<string, unknown>): RecordView {
   return {
     token: (name) => (Object.hasOwn(rec, name) ? jcs(rec[name]) : undefined),
@@ -159,11 +152,11 @@ export type LineFacts =
 /** Kinds whose records are checked against the ledger's state (keys seen, the Merkle tree, the last hash). */
 export const KINDS_CHECKED_AGAINST_STATE: ReadonlySet<string> = new Set(['key', 'checkpoint', 'chain_break']);
 
-/** Examines one line (without its terminator) on its own; see LineFacts. Pure apart from scratch state. */
+/** Examines one line (without its terminator) on its own; see LineFacts. Pure. */
 export function examineLine(line: string): LineFacts {
   if (line.length === 0) return { malformed: 'empty line' };
-  let view: RecordView = SCANNED_LINE;
-  if (!scanCanonicalObject(line)) {
+  let view: RecordView | undefined = scanCanonicalObject(line);
+  if (view === undefined) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(line);
@@ -241,7 +234,7 @@ function bindingMismatchOf(view: RecordView): string | undefined {
   if (recomputed !== binding) return `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
   // The binding matches its own recomputation; the arguments must also be a value admission could have
   // produced. The scan already saw every number and container of a scanned line's arguments.
-  if (view === SCANNED_LINE && !argumentsNeedAdmission && argsToken.charCodeAt(0) === Ch.OpenBrace && !argsToken.includes('"__')) return undefined;
+  if (view instanceof CanonicalLine && !view.argumentsNeedAdmission && argsToken.startsWith('{') && !argsToken.includes('"__')) return undefined;
   return storedArgumentsProblem(argsToken);
 }
 
