@@ -25,7 +25,7 @@ export function rootOfRange<H>(state: AccumulatorState<H>, combine: (left: H, ri
 
 /**
  * Streaming root accumulator (compact range, O(log n) memory), generic over how a hash is held
- * (Buffers here; hex text in the verifier, see verify-merkle.ts). The stack of complete subtrees is a
+ * (Buffers here; hex text in the verifier, see hex-compact-range.ts). The stack of complete subtrees is a
  * persistent linked list, so `state` snapshots share structure: a verifier can keep the last few
  * thousand sizes' states for checkpoints that trail their position.
  */
