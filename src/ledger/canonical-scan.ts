@@ -89,7 +89,7 @@ export class CanonicalLine {
   }
 }
 
-export const enum Ch {
+const enum Ch {
   Quote = 0x22,
   Backslash = 0x5c,
   Comma = 0x2c,

@@ -71,7 +71,13 @@ export function rangeNodes(start: number, end: number, out: NodeId[]): void {
 
 /** The ProofNodes of a list of ranges, each range one element of the result. */
 export function nodesOfGroups(groups: readonly NodeId[][]): ProofNodes {
-  return { ids: groups.flat(), widths: groups.map((g) => g.length) };
+  const ids: NodeId[] = [];
+  const widths: number[] = [];
+  for (const g of groups) {
+    for (const id of g) ids.push(id);
+    widths.push(g.length);
+  }
+  return { ids, widths };
 }
 
 /** Folds fetched hashes (one per id, in order) into the elements `nodes` describes. */

@@ -30,23 +30,23 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }
 
-function requireHashes(what: string, ...hashes: Uint8Array[]): void {
-  if (hashes.some((h) => h.length !== 32)) throw new ProofError('malformed', `${what} is not a 32-byte hash`);
+function requireHashes(what: string, hashes: readonly Uint8Array[]): void {
+  for (const h of hashes) if (h.length !== 32) throw new ProofError('malformed', `${what} is not a 32-byte hash`);
 }
 
 /**
- * Folds `path` over `seed` as RFC 9162 §2.1.3.2 / §2.1.4.2 step through the tree: fn is the seed's
- * last leaf index, sn the tree's. Answers the root it leads to, plus (for consistency) the root the
- * left-hand children alone lead to. Throws `length` when the path does not end at the root.
+ * Folds `path` (from `from`) over `seed` as RFC 9162 §2.1.3.2 / §2.1.4.2 step through the tree: fn is
+ * the seed's last leaf index, sn the tree's. Answers the root it leads to, and in `left` (only when
+ * asked: consistency) the root the left-hand children alone lead to. Throws `length` when the path
+ * does not end at the root.
  */
-function fold(fn: number, sn: number, seed: Uint8Array, path: readonly Uint8Array[], from: number): { root: Uint8Array; left: Uint8Array } {
-  let left: Uint8Array = seed;
+function fold(fn: number, sn: number, seed: Uint8Array, path: readonly Uint8Array[], from: number, left?: { root: Uint8Array }): Uint8Array {
   let root: Uint8Array = seed;
   for (let i = from; i < path.length; i++) {
     const c = path[i]!;
     if (sn === 0) throw new ProofError('length', `the proof has ${path.length - i} element(s) too many`);
     if (fn % 2 === 1 || fn === sn) {
-      left = nodeHash(c, left);
+      if (left !== undefined) left.root = nodeHash(c, left.root);
       root = nodeHash(c, root);
       if (fn % 2 === 0) {
         do {
@@ -61,7 +61,7 @@ function fold(fn: number, sn: number, seed: Uint8Array, path: readonly Uint8Arra
     sn = Math.floor(sn / 2);
   }
   if (sn !== 0) throw new ProofError('length', 'the proof is too short for the tree size');
-  return { root, left };
+  return root;
 }
 
 /** RFC 9162 §2.1.3.2: `proof` shows `leaf` at `index` in the tree of `size` leaves with `root`, or this throws a ProofError. */
@@ -71,9 +71,9 @@ export function verifyInclusion(index: number, size: number, leaf: Uint8Array, p
   }
   // Malformed input is refused before any hashing: with an empty proof the leaf IS the root, so two
   // equal byte strings of any length (even empty) would otherwise "prove" a size-1 tree.
-  requireHashes('the leaf or root', leaf, root);
-  requireHashes('a proof element', ...proof);
-  if (!equalBytes(fold(index, size - 1, leaf, proof, 0).root, root)) throw new ProofError('root', `the proof does not lead from leaf ${index} to the root of the tree of ${size}`);
+  requireHashes('the leaf or root', [leaf, root]);
+  requireHashes('a proof element', proof);
+  if (!equalBytes(fold(index, size - 1, leaf, proof, 0), root)) throw new ProofError('root', `the proof does not lead from leaf ${index} to the root of the tree of ${size}`);
 }
 
 /**
@@ -84,14 +84,14 @@ export function verifyConsistency(m: number, n: number, rootM: Uint8Array, rootN
   if (!Number.isSafeInteger(m) || !Number.isSafeInteger(n) || m < 0 || m > n) throw new ProofError('range', `no consistency from size ${m} to size ${n}`);
   // Both roots must be SHA-256 values whatever the sizes: the m = 0 and m = n shortcuts below never
   // hash them, and would otherwise accept any byte string as the new root.
-  requireHashes('a root', rootM, rootN);
+  requireHashes('a root', [rootM, rootN]);
   if (m === n || m === 0) {
     if (proof.length !== 0) throw new ProofError('length', `the consistency proof from size ${m} to ${n} must be empty`);
     if (!equalBytes(rootM, m === n ? rootN : EMPTY_ROOT)) throw new ProofError('root', m === n ? 'trees of equal size have different roots' : 'the root of the empty tree is not the hash of nothing');
     return;
   }
   if (proof.length === 0) throw new ProofError('length', `the consistency proof from size ${m} to ${n} is empty`);
-  requireHashes('a proof element', ...proof);
+  requireHashes('a proof element', proof);
   // The old tree's root starts the path when it is complete (the proof omits it then).
   const path: readonly Uint8Array[] = isPowerOfTwo(m) ? [rootM, ...proof] : proof;
   let fn = m - 1;
@@ -100,7 +100,8 @@ export function verifyConsistency(m: number, n: number, rootM: Uint8Array, rootN
     fn = Math.floor(fn / 2);
     sn = Math.floor(sn / 2);
   }
-  const { left, root } = fold(fn, sn, path[0]!, path, 1);
-  if (!equalBytes(left, rootM)) throw new ProofError('root', `the proof does not lead to the root of the tree of ${m}`);
+  const left = { root: path[0]! };
+  const root = fold(fn, sn, path[0]!, path, 1, left);
+  if (!equalBytes(left.root, rootM)) throw new ProofError('root', `the proof does not lead to the root of the tree of ${m}`);
   if (!equalBytes(root, rootN)) throw new ProofError('root', `the proof does not lead to the root of the tree of ${n}`);
 }
