@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { recordLine, sealRecord, ZERO_HASH } from '../dist/src/ledger/record.js';
 import { checkpointPayload, keyIdOf, privateKeyFromSeed, rawPublicKey, signPayload } from '../dist/src/ledger/signing.js';
-import { MerkleAccumulator, bytesToHash, hashToBytes } from '../dist/src/ledger/merkle.js';
+import { MerkleAccumulator } from '../dist/src/ledger/merkle/compact-range.js';
+import { bytesToHash, hashToBytes } from '../dist/src/ledger/merkle/hasher.js';
 import { bindingOf } from '../dist/src/binding/index.js';
 import { digestOf } from '../dist/src/util/canonical.js';
 
@@ -62,7 +63,7 @@ function generate() {
     } else if (seq % 1000 === 999) {
       const root = bytesToHash(acc.root());
       emit(seq, 'checkpoint', { size: seq, root, key_id: keyId, signature: signPayload(key, checkpointPayload({ key_id: keyId, root, size: seq })) });
-    } else if (seq % 4 < 2) {
+    } else if (seq % 4 < 2 || seq === 3) {
       const n = seq;
       const args = { employee_id: String(7000 + (n % 997)), reason: 'terminated', notify: n % 3 === 0, effective: { at: '2026-08-24T17:00:00+07:00', grace_minutes: 15 } };
       const envelope = {
@@ -99,7 +100,7 @@ function generate() {
     } else if (seq % 4 === 2) {
       emit(seq, 'outcome', { execution_id: `OFF-${seq - 1}:disable-sign-in`, actor, status: 'committed', confirmation: 'tool_reported' });
     } else {
-      emit(seq, 'approval', { approval_id: `apr-${seq}`, execution_id: `OFF-${seq - 2}:disable-sign-in`, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: '2026-08-25T17:00:00Z' });
+      emit(seq, 'approval', { approval_id: `apr-${seq}`, execution_id: `OFF-${seq - 3}:disable-sign-in`, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: '2026-08-25T17:00:00Z' });
     }
   }
   if (pending.length) writeSync(fd, pending.join('\n') + '\n');

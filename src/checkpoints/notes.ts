@@ -5,7 +5,7 @@
  * Ed25519 is deterministic, so the same checkpoint always gives the same log signature line.
  */
 import { WritError } from '../errors.js';
-import { hashToBytes } from '../ledger/merkle.js';
+import { hashToBytes } from '../ledger/merkle/hasher.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import type { LedgerStore } from '../store/types.js';
 import { formatCheckpoint } from '../transparency/checkpoint.js';

@@ -22,7 +22,8 @@ import { NoteError, parseNote } from '../transparency/note.js';
 import { parseCheckpoint } from '../transparency/checkpoint.js';
 import { parseTlogProof, type TlogProof } from '../transparency/proof.js';
 import { recordEntry } from '../ledger/record.js';
-import { hashToBytes, verifyInclusion } from '../ledger/merkle.js';
+import { hashToBytes } from '../ledger/merkle/hasher.js';
+import { ProofError, verifyInclusion } from '../ledger/merkle/verify.js';
 
 export const VERIFY_USAGE = `usage: writ verify EXPORT.jsonl [--keys KEYS.json] [--checkpoint CP.json] [--workers N]
        writ verify EXPORT.jsonl --note NOTE --policy POLICY [--keys KEYS.json] [--workers N]
@@ -179,7 +180,10 @@ function verifyRecordProof(recordFile: string, proofFile: string, policyFile: st
     return fail(verdict.code, verdict.message);
   }
   const { size, root } = verdict.checkpoint;
-  if (proof.index >= size || !verifyInclusion(proof.index, size, hashToBytes(String(record.hash)), proof.path, root)) {
+  try {
+    verifyInclusion(proof.index, size, hashToBytes(String(record.hash)), proof.path, root);
+  } catch (e) {
+    if (!(e instanceof ProofError)) throw e;
     return fail('ROOT_MISMATCH', `the inclusion proof does not lead from record ${proof.index} to the root of the note's tree of ${size}`);
   }
   return { ok: true, records: 1, head: String(record.hash) };

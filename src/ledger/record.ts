@@ -3,7 +3,7 @@
  * hash = "sha256:" + hex SHA-256(0x00 ‖ JCS(record without `hash`)) — the RFC 9162 leaf hash, so a
  * record's hash is directly its Merkle leaf.
  */
-import { createHash } from 'node:crypto';
+import { bytesToHash, leafHash } from './merkle/hasher.js';
 import { jcs } from '../util/canonical.js';
 
 export const ZERO_HASH = 'sha256:' + '0'.repeat(64);
@@ -20,15 +20,10 @@ export interface RecordHeader {
 export type LedgerRecord = RecordHeader & { hash: string } & Record<string, unknown>;
 export type UnsealedRecord = RecordHeader & Record<string, unknown>;
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-
 /** The leaf hash of a record (any `hash` field present is ignored). */
 export function recordHash(record: Record<string, unknown>): string {
   const { hash: _ignored, ...body } = record;
-  const h = createHash('sha256');
-  h.update(LEAF_PREFIX);
-  h.update(jcs(body), 'utf8');
-  return 'sha256:' + h.digest('hex');
+  return bytesToHash(leafHash(jcs(body)));
 }
 
 /** Adds `hash` to a complete record body. */
@@ -56,7 +51,7 @@ export function recordEntry(line: string): Buffer | undefined {
     // The member and one comma beside it (the one before, unless it is the first member).
     const entry = line[at - 1] === ',' ? line.slice(0, at - 1) + line.slice(end) : line[end] === ',' ? line.slice(0, at) + line.slice(end + 1) : line.slice(0, at) + line.slice(end);
     const bytes = Buffer.from(entry, 'utf8');
-    if ('sha256:' + createHash('sha256').update(LEAF_PREFIX).update(bytes).digest('hex') === m[1]) return bytes;
+    if (bytesToHash(leafHash(bytes)) === m[1]) return bytes;
   }
   return undefined;
 }

@@ -33,11 +33,12 @@ import { TransitionChecker, transitionFactsOf } from './transitions.js';
 import { hash } from 'node:crypto';
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
-import { bindingFromCanonicalMembers, MAX_ARGUMENT_DEPTH, storedArgumentsProblem } from '../binding/index.js';
+import { bindingFromCanonicalMembers, storedArgumentsProblem } from '../binding/index.js';
 import { ZERO_HASH } from './record.js';
 import { isRfc3339 } from '../util/rfc3339.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, verifyPayload } from './signing.js';
-import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './verify-merkle.js';
+import { HexMerkleAccumulator, EMPTY_ROOT_HEX, type HexAccumulatorState } from './merkle/hex-compact-range.js';
+import { CanonicalLine, isCanonicalLineSlow, isNumberToken, isStringToken, scanCanonicalObject } from './canonical-scan.js';
 
 export type VerifyCode =
   | 'HASH_MISMATCH'
@@ -101,321 +102,6 @@ function isHashString(v: unknown): v is string {
   return typeof v === 'string' && v.length === 71 && v.startsWith('sha256:') && HEX64.test(v.slice(7));
 }
 
-// ---------------------------------------------------------------------------------------------
-// The hot path. A canonical line is checked by one allocation-free scan of its text instead of
-// JSON.parse + re-serialisation: the scan validates the JSON grammar and every RFC 8785 rule (no
-// whitespace, keys strictly increasing by UTF-16 code units, numbers spelled as ECMAScript
-// Number::toString, strings escaped exactly as JSON.stringify does), and notes where each top-level
-// member sits. Only the few values a check needs are then decoded. A line the scan rejects is
-// re-judged by the obvious reference (JSON.parse, then jcs() === line) before it is called MALFORMED,
-// so the scan can only ever be too strict, never decide a failure on its own.
-// ---------------------------------------------------------------------------------------------
-
-/** Spans of the top-level members of the last scanned line: key text (inside quotes) and value token. */
-const memberKeyStart: number[] = [];
-const memberKeyEnd: number[] = [];
-const memberValueStart: number[] = [];
-const memberValueEnd: number[] = [];
-let memberCount = 0;
-/** The line the spans refer to. */
-let text = '';
-/** Span of the top-level `arguments` value while and after it is scanned (-1 when the line has none). */
-let argumentsStart = -1;
-let argumentsEnd = -1;
-/**
- * Set when the stored arguments hold something §3 admission must judge: a number token other than a
- * short plain integer (≤ 15 digits, so safe), or a container deeper than MAX_ARGUMENT_DEPTH (anywhere in
- * the line: rare, and then admission simply runs). Without it, canonical arguments are admitted as
- * they stand (bindingMismatchOf), and verify pays nothing per decision for re-admission.
- */
-let argumentsNeedAdmission = false;
-
-const enum Ch {
-  Quote = 0x22,
-  Backslash = 0x5c,
-  Comma = 0x2c,
-  Colon = 0x3a,
-  OpenBrace = 0x7b,
-  CloseBrace = 0x7d,
-  OpenBracket = 0x5b,
-  CloseBracket = 0x5d,
-  Minus = 0x2d,
-  Zero = 0x30,
-  Nine = 0x39,
-  Dot = 0x2e,
-}
-
-function isHexLower(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
-}
-
-// The scanners take the text and a position and return the position after the token, or -1 when
-// the token is not canonical; positions live in locals (module-level variables in a hot loop cost a
-// context load and store per character).
-
-/** Set by scanString when the string it just scanned contains an escape. */
-let lastStringEscaped = false;
-
-/**
- * Units that need a closer look inside a string: controls, the backslash, surrogates. Most lines have
- * none at all; one native regex pass over the line says so, and then every string of the line ends at
- * the next quote (found by indexOf), which is several times faster than a per-unit loop in JS.
- */
-const SPECIAL_STRING_UNIT = /[\u0000-\u001f\\\ud800-\udfff]/;
-/** Set per line by scanCanonicalObject: the line has no SPECIAL_STRING_UNIT. */
-let plainStrings = false;
-
-/**
- * Scans a canonical string token whose opening quote is at `i`. Canonical strings are
- * JSON.stringify's spelling of well-formed UTF-16: the short escapes for " \ \b \f \n \r \t, \u00xx
- * (lower-case hex) for the other controls, every other unit raw. Lone surrogates have no JCS form at
- * all (canonicalize refuses them), so they fail too.
- */
-function scanString(s: string, i: number): number {
-  if (plainStrings) {
-    const close = s.indexOf('"', i + 1);
-    lastStringEscaped = false;
-    return close < 0 ? -1 : close + 1;
-  }
-  const end = s.length;
-  let escaped = false;
-  i++; // opening quote
-  for (;;) {
-    // Tight loop over the plain units that make up nearly all of a record's text.
-    let c = s.charCodeAt(i);
-    while (c >= 0x20 && c !== Ch.Quote && c !== Ch.Backslash && c < 0xd800) c = s.charCodeAt(++i);
-    if (i >= end) return -1;
-    if (c === Ch.Quote) {
-      lastStringEscaped = escaped;
-      return i + 1;
-    }
-    if (c === Ch.Backslash) {
-      escaped = true;
-      const e = s.charCodeAt(i + 1);
-      if (e === 0x75 /* u */) {
-        if (i + 6 > end) return -1;
-        let v = 0;
-        for (let k = 2; k < 6; k++) {
-          const h = s.charCodeAt(i + k);
-          if (!isHexLower(h)) return -1;
-          v = v * 16 + (h <= 0x39 ? h - 0x30 : h - 0x57);
-        }
-        // Only controls without a short escape are written \u00xx.
-        if (!(v < 0x20 && v !== 0x08 && v !== 0x09 && v !== 0x0a && v !== 0x0c && v !== 0x0d)) return -1;
-        i += 6;
-      } else {
-        // JSON.stringify's short escapes only; \/ is not canonical.
-        if (e !== Ch.Quote && e !== Ch.Backslash && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) return -1;
-        i += 2;
-      }
-      continue;
-    }
-    if (c < 0x20) return -1;
-    if (c > 0xdfff) {
-      i++;
-      continue;
-    }
-    // A surrogate: only a raw high one followed by a raw low one.
-    const low = s.charCodeAt(i + 1);
-    if (c > 0xdbff || !(low >= 0xdc00 && low <= 0xdfff)) return -1;
-    i += 2;
-  }
-}
-
-/** Scans a number token at `i`; canonical iff it is the ECMAScript spelling of its value. */
-function scanNumber(s: string, i: number): number {
-  const start = i;
-  let c = s.charCodeAt(i);
-  if (c === Ch.Minus) c = s.charCodeAt(++i);
-  if (c === Ch.Zero) {
-    c = s.charCodeAt(++i);
-  } else if (c > Ch.Zero && c <= Ch.Nine) {
-    do c = s.charCodeAt(++i);
-    while (c >= Ch.Zero && c <= Ch.Nine);
-  } else {
-    return -1;
-  }
-  let simpleInteger = true;
-  if (c === Ch.Dot) {
-    simpleInteger = false;
-    c = s.charCodeAt(++i);
-    if (!(c >= Ch.Zero && c <= Ch.Nine)) return -1;
-    do c = s.charCodeAt(++i);
-    while (c >= Ch.Zero && c <= Ch.Nine);
-  }
-  if (c === 0x65 || c === 0x45) {
-    simpleInteger = false;
-    c = s.charCodeAt(++i);
-    if (c === 0x2b || c === Ch.Minus) c = s.charCodeAt(++i);
-    if (!(c >= Ch.Zero && c <= Ch.Nine)) return -1;
-    do c = s.charCodeAt(++i);
-    while (c >= Ch.Zero && c <= Ch.Nine);
-  }
-  const length = i - start;
-  // Short integers without leading zeros are their own spelling, except -0.
-  if (simpleInteger && length <= 15) return length === 2 && s.charCodeAt(start) === Ch.Minus && s.charCodeAt(start + 1) === Ch.Zero ? -1 : i;
-  if (start >= argumentsStart && start < argumentsEnd) argumentsNeedAdmission = true;
-  const token = s.slice(start, i);
-  return String(Number(token)) === token ? i : -1;
-}
-
-/** Is key a (text in [aStart, aEnd)) strictly before key b in UTF-16 code-unit order of their values? */
-function keyBefore(s: string, aStart: number, aEnd: number, aEscaped: boolean, bStart: number, bEnd: number, bEscaped: boolean): boolean {
-  if (aEscaped || bEscaped) {
-    return (JSON.parse(s.slice(aStart - 1, aEnd + 1)) as string) < (JSON.parse(s.slice(bStart - 1, bEnd + 1)) as string);
-  }
-  const aLength = aEnd - aStart;
-  const bLength = bEnd - bStart;
-  const n = aLength < bLength ? aLength : bLength;
-  for (let k = 0; k < n; k++) {
-    const x = s.charCodeAt(aStart + k);
-    const y = s.charCodeAt(bStart + k);
-    if (x !== y) return x < y;
-  }
-  return aLength < bLength;
-}
-
-const MAX_SCAN_DEPTH = 512;
-
-function scanObject(s: string, i: number, depth: number): number {
-  if (depth > MAX_SCAN_DEPTH) return -1;
-  if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
-  i++;
-  if (s.charCodeAt(i) === Ch.CloseBrace) return i + 1;
-  let prevStart = -1;
-  let prevEnd = -1;
-  let prevEscaped = false;
-  for (;;) {
-    if (s.charCodeAt(i) !== Ch.Quote) return -1;
-    const keyStart = i + 1;
-    i = scanString(s, i);
-    if (i < 0) return -1;
-    const keyEscaped = lastStringEscaped;
-    const keyEnd = i - 1;
-    if (prevStart >= 0 && !keyBefore(s, prevStart, prevEnd, prevEscaped, keyStart, keyEnd, keyEscaped)) return -1;
-    prevStart = keyStart;
-    prevEnd = keyEnd;
-    prevEscaped = keyEscaped;
-    if (s.charCodeAt(i) !== Ch.Colon) return -1;
-    const valueStart = ++i;
-    const isArguments = depth === 0 && keyEnd - keyStart === 9 && s.startsWith('arguments', keyStart);
-    if (isArguments) {
-      argumentsStart = valueStart;
-      argumentsEnd = s.length;
-    }
-    i = scanValue(s, i, depth + 1);
-    if (i < 0) return -1;
-    if (isArguments) argumentsEnd = i;
-    if (depth === 0) {
-      memberKeyStart[memberCount] = keyStart;
-      memberKeyEnd[memberCount] = keyEnd;
-      memberValueStart[memberCount] = valueStart;
-      memberValueEnd[memberCount] = i;
-      memberCount++;
-    }
-    const next = s.charCodeAt(i++);
-    if (next === Ch.CloseBrace) return i;
-    if (next !== Ch.Comma) return -1;
-  }
-}
-
-function scanValue(s: string, i: number, depth: number): number {
-  switch (s.charCodeAt(i)) {
-    case Ch.OpenBrace:
-      return scanObject(s, i, depth);
-    case Ch.OpenBracket: {
-      if (depth > MAX_SCAN_DEPTH) return -1;
-      if (depth > MAX_ARGUMENT_DEPTH) argumentsNeedAdmission = true;
-      i++;
-      if (s.charCodeAt(i) === Ch.CloseBracket) return i + 1;
-      for (;;) {
-        i = scanValue(s, i, depth + 1);
-        if (i < 0) return -1;
-        const next = s.charCodeAt(i++);
-        if (next === Ch.CloseBracket) return i;
-        if (next !== Ch.Comma) return -1;
-      }
-    }
-    case Ch.Quote:
-      return scanString(s, i);
-    case 0x74:
-      return s.startsWith('true', i) ? i + 4 : -1;
-    case 0x66:
-      return s.startsWith('false', i) ? i + 5 : -1;
-    case 0x6e:
-      return s.startsWith('null', i) ? i + 4 : -1;
-    default:
-      return scanNumber(s, i);
-  }
-}
-
-/**
- * True when `line` is exactly the JCS text of a JSON object; then the member spans above describe
- * its top-level members. False does not prove the line non-canonical (see isCanonicalLineSlow).
- */
-export function scanCanonicalObject(line: string): boolean {
-  text = line;
-  memberCount = 0;
-  argumentsStart = argumentsEnd = -1;
-  argumentsNeedAdmission = false;
-  if (line.charCodeAt(0) !== Ch.OpenBrace) return false;
-  plainStrings = !SPECIAL_STRING_UNIT.test(line);
-  return scanObject(line, 0, 0) === line.length;
-}
-
-/** The reference judgement: `line` parses to an object whose JCS text is the line. */
-export function isCanonicalLineSlow(line: string): boolean {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    return false;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
-  try {
-    return jcs(parsed) === line;
-  } catch {
-    return false;
-  }
-}
-
-/** Index of the top-level member named `name` in the last scanned line, or -1. */
-function memberIndex(name: string): number {
-  for (let m = 0; m < memberCount; m++) {
-    const start = memberKeyStart[m]!;
-    if (memberKeyEnd[m]! - start === name.length && text.startsWith(name, start)) return m;
-  }
-  return -1;
-}
-
-/** The raw value token of a member (undefined when absent). */
-function memberToken(name: string): string | undefined {
-  const m = memberIndex(name);
-  return m < 0 ? undefined : text.slice(memberValueStart[m]!, memberValueEnd[m]!);
-}
-
-/** A member's value if it is a JSON string (undefined when absent or not a string). */
-function memberString(name: string): string | undefined {
-  const m = memberIndex(name);
-  if (m < 0) return undefined;
-  const start = memberValueStart[m]!;
-  const end = memberValueEnd[m]!;
-  if (text.charCodeAt(start) !== Ch.Quote) return undefined;
-  const inner = text.slice(start + 1, end - 1);
-  return inner.includes('\\') ? (JSON.parse(text.slice(start, end)) as string) : inner;
-}
-
-/** The line without its top-level `hash` member: the JCS text of the record without `hash`. */
-function lineWithoutMember(name: string): string | undefined {
-  const m = memberIndex(name);
-  if (m < 0) return undefined;
-  const memberStart = memberKeyStart[m]! - 1;
-  const memberEnd = memberValueEnd[m]!;
-  if (text.charCodeAt(memberStart - 1) === Ch.Comma) return text.slice(0, memberStart - 1) + text.slice(memberEnd);
-  if (text.charCodeAt(memberEnd) === Ch.Comma) return text.slice(0, memberStart) + text.slice(memberEnd + 1);
-  return text.slice(0, memberStart) + text.slice(memberEnd);
-}
-
 function leafHashOf(bodyText: string): string {
   return 'sha256:' + hash('sha256', '\u0000' + bodyText, 'hex');
 }
@@ -429,13 +115,6 @@ interface RecordView {
   /** JCS text of the record without `hash`. */
   withoutHash(): string;
 }
-
-/** The line just scanned (valid until the next scan). */
-const SCANNED_LINE: RecordView = {
-  token: memberToken,
-  string: memberString,
-  withoutHash: () => lineWithoutMember('hash') ?? text,
-};
 
 function parsedRecordView(rec: Record<string, unknown>): RecordView {
   return {
@@ -473,11 +152,11 @@ export type LineFacts =
 /** Kinds whose records are checked against the ledger's state (keys seen, the Merkle tree, the last hash). */
 export const KINDS_CHECKED_AGAINST_STATE: ReadonlySet<string> = new Set(['key', 'checkpoint', 'chain_break']);
 
-/** Examines one line (without its terminator) on its own; see LineFacts. Pure apart from scratch state. */
+/** Examines one line (without its terminator) on its own; see LineFacts. Pure. */
 export function examineLine(line: string): LineFacts {
   if (line.length === 0) return { malformed: 'empty line' };
-  let view: RecordView = SCANNED_LINE;
-  if (!scanCanonicalObject(line)) {
+  let view: RecordView | undefined = scanCanonicalObject(line);
+  if (view === undefined) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(line);
@@ -555,19 +234,8 @@ function bindingMismatchOf(view: RecordView): string | undefined {
   if (recomputed !== binding) return `binding is ${String(binding)}, the stored call binds to ${recomputed}`;
   // The binding matches its own recomputation; the arguments must also be a value admission could have
   // produced. The scan already saw every number and container of a scanned line's arguments.
-  if (view === SCANNED_LINE && !argumentsNeedAdmission && argsToken.charCodeAt(0) === Ch.OpenBrace && !argsToken.includes('"__')) return undefined;
+  if (view instanceof CanonicalLine && !view.argumentsNeedAdmission && argsToken.startsWith('{') && !argsToken.includes('"__')) return undefined;
   return storedArgumentsProblem(argsToken);
-}
-
-/** Whether a JCS token is a number's (the JCS text of a number, and only of a number, starts with `-` or a digit). */
-function isNumberToken(token: string): boolean {
-  const c = token.charCodeAt(0);
-  return c === Ch.Minus || (c >= Ch.Zero && c <= Ch.Nine);
-}
-
-/** Whether a JCS token is a string's (the JCS text of a string, and only of a string, starts with a quote). */
-function isStringToken(token: string | undefined): token is string {
-  return token !== undefined && token.charCodeAt(0) === Ch.Quote;
 }
 
 interface HeldCheckpoint {

@@ -7,7 +7,9 @@
 import { WritError } from '../errors.js';
 import { jcs } from '../util/canonical.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
-import { bytesToHash, hashToBytes, MerkleAccumulator, rootAt, type SubtreeReader } from '../ledger/merkle.js';
+import { bytesToHash, hashToBytes } from '../ledger/merkle/hasher.js';
+import { MerkleAccumulator } from '../ledger/merkle/compact-range.js';
+import { rootAt, type SubtreeReader } from '../ledger/merkle/tree.js';
 import { checkpointPayload, verifyPayload } from '../ledger/signing.js';
 import type { StoreDbs } from './layout.js';
 

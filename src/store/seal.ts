@@ -3,7 +3,8 @@
  * fields give byte-identical record text and hash whichever store appends them.
  */
 import { jcsOrUndefined, sha256Hex } from '../util/canonical.js';
-import { hashToBytes, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle.js';
+import { hashToBytes } from '../ledger/merkle/hasher.js';
+import { subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle/tree.js';
 import type { LedgerRecord } from '../ledger/record.js';
 import type { AppendedRecord } from './types.js';
 

@@ -16,9 +16,11 @@ import { mkdirSync } from 'node:fs';
 import { WritError } from '../errors.js';
 import { uidKey } from '../util/uid.js';
 import type { LedgerRecord } from '../ledger/record.js';
-import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../ledger/merkle.js';
+import { bytesToHash } from '../ledger/merkle/hasher.js';
+import { checkSubtreeRange, readNodes, rootAt, type SubtreeReader } from '../ledger/merkle/tree.js';
 import { lockDataDir, type DirLock } from './lock.js';
 import { correlationMatches, correlationTerm, FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
+import { LedgerProofs } from './proofs.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
@@ -192,6 +194,10 @@ export class Store implements LedgerStore {
   #closed = false;
   #idleWaiters: Array<() => void> = [];
   readonly #stats: StoreStats = { commits: 0, writes: 0, failedCommits: 0 };
+  readonly #proofs = new LedgerProofs<false>({
+    committedSize: () => this.#committedSize,
+    nodes: (ids) => readNodes(this.#reader(), ids),
+  });
 
   private constructor(o: StoreOptions, dbs: StoreDbs, lock: DirLock, head: { size: number; head: string }) {
     this.dataDir = o.dataDir;
@@ -579,23 +585,16 @@ export class Store implements LedgerStore {
   }
 
   /** Merkle root of the first `size` records (default: all committed), 'sha256:<hex>'. */
-  root(size = this.#committedSize): string {
-    this.#checkSize('size', size);
-    return bytesToHash(rootAt(size, this.#reader()));
+  root(size?: number): string {
+    return this.#proofs.root(size);
   }
 
-  /** RFC 9162 inclusion proof of record `seq` in the tree of `size` records: lowercase hex, no prefix. */
   inclusionProof(seq: number, size: number): string[] {
-    this.#checkSize('size', size);
-    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new WritError('INVALID_REQUEST', `need 0 <= seq < size (seq ${seq}, size ${size})`);
-    return inclusionProof(seq, size, this.#reader()).map((b) => b.toString('hex'));
+    return this.#proofs.inclusionProof(seq, size);
   }
 
-  /** RFC 9162 consistency proof from the tree of `from` records to the tree of `to` records. */
   consistencyProof(from: number, to: number): string[] {
-    this.#checkSize('to', to);
-    if (!Number.isSafeInteger(from) || from < 0 || from > to) throw new WritError('INVALID_REQUEST', `need 0 <= from <= to (from ${from}, to ${to})`);
-    return consistencyProof(from, to, this.#reader()).map((b) => b.toString('hex'));
+    return this.#proofs.consistencyProof(from, to);
   }
 
   /** Complete-subtree hashes of one height (a C2SP tile's). */
@@ -603,12 +602,6 @@ export class Store implements LedgerStore {
     checkSubtreeRange(level, from, count, this.#committedSize);
     const r = this.#reader();
     return Array.from({ length: count }, (_, i) => r.subtree(level, from + i));
-  }
-
-  #checkSize(name: string, size: number): void {
-    if (!Number.isSafeInteger(size) || size < 0 || size > this.#committedSize) {
-      throw new WritError('INVALID_REQUEST', `${name} must be 0..${this.#committedSize}, got ${size}`);
-    }
   }
 
   #reader(): SubtreeReader {

@@ -7,7 +7,7 @@
  * length then its bytes. Paths: `tile/<L>/<N>[.p/<W>]`, `tile/entries/<N>[.p/<W>]`, N written as 3-digit
  * groups with all but the last prefixed `x` (1234067 → `x001/x234/067`).
  */
-import type { SubtreeReader } from '../ledger/merkle.js';
+import type { SubtreeReader } from '../ledger/merkle/tree.js';
 
 export const TILE_HEIGHT = 8;
 export const TILE_WIDTH = 256;

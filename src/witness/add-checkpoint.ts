@@ -11,7 +11,7 @@
  *   422  the consistency proof does not verify (or is not empty when the old size is 0)
  *   200  cosign: the new state is {size, root}
  */
-import { verifyConsistency } from '../ledger/merkle.js';
+import { ProofError, verifyConsistency } from '../ledger/merkle/verify.js';
 import { parseCheckpoint, type CheckpointBody } from '../transparency/checkpoint.js';
 import { NoteError, parseNote, strictBase64, verifyNote, type Note, type VerifierKey } from '../transparency/note.js';
 
@@ -86,8 +86,13 @@ export function decideAddCheckpoint(
     if (req.proof.length !== 0) return { status: 422, reason: 'the consistency proof between equal trees is empty' };
   } else if (req.oldSize === 0) {
     if (req.proof.length !== 0) return { status: 422, reason: 'the consistency proof from size 0 is empty' };
-  } else if (!verifyConsistency(req.oldSize, checkpoint.size, Buffer.from(held!.root, 'base64'), checkpoint.root, req.proof)) {
-    return { status: 422, reason: `the consistency proof from ${req.oldSize} to ${checkpoint.size} does not verify` };
+  } else {
+    try {
+      verifyConsistency(req.oldSize, checkpoint.size, Buffer.from(held!.root, 'base64'), checkpoint.root, req.proof);
+    } catch (e) {
+      if (!(e instanceof ProofError)) throw e;
+      return { status: 422, reason: `the consistency proof from ${req.oldSize} to ${checkpoint.size} does not verify` };
+    }
   }
   return { status: 200, checkpoint, note, state: { size: checkpoint.size, root } };
 }

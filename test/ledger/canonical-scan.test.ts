@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isCanonicalLineSlow, scanCanonicalObject } from '../../src/ledger/verify.js';
+import { isCanonicalLineSlow, scanCanonicalObject } from '../../src/ledger/canonical-scan.js';
 import { jcs } from '../../src/util/canonical.js';
 
 // The verifier's fast scan must agree with the reference judgement (JSON.parse, then jcs() === line)
@@ -29,7 +29,7 @@ test('every JCS text of an object scans as canonical', () => {
     fc.property(jsonObject, (obj) => {
       const line = jcs(obj);
       assert.equal(isCanonicalLineSlow(line), true);
-      assert.equal(scanCanonicalObject(line), true, line);
+      assert.equal(scanCanonicalObject(line) !== undefined, true, line);
     }),
     { numRuns: 3000, seed: 8785 },
   );
@@ -50,7 +50,7 @@ test('near-misses of canonical lines are judged exactly like the reference', () 
           else if (op === 'delete') line = line.slice(0, i) + line.slice(i + 1);
           else line = line.slice(0, i) + ch + line.slice(i + 1);
         }
-        assert.equal(scanCanonicalObject(line), isCanonicalLineSlow(line), JSON.stringify(line));
+        assert.equal(scanCanonicalObject(line) !== undefined, isCanonicalLineSlow(line), JSON.stringify(line));
       },
     ),
     { numRuns: 5000, seed: 2026 },
@@ -118,10 +118,25 @@ test('hand-picked cases: numbers, escapes, surrogates, key order, structure', ()
   ];
   for (const [line, canonical] of cases) {
     assert.equal(isCanonicalLineSlow(line), canonical, `reference on ${JSON.stringify(line)}`);
-    assert.equal(scanCanonicalObject(line), canonical, `scan on ${JSON.stringify(line)}`);
+    assert.equal(scanCanonicalObject(line) !== undefined, canonical, `scan on ${JSON.stringify(line)}`);
   }
   // Beyond its depth limit the scan declines (never overflows the stack) and the reference decides.
   const deep = '{"a":' + '['.repeat(2000) + ']'.repeat(2000) + '}';
-  assert.equal(scanCanonicalObject(deep), false);
+  assert.equal(scanCanonicalObject(deep) !== undefined, false);
   assert.equal(isCanonicalLineSlow(deep), true);
+});
+
+test('each scan has its own state: a line scanned earlier still reads its own members', () => {
+  const a = scanCanonicalObject('{"arguments":{"n":1.5},"hash":"sha256:aa","kind":"decision","seq":1}');
+  const b = scanCanonicalObject('{"kind":"key","note":"a\\nb","seq":22}');
+  assert.ok(a && b);
+  assert.equal(a.token('seq'), '1');
+  assert.equal(a.string('kind'), 'decision');
+  assert.equal(a.argumentsNeedAdmission, true);
+  assert.equal(a.withoutHash(), '{"arguments":{"n":1.5},"kind":"decision","seq":1}');
+  assert.equal(b.token('seq'), '22');
+  assert.equal(b.string('note'), 'a\nb');
+  assert.equal(b.argumentsNeedAdmission, false);
+  assert.equal(b.token('hash'), undefined);
+  assert.equal(b.withoutHash(), '{"kind":"key","note":"a\\nb","seq":22}');
 });

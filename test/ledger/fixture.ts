@@ -9,7 +9,8 @@ import { bindingOf } from '../../src/binding/index.js';
 import { digestOf } from '../../src/util/canonical.js';
 import { recordLine, sealRecord, ZERO_HASH, type LedgerRecord, type UnsealedRecord } from '../../src/ledger/record.js';
 import { chainBreakPayload, checkpointPayload, keyIdOf, keyPayload, privateKeyFromSeed, rawPublicKey, signPayload } from '../../src/ledger/signing.js';
-import { MerkleAccumulator, bytesToHash, hashToBytes } from '../../src/ledger/merkle.js';
+import { MerkleAccumulator } from '../../src/ledger/merkle/compact-range.js';
+import { bytesToHash, hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import type { KeyObject } from 'node:crypto';
 
 export interface TestKey {

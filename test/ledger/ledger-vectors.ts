@@ -8,7 +8,10 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { recordLine, sealRecord, ZERO_HASH, type LedgerRecord, type UnsealedRecord } from '../../src/ledger/record.js';
 import { checkpointPayload, keyIdOf, privateKeyFromSeed, rawPublicKey, signPayload } from '../../src/ledger/signing.js';
-import { bytesToHash, consistencyProof, inclusionProof, memoryReader, rootAt } from '../../src/ledger/merkle.js';
+import { bytesToHash } from '../../src/ledger/merkle/hasher.js';
+import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
+import { inclusionProof } from '../../src/ledger/merkle/inclusion.js';
+import { memoryReader, rootAt } from '../../src/ledger/merkle/tree.js';
 
 export const VECTOR_DIR = new URL('../../../vectors/ledger/', import.meta.url);
 

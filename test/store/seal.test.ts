@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { presealMembers, sealNextRecord } from '../../src/store/seal.js';
 import { jcs } from '../../src/util/canonical.js';
 import { recordHash } from '../../src/ledger/record.js';
-import type { SubtreeReader } from '../../src/ledger/merkle.js';
+import type { SubtreeReader } from '../../src/ledger/merkle/tree.js';
 import { prng } from '../helpers/prng.js';
 
 const reader: SubtreeReader = { subtree: () => Buffer.alloc(32, 7) };

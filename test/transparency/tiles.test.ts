@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { memoryReader, nodeHash, rootAt, type SubtreeReader } from '../../src/ledger/merkle.js';
+import { memoryReader, rootAt, type SubtreeReader } from '../../src/ledger/merkle/tree.js';
+import { nodeHash } from '../../src/ledger/merkle/hasher.js';
 import {
   TILE_WIDTH, decodeEntryBundle, encodeEntryBundle, encodeTileIndex, parseTilePath, tileExists, tileHashes, tilePath, tilesForSize, type TileRef,
 } from '../../src/transparency/tiles.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { consistencyProof } from '../../src/ledger/merkle.js';
+import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
 import { parseVkey, type VerifierKey } from '../../src/transparency/note.js';
 import { decideAddCheckpoint, parseAddCheckpoint, type CosignedState } from '../../src/witness/add-checkpoint.js';
 import { TestLog } from './log-fixture.js';

@@ -1,6 +1,7 @@
 /** A test log: leaves, its key, and signed checkpoints with consistency proofs (the RFC 9162 code of src/ledger). */
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { consistencyProof, memoryReader, rootAt } from '../../src/ledger/merkle.js';
+import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
+import { memoryReader, rootAt } from '../../src/ledger/merkle/tree.js';
 import { rawPublicKey } from '../../src/ledger/signing.js';
 import { formatCheckpoint } from '../../src/transparency/checkpoint.js';
 import { SIG_ED25519, encodeVkey, formatNote, signNoteText } from '../../src/transparency/note.js';

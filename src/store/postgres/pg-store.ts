@@ -24,13 +24,15 @@ import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { ZERO_HASH } from '../../ledger/record.js';
-import { bytesToHash, checkSubtreeRange, consistencyProof, inclusionProof, rootAt, type SubtreeReader } from '../../ledger/merkle.js';
+import { bytesToHash } from '../../ledger/merkle/hasher.js';
+import { checkSubtreeRange, rootAt, type NodeId, type SubtreeReader } from '../../ledger/merkle/tree.js';
 import { uidKey } from '../../util/uid.js';
 import { correlationMatches } from '../layout.js';
 import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
+import { LedgerProofs } from '../proofs.js';
 import type { FaultHooks } from '../store.js';
 import * as log from '../../log/log.js';
 
@@ -155,6 +157,10 @@ export class PgStore implements LedgerStore {
   #idle: Array<() => void> = [];
   /** Merkle subtree hashes are immutable once committed: cached across transactions. */
   readonly #nodes = new Map<string, Buffer>();
+  readonly #proofs = new LedgerProofs<true>({
+    committedSize: () => this.size(),
+    nodes: (ids) => this.#fetchNodes(ids),
+  });
   #knownSize = 0;
 
   private constructor(o: PgStoreOptions, pool: pg.Pool) {
@@ -517,48 +523,51 @@ export class PgStore implements LedgerStore {
     }
   }
 
-  /** Runs a Merkle computation, fetching the nodes it asks for until it has them all. */
-  async #withNodes<T>(compute: (r: SubtreeReader) => T): Promise<T> {
-    const reader: SubtreeReader = {
-      subtree: (level, index) => {
-        const n = this.#nodes.get(nodeKey(level, index));
-        if (!n) throw new NeedRow(null, '', level, index);
-        return n;
-      },
-    };
-    for (;;) {
+  /**
+   * The hashes of stored Merkle nodes, in the order asked: the cached ones from the cache, all the
+   * others in one query.
+   */
+  async #fetchNodes(ids: readonly NodeId[]): Promise<Buffer[]> {
+    const found = new Map<string, Buffer>();
+    const missing: NodeId[] = [];
+    for (const id of ids) {
+      const k = nodeKey(id.level, id.index);
+      const hash = this.#nodes.get(k);
+      if (hash) found.set(k, hash);
+      else if (!found.has(k)) missing.push(id);
+    }
+    if (missing.length > 0) {
+      let rows: Array<{ level: number; idx: string; hash: Buffer }>;
       try {
-        return compute(reader);
-      } catch (e) {
-        if (!(e instanceof NeedRow)) throw e;
-        let hash: Buffer;
-        try {
-          hash = await this.#readNode(this.#pool, e.level, e.index);
-        } catch (err) {
-          throw asUnavailable(err, 'the database could not be read');
-        }
-        this.#cacheNode(nodeKey(e.level, e.index), hash);
+        rows = (
+          await this.#pool.query<{ level: number; idx: string; hash: Buffer }>(
+            'SELECT m.level, m.idx, m.hash FROM merkle m JOIN unnest($1::int[], $2::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx',
+            [missing.map((id) => id.level), missing.map((id) => id.index)],
+          )
+        ).rows;
+      } catch (err) {
+        throw asUnavailable(err, 'the database could not be read');
+      }
+      for (const r of rows) {
+        if (r.hash.length !== 32) continue;
+        const k = nodeKey(r.level, Number(r.idx));
+        found.set(k, r.hash);
+        this.#cacheNode(k, r.hash);
       }
     }
-  }
-
-  async #checkSize(name: string, size: number): Promise<void> {
-    const committed = await this.size();
-    if (!Number.isSafeInteger(size) || size < 0 || size > committed) {
-      throw new WritError('INVALID_REQUEST', `${name} must be 0..${committed}, got ${size}`);
-    }
+    return ids.map(({ level, index }) => {
+      const hash = found.get(nodeKey(level, index));
+      if (!hash) throw new WritError('STORE_CORRUPT', `merkle node (${level}, ${index}) is missing`, { details: { seq: null } });
+      return hash;
+    });
   }
 
   async root(size?: number): Promise<string> {
-    const n = size ?? (await this.size());
-    await this.#checkSize('size', n);
-    return this.#withNodes((r) => bytesToHash(rootAt(n, r)));
+    return this.#proofs.root(size);
   }
 
   async inclusionProof(seq: number, size: number): Promise<string[]> {
-    await this.#checkSize('size', size);
-    if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) throw new WritError('INVALID_REQUEST', `need 0 <= seq < size (seq ${seq}, size ${size})`);
-    return this.#withNodes((r) => inclusionProof(seq, size, r).map((b) => b.toString('hex')));
+    return this.#proofs.inclusionProof(seq, size);
   }
 
   /** Complete-subtree hashes of one height (a C2SP tile's), in one query. */
@@ -578,9 +587,7 @@ export class PgStore implements LedgerStore {
   }
 
   async consistencyProof(from: number, to: number): Promise<string[]> {
-    await this.#checkSize('to', to);
-    if (!Number.isSafeInteger(from) || from < 0 || from > to) throw new WritError('INVALID_REQUEST', `need 0 <= from <= to (from ${from}, to ${to})`);
-    return this.#withNodes((r) => consistencyProof(from, to, r).map((b) => b.toString('hex')));
+    return this.#proofs.consistencyProof(from, to);
   }
 
   async latestCheckpoint(): Promise<LedgerRecord | undefined> {

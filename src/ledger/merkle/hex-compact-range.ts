@@ -1,11 +1,12 @@
 /**
- * The verifier's streaming RFC 9162 root: merkle.ts's compact range over hex text instead of
+ * The verifier's streaming RFC 9162 root: compact-range.ts's compact range over hex text instead of
  * Buffers. Record hashes arrive as hex text, and crypto.hash answers in hex
  * about three times faster than it allocates a Buffer; with one interior node per record on average,
  * that node hash was most of the main thread's work per record in `writ verify`.
  */
 import { hash } from 'node:crypto';
-import { type AccumulatorState, CompactRange, EMPTY_ROOT, rootOfRange } from './merkle.js';
+import { type AccumulatorState, CompactRange, rootOfRange } from './compact-range.js';
+import { EMPTY_ROOT } from './hasher.js';
 
 export const EMPTY_ROOT_HEX = EMPTY_ROOT.toString('hex');
 
@@ -23,7 +24,7 @@ export function nodeHashHex(leftHex: string, rightHex: string): string {
 /** An immutable snapshot of the hex accumulator (structure-shared, so keeping a few thousand is cheap). */
 export type HexAccumulatorState = AccumulatorState<string>;
 
-/** merkle.ts's compact range over hex text. */
+/** compact-range.ts's compact range over hex text. */
 export class HexMerkleAccumulator extends CompactRange<string> {
   constructor() {
     super(nodeHashHex, EMPTY_ROOT_HEX);

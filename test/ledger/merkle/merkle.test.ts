@@ -3,24 +3,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import {
-  EMPTY_ROOT,
-  MerkleAccumulator,
-  bytesToHash,
-  consistencyProof,
-  hashToBytes,
-  inclusionProof,
-  memoryReader,
-  nodeHash,
-  rootAt,
-  subtreesCompletedBy,
-  verifyConsistency,
-  verifyInclusion,
-  type SubtreeReader,
-} from '../../src/ledger/merkle.js';
-import { vectorLeaf } from './ledger-vectors.js';
+import { EMPTY_ROOT, bytesToHash, hashToBytes, nodeHash } from '../../../src/ledger/merkle/hasher.js';
+import { MerkleAccumulator } from '../../../src/ledger/merkle/compact-range.js';
+import { consistencyNodes, consistencyProof } from '../../../src/ledger/merkle/consistency.js';
+import { inclusionNodes, inclusionProof } from '../../../src/ledger/merkle/inclusion.js';
+import { memoryReader, rootAt, rootNodes, subtreesCompletedBy, type SubtreeReader } from '../../../src/ledger/merkle/tree.js';
+import { ProofError, verifyConsistency, verifyInclusion } from '../../../src/ledger/merkle/verify.js';
+import { vectorLeaf } from '../ledger-vectors.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
+const golden = JSON.parse(readFileSync(new URL('../../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
 
 // ---- A naive RFC 9162 §2.1 reference, straight from the text, over the whole leaf list. ----
 const sha = (...parts: Uint8Array[]) => {
@@ -67,8 +58,8 @@ test('golden merkle section: root of 5, inclusion of seq 2 in 5, consistency 3 �
   // and the golden checkpoint (size 4) carries the root of the first 4
   assert.equal(bytesToHash(rootAt(4, r)), lines[4].root);
   const root5 = hashToBytes(golden.merkle.root_size_5);
-  assert.ok(verifyInclusion(2, 5, ls[2]!, golden.merkle.inclusion_seq_2_size_5.map((h: string) => Buffer.from(h, 'hex')), root5));
-  assert.ok(verifyConsistency(3, 5, rootAt(3, r), root5, golden.merkle.consistency_3_to_5.map((h: string) => Buffer.from(h, 'hex'))));
+  verifyInclusion(2, 5, ls[2]!, golden.merkle.inclusion_seq_2_size_5.map((h: string) => Buffer.from(h, 'hex')), root5);
+  verifyConsistency(3, 5, rootAt(3, r), root5, golden.merkle.consistency_3_to_5.map((h: string) => Buffer.from(h, 'hex')));
 });
 
 test('hash text ↔ bytes, node hash and the empty root', () => {
@@ -89,16 +80,16 @@ test('roots, inclusion and consistency proofs equal the naive reference for ever
     for (let i = 0; i < n; i++) {
       const proof = inclusionProof(i, n, r);
       assert.deepEqual(proof, refPath(i, d), `inclusion ${i} of ${n}`);
-      assert.ok(verifyInclusion(i, n, d[i]!, proof, root), `verify inclusion ${i} of ${n}`);
+      verifyInclusion(i, n, d[i]!, proof, root);
     }
     for (let m = 1; m < n; m++) {
       const proof = consistencyProof(m, n, r);
       assert.deepEqual(proof, refProof(m, d), `consistency ${m} → ${n}`);
-      assert.ok(verifyConsistency(m, n, rootAt(m, r), root, proof), `verify consistency ${m} → ${n}`);
+      verifyConsistency(m, n, rootAt(m, r), root, proof);
     }
     assert.deepEqual(consistencyProof(n, n, r), []);
-    assert.ok(verifyConsistency(n, n, root, root, []));
-    assert.ok(verifyConsistency(0, n, EMPTY_ROOT, root, []));
+    verifyConsistency(n, n, root, root, []);
+    verifyConsistency(0, n, EMPTY_ROOT, root, []);
   }
 });
 
@@ -110,29 +101,29 @@ test('proof verification rejects wrong leaves, roots, indexes, sizes and paths',
       const root = rootAt(n, r);
       const proof = inclusionProof(i, n, r);
       const other = LEAVES[(i + 1) % n]!;
-      assert.ok(!verifyInclusion(i, n, other, proof, root));
-      assert.ok(!verifyInclusion(i, n, LEAVES[i]!, proof, rootAt(n - 1, r)));
-      assert.ok(!verifyInclusion(n, n, LEAVES[i]!, proof, root));
-      assert.ok(!verifyInclusion(i, n, LEAVES[i]!, [...proof, LEAVES[0]!], root));
+      assert.throws(() => verifyInclusion(i, n, other, proof, root), ProofError);
+      assert.throws(() => verifyInclusion(i, n, LEAVES[i]!, proof, rootAt(n - 1, r)), ProofError);
+      assert.throws(() => verifyInclusion(n, n, LEAVES[i]!, proof, root), ProofError);
+      assert.throws(() => verifyInclusion(i, n, LEAVES[i]!, [...proof, LEAVES[0]!], root), ProofError);
       if (proof.length > 0) {
         const flipped = proof.map((p, k) => (k === b % proof.length ? Buffer.from(p.map((x, j) => (j === 0 ? x ^ 1 : x))) : p));
-        assert.ok(!verifyInclusion(i, n, LEAVES[i]!, flipped, root));
-        assert.ok(!verifyInclusion(i, n, LEAVES[i]!, proof.slice(1), root));
+        assert.throws(() => verifyInclusion(i, n, LEAVES[i]!, flipped, root), ProofError);
+        assert.throws(() => verifyInclusion(i, n, LEAVES[i]!, proof.slice(1), root), ProofError);
       }
       const m = 1 + (b % (n - 1));
       const cproof = consistencyProof(m, n, r);
-      assert.ok(verifyConsistency(m, n, rootAt(m, r), root, cproof));
-      assert.ok(!verifyConsistency(m, n, sha(Buffer.from('x')), root, cproof));
-      assert.ok(!verifyConsistency(m, n, rootAt(m, r), sha(Buffer.from('x')), cproof));
-      assert.ok(!verifyConsistency(m, n, rootAt(m, r), root, cproof.slice(0, -1)));
-      assert.ok(!verifyConsistency(m, n, rootAt(m, r), root, [...cproof, LEAVES[0]!]));
-      assert.ok(!verifyConsistency(n, m, root, rootAt(m, r), cproof));
+      verifyConsistency(m, n, rootAt(m, r), root, cproof);
+      assert.throws(() => verifyConsistency(m, n, sha(Buffer.from('x')), root, cproof), ProofError);
+      assert.throws(() => verifyConsistency(m, n, rootAt(m, r), sha(Buffer.from('x')), cproof), ProofError);
+      assert.throws(() => verifyConsistency(m, n, rootAt(m, r), root, cproof.slice(0, -1)), ProofError);
+      assert.throws(() => verifyConsistency(m, n, rootAt(m, r), root, [...cproof, LEAVES[0]!]), ProofError);
+      assert.throws(() => verifyConsistency(n, m, root, rootAt(m, r), cproof), ProofError);
       return true;
     }),
     { numRuns: 300, seed: 9162 },
   );
-  assert.ok(!verifyConsistency(3, 5, rootAt(3, r), rootAt(5, r), []));
-  assert.ok(!verifyConsistency(0, 5, rootAt(1, r), rootAt(5, r), []));
+  assert.throws(() => verifyConsistency(3, 5, rootAt(3, r), rootAt(5, r), []), ProofError);
+  assert.throws(() => verifyConsistency(0, 5, rootAt(1, r), rootAt(5, r), []), ProofError);
 });
 
 test('subtreesCompletedBy builds, append by append, a store that serves every root and proof', () => {
@@ -214,11 +205,11 @@ test('roots and proofs cost O(log n) subtree reads, also far beyond 2^32 leaves'
     // a leaf in the complete left 2^40 subtree needs 40 siblings there plus the right part
     if (index < 2 ** 40) assert.equal(proof.length, 41);
     else assert.ok(proof.length <= 1 + Math.ceil(Math.log2(12345)));
-    assert.ok(verifyInclusion(index, big, byLevel[0]!, proof, root));
+    verifyInclusion(index, big, byLevel[0]!, proof, root);
   }
   for (const m of [1, 2 ** 35 + 3, 2 ** 40, big - 1]) {
     const cproof = consistencyProof(m, big, synthetic);
-    assert.ok(verifyConsistency(m, big, rootAt(m, synthetic), root, cproof));
+    verifyConsistency(m, big, rootAt(m, synthetic), root, cproof);
   }
   assert.ok(maxEnd <= big, 'every read is a complete subtree inside the tree');
 });
@@ -230,4 +221,52 @@ test('invalid proof requests throw RangeError', () => {
   assert.throws(() => consistencyProof(6, 5, r), RangeError);
   assert.throws(() => rootAt(1.5, r), RangeError);
   assert.throws(() => rootAt(71, r), RangeError); // the reader cannot serve an incomplete subtree
+});
+
+test('proof nodes are complete subtrees of the tree asked about, with at most one to fold (its right edge)', () => {
+  for (let size = 1; size <= 70; size++) {
+    const plans = [rootNodes(size)];
+    for (let i = 0; i < size; i++) plans.push(inclusionNodes(i, size));
+    for (let m = 0; m <= size; m++) plans.push(consistencyNodes(m, size));
+    for (const plan of plans) {
+      assert.equal(plan.widths.reduce((a, b) => a + b, 0), plan.ids.length);
+      for (const id of plan.ids) assert.ok((id.index + 1) * 2 ** id.level <= size, `(${id.level}, ${id.index}) within ${size}`);
+    }
+    for (const plan of plans.slice(1)) assert.ok(plan.widths.filter((w) => w > 1).length <= 1);
+  }
+  assert.deepEqual(rootNodes(0), { ids: [], widths: [] });
+  assert.deepEqual(rootNodes(6), { ids: [{ level: 2, index: 0 }, { level: 1, index: 2 }], widths: [2] });
+  assert.deepEqual(inclusionNodes(0, 6), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }], widths: [1, 1, 1] });
+  assert.deepEqual(inclusionNodes(0, 7), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }, { level: 0, index: 6 }], widths: [1, 1, 2] });
+});
+
+test('a proof that does not verify throws a ProofError saying why', () => {
+  const r = memoryReader(LEAVES.slice(0, 7));
+  const root = rootAt(7, r);
+  const proof = inclusionProof(2, 7, r);
+  const reason = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      assert.ok(e instanceof ProofError, String(e));
+      return e.reason;
+    }
+    return 'verified';
+  };
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof, root)), 'verified');
+  assert.equal(reason(() => verifyInclusion(7, 7, LEAVES[2]!, proof, root)), 'range');
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!.subarray(1), proof, root)), 'malformed');
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, Buffer.alloc(31)], root)), 'malformed');
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof.slice(1), root)), 'length');
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, root], root)), 'length');
+  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[3]!, proof, root)), 'root');
+  const cproof = consistencyProof(3, 7, r);
+  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(3, r), root, cproof)), 'verified');
+  assert.equal(reason(() => verifyConsistency(7, 3, root, rootAt(3, r), cproof)), 'range');
+  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(3, r), root, [])), 'length');
+  assert.equal(reason(() => verifyConsistency(7, 7, root, root, cproof)), 'length');
+  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(4, r), root, cproof)), 'root');
+  assert.equal(reason(() => verifyConsistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [])), 'verified');
+  assert.equal(reason(() => verifyConsistency(0, 0, root, root, [])), 'verified');
+  assert.equal(reason(() => verifyConsistency(0, 7, root, root, [])), 'root');
 });

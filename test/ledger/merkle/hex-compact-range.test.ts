@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { MerkleAccumulator } from '../../src/ledger/merkle.js';
-import { EMPTY_ROOT_HEX, HexMerkleAccumulator, nodeHashHex, type HexAccumulatorState } from '../../src/ledger/verify-merkle.js';
+import { MerkleAccumulator } from '../../../src/ledger/merkle/compact-range.js';
+import { EMPTY_ROOT_HEX, HexMerkleAccumulator, nodeHashHex, type HexAccumulatorState } from '../../../src/ledger/merkle/hex-compact-range.js';
 
-// The verifier's hex accumulator must give the roots of merkle.ts's MerkleAccumulator (itself checked
+// The verifier's hex accumulator must give the roots of compact-range.ts's MerkleAccumulator (itself checked
 // against the RFC 9162 reference in merkle.test.ts) at every size, and keep them in its snapshots.
 const leaf = (i: number) => createHash('sha256').update(`leaf ${i}`).digest();
 
