@@ -50,7 +50,7 @@ mkdirSync(join(here, 'tmp'), { recursive: true });
 const rawFile = join(here, 'tmp', 'authzen-raw.jsonl');
 writeFileSync(rawFile, '');
 const results = [];
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const startedAt = new Date().toISOString();
 
@@ -119,7 +119,7 @@ async function load({ url, headers, body, connections, duration, pid, perRequest
 function record(target, mode, connections, m) {
   const line = { target, mode, connections, started_at: startedAt, ...m };
   results.push(line);
-  appendFileSync(rawFile, JSON.stringify(line) + '\n');
+  appendFileSync(rawFile, `${JSON.stringify(line)}\n`);
   log(`  => ${target} ${mode} c=${connections}: ${m.evaluations_per_s.toFixed(0)} evaluations/s (${m.req_per_s.toFixed(0)} req/s), p50 ${m.p50_ms?.toFixed?.(2)} ms, p99 ${m.p99_ms?.toFixed?.(2)} ms` +
     (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''));
 }
@@ -281,7 +281,7 @@ CheckResources request); batched = one CheckResources request with ${BATCH} reso
 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 
-Reproduce: \`npm run build && node bench/authzen.mjs${a['node-bin'] === process.execPath ? '' : ' --node-bin /path/to/node' + execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim().replace(/^v(\d+).*/, '$1')}\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
+Reproduce: \`npm run build && node bench/authzen.mjs${a['node-bin'] === process.execPath ? '' : ` --node-bin /path/to/node${execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim().replace(/^v(\d+).*/, '$1')}`}\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
 `;
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'authzen.md'), md);

@@ -32,7 +32,7 @@ function policyDirWith(total) {
         `when { context has execute_after && context.arguments has employee_id && resource.status == "active" };`,
     );
   }
-  writeFileSync(join(dir, 'filler.cedar'), lines.join('\n') + '\n');
+  writeFileSync(join(dir, 'filler.cedar'), `${lines.join('\n')}\n`);
   return dir;
 }
 
@@ -54,7 +54,7 @@ function storyInput(entities) {
       supersedes: null,
     },
     phase: 'execute',
-    binding: 'writ-bind/1:sha256:' + 'ab'.repeat(32),
+    binding: `writ-bind/1:sha256:${'ab'.repeat(32)}`,
     cedarArguments: { employee_id: '7721' },
     now: new Date('2026-08-24T10:05:00Z'),
     approvals: [

@@ -37,7 +37,7 @@ const LEVELS = a.hostile.split(/[ ,]+/).filter(Boolean).map(Number);
 const CONNS = Number(a.connections);
 const VICTIM = 'bench-fair-victim-0123456789';
 const HOSTILE = 'bench-fair-hostile-0123456789';
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const startedAt = new Date().toISOString();
 const load = loadavg()[0].toFixed(1);
 

@@ -68,7 +68,7 @@ async function timed(client) {
   const t0 = process.hrtime.bigint();
   const r = await client.callTool({ name: 'echo', arguments: { text: 'bench' } });
   const dt = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.isError) throw new Error('call failed: ' + JSON.stringify(r));
+  if (r.isError) throw new Error(`call failed: ${JSON.stringify(r)}`);
   return dt;
 }
 
@@ -121,7 +121,7 @@ async function pdpPair(client, delegated) {
   const d = await client.decide({ execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } }, delegated ? { identityToken: token } : {});
   const t1 = performance.now();
   const o = await client.outcome(id, { status: 'committed', confirmation: 'tool_reported' }, delegated ? token : undefined);
-  if (!d.ok || !o.ok) throw new Error('PDP refused: ' + JSON.stringify(d.ok ? o : d));
+  if (!d.ok || !o.ok) throw new Error(`PDP refused: ${JSON.stringify(d.ok ? o : d)}`);
   return [t1 - t0, performance.now() - t1];
 }
 const pdpD = [[], []];

@@ -103,7 +103,7 @@ const rawFile = join(here, 'tmp', a.loadgen === 'wrk' ? 'http-wrk-raw.jsonl' : '
 const RENDER_ONLY = a['render-only'];
 const results = RENDER_ONLY ? readFileSync(rawFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
 if (!RENDER_ONLY) writeFileSync(rawFile, '');
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function pct(sorted, p) {
@@ -191,7 +191,7 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
 function record(target, config, connections, rep, m, workload = '') {
   const line = { target, config, workload, connections, rep, started_at: startedAt, load_at_start: load0, loadavg_1m: loadavg()[0], ...m };
   results.push(line);
-  appendFileSync(rawFile, JSON.stringify(line) + '\n');
+  appendFileSync(rawFile, `${JSON.stringify(line)}\n`);
   log(`  => ${target} ${config} ${workload} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores, ${((1000 * m.server_cpu_cores) / m.req_per_s).toFixed(3)} ms CPU/answer` +
     (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''));
 }
@@ -437,13 +437,13 @@ req/s = 2xx responses / measured wall time; p50/p99 from every 2xx response's ow
 server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
 
 - **writ**: \`bin/writ serve --config\` started directly with the Node binary named in the row, on a fresh temp
-  data dir per repetition, ${a.durability === 'default' ? 'default \`durability: sync\`' : `\`durability: ${a.durability}\``} (each answer only after its group commit is fsync'd;
+  data dir per repetition, ${a.durability === 'default' ? 'default `durability: sync`' : `\`durability: ${a.durability}\``} (each answer only after its group commit is fsync'd;
   checkpoints every 1000 records). Policies: the bundled \`policies/\` plus one forbid on \`hris/read_employee\`
   that reads \`context.task_id\` with \`like\` (never matching the bench's ids). Every request: \`execute\` of
   \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor
   \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
   **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
-  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an \`Employee\` the entity store does not hold) and \`arguments.employee_id\` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (\`resourceKeyOf\` in \`src/policy/engine.ts\`).' : ''}
+  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an `Employee` the entity store does not hold) and `arguments.employee_id` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (`resourceKeyOf` in `src/policy/engine.ts`).' : ''}
 - **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
   Every writ workload is compared with the same Cerbos runs.
@@ -466,7 +466,7 @@ fronts (HTTP, admission, memo, the record's canonical text) and the evaluator th
 ${ratios.join('\n')}
 
 Reproduce: \`npm run build && node bench/http.mjs${LOADGEN === 'wrk' ? ' --loadgen wrk' : ''}\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
-run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: \`apt-get install -y wrk\`' : ''}).
+run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: `apt-get install -y wrk`' : ''}).
 `;
 // wrk runs go beside the headline (autocannon, as the peer measures), never over it.
 if (!a['no-write']) writeFileSync(join(here, 'results', LOADGEN === 'wrk' ? 'http-wrk.md' : 'http.md'), md);

@@ -34,7 +34,7 @@ const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const WRIT_PORT = 8793;
 const AUD = `http://127.0.0.1:${WRIT_PORT}`;
 const STATIC = 'bench-identity-static-pep-0123456789';
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const startedAt = new Date().toISOString();

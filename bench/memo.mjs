@@ -6,7 +6,7 @@
 //   npm run build && node bench/memo.mjs [--node-bins "PATH ..."] [--no-write]
 // Writes bench/results/memo.md.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +50,7 @@ async function measure() {
   const input = (i, tool = 'read_employee', server = 'hris') => ({
     actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server, tool, subject: { type: 'Employee', id: '7721' },
     envelope: i === undefined ? envelope : { ...envelope, task_id: `BENCH-${i}` }, phase: 'execute',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64), cedarArguments: { employee_id: '7721' }, now: new Date('2026-08-24T10:30:00Z'),
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`, cedarArguments: { employee_id: '7721' }, now: new Date('2026-08-24T10:30:00Z'),
     approvals: [], entities,
   });
   // The story's own decision (idp/disable_sign_in, no approval yet: its policies read now and

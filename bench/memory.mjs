@@ -110,7 +110,7 @@ ${rows.join('\n')}
 Slope over the samples (least squares, MB per 100k decisions): RSS ${f(slope('rss'), 2)}, anonymous ${f(slope('anon'), 2)},
 file-backed ${f(slope('file'), 2)}, JS heap ${f(slope('heap'), 2)}.
 
-Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\`${done < TOTAL ? ' (the run stopped at its time budget: raise \`--minutes\` to reach the full count)' : ''}.
+Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\`${done < TOTAL ? ' (the run stopped at its time budget: raise `--minutes` to reach the full count)' : ''}.
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'memory.md'), md);
 process.stdout.write(md);

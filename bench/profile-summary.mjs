@@ -29,4 +29,4 @@ for (const n of p.nodes) {
 const reqs = Number(process.argv[3] ?? NaN);
 const idle = tot.get('idle') ?? 0; const busy = total - idle;
 console.log(`profile ${(total/1e6).toFixed(1)} s, busy ${(busy/1e6).toFixed(1)} s`);
-for (const [k, v] of [...tot].sort((a, b) => b[1] - a[1])) if (k !== 'idle') console.log(`${(100 * v / busy).toFixed(1).padStart(5)}%  ${Number.isFinite(reqs) ? (v / 1000 / reqs).toFixed(3) + ' ms/req  ' : ''}${k}`);
+for (const [k, v] of [...tot].sort((a, b) => b[1] - a[1])) if (k !== 'idle') console.log(`${(100 * v / busy).toFixed(1).padStart(5)}%  ${Number.isFinite(reqs) ? `${(v / 1000 / reqs).toFixed(3)} ms/req  ` : ''}${k}`);

@@ -47,7 +47,10 @@ for (const size of SIZES) {
   const levels = build(size);
   const buildS = (performance.now() - t0) / 1000;
   let reads = 0;
-  const reader = { subtree: (level, index) => (reads++, levels[level].subarray(index * 32, index * 32 + 32)) };
+  const reader = { subtree: (level, index) => {
+  reads++;
+  return levels[level].subarray(index * 32, index * 32 + 32);
+} };
   const root = rootAt(size, reader);
   const seqs = Array.from({ length: PROOFS }, (_, i) => Math.floor(((i * 2654435761) % 2 ** 32) / 2 ** 32 * size));
   for (const s of seqs.slice(0, 200)) inclusionProof(s, size, reader); // warm-up

@@ -63,14 +63,14 @@ let seq = 0;
 const seed = { entities: [{ name: 'Ada', entityType: 'person', observations: ['a', 'b', 'c'] }, { name: 'Writ', entityType: 'project', observations: ['d'] }] };
 await bare.callTool({ name: 'create_entities', arguments: seed });
 const seeded = await proxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` } });
-if (seeded.isError) throw new Error('seed refused: ' + JSON.stringify(seeded));
+if (seeded.isError) throw new Error(`seed refused: ${JSON.stringify(seeded)}`);
 
 const runId = Date.now().toString(36);
 async function timed(fn) {
   const t0 = process.hrtime.bigint();
   const r = await fn();
   const dt = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.isError) throw new Error('call failed: ' + JSON.stringify(r));
+  if (r.isError) throw new Error(`call failed: ${JSON.stringify(r)}`);
   return dt;
 }
 const callBare = () => bare.callTool({ name: 'read_graph', arguments: {} });

@@ -72,7 +72,7 @@ function generate(exportPath, records) {
   mkdirSync(tmpDir, { recursive: true });
   const rand = prng(17);
   const pick = (xs) => xs[Math.floor(rand() * xs.length)];
-  const fd = openSync(exportPath + '.part', 'w');
+  const fd = openSync(`${exportPath}.part`, 'w');
   let prev = ZERO_HASH;
   let seq = 0;
   let pending = [];
@@ -80,7 +80,7 @@ function generate(exportPath, records) {
     const rec = sealRecord({ v: 1, seq, ts: new Date(T0 + seq).toISOString(), kind, prev, ...fields });
     pending.push(recordLine(rec));
     if (pending.length >= 4096) {
-      writeSync(fd, pending.join('\n') + '\n');
+      writeSync(fd, `${pending.join('\n')}\n`);
       pending = [];
     }
     prev = rec.hash;
@@ -144,9 +144,9 @@ function generate(exportPath, records) {
     emit('decision', fields);
     if (state === 'invoking' && seq < records) emit('outcome', { execution_id, actor: ACTOR, status: 'committed', confirmation: 'tool_reported' });
   }
-  if (pending.length) writeSync(fd, pending.join('\n') + '\n');
+  if (pending.length) writeSync(fd, `${pending.join('\n')}\n`);
   closeSync(fd);
-  renameSync(exportPath + '.part', exportPath);
+  renameSync(`${exportPath}.part`, exportPath);
 }
 
 function exportFor(records) {

@@ -33,7 +33,7 @@ const REPS = Number(a.reps);
 const CONNS = Number(a.connections);
 const TOKEN = 'bench-pep-token-0123456789abcdef';
 const CLK_TCK = 100;
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function cpuSeconds(pid) {
@@ -184,4 +184,4 @@ if (!a['no-write']) {
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'replicas.md'), lines.join('\n'));
 }
-process.stdout.write(lines.join('\n') + '\n');
+process.stdout.write(`${lines.join('\n')}\n`);

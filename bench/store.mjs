@@ -36,8 +36,8 @@ const envelope = {
 };
 const fields = (i) => ({
   kind: 'decision', execution_id: `OFF-${i}:disable-sign-in`, actor: envelope.actor, envelope,
-  arguments: { employee_id: String(i) }, binding: 'writ-bind/1:sha256:' + 'ab'.repeat(32), decision: 'allow',
-  reasons: ['allow-offboarding'], errors: [], policy_version: 'sha256:' + '11'.repeat(32), entities_version: 'sha256:' + '22'.repeat(32),
+  arguments: { employee_id: String(i) }, binding: `writ-bind/1:sha256:${'ab'.repeat(32)}`, decision: 'allow',
+  reasons: ['allow-offboarding'], errors: [], policy_version: `sha256:${'11'.repeat(32)}`, entities_version: `sha256:${'22'.repeat(32)}`,
 });
 
 function freshDir(name) {
@@ -127,7 +127,10 @@ async function buildStore(dir, n) {
 function proofLatency(store) {
   const size = store.size();
   let x = 12345;
-  const rand = () => ((x = (x * 1103515245 + 12345) % 2147483648), x % size);
+  const rand = () => {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    return x % size;
+  };
   const t0 = now();
   for (let i = 0; i < PROOF_SAMPLES; i++) store.inclusionProof(rand(), size);
   const proofUs = ((now() - t0) * 1000) / PROOF_SAMPLES;

@@ -31,7 +31,7 @@ function policyDir() {
     else if (i % 10 === 7) lines.push(`@id("a-${i}") @requires_approval("Role::\\"hr\\"") forbid (principal, action == Action::"svc/${tool}", resource) unless { context has approver && context.approver in Role::"hr" };`);
     else lines.push(`@id("p-${i}") permit (principal is Agent, action == Action::"svc/${tool}", resource is Employee) when { principal.trusted && context.arguments has n && context.arguments.n < ${i} };`);
   }
-  writeFileSync(join(dir, 'filler.cedar'), lines.join('\n') + '\n');
+  writeFileSync(join(dir, 'filler.cedar'), `${lines.join('\n')}\n`);
   return dir;
 }
 
@@ -66,7 +66,7 @@ for (let r = 0; r < ROUNDS; r++) {
     engine.decide({
       actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server: 'svc', tool, subject: { type: 'Employee', id: '7721' },
       envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'manager-1842' } }, phase: 'execute',
-      binding: 'writ-bind/1:sha256:' + '0'.repeat(64), cedarArguments: { n: 5 }, now: new Date(), approvals: [], entities,
+      binding: `writ-bind/1:sha256:${'0'.repeat(64)}`, cedarArguments: { n: 5 }, now: new Date(), approvals: [], entities,
     });
   }
   decisions.push(performance.now() - t);

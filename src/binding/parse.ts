@@ -44,7 +44,7 @@ export function jsonPointer(trail: ReadonlyArray<string | number>, length: numbe
   let out = base;
   for (let i = 0; i < length; i++) {
     const step = trail[i]!;
-    out += '/' + (typeof step === 'number' ? String(step) : escapePointerToken(step));
+    out += `/${typeof step === 'number' ? String(step) : escapePointerToken(step)}`;
   }
   return out;
 }
@@ -336,8 +336,10 @@ class Parser {
         chunkStart = pos;
         continue;
       }
+      // biome-ignore lint/suspicious/noSelfCompare: `c !== c` is the cheapest NaN test (charCodeAt past the end) in the scanner's hot loop.
       if (c < 0x20 || c !== c /* NaN: end of input */) {
         this.pos = pos;
+        // biome-ignore lint/suspicious/noSelfCompare: as above: NaN is the end of input.
         if (c !== c) this.syntax(`unterminated string ${describeAt(text, pos)}`, depth);
         this.syntax(`unescaped control character in a string ${describeAt(text, pos)}`, depth);
       }

@@ -38,7 +38,7 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
 function keyFileText(seed: Uint8Array): string {
   const k = signingKeyFromSeed(seed);
   const file: KeyFile = { v: 1, key_id: k.key_id, public_key: k.public_key, seed: Buffer.from(seed).toString('base64') };
-  return JSON.stringify(file, null, 2) + '\n';
+  return `${JSON.stringify(file, null, 2)}\n`;
 }
 
 /** Writes a key file (mode 0600, fsync'd); refuses to overwrite an existing file. */

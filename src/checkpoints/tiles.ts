@@ -61,8 +61,8 @@ export async function writeTiles(store: LedgerStore, dir: string, size: number):
     if (!bytes) continue;
     mkdirSync(dirname(path), { recursive: true });
     // Whole or absent: a reader of the directory never sees half a tile.
-    writeFileSync(path + '.tmp', bytes);
-    renameSync(path + '.tmp', path);
+    writeFileSync(`${path}.tmp`, bytes);
+    renameSync(`${path}.tmp`, path);
     written++;
   }
   return { written, kept, skipped };

@@ -27,7 +27,7 @@ export function appendWitness(dir: string, record: LedgerRecord): void {
     const size = fstatSync(fd).size;
     const last = Buffer.alloc(1);
     const torn = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
-    writeSync(fd, (torn ? '\n' : '') + recordLine(record) + '\n');
+    writeSync(fd, `${torn ? '\n' : ''}${recordLine(record)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -96,7 +96,7 @@ class WitnessClient {
       if (this.cosignedSize > size) return; // it already cosigned a larger tree: nothing to add
       const old = this.cosignedSize;
       const proof = old > 0 && old < size ? await this.store.consistencyProof(old, size) : [];
-      const body = `old ${old}\n${proof.map((h) => Buffer.from(h, 'hex').toString('base64') + '\n').join('')}\n${note}`;
+      const body = `old ${old}\n${proof.map((h) => `${Buffer.from(h, 'hex').toString('base64')}\n`).join('')}\n${note}`;
       let res: Response;
       try {
         res = await fetch(`${this.spec.url}/add-checkpoint`, { method: 'POST', body, headers: { 'content-type': 'text/plain; charset=utf-8' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });

@@ -78,7 +78,7 @@ export async function keygenMain(argv: string[]): Promise<number> {
   const file = values.out ?? join(values['data-dir'] ?? DEFAULT_DATA_DIR, SIGNING_KEY_FILE);
   try {
     const key = generateKeyFile(file);
-    process.stdout.write(JSON.stringify({ key_id: key.key_id, public_key: key.public_key, file }) + '\n');
+    process.stdout.write(`${JSON.stringify({ key_id: key.key_id, public_key: key.public_key, file })}\n`);
     return 0;
   } catch (e) {
     return refuse('keygen', e);
@@ -121,7 +121,7 @@ export async function keysMain(argv: string[]): Promise<number> {
   }
   try {
     const { previous, next, record, file } = await rotateSigningKey(store, { keyFile, ...(values.out !== undefined ? { out: resolve(values.out) } : {}) });
-    process.stdout.write(JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq, file }) + '\n');
+    process.stdout.write(`${JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq, file })}\n`);
     return 0;
   } catch (e) {
     return refuse('keys rotate', e);

@@ -25,11 +25,11 @@ const USAGE = `usage: writ policy <validate|test|fmt|replay> [--dir DIR] [option
 `;
 
 function out(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 function err(text: string): void {
-  process.stderr.write(text.endsWith('\n') ? text : text + '\n');
+  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 /** Loads or reports why not (exit code 1 when it cannot be loaded). */

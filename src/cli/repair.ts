@@ -49,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
           `writ repair: appended chain_break record seq ${report.chain_break!.seq}; the store serves again\n`,
       );
     }
-    process.stdout.write(JSON.stringify(report) + '\n');
+    process.stdout.write(`${JSON.stringify(report)}\n`);
     return 0;
   } catch (e) {
     if (!isWritError(e)) throw e;

@@ -193,7 +193,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!isWritError(e)) throw e;
     const details = Array.isArray(e.details) ? (e.details as string[]) : [e.message];
     // With --json a script reads stdout: the refusal is there too, as an unverifiable export's is.
-    if (json) await emit(JSON.stringify({ error: { code: e.code, message: e.message, details } }) + '\n');
+    if (json) await emit(`${JSON.stringify({ error: { code: e.code, message: e.message, details } })}\n`);
     return fail(`${values.dir}: the candidate policies do not load\n${details.map((d) => `  ${d}`).join('\n')}`);
   }
   try {
@@ -214,7 +214,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!values['no-verify']) {
       const verdict = await verifyInput(exportPath, anchors, availableParallelism(), false);
       if (!verdict.ok) {
-        if (json) await emit(JSON.stringify({ error: { code: verdict.code, seq: verdict.seq, message: verdict.message } }) + '\n');
+        if (json) await emit(`${JSON.stringify({ error: { code: verdict.code, seq: verdict.seq, message: verdict.message } })}\n`);
         return fail(`refused: ${exportPath} does not verify: ${verdict.code} at seq ${verdict.seq} (${verdict.message})`);
       }
     }
@@ -266,7 +266,7 @@ export async function main(argv: string[]): Promise<number> {
           throw e;
         }
         if (change === undefined) return;
-        pending += json ? jsonChange(change) + '\n' : changeLines(change).join('\n') + '\n';
+        pending += json ? `${jsonChange(change)}\n` : `${changeLines(change).join('\n')}\n`;
       },
       async () => {
         progress.tick('replaying', line, replayer.counts.replayed);
@@ -285,7 +285,7 @@ export async function main(argv: string[]): Promise<number> {
         `writ policy replay: warning: ${inexactEntities} decisions (first at seq ${firstInexactSeq}) name an entities_version the export's entity records do not reach; they were replayed against the entities as last rebuilt\n`,
       );
     }
-    await emit(json ? JSON.stringify({ replayed, changed }) + '\n' : summaryLine(replayed, changed) + '\n');
+    await emit(json ? `${JSON.stringify({ replayed, changed })}\n` : `${summaryLine(replayed, changed)}\n`);
     return changed > 0 ? 1 : 0;
   } catch (e) {
     progress.done();

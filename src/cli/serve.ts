@@ -85,7 +85,7 @@ export async function main(argv: string[]): Promise<number> {
     const syscall = (e as NodeJS.ErrnoException | undefined)?.syscall;
     // A host that does not resolve, a port in use or not ours to bind: say it is the listen address.
     const context = syscall === 'getaddrinfo' || syscall === 'listen' || syscall === 'bind' ? 'the listen address (config `listen` or --listen): ' : '';
-    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : context + ((e as Error)?.message ?? String(e));
+    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? `\n  ${e.details.join('\n  ')}` : ''}` : context + ((e as Error)?.message ?? String(e));
     log.error(`writ serve: cannot start: ${message}`);
     return 1;
   }

@@ -56,10 +56,10 @@ export async function main(argv: string[]): Promise<number> {
     const { copyLmdbToPostgres, migrateDatabase } = await import('../store/postgres/copy.js');
     if (sub === 'migrate') {
       const version = await migrateDatabase(url);
-      process.stdout.write(JSON.stringify({ ok: true, schema_version: version }) + '\n');
+      process.stdout.write(`${JSON.stringify({ ok: true, schema_version: version })}\n`);
     } else {
       const report = await copyLmdbToPostgres(values['data-dir']!, url);
-      process.stdout.write(JSON.stringify({ ok: true, ...report }) + '\n');
+      process.stdout.write(`${JSON.stringify({ ok: true, ...report })}\n`);
     }
     return 0;
   } catch (e) {

@@ -48,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (sub === 'keygen') {
       if (!values.name || !values.out) return usage('keygen needs --name NAME and --out FILE');
-      process.stdout.write(generateWitnessKey(values.name, resolve(values.out)).vkey + '\n');
+      process.stdout.write(`${generateWitnessKey(values.name, resolve(values.out)).vkey}\n`);
       return 0;
     }
     if (sub !== 'serve') return usage(`unknown command '${sub}' (keygen or serve)`);

@@ -193,6 +193,11 @@ export interface ConfigOverrides {
   forServe?: boolean;
 }
 
+/** Narrows a value read from JSON to one of a list of names. */
+function isOneOf<T extends string>(names: readonly T[], v: unknown): v is T {
+  return (names as readonly unknown[]).includes(v);
+}
+
 function fail(message: string): never {
   throw new WritError('INVALID_REQUEST', `config: ${message}`);
 }
@@ -207,15 +212,15 @@ function checkUid(v: unknown, where: string): Uid {
 
 function checkTokens(list: unknown): TokenSpec[] {
   if (!Array.isArray(list)) fail('tokens must be an array');
-  const specs = list.map((t: any, i: number): TokenSpec => {
+  const specs = list.map((t: Record<string, unknown>, i: number): TokenSpec => {
     const where = `tokens[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
-    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    if (!isOneOf(ROLES, t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
     const hasPlain = typeof t.token === 'string' && t.token.length > 0;
     const hasHash = typeof t.token_sha256 === 'string' && /^[0-9a-f]{64}$/i.test(t.token_sha256);
     if (hasPlain === hasHash) fail(`${where} needs exactly one of token or token_sha256 (64 hex)`);
     const spec: TokenSpec = { role: t.role };
-    if (hasPlain) spec.token = t.token;
+    if (hasPlain) spec.token = t.token as string;
     else spec.token_sha256 = String(t.token_sha256).toLowerCase();
     if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
     if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
@@ -247,13 +252,13 @@ function checkTokens(list: unknown): TokenSpec[] {
 function checkTlsClients(list: unknown): TlsClientSpec[] {
   if (!Array.isArray(list)) fail('tls_clients must be an array');
   const seen = new Set<string>();
-  return list.map((t: any, i: number): TlsClientSpec => {
+  return list.map((t: Record<string, unknown>, i: number): TlsClientSpec => {
     const where = `tls_clients[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
     if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri)) fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
     if (seen.has(t.uri)) fail(`${where}.uri is listed twice`);
     seen.add(t.uri);
-    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    if (!isOneOf(ROLES, t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
     const spec: TlsClientSpec = { uri: t.uri, role: t.role };
     if (t.delegated !== undefined) {
       if (t.role !== 'pep') fail(`${where}: only a pep is delegated`);
@@ -290,7 +295,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   // environment variable usually does (WRIT_DATABASE_URL likewise).
   if (o.forServe && o.configPath === undefined && process.env.WRIT_CONFIG === '') fail('WRIT_CONFIG is set but empty (unset it to run without a config)');
   const path = o.configPath ?? (process.env.WRIT_CONFIG || undefined);
-  let file: Record<string, any> = {};
+  let file: Record<string, unknown> = {};
   if (path) {
     try {
       file = JSON.parse(readFileSync(path, 'utf8'));
@@ -299,7 +304,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     }
     if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
     // The format first, so that what is said from here on (an unknown key, a refusal) is in it.
-    if (log.LOG_FORMATS.includes(file.log_format)) log.setLogFormat(file.log_format);
+    if (isOneOf(log.LOG_FORMATS, file.log_format)) log.setLogFormat(file.log_format);
     warnUnknownKeys(path, file);
   }
   const config: WritConfig = {
@@ -412,7 +417,7 @@ function checkTransparency(config: WritConfig): void {
   if (typeof config.public_tiles !== 'boolean') fail('public_tiles must be true or false');
   if (!Array.isArray(config.witnesses)) fail('witnesses must be an array of {"url", "vkey"}');
   const seen = new Set<string>();
-  config.witnesses = config.witnesses.map((w: any, i: number) => {
+  config.witnesses = (config.witnesses as unknown[] as Record<string, unknown>[]).map((w, i) => {
     const where = `witnesses[${i}]`;
     if (!w || typeof w !== 'object' || Array.isArray(w)) fail(`${where} must be {"url", "vkey"}`);
     for (const k of Object.keys(w)) if (k !== 'url' && k !== 'vkey') fail(`${where}: unknown key ${JSON.stringify(k)}`);
@@ -477,7 +482,7 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
   ];
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'tokens.json');
-  writeFileSync(file, JSON.stringify({ ...byRole, tokens: specs }, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify({ ...byRole, tokens: specs }, null, 2)}\n`, { mode: 0o600 });
   // `mode` applies only to a file it creates: a tokens.json left from before keeps its own, maybe loose.
   chmodSync(file, 0o600);
   return { specs, file, byRole };

@@ -8,7 +8,6 @@
  * store's lock) throws StaleEntities when that version is not the one held here; the caller reloads
  * (`reload()`) and evaluates again.
  */
-import type { RecordCaller } from '../http/auth.js';
 import { subjectDigest } from '../approvals/approvals.js';
 import { entitiesVersionOf, type EntityJson, type EntitySource } from '../policy/entities.js';
 import type { LedgerStore, WriteTx } from '../store/types.js';

@@ -76,7 +76,7 @@ function entityRef(uid: Uid): CedarEntityRef {
 }
 
 function requesterOf(envelope: Record<string, unknown>): Uid {
-  const uid = uidFromJson(envelope['requester']);
+  const uid = uidFromJson(envelope.requester);
   if (typeof uid === 'string') throw new WritError('INVALID_REQUEST', `envelope.requester: ${uid}`);
   return uid;
 }
@@ -134,7 +134,7 @@ export function entityRootsOf(input: Pick<DecisionInput, 'actor' | 'subject' | '
 /** The Cedar context of docs/protocol.md §2 (pure; throws WritError on an envelope it cannot map). */
 export function buildCedarContext(input: DecisionInput, approver?: ValidApproval): Record<string, unknown> {
   const env = input.envelope;
-  const evidence = env['evidence_refs'];
+  const evidence = env.evidence_refs;
   if (evidence !== undefined && evidence !== null) {
     if (!Array.isArray(evidence)) throw new WritError('INVALID_REQUEST', 'envelope.evidence_refs: expected an array of strings');
     for (const ref of evidence) {
@@ -159,15 +159,15 @@ export function buildCedarContext(input: DecisionInput, approver?: ValidApproval
     approvals,
   };
   const executeAfter = optionalString(env, 'execute_after');
-  if (executeAfter !== undefined) context['execute_after'] = cedarDatetime(executeAfter);
+  if (executeAfter !== undefined) context.execute_after = cedarDatetime(executeAfter);
   const event = optionalString(env, 'authoritative_event');
-  if (event !== undefined) context['authoritative_event'] = event;
-  if (approver) context['approver'] = entityRef(approver.approver);
+  if (event !== undefined) context.authoritative_event = event;
+  if (approver) context.approver = entityRef(approver.approver);
   const { committed, unknown, invoking, proposed_allowed } = input.prior ?? NO_PRIOR;
-  context['prior'] = { committed, unknown, invoking, proposed_allowed };
+  context.prior = { committed, unknown, invoking, proposed_allowed };
   if (input.supersedes) {
     const { execution_id, state, resolution } = input.supersedes;
-    context['supersedes'] = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
+    context.supersedes = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
   }
   return context;
 }
@@ -642,7 +642,7 @@ export class PolicyEngine {
     if (satisfied === undefined) return undefined;
     this.residualAnswers++;
     evaluationTally.residualAnswers++;
-    return this.conclude(plan, (excluded) => residualEvaluation(satisfied, excluded));
+    return this.conclude((excluded) => residualEvaluation(satisfied, excluded));
   }
 
   /** Cedar's partial evaluation of the plan's policies with the context strings and datetimes unknown, as a program. */
@@ -793,7 +793,7 @@ export class PolicyEngine {
 
   /** conclude() with Cedar evaluating the plan's set (or the set without some forbids). */
   private concludeWithCedar(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
-    return this.conclude(plan, (excluded) =>
+    return this.conclude((excluded) =>
       this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities),
     );
   }
@@ -804,7 +804,7 @@ export class PolicyEngine {
    * programs. `evaluateWithout(undefined)` evaluates the plan's set; `evaluateWithout(ids)` the set
    * without those policies.
    */
-  private conclude(plan: ActionPlan, evaluateWithout: (excluded: string[] | undefined) => Evaluation): DecisionOutcome {
+  private conclude(evaluateWithout: (excluded: string[] | undefined) => Evaluation): DecisionOutcome {
     const base = evaluateWithout(undefined);
     if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
     // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that

@@ -10,7 +10,7 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput } from './engine.js';
+import type { DecisionInput, DecisionOutcome, PolicyEngine, PreparedCall, RequestInput } from './engine.js';
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import * as log from '../log/log.js';

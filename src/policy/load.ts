@@ -205,7 +205,7 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
       return;
     }
     const annotations = json.json.annotations ?? {};
-    const annotatedId = annotations['id'];
+    const annotatedId = annotations.id;
     if (annotatedId === null) problems.push(`${file}#${index}: @id needs a value`);
     const id = typeof annotatedId === 'string' ? annotatedId : `${file}#${index}`;
     const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText, relevance: relevanceOf(json.json) };
@@ -214,7 +214,7 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
       if (meant) problems.push(`${id}: unknown annotation @${name}: did you mean @${meant}?`);
     }
     if ('requires_approval' in annotations) {
-      const group = annotations['requires_approval'];
+      const group = annotations.requires_approval;
       const uid = typeof group === 'string' ? parseUidKey(group) : undefined;
       if (json.json.effect !== 'forbid') problems.push(`${id}: @requires_approval is only meaningful on a forbid`);
       else if (!uid) problems.push(`${id}: @requires_approval needs an entity uid like "Role::\\"hr\\"", got ${JSON.stringify(group)}`);

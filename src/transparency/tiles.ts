@@ -31,7 +31,7 @@ export function encodeTileIndex(n: number): string {
     groups.unshift(String(rest % 1000).padStart(3, '0'));
     rest = Math.floor(rest / 1000);
   } while (rest > 0);
-  return groups.map((g, i) => (i < groups.length - 1 ? 'x' + g : g)).join('/');
+  return groups.map((g, i) => (i < groups.length - 1 ? `x${g}` : g)).join('/');
 }
 
 /** The path under `<prefix>/` of a tile: `tile/0/x001/234.p/7`. */

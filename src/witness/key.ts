@@ -27,7 +27,7 @@ export function generateWitnessKey(name: string, path: string): WitnessKey {
   const key = keyOf(name, seed);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   try {
-    writeFileDurably(path, JSON.stringify({ v: 1, name, seed: seed.toString('base64'), vkey: key.vkey }, null, 2) + '\n', { mode: 0o600, exclusive: true });
+    writeFileDurably(path, `${JSON.stringify({ v: 1, name, seed: seed.toString('base64'), vkey: key.vkey }, null, 2)}\n`, { mode: 0o600, exclusive: true });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new WritError('INVALID_REQUEST', `${path} already exists; refusing to overwrite a witness key`);
     throw e;

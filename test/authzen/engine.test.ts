@@ -21,7 +21,7 @@ const EXAMPLE = join(REPO, 'examples', 'authzen-todo');
 function exampleInputs(entities: StaticEntitySource): RequestInput[] {
   const text = readFileSync(join(EXAMPLE, 'tests', 'todo.json'), 'utf8');
   const cases = parseLossless(text) as Array<Record<string, any>>;
-  return cases.map((c) => requestInputOf(authzenRequestOf(c['authzen'], false).evaluations[0]!, entities));
+  return cases.map((c) => requestInputOf(authzenRequestOf(c.authzen, false).evaluations[0]!, entities));
 }
 
 test('evaluator threads answer decideRequest exactly as the in-process engine does', async () => {
@@ -55,7 +55,9 @@ test('a thread that dies mid-flight loses no AuthZEN evaluation: redone in-proce
     const inFlight = inputs.map((i) => pool.decideRequest(engine, i));
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
-    inputs.forEach((input, i) => assert.deepEqual(answers[i], engine.decideRequest(input)));
+    inputs.forEach((input, i) => {
+  assert.deepEqual(answers[i], engine.decideRequest(input));
+});
     assert.equal(pool.size, 1, 'a replacement thread was started');
   } finally {
     await pool.close();

@@ -306,7 +306,7 @@ test('X-Request-ID is echoed, on answers and on errors', async () => {
   assert.equal(refused.status, 400);
   assert.equal(refused.headers.get('x-request-id'), 'req-43');
   // Any value HTTP carries (spaces, long ones), on every answer: 401 (with its scheme), 405, the discovery document.
-  const long = 'trace ' + 'x'.repeat(600);
+  const long = `trace ${'x'.repeat(600)}`;
   const unauth = await fetch(`${server.url}/access/v1/evaluation`, {
     method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-request-id': 'req 44' },
   });
@@ -414,7 +414,7 @@ test('authzen decision records verify offline (writ verify on the export)', asyn
   const i = lines.findIndex((l) => l.includes('"api":"authzen"') && l.includes('"decision":"deny"'));
   const tampered = [...lines];
   tampered[i] = tampered[i]!.replace('"decision":"deny"', '"decision":"allow"');
-  writeFileSync(file, tampered.join('\n') + '\n');
+  writeFileSync(file, `${tampered.join('\n')}\n`);
   const refused = spawnSync(process.execPath, [WRIT_BIN, 'verify', file], { encoding: 'utf8' });
   assert.equal(refused.status, 1);
   assert.equal(JSON.parse(refused.stdout).code, 'HASH_MISMATCH');

@@ -127,12 +127,12 @@ test('context and properties go through writ-bind/1 admission, with pointers int
   assert.deepEqual(refusal(() => parseAuthzenRequest(text('{"owner":{"__entity":{"type":"user","id":"root"}}}'), false)), {
     code: 'BINDING_UNREPRESENTABLE', path: '/context/owner/__entity',
   });
-  assert.equal(refusal(() => parseAuthzenRequest(text('{"d":' + '['.repeat(70) + ']'.repeat(70) + '}'), false)).code, 'BINDING_TOO_DEEP');
+  assert.equal(refusal(() => parseAuthzenRequest(text(`{"d":${'['.repeat(70)}${']'.repeat(70)}}`), false)).code, 'BINDING_TOO_DEEP');
   // Past the parser's stop (512 levels) the code follows the place: a context is judged by §3, a uid is not.
-  assert.equal(refusal(() => parseAuthzenRequest(text('{"d":' + '['.repeat(600) + ']'.repeat(600) + '}'), false)).code, 'BINDING_TOO_DEEP');
-  const deepId = '{"subject":{"type":"user","id":' + '['.repeat(600) + ']'.repeat(600) + '},"action":{"name":"x"},"resource":{"type":"todo","id":"t"}}';
+  assert.equal(refusal(() => parseAuthzenRequest(text(`{"d":${'['.repeat(600)}${']'.repeat(600)}}`), false)).code, 'BINDING_TOO_DEEP');
+  const deepId = `{"subject":{"type":"user","id":${'['.repeat(600)}${']'.repeat(600)}},"action":{"name":"x"},"resource":{"type":"todo","id":"t"}}`;
   assert.equal(refusal(() => parseAuthzenRequest(deepId, false)).code, 'INVALID_REQUEST');
-  const deepItem = '{"evaluations":[{},{"resource":{"type":"todo","id":"t","properties":{"p":' + '['.repeat(600) + ']'.repeat(600) + '}}}]}';
+  const deepItem = `{"evaluations":[{},{"resource":{"type":"todo","id":"t","properties":{"p":${'['.repeat(600)}${']'.repeat(600)}}}}]}`;
   assert.equal(refusal(() => parseAuthzenRequest(deepItem, true)).code, 'BINDING_TOO_DEEP');
   const props = '{"subject":{"type":"user","id":"a","properties":{"age":2.50e1}},"action":{"name":"x"},"resource":{"type":"todo","id":"t"}}';
   assert.deepEqual(refusal(() => parseAuthzenRequest(props, false)), { code: 'BINDING_LOSSY_NUMBER', path: '/subject/properties/age' });

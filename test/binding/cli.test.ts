@@ -127,7 +127,7 @@ const NOT_UTF8: Array<[string, Buffer]> = [
   ['a sequence cut at the end of the input', Buffer.from([0x7b, 0x7d, 0xe2, 0x82])],
   ['0xFF 0xFE (a UTF-16 BOM)', Buffer.from([0xff, 0xfe, 0x7b, 0x7d])],
 ];
-const NOT_UTF8_LINE = JSON.stringify({ error: { code: 'INVALID_JSON', message: 'the input is not valid UTF-8', path: '' } }) + '\n';
+const NOT_UTF8_LINE = `${JSON.stringify({ error: { code: 'INVALID_JSON', message: 'the input is not valid UTF-8', path: '' } })}\n`;
 
 test('bytes that are not UTF-8 are refused INVALID_JSON (never bound as U+FFFD), in-process and through bin/writ', async () => {
   for (const [name, bytes] of NOT_UTF8) {

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import {
-  LosslessNumber, MAX_ARGUMENT_DEPTH, admitArgumentsText, admitNumberToken, admitValue, bindCall, bindingOf,
-  canonicalText, cedarView, envelopeDigest, isLosslessObject, memberOf, parseLossless, toPlain, type Json,
+  type LosslessNumber, MAX_ARGUMENT_DEPTH, admitArgumentsText, admitNumberToken, admitValue, bindCall, bindingOf,
+  canonicalText, envelopeDigest, isLosslessObject, memberOf, parseLossless, toPlain, type Json,
 } from '../../src/binding/index.js';
 import { WritError } from '../../src/errors.js';
 import { jcs } from '../../src/util/canonical.js';
@@ -42,19 +42,19 @@ test('basePath prefixes admission paths (the HTTP body case)', () => {
 });
 
 test('depth: 64 admitted, 65 refused at the pointer of the 65th container', () => {
-  const ok = '{"a":' + '['.repeat(MAX_ARGUMENT_DEPTH - 1) + ']'.repeat(MAX_ARGUMENT_DEPTH - 1) + '}';
+  const ok = `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH - 1)}${']'.repeat(MAX_ARGUMENT_DEPTH - 1)}}`;
   assert.equal(admitText(ok).canonical, ok);
-  const deep = '{"a":' + '['.repeat(MAX_ARGUMENT_DEPTH) + ']'.repeat(MAX_ARGUMENT_DEPTH) + '}';
-  assert.deepEqual(refusal(() => admitText(deep)), { code: 'BINDING_TOO_DEEP', path: '/a' + '/0'.repeat(MAX_ARGUMENT_DEPTH - 1) });
+  const deep = `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH)}${']'.repeat(MAX_ARGUMENT_DEPTH)}}`;
+  assert.deepEqual(refusal(() => admitText(deep)), { code: 'BINDING_TOO_DEEP', path: `/a${'/0'.repeat(MAX_ARGUMENT_DEPTH - 1)}` });
 });
 
 test('pathological nesting is a refusal, never a RangeError', () => {
-  for (const text of ['['.repeat(1_000_000), '{"a":'.repeat(200_000), '[{"a":'.repeat(300_000) + '1']) {
+  for (const text of ['['.repeat(1_000_000), '{"a":'.repeat(200_000), `${'[{"a":'.repeat(300_000)}1`]) {
     assert.equal(refusal(() => parseLossless(text)).code, 'BINDING_TOO_DEEP');
     assert.equal(refusal(() => admitText(text)).code, 'BINDING_TOO_DEEP');
   }
   // The parser stops far past the §3 limit; its refusal still names the limit a caller must keep to.
-  assert.throws(() => admitText('{"a":'.repeat(600) + '1' + '}'.repeat(600)), (e: Error) => e.message.startsWith(`nesting deeper than ${MAX_ARGUMENT_DEPTH} levels`));
+  assert.throws(() => admitText(`${'{"a":'.repeat(600)}1${'}'.repeat(600)}`), (e: Error) => e.message.startsWith(`nesting deeper than ${MAX_ARGUMENT_DEPTH} levels`));
 });
 
 test('precedence: a syntax error anywhere wins; otherwise the first duplicate/surrogate in document order', () => {
@@ -99,7 +99,7 @@ test('number rule edge cases judged by the IEEE double', () => {
   const code = (t: string) => { const r = admitNumberToken(t); return typeof r === 'number' ? r : r.code; };
   assert.equal(code('-0'), 0);
   assert.ok(Object.is(code('-0'), 0), '-0 becomes +0');
-  assert.equal(code('1' + '0'.repeat(400)), 'BINDING_UNSAFE_INTEGER');
+  assert.equal(code(`1${'0'.repeat(400)}`), 'BINDING_UNSAFE_INTEGER');
   assert.equal(code('1e400'), 'BINDING_UNREPRESENTABLE');
   assert.equal(code('-1e400'), 'BINDING_UNREPRESENTABLE');
   assert.equal(code('1e-400'), 'BINDING_LOSSY_NUMBER'); // its double is 0
@@ -127,7 +127,7 @@ test('Cedar view: Long, decimal with a dot, records, sets, nulls dropped', () =>
 
 test('binding recipe: domain line + JCS({arguments, server, tool}); one value, three views', () => {
   const args = admitText('{"b":[1,2.5],"a":"x"}').arguments;
-  const expected = 'writ-bind/1:sha256:' + createHash('sha256').update('writ-bind/1\n' + jcs({ arguments: args, server: 'srv "q"', tool: 'tööl' })).digest('hex');
+  const expected = `writ-bind/1:sha256:${createHash('sha256').update(`writ-bind/1\n${jcs({ arguments: args, server: 'srv "q"', tool: 'tööl' })}`).digest('hex')}`;
   assert.equal(bindingOf('srv "q"', 'tööl', args), expected);
   const bound = bindCall('srv "q"', 'tööl', args);
   assert.equal(bound.binding, expected);
@@ -139,7 +139,7 @@ test('binding recipe: domain line + JCS({arguments, server, tool}); one value, t
 
 test('envelope digest recipe', () => {
   const env = { task_id: 'T', purpose: 'p' };
-  assert.equal(envelopeDigest(env), 'sha256:' + createHash('sha256').update('writ-envelope/1\n{"purpose":"p","task_id":"T"}').digest('hex'));
+  assert.equal(envelopeDigest(env), `sha256:${createHash('sha256').update('writ-envelope/1\n{"purpose":"p","task_id":"T"}').digest('hex')}`);
 });
 
 test('toPlain converts numbers without §3 refusal', () => {

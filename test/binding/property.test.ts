@@ -55,7 +55,7 @@ const { value: modelArb, object: objectArb } = fc.letrec<{ value: Model; object:
 
 const decimalDigits = (m: { units: number; scale: number }) => {
   const digits = String(Math.abs(m.units)).padStart(m.scale + 1, '0');
-  return (m.units < 0 ? '-' : '') + digits.slice(0, -m.scale) + '.' + digits.slice(-m.scale);
+  return `${m.units < 0 ? '-' : ''}${digits.slice(0, -m.scale)}.${digits.slice(-m.scale)}`;
 };
 const decimalValue = (m: { units: number; scale: number }) => Number(decimalDigits(m));
 
@@ -121,13 +121,13 @@ function printString(s: string, r: () => number): string {
       if (SHORT[ch] !== undefined && roll < 0.5) out += SHORT[ch];
       else {
         const hex = unit.toString(16).padStart(4, '0');
-        out += '\\u' + (r() < 0.5 ? hex : hex.toUpperCase());
+        out += `\\u${r() < 0.5 ? hex : hex.toUpperCase()}`;
       }
     } else {
       out += ch;
     }
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 function printNumber(m: Extract<Model, { t: 'int' | 'dec' }>, r: () => number): string {
@@ -139,9 +139,9 @@ function printNumber(m: Extract<Model, { t: 'int' | 'dec' }>, r: () => number): 
   const exp = Math.floor(r() * 7) - 3;
   const point = digits.length - (scale + exp); // digits before the decimal point in the mantissa
   let mantissa: string;
-  if (point <= 0) mantissa = '0.' + '0'.repeat(-point) + digits;
+  if (point <= 0) mantissa = `0.${'0'.repeat(-point)}${digits}`;
   else if (point >= digits.length) mantissa = digits + '0'.repeat(point - digits.length);
-  else mantissa = digits.slice(0, point) + '.' + digits.slice(point);
+  else mantissa = `${digits.slice(0, point)}.${digits.slice(point)}`;
   const sign = m.units < 0 ? '-' : '';
   if (exp === 0) return sign + mantissa;
   return sign + mantissa + pick(r, ['e', 'E']) + (exp > 0 ? pick(r, ['', '+']) : '') + String(exp);
@@ -154,14 +154,14 @@ function print(m: Model, r: () => number): string {
     case 'bool': return String(m.v);
     case 'int': case 'dec': return printNumber(m, r);
     case 'str': return printString(m.v, r);
-    case 'arr': return '[' + ws() + m.items.map((x) => print(x, r)).join(ws() + ',' + ws()) + ws() + ']';
+    case 'arr': return `[${ws()}${m.items.map((x) => print(x, r)).join(`${ws()},${ws()}`)}${ws()}]`;
     case 'obj': {
       const entries = [...m.entries];
       for (let i = entries.length - 1; i > 0; i--) {
         const j = Math.floor(r() * (i + 1));
         [entries[i], entries[j]] = [entries[j]!, entries[i]!];
       }
-      return '{' + ws() + entries.map(([k, v]) => printString(k, r) + ws() + ':' + ws() + print(v, r)).join(ws() + ',' + ws()) + ws() + '}';
+      return `{${ws()}${entries.map(([k, v]) => `${printString(k, r)}${ws()}:${ws()}${print(v, r)}`).join(`${ws()},${ws()}`)}${ws()}}`;
     }
   }
 }

@@ -112,7 +112,7 @@ async function assertRepaired(dataDir: string, firstBad: number, before: Awaited
     const keys = (snap.keys as { keys: Array<{ key_id: string; public_key: string }> }).keys;
     const key = keys.find((k) => k.key_id === brk.key_id);
     assert.ok(key, `the chain_break is signed by a ledger key (${brk.key_id})`);
-    const payload = 'writ-chain-break/1\n' + jcs({ last_good_hash: brk.last_good_hash, last_good_seq: brk.last_good_seq, reason: brk.reason });
+    const payload = `writ-chain-break/1\n${jcs({ last_good_hash: brk.last_good_hash, last_good_seq: brk.last_good_seq, reason: brk.reason })}`;
     assert.ok(verifyPayload(Buffer.from(key.public_key, 'base64'), payload, brk.signature), 'the chain_break signature verifies');
     // Everything before the break is exactly what the auditor saw before.
     assert.deepEqual(snap.lines.slice(0, firstBad), before.lines.slice(0, firstBad));

@@ -306,10 +306,10 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
       ledger: snap.lines.length, acks_per_life: epochAcks, states: byState, load_ms: loadMs, total_ms: Date.now() - t0,
     };
     process.stdout.write(`chaos summary ${JSON.stringify(summary)}\n`);
-    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, JSON.stringify({ ok: true, ...summary }) + '\n');
+    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, `${JSON.stringify({ ok: true, ...summary })}\n`);
   } catch (e) {
     process.stdout.write(`chaos failure (seed ${SEED}, ${kills} kills); server output tail:\n${ctl.server.output().slice(-4000)}\n`);
-    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, JSON.stringify({ ok: false, seed: SEED, kills, error: String((e as Error)?.message ?? e).slice(0, 2000) }) + '\n');
+    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, `${JSON.stringify({ ok: false, seed: SEED, kills, error: String((e as Error)?.message ?? e).slice(0, 2000) })}\n`);
     throw e;
   } finally {
     ctl.stop = true;

@@ -65,7 +65,9 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
     for (let i = 0; i < 256; i++) assert.deepEqual(hashes.subarray(i * 32, i * 32 + 32), hashToBytes(records[i]!.hash));
     const entries = decodeEntryBundle(Buffer.from(await (await get(s, '/ledger/tile/entries/000', t)).arrayBuffer()));
     assert.equal(entries.length, 256);
-    entries.forEach((e, i) => assert.equal('sha256:' + createHash('sha256').update(Buffer.from([0])).update(e).digest('hex'), records[i]!.hash));
+    entries.forEach((e, i) => {
+  assert.equal(`sha256:${createHash('sha256').update(Buffer.from([0])).update(e).digest('hex')}`, records[i]!.hash);
+});
     // The partial tile of the checkpoint's size, and the level-1 tile above the first full one.
     const w = cp.size % 256;
     const partial = await get(s, `/ledger/tile/0/001.p/${w}`, t);
@@ -89,7 +91,7 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
 
     // `writ ledger tiles` writes the same bytes as static files (the store read offline: server stopped).
     const served = new Map<string, Buffer>();
-    for (const p of ['tile/0/000', 'tile/entries/000', `tile/0/001.p/${w}`, 'tile/1/000.p/1']) served.set(p, Buffer.from(await (await get(s, '/ledger/' + p, t)).arrayBuffer()));
+    for (const p of ['tile/0/000', 'tile/entries/000', `tile/0/001.p/${w}`, 'tile/1/000.p/1']) served.set(p, Buffer.from(await (await get(s, `/ledger/${p}`, t)).arrayBuffer()));
     const config = join(out, '..', 'config.json');
     writeFileSync(config, readFileSync(s.configPath));
     await s.stop({ keepData: true });

@@ -88,7 +88,7 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     const third = await cosignedNote(s, logKey, [w1Key, w2Key]);
     assert.ok(third.size > second.size);
     // Each witness's state holds the size it cosigned last, durably.
-    const held = JSON.parse(readFileSync(join(dir, 'w2', 'logs', createHash('sha256').update(ORIGIN).digest('hex') + '.json'), 'utf8')) as { size: number };
+    const held = JSON.parse(readFileSync(join(dir, 'w2', 'logs', `${createHash('sha256').update(ORIGIN).digest('hex')}.json`), 'utf8')) as { size: number };
     assert.ok(held.size >= third.size);
 
     // An auditor holding only a policy checks the export against the cosigned note, offline.
@@ -119,13 +119,13 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     assert.equal(verify(`log ${new TestLog(ORIGIN, 1).vkey}\nquorum none\n`).out.code, 'UNKNOWN_KEY');
     // An export shorter than the note's tree.
     const lines = exported.split('\n').filter(Boolean);
-    assert.equal(verify(policy('quorum none'), third.note, lines.slice(0, third.size - 1).join('\n') + '\n').out.code, 'TRUNCATED');
+    assert.equal(verify(policy('quorum none'), third.note, `${lines.slice(0, third.size - 1).join('\n')}\n`).out.code, 'TRUNCATED');
 
     // One record's tlog-proof, checked offline with the policy alone.
     const seq = 7;
     const proofText = await (await fetch(`${s.url}/v1/ledger/proofs/inclusion?seq=${seq}&format=tlog-proof`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).text();
     const checkProof = (recordLine: string, proof = proofText, policyText = policy('group two 2 W1 W2 W3\nquorum two')) => {
-      writeFileSync(join(dir, 'record.json'), recordLine + '\n');
+      writeFileSync(join(dir, 'record.json'), `${recordLine}\n`);
       writeFileSync(join(dir, 'proof'), proof);
       writeFileSync(join(dir, 'policy'), policyText);
       const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'record.json'), '--proof', join(dir, 'proof'), '--policy', join(dir, 'policy')], { encoding: 'utf8' });

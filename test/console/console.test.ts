@@ -56,7 +56,7 @@ async function waitForRows(seqs: number[]): Promise<void> {
 }
 
 /** A record's leaf hash (docs/protocol.md §6), for a forged record that is to pass the hash check. */
-const leafHashOf = (body: unknown) => 'sha256:' + createHash('sha256').update(Buffer.concat([Buffer.of(0), Buffer.from(jcs(body))])).digest('hex');
+const leafHashOf = (body: unknown) => `sha256:${createHash('sha256').update(Buffer.concat([Buffer.of(0), Buffer.from(jcs(body))])).digest('hex')}`;
 
 const newestFirst = (records: Rec[], n = 50) => records.slice(-n).map((r) => r.seq).reverse();
 
@@ -214,7 +214,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       await page.route('**/v1/ledger/proofs/inclusion?*', async (route) => {
         const res = await route.fetch();
         const proof = await res.json();
-        proof[field] = 'sha256:' + 'ab'.repeat(32);
+        proof[field] = `sha256:${'ab'.repeat(32)}`;
         await route.fulfill({ response: res, json: proof });
       });
       assert.equal(await verdictOf(first), `NOT verified: the inclusion proof names another ${field}`);
@@ -268,7 +268,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       const res = await route.fetch();
       const listing = await res.json();
       const body = {
-        v: 1, seq: latest.seq - 1, ts: '2026-08-24T10:00:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: next.key_id, public_key: next.public_key,
+        v: 1, seq: latest.seq - 1, ts: '2026-08-24T10:00:00Z', kind: 'key', prev: `sha256:${'0'.repeat(64)}`, key_id: next.key_id, public_key: next.public_key,
         signature: signPayload(current.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key })),
       };
       listing.records.push({ ...body, hash: leafHashOf(body) });
@@ -287,7 +287,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       delete body.hash;
       return { ...body, hash: leafHashOf(body) };
     };
-    const forgedRoot = 'sha256:' + 'cd'.repeat(32);
+    const forgedRoot = `sha256:${'cd'.repeat(32)}`;
     for (const [forged, why] of [
       [signedCheckpoint(sizeNow - 5, olderRoot), `the sidecar served checkpoint size ${sizeNow - 5}, older than size ${sizeNow} that this page verified before (a rollback)`],
       [signedCheckpoint(sizeNow, forgedRoot), `two checkpoints of size ${sizeNow} with different roots (a fork)`],

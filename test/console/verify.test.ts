@@ -56,12 +56,12 @@ test('inclusion proofs of the Merkle vectors reach their roots, and altered ones
     const root = roots.get(v.size);
     if (!root) continue;
     const path = v.path.map(hexBytes);
-    assert.equal('sha256:' + toHex((await rootFromInclusionProof(v.index, v.size, leaf(v.index), path))!), root, `index ${v.index} size ${v.size}`);
+    assert.equal(`sha256:${toHex((await rootFromInclusionProof(v.index, v.size, leaf(v.index), path))!)}`, root, `index ${v.index} size ${v.size}`);
     if (path.length) {
       const bent = path.map((p) => p.slice());
       bent[0]![0]! ^= 1;
       const reached = await rootFromInclusionProof(v.index, v.size, leaf(v.index), bent);
-      assert.notEqual(reached && 'sha256:' + toHex(reached), root);
+      assert.notEqual(reached && `sha256:${toHex(reached)}`, root);
       assert.equal(await rootFromInclusionProof(v.index, v.size, leaf(v.index), path.slice(1)), undefined, 'a short proof is refused');
     }
     checked++;
@@ -88,8 +88,8 @@ test('the key in force at a checkpoint: the signed chain of key records, a rotat
   };
   const sealed = async (body: Record<string, unknown>) => ({ ...body, hash: await leafHash(body) }) as unknown as LedgerRecord;
   const keyRecord = (seq: number, k: ReturnType<typeof keyPair>, by?: ReturnType<typeof keyPair>) => sealed({
-    v: 1, seq, ts: '2026-08-24T08:30:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: k.key_id, public_key: k.public_key,
-    signature: by ? sign(null, Buffer.from('writ-key/1\n' + canonicalize({ key_id: k.key_id, public_key: k.public_key })), by.privateKey).toString('base64') : null,
+    v: 1, seq, ts: '2026-08-24T08:30:00Z', kind: 'key', prev: `sha256:${'0'.repeat(64)}`, key_id: k.key_id, public_key: k.public_key,
+    signature: by ? sign(null, Buffer.from(`writ-key/1\n${canonicalize({ key_id: k.key_id, public_key: k.public_key })}`), by.privateKey).toString('base64') : null,
   });
   const a = keyPair();
   const b = keyPair();

@@ -83,7 +83,7 @@ describe('Sidecar.commitPrepared', () => {
   });
 
   test('entities that moved since the front evaluated: decided again, on the entities in force', async () => {
-    const stale: FrontState = { ...front, entities: { get: (k) => sidecar.entities.get(k), version: 'sha256:' + '0'.repeat(64) } };
+    const stale: FrontState = { ...front, entities: { get: (k) => sidecar.entities.get(k), version: `sha256:${'0'.repeat(64)}` } };
     const prepared = (await prepareDecision(stale, CALLER, read('front-2'), 0))!;
     const commit = await sidecar.commitPrepared(prepared.ask);
     assert.ok('response' in commit, 'not committed as prepared');
@@ -174,7 +174,7 @@ describe('AuthzenService.recordPrepared', () => {
 
   test('entities or a policy set that moved since the front evaluated: evaluated again by the sidecar', async () => {
     const own = (await service.evaluate(EVALUATOR, text, false)) as any;
-    for (const over of [{ entitiesVersion: 'sha256:' + '0'.repeat(64) }, { policyVersion: 'sha256:' + '1'.repeat(64) }]) {
+    for (const over of [{ entitiesVersion: `sha256:${'0'.repeat(64)}` }, { policyVersion: `sha256:${'1'.repeat(64)}` }]) {
       const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared(over))) as any;
       assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons], JSON.stringify(over));
       const r = await recordOf(answer.context.decision_id);

@@ -318,9 +318,9 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
   test('other routes pass through unchanged: streaming export, proofs, 404, 405 with Allow, 401, 403', async () => {
     const t = fronts.tokens;
     // The export streams (no declared length) and ends with the records the sidecar holds.
-    const res = await fetch(fronts.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    const res = await fetch(`${fronts.url}/v1/ledger/export`, { headers: { authorization: `Bearer ${t.auditor}` } });
     assert.equal(res.status, 200);
-    const plainRes = await fetch(plain.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    const plainRes = await fetch(`${plain.url}/v1/ledger/export`, { headers: { authorization: `Bearer ${t.auditor}` } });
     assert.equal(res.headers.get('content-type'), plainRes.headers.get('content-type'));
     await plainRes.text();
     const lines = (await res.text()).trim().split('\n');
@@ -375,7 +375,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       ['duplicate key', { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-7' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"') }],
       ['actor mismatch', { token: t.pep2, body: readBody('BAD-8') }],
       ['supersedes a missing execution', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-9', envelope: { supersedes: 'NOPE' } }) }],
-      ['over the body limit', { token: t.pep, rawBody: '{"a":"' + 'x'.repeat(1024 * 1024 + 10) + '"}' }],
+      ['over the body limit', { token: t.pep, rawBody: `{"a":"${'x'.repeat(1024 * 1024 + 10)}"}` }],
     ];
     for (const [what, init] of cases) {
       const a = await call(fronts, 'POST', '/v1/decisions', init);
@@ -386,7 +386,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     }
     // No content-type at all (call() would add one).
     const untyped = async (s: TestServer) => {
-      const res = await fetch(s.url + '/v1/decisions', { method: 'POST', headers: { authorization: `Bearer ${t.pep}` }, body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))) });
+      const res = await fetch(`${s.url}/v1/decisions`, { method: 'POST', headers: { authorization: `Bearer ${t.pep}` }, body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))) });
       return { status: res.status, body: await res.json() };
     };
     const [ua, ub] = [await untyped(fronts), await untyped(plain)];
@@ -396,7 +396,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('refusals answered before any route are counted on /metrics, by the sidecar alone and through the fronts', async () => {
     const series = (text: string, name: string): number => {
-      const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
       return line === undefined ? 0 : Number(line.slice(name.length + 1));
     };
     const UNROUTED = 'writ_http_requests_total{route="unrouted",status="400"}';
@@ -425,7 +425,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       `POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${fronts.tokens.pep}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
     const half = Math.floor(json.length / 2);
-    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(b.length.toString(16) + '\r\n'), b, Buffer.from('\r\n')]);
+    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
     const r = await rawExchange(fronts.url, head, [chunk(json.subarray(0, half)), chunk(json.subarray(half)), Buffer.from('0\r\n\r\n')]);
     assert.equal(r.error, undefined, r.answer);
     assert.match(r.answer, /^HTTP\/1\.1 200 /, r.answer);
@@ -448,7 +448,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       assert.match(r.answer, /\r\nconnection: close\r\n/i, path);
     }
     // The same with a chunked body (no declared length): the sidecar finds out while reading, through the front.
-    const frame = Buffer.concat([Buffer.from((64 * 1024).toString(16) + '\r\n'), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
+    const frame = Buffer.concat([Buffer.from(`${(64 * 1024).toString(16)}\r\n`), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
     for (const s of [fronts, plain]) {
       const head = `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
       const r = await rawExchange(s.url, head, { chunk: frame, total: 32 * frame.length });

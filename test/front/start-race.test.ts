@@ -39,7 +39,10 @@ test('entity changes while the HTTP fronts start: every start comes up and every
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     let exitCode: number | null | undefined;
-    const exited = new Promise<void>((r) => child.on('exit', (code) => ((exitCode = code), r())));
+    const exited = new Promise<void>((r) => child.on('exit', (code) => {
+      exitCode = code;
+      r();
+    }));
     try {
       const deadline = Date.now() + 30_000;
       while (!(await accepts(port))) {

@@ -28,7 +28,7 @@ test('records name a caller by its token entry\'s name, else by the first 16 hex
 });
 
 test('missing, malformed and unknown tokens are UNAUTHENTICATED; the wrong role is FORBIDDEN_ROLE', () => {
-  for (const h of [undefined, '', 'Bearer', 'Basic plain-pep', 'Bearer plain-pep extra', 'Bearer plain-pe', 'Bearer ' + sha('hashed-approver')]) {
+  for (const h of [undefined, '', 'Bearer', 'Basic plain-pep', 'Bearer plain-pep extra', 'Bearer plain-pe', `Bearer ${sha('hashed-approver')}`]) {
     assert.equal(code(() => table.authenticate(h)), 'UNAUTHENTICATED', String(h));
   }
   assert.equal(code(() => requireRole({ role: 'auditor', name: 'a' }, ['pep'])), 'FORBIDDEN_ROLE');

@@ -15,7 +15,7 @@ import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { offboardingEmployee, offboardingSteps } from '../helpers/offboarding.js';
+import { offboardingSteps } from '../helpers/offboarding.js';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
 
 for (const httpThreads of [1, 0]) {
@@ -202,7 +202,7 @@ for (const httpThreads of [1, 0]) {
         assert.deepEqual([r.status, r.body.error?.code, r.body.error?.path], [400, 'INVALID_REQUEST', '/execution_id'], r.text);
         const approval = await call(s, 'POST', '/v1/approvals', {
           token: t.approver,
-          body: { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: 'writ-bind/1:sha256:' + '0'.repeat(64), envelope_digest: 'sha256:' + '0'.repeat(64), expires_at: new Date(Date.now() + 60_000).toISOString() },
+          body: { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: `writ-bind/1:sha256:${'0'.repeat(64)}`, envelope_digest: `sha256:${'0'.repeat(64)}`, expires_at: new Date(Date.now() + 60_000).toISOString() },
         });
         assert.equal(approval.status, 400, approval.text);
       }

@@ -150,8 +150,8 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
     const base = { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00' };
     for (const wrong of [
-      { ...base, binding: 'writ-bind/1:sha256:' + '0'.repeat(64) },
-      { ...base, envelope_digest: 'sha256:' + '0'.repeat(64) },
+      { ...base, binding: `writ-bind/1:sha256:${'0'.repeat(64)}` },
+      { ...base, envelope_digest: `sha256:${'0'.repeat(64)}` },
       { ...base, execution_id: 'OFF-4000:other' },
       { ...base, actor: { type: 'Agent', id: 'other-agent' } },
     ]) {
@@ -271,7 +271,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     await bad({ token: t.auditor, body: offboardingBody() }, 403, 'FORBIDDEN_ROLE');
     await bad({ token: t.pep, rawBody: '{"execution_id":' }, 400, 'INVALID_JSON');
     await bad({ token: t.pep, rawBody: JSON.stringify(offboardingBody()), headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE');
-    await bad({ token: t.pep, rawBody: '{"a":"' + 'x'.repeat(1024 * 1024 + 10) + '"}' }, 413, 'PAYLOAD_TOO_LARGE');
+    await bad({ token: t.pep, rawBody: `{"a":"${'x'.repeat(1024 * 1024 + 10)}"}` }, 413, 'PAYLOAD_TOO_LARGE');
     const { execution_id: _drop, ...noId } = offboardingBody();
     await bad({ token: t.pep, body: noId }, 400, 'INVALID_REQUEST');
     await bad({ token: t.pep, body: offboardingBody({ envelope: { execute_after: '2026-02-30T10:00:00Z' } }) }, 400, 'ENVELOPE_INVALID');

@@ -48,7 +48,6 @@ function mutations(rng: () => number): Buffer[] {
     out.push(b);
   }
   // Wrong types at every known field.
-  const body = JSON.parse(valid);
   const wrongs = [null, 1, 1.5, -0, true, 'x', [], {}, [1, 2], { type: 'User' }, '2026-02-30T10:00:00Z', 'a'.repeat(5000)];
   const paths = [
     ['execution_id'], ['phase'], ['envelope'], ['envelope', 'task_id'], ['envelope', 'purpose'], ['envelope', 'requester'],
@@ -67,8 +66,8 @@ function mutations(rng: () => number): Buffer[] {
   }
   // Deep nesting, in the arguments and elsewhere.
   for (const depth of [65, 100, 1000, 100000]) {
-    out.push(Buffer.from(valid.replace('"employee_id":"7721"', '"employee_id":' + '['.repeat(depth) + ']'.repeat(depth))));
-    out.push(Buffer.from('{"execution_id":' + '['.repeat(depth) + ']'.repeat(depth) + '}'));
+    out.push(Buffer.from(valid.replace('"employee_id":"7721"', `"employee_id":${'['.repeat(depth)}${']'.repeat(depth)}`)));
+    out.push(Buffer.from(`{"execution_id":${'['.repeat(depth)}${']'.repeat(depth)}}`));
   }
   // Hostile numbers and strings in the arguments.
   for (const tok of ['1.0', '1e400', '-1e400', '9007199254740993', '0.30000000000000004', '1e-7', 'NaN', 'Infinity', '01', '.5', '1.', '"\\ud800"', '"\\u00"', '"\\x41"']) {
@@ -79,7 +78,7 @@ function mutations(rng: () => number): Buffer[] {
   out.push(Buffer.from(valid.replace('"task_id":"OFF-2048"', '"task_id":"OFF-2048","task_id":"OFF-2049"')));
   // Garbage.
   for (let i = 0; i < 100; i++) out.push(Buffer.from(Array.from({ length: Math.floor(rng() * 200) }, () => Math.floor(rng() * 256))));
-  out.push(Buffer.from(''), Buffer.from('null'), Buffer.from('[]'), Buffer.from('"x"'), Buffer.from('{}'), Buffer.from('\uFEFF' + valid));
+  out.push(Buffer.from(''), Buffer.from('null'), Buffer.from('[]'), Buffer.from('"x"'), Buffer.from('{}'), Buffer.from(`\uFEFF${valid}`));
   return out;
 }
 
@@ -117,7 +116,7 @@ test('≥ 1000 hostile requests: 4xx with a contract code, never 5xx; /readyz st
     assert.equal(r.status, 415, type);
     sent++;
   }
-  for (const auth of ['', 'Bearer', 'Basic abc', 'Bearer ' + 'x'.repeat(10000), 'bearer  ' + s.tokens.pep + 'x']) {
+  for (const auth of ['', 'Bearer', 'Basic abc', `Bearer ${'x'.repeat(10000)}`, `bearer  ${s.tokens.pep}x`]) {
     const r = await raw('POST', '/v1/decisions', { ...(auth ? { authorization: auth } : {}), 'content-type': 'application/json' }, Buffer.from(valid));
     assert.equal(r.status, 401, auth.slice(0, 20));
     sent++;
@@ -125,7 +124,7 @@ test('≥ 1000 hostile requests: 4xx with a contract code, never 5xx; /readyz st
   // Random query strings on auditor routes.
   await fc.assert(
     fc.asyncProperty(fc.constantFrom('/v1/ledger/records', '/v1/ledger/proofs/inclusion', '/v1/ledger/proofs/consistency', '/v1/ledger/records/', '/v1/executions/x'), fc.string(), async (path, q) => {
-      const r = await raw('GET', path + '?' + encodeURIComponent(q).replace(/%3D/g, '=').replace(/%26/g, '&') + '&seq=' + encodeURIComponent(q), { authorization: `Bearer ${s.tokens.auditor}` });
+      const r = await raw('GET', `${path}?${encodeURIComponent(q).replace(/%3D/g, '=').replace(/%26/g, '&')}&seq=${encodeURIComponent(q)}`, { authorization: `Bearer ${s.tokens.auditor}` });
       sent++;
       assert.ok(r.status < 500, `${path}?${q}: ${r.status} ${r.text.slice(0, 200)}`);
     }),

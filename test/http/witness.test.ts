@@ -117,7 +117,7 @@ test('a checkpoint made durable but never witnessed (a crash between the two) is
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     assert.ok(lines.length >= 2, lines.join('\n'));
     const lost = JSON.parse(lines.at(-1)!) as { seq: number };
-    writeFileSync(file, lines.slice(0, -1).join('\n') + '\n');
+    writeFileSync(file, `${lines.slice(0, -1).join('\n')}\n`);
     const s = await startTestServer({ dataDir: data, config: { witness_dir: witness } });
     try {
       const ledger = await call(s, 'GET', '/v1/ledger/records?kind=checkpoint&limit=1000', { token: s.tokens.auditor });

@@ -73,7 +73,7 @@ export function recordVectors() {
     bodies.push({ v: 1, seq, ts: `2026-08-24T08:30:0${seq}.000Z`, kind, prev, ...fields } as UnsealedRecord);
   };
   push('key', { key_id: key.key_id, public_key: key.public_key, signature: null });
-  push('policy', { policy_version: 'sha256:' + '1'.repeat(64) });
+  push('policy', { policy_version: `sha256:${'1'.repeat(64)}` });
   push('decision', {
     actor: { type: 'Agent', id: 'a-1' },
     arguments: { '10': 'integer-like keys sort as text', amount: 12.5, count: 3, note: 'é😀\u2028"quoted"', z: null },
@@ -111,7 +111,7 @@ export function allVectors(): Record<string, unknown> {
   return { 'merkle.json': merkleVectors(), 'records.json': recordVectors(), 'checkpoint.json': checkpointVector() };
 }
 
-export const vectorText = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
+export const vectorText = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--write')) {
   mkdirSync(VECTOR_DIR, { recursive: true });

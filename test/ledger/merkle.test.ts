@@ -53,7 +53,10 @@ const LEAVES = leaves(70);
 
 /** Counts reads, so the tests can hold proofs to O(log n) reads. */
 function counting(r: SubtreeReader): SubtreeReader & { reads: number } {
-  const c = { reads: 0, subtree: (level: number, index: number) => (c.reads++, r.subtree(level, index)) };
+  const c = { reads: 0, subtree: (level: number, index: number) => {
+      c.reads++;
+      return r.subtree(level, index);
+    } };
   return c;
 }
 
@@ -72,9 +75,9 @@ test('golden merkle section: root of 5, inclusion of seq 2 in 5, consistency 3 â
 });
 
 test('hash text â†” bytes, node hash and the empty root', () => {
-  const h = 'sha256:' + 'ab'.repeat(32);
+  const h = `sha256:${'ab'.repeat(32)}`;
   assert.equal(bytesToHash(hashToBytes(h)), h);
-  for (const bad of ['sha256:' + 'AB'.repeat(32), 'sha256:' + 'ab'.repeat(31), 'sha512:' + 'ab'.repeat(32), 'ab'.repeat(32)]) assert.throws(() => hashToBytes(bad), TypeError);
+  for (const bad of [`sha256:${'AB'.repeat(32)}`, `sha256:${'ab'.repeat(31)}`, `sha512:${'ab'.repeat(32)}`, 'ab'.repeat(32)]) assert.throws(() => hashToBytes(bad), TypeError);
   assert.equal(EMPTY_ROOT.toString('hex'), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
   assert.deepEqual(nodeHash(LEAVES[0]!, LEAVES[1]!), sha(Buffer.from([1]), LEAVES[0]!, LEAVES[1]!));
   assert.deepEqual(rootAt(0, memoryReader([])), EMPTY_ROOT);

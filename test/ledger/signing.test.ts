@@ -19,12 +19,12 @@ test('golden test key: key id, checkpoint payload and signature', () => {
   assert.equal(payload, golden.checkpoint_signed_payload);
   assert.equal(signPayload(key, payload), cp.signature); // Ed25519 is deterministic
   assert.ok(verifyPayload(raw, payload, cp.signature));
-  assert.ok(!verifyPayload(raw, payload + ' ', cp.signature));
+  assert.ok(!verifyPayload(raw, `${payload} `, cp.signature));
 });
 
 test('golden export: every record hash and prev link', () => {
   const lines = golden.export_jsonl.trim().split('\n').map((l: string) => JSON.parse(l));
-  let prev = 'sha256:' + '0'.repeat(64);
+  let prev = `sha256:${'0'.repeat(64)}`;
   for (const r of lines) {
     assert.equal(r.prev, prev);
     assert.equal(recordHash(r), r.hash);

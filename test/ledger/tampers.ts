@@ -54,7 +54,7 @@ export function editResealed(i: number, edit: (r: Rec) => void): string[] {
   return linesOf(records);
 }
 /** Edits the records then rebuilds the chain from `from` (optionally re-signing checkpoints). */
-export function editRechained(edit: (rs: Rec[]) => Rec[] | void, from = 0, resign = false): string[] {
+export function editRechained(edit: (rs: Rec[]) => Rec[] | undefined, from = 0, resign = false): string[] {
   let records = clone(RECORDS);
   records = edit(records) ?? records;
   return linesOf(rechain(records, from, resign ? fixtureKeyAt : undefined));
@@ -71,8 +71,8 @@ export const TAMPERS: Tamper[] = [
   // Lines that are not a record's canonical text.
   { name: 'empty line inserted', lines: () => [...LINES.slice(0, 5), '', ...LINES.slice(5)], expect: { code: 'MALFORMED', seq: 5 } },
   { name: 'garbage line replaces a record', lines: () => LINES.map((l, i) => (i === 7 ? 'not json at all' : l)), expect: { code: 'MALFORMED', seq: 7 } },
-  { name: 'trailing space', lines: () => LINES.map((l, i) => (i === 3 ? l + ' ' : l)), expect: { code: 'MALFORMED', seq: 3 } },
-  { name: 'CR line ending', lines: () => LINES.map((l, i) => (i === 3 ? l + '\r' : l)), expect: { code: 'MALFORMED', seq: 3 } },
+  { name: 'trailing space', lines: () => LINES.map((l, i) => (i === 3 ? `${l} ` : l)), expect: { code: 'MALFORMED', seq: 3 } },
+  { name: 'CR line ending', lines: () => LINES.map((l, i) => (i === 3 ? `${l}\r` : l)), expect: { code: 'MALFORMED', seq: 3 } },
   { name: 'pretty-printed record', lines: () => LINES.map((l, i) => (i === 4 ? JSON.stringify(JSON.parse(l), null, 1).replace(/\n/g, ' ') : l)), expect: { code: 'MALFORMED', seq: 4 } },
   {
     name: 'keys out of JCS order',
@@ -125,7 +125,7 @@ export const TAMPERS: Tamper[] = [
   { name: 'prev a number, resealed', lines: () => editResealed(5, (r) => (r.prev = 0)), expect: { code: 'MALFORMED', seq: 5 } },
   // Cryptographic fields are judged by the check that uses them, whatever the value: any value but
   // the right one is that check's code, as an edit to a well-formed value is (see malformedField).
-  { name: 'prev in upper-case hex, resealed', lines: () => editResealed(5, (r) => (r.prev = 'sha256:' + (r.prev as string).slice(7).toUpperCase())), expect: { code: 'PREV_MISMATCH', seq: 5 } },
+  { name: 'prev in upper-case hex, resealed', lines: () => editResealed(5, (r) => (r.prev = `sha256:${(r.prev as string).slice(7).toUpperCase()}`)), expect: { code: 'PREV_MISMATCH', seq: 5 } },
   { name: 'prev without its sha256: tag, resealed', lines: () => editResealed(5, (r) => (r.prev = (r.prev as string).slice(7))), expect: { code: 'PREV_MISMATCH', seq: 5 } },
   { name: 'hash "sha256:deadbeef"', lines: () => editLine(9, (r) => (r.hash = 'sha256:deadbeef')), expect: { code: 'HASH_MISMATCH', seq: 9 } },
   { name: 'checkpoint root a number, chain recomputed', lines: () => editRechained((rs) => void (rs[40]!.root = 7)), expect: { code: 'ROOT_MISMATCH', seq: 40 } },
@@ -160,11 +160,11 @@ export const TAMPERS: Tamper[] = [
   { name: 'field added', lines: () => editLine(D, (r) => (r.approval_used = 'apr-1')), expect: { code: 'HASH_MISMATCH', seq: D } },
   { name: 'field removed', lines: () => editLine(D, (r) => delete r.errors), expect: { code: 'HASH_MISMATCH', seq: D } },
   { name: 'kind edited', lines: () => editLine(3, (r) => (r.kind = 'note')), expect: { code: 'HASH_MISMATCH', seq: 3 } },
-  { name: 'policy version edited', lines: () => editLine(1, (r) => (r.policy_version = 'sha256:' + 'a'.repeat(64))), expect: { code: 'HASH_MISMATCH', seq: 1 } },
+  { name: 'policy version edited', lines: () => editLine(1, (r) => (r.policy_version = `sha256:${'a'.repeat(64)}`)), expect: { code: 'HASH_MISMATCH', seq: 1 } },
   { name: 'key record timestamp edited', lines: () => editLine(0, (r) => (r.ts = '2020-01-01T00:00:00.000Z')), expect: { code: 'HASH_MISMATCH', seq: 0 } },
   { name: 'checkpoint root edited', lines: () => editLine(15, (r) => (r.root = rootOf(RECORDS, 14))), expect: { code: 'HASH_MISMATCH', seq: 15 } },
   { name: 'hash replaced by another record hash', lines: () => editLine(9, (r) => (r.hash = RECORDS[8]!.hash)), expect: { code: 'HASH_MISMATCH', seq: 9 } },
-  { name: 'hash in upper-case hex', lines: () => editLine(9, (r) => (r.hash = 'sha256:' + (r.hash as string).slice(7).toUpperCase())), expect: { code: 'HASH_MISMATCH', seq: 9 } },
+  { name: 'hash in upper-case hex', lines: () => editLine(9, (r) => (r.hash = `sha256:${(r.hash as string).slice(7).toUpperCase()}`)), expect: { code: 'HASH_MISMATCH', seq: 9 } },
   { name: 'stored arguments edited (not resealed)', lines: () => editLine(D, (r) => ((r.arguments as Rec).employee_id = '0001')), expect: { code: 'HASH_MISMATCH', seq: D } },
 
   // Edits whose hash was recomputed: the next link breaks.

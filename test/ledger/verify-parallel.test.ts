@@ -15,7 +15,7 @@ import { recordLine, sealRecord } from '../../src/ledger/record.js';
 import { ATTACKER_KEY, ROTATED_KEY, fixtureKeyAt, linesOf, rootOf, signCheckpoint, withBreak } from './fixture.js';
 import { BOTH_KEYS, CHECKPOINTS, HELD_31, LINES, N, RECORDS, TAMPERS } from './tampers.js';
 
-const EXPORT = Buffer.from(LINES.join('\n') + '\n', 'utf8');
+const EXPORT = Buffer.from(`${LINES.join('\n')}\n`, 'utf8');
 const HEAD = RECORDS[N - 1]!.hash as string;
 
 // Started once and shared by every verification here (each answers in order, so that is safe).
@@ -67,7 +67,7 @@ async function assertSameVerdict(bytes: Buffer, opts: VerifyOptions, label: stri
   return expected;
 }
 
-const exportOf = (lines: string[]) => Buffer.from(lines.map((l) => l + '\n').join(''), 'utf8');
+const exportOf = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
 
 test('examineBlock links every line to the one before, except the first and the key and checkpoint records', () => {
   const findings = examineBlock(EXPORT);
@@ -132,18 +132,18 @@ test('line framing at the byte level: newlines, blank lines, CRLF, bytes that ar
   const extra = sealRecord({ v: 1, seq: N, ts: '2026-08-24T09:00:00.000Z', kind: 'outcome', prev: HEAD, detail: 'replacement \uFFFD char' });
   const cases: Array<[string, Buffer]> = [
     ['no newline after the last line', Buffer.from(text.slice(0, -1))],
-    ['one blank line at the end', Buffer.from(text + '\n')],
-    ['blank lines at the end', Buffer.from(text + '\n\n\n')],
-    ['a blank line in the middle', Buffer.from(LINES.slice(0, 30).join('\n') + '\n\n' + LINES.slice(30).join('\n') + '\n')],
-    ['CRLF line endings', Buffer.from(LINES.join('\r\n') + '\r\n')],
+    ['one blank line at the end', Buffer.from(`${text}\n`)],
+    ['blank lines at the end', Buffer.from(`${text}\n\n\n`)],
+    ['a blank line in the middle', Buffer.from(`${LINES.slice(0, 30).join('\n')}\n\n${LINES.slice(30).join('\n')}\n`)],
+    ['CRLF line endings', Buffer.from(`${LINES.join('\r\n')}\r\n`)],
     ['an invalid UTF-8 byte', notUtf8],
-    ['a genuine U+FFFD', Buffer.from(text + recordLine(extra) + '\n', 'utf8')],
+    ['a genuine U+FFFD', Buffer.from(`${text}${recordLine(extra)}\n`, 'utf8')],
     ['empty', Buffer.alloc(0)],
     ['a single newline', Buffer.from('\n')],
     ['a single line without a newline', Buffer.from(LINES[0]!)],
   ];
   for (const [name, bytes] of cases) await assertSameVerdict(bytes, {}, name);
-  assert.deepEqual(await parallelVerdict(Buffer.from(text + recordLine(extra) + '\n'), {}, CONFIGS[0]!), { ok: true, records: N + 1, head: extra.hash });
+  assert.deepEqual(await parallelVerdict(Buffer.from(`${text}${recordLine(extra)}\n`), {}, CONFIGS[0]!), { ok: true, records: N + 1, head: extra.hash });
 });
 
 /** Lines as bytes, split on \n (the empty segment after a final \n is not a line). */

@@ -53,7 +53,7 @@ test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are P
     }
   });
   try {
-    const c = new PdpClient({ url: s.url + '/', token: 'tok', timeoutMs: 300 });
+    const c = new PdpClient({ url: `${s.url}/`, token: 'tok', timeoutMs: 300 });
     // An allow for another execution, or one that did not move it to invoking, licenses nothing.
     for (const m of ['503', 'hang', 'garbage', 'bad-decision', 'allow-other-execution', 'allow-not-invoking']) {
       mode = m;

@@ -107,7 +107,7 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
       if (ea.type !== actor.type || ea.id !== actor.id) return err(403, 'ACTOR_MISMATCH');
       if (typeof action.arguments !== 'object' || action.arguments === null || Array.isArray(action.arguments)) return err(400, 'INVALID_REQUEST');
       const admitted = admit(action.arguments);
-      const binding = 'writ-bind/1:' + sha256Tagged('writ-bind/1\n' + jcs({ arguments: admitted, server: action.server, tool: action.tool }));
+      const binding = `writ-bind/1:${sha256Tagged(`writ-bind/1\n${jcs({ arguments: admitted, server: action.server, tool: action.tool })}`)}`;
       const envelope_digest = digestOf('writ-envelope/1\n', env);
       const k = key(actor, id);
       let ex = executions.get(k);
@@ -158,7 +158,7 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
       if (auth !== 'fake-approver') return err(403, 'FORBIDDEN_ROLE');
       const a = parsed.actor as Uid;
       const ex = a && executions.get(key(a, String(parsed.execution_id)));
-      if (!ex || ex.state !== 'proposed' || ex.binding !== parsed.binding || ex.envelope_digest !== parsed.envelope_digest) return err(409, 'APPROVAL_STALE');
+      if (ex?.state !== 'proposed' || ex.binding !== parsed.binding || ex.envelope_digest !== parsed.envelope_digest) return err(409, 'APPROVAL_STALE');
       const approval_id = `ap-${++approvalSeq}`;
       ex.approvals.push({ approval_id, approver: { type: 'User', id: 'hr-5519' }, expires_at: String(parsed.expires_at) });
       return { status: 201, json: { approval_id } };

@@ -234,7 +234,9 @@ test('a malformed answer from the server (no result or error, a null result, a n
   const p = rawProxy({ effects });
   try {
     const modes = ['no-result', 'null-result', 'bad-iserror', 'dup-iserror'];
-    modes.forEach((mode, i) => p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`))));
+    modes.forEach((mode, i) => {
+  p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`)));
+});
     for (const [i, mode] of modes.entries()) {
       const line = await p.answerLine(i + 1);
       const r = JSON.parse(line).result;

@@ -49,20 +49,20 @@ function randomStore(): EntityJson[] {
   });
   for (const u of USERS) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.7)) attrs['level'] = int(0, 5);
-    if (chance(0.6)) attrs['dept'] = pick(['eng', 'hr', 'legal']);
-    if (chance(0.5)) attrs['manager'] = E('User', pick([...USERS, 'ghost']));
-    if (chance(0.3)) attrs['profile'] = { active: chance(0.5), since: { __extn: { fn: 'datetime', arg: pick(['2020-01-01', '2026-08-24T00:00:00Z']) } } };
-    if (chance(0.3)) attrs['groups'] = [E('Role', pick(ROLES)), E('Role', pick(ROLES))];
+    if (chance(0.7)) attrs.level = int(0, 5);
+    if (chance(0.6)) attrs.dept = pick(['eng', 'hr', 'legal']);
+    if (chance(0.5)) attrs.manager = E('User', pick([...USERS, 'ghost']));
+    if (chance(0.3)) attrs.profile = { active: chance(0.5), since: { __extn: { fn: 'datetime', arg: pick(['2020-01-01', '2026-08-24T00:00:00Z']) } } };
+    if (chance(0.3)) attrs.groups = [E('Role', pick(ROLES)), E('Role', pick(ROLES))];
     const parents: Uid[] = [];
     for (const r of ROLES) if (chance(0.25)) parents.push({ type: 'Role', id: r });
     es.push({ uid: { type: 'User', id: u }, attrs, parents });
   }
   for (const a of ['a1', 'a2']) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.8)) attrs['trusted'] = chance(0.6);
-    if (chance(0.5)) attrs['owner'] = E('User', pick(USERS));
-    if (chance(0.3)) attrs['limit'] = { __extn: { fn: 'decimal', arg: pick(['10.5', '100.0', '0.25']) } };
+    if (chance(0.8)) attrs.trusted = chance(0.6);
+    if (chance(0.5)) attrs.owner = E('User', pick(USERS));
+    if (chance(0.3)) attrs.limit = { __extn: { fn: 'decimal', arg: pick(['10.5', '100.0', '0.25']) } };
     es.push({ uid: { type: 'Agent', id: a }, attrs, parents: chance(0.4) ? [{ type: 'Role', id: 'ops' }] : [] });
   }
   es.push({ uid: { type: 'Folder', id: 'root' }, attrs: {}, parents: [] });
@@ -71,10 +71,10 @@ function randomStore(): EntityJson[] {
   }
   for (const d of ['d1', 'd2']) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.7)) attrs['secret'] = chance(0.5);
-    if (chance(0.6)) attrs['owner'] = E('User', pick([...USERS, 'ghost']));
-    if (chance(0.5)) attrs['classification'] = pick(['public', 'internal', 'restricted']);
-    if (chance(0.4)) attrs['labels'] = [pick(['pii', 'hr', 'x']), pick(['pii', 'legal'])];
+    if (chance(0.7)) attrs.secret = chance(0.5);
+    if (chance(0.6)) attrs.owner = E('User', pick([...USERS, 'ghost']));
+    if (chance(0.5)) attrs.classification = pick(['public', 'internal', 'restricted']);
+    if (chance(0.4)) attrs.labels = [pick(['pii', 'hr', 'x']), pick(['pii', 'legal'])];
     es.push({ uid: { type: 'Doc', id: d }, attrs, parents: chance(0.7) ? [{ type: 'Folder', id: pick(['f1', 'f2']) }] : [] });
   }
   if (chance(0.5)) {
@@ -92,10 +92,10 @@ function updatedStore(es: EntityJson[]): EntityJson[] {
     if (chance(0.5)) {
       const later = e.uid.type === 'Role' ? ROLES.slice(ROLES.indexOf(e.uid.id) + 1) : ROLES;
       e.parents = chance(0.5) || later.length === 0 ? [] : [e.uid.type === 'Doc' ? { type: 'Folder', id: 'f2' } : { type: 'Role', id: pick(later) }];
-    } else if (e.uid.type === 'User') e.attrs['level'] = int(0, 5);
-    else if (e.uid.type === 'Doc') e.attrs['secret'] = !e.attrs['secret'];
-    else if (e.uid.type === 'Agent') e.attrs['trusted'] = !e.attrs['trusted'];
-    else e.attrs['tier'] = int(1, 3);
+    } else if (e.uid.type === 'User') e.attrs.level = int(0, 5);
+    else if (e.uid.type === 'Doc') e.attrs.secret = !e.attrs.secret;
+    else if (e.uid.type === 'Agent') e.attrs.trusted = !e.attrs.trusted;
+    else e.attrs.tier = int(1, 3);
   }
   return out;
 }
@@ -192,7 +192,7 @@ const ATOMS: Array<() => string> = [
 ];
 
 function expr(depth: number): string {
-  if (depth <= 0 || chance(0.5)) return (chance(0.15) ? '!' : '') + '(' + pick(ATOMS)() + ')';
+  if (depth <= 0 || chance(0.5)) return `${chance(0.15) ? '!' : ''}(${pick(ATOMS)()})`;
   return `(${expr(depth - 1)} ${pick(['&&', '||'])} ${expr(depth - 1)})`;
 }
 const scopeP = () => pick(['principal', 'principal', 'principal', `principal == Agent::"${pick(['a1', 'a2'])}"`, `principal in Role::"${pick(ROLES)}"`, 'principal is Agent', 'principal is User']);
@@ -236,7 +236,7 @@ function randomPolicies(caseNo: number): GenPolicy[] {
     text += `${permit ? 'permit' : 'forbid'}(${scopeP()}, ${scopeA()}, ${scopeR()})`;
     for (let c = int(0, 2); c > 0; c--) text += ` ${chance(0.7) ? 'when' : 'unless'} { ${expr(2)} }`;
     if (group && chance(0.6)) text += ` unless { context has approver && context.approver in ${group} }`;
-    out.push({ file, id, text: text + ';', ...(group ? { group } : {}) });
+    out.push({ file, id, text: `${text};`, ...(group ? { group } : {}) });
   }
   return out;
 }
@@ -251,11 +251,11 @@ let approvalCounter = 0;
 function randomShape(): Shape {
   const [server, tool] = pick(TOOLS).split('/') as [string, string];
   const args: Record<string, unknown> = {};
-  if (chance(0.6)) args['n'] = int(0, 5);
-  if (chance(0.5)) args['amount'] = { __extn: { fn: 'decimal', arg: pick(['0.5', '10.5', '12.25', '99.9999', '1000.1']) } };
-  if (chance(0.3)) args['tags'] = chance(0.5) ? ['urgent'] : ['x', 'y'];
-  if (chance(0.3)) args['mode'] = pick(['dry-run', 'live']);
-  if (chance(0.2)) args['opts'] = chance(0.5) ? { force: chance(0.5) } : {};
+  if (chance(0.6)) args.n = int(0, 5);
+  if (chance(0.5)) args.amount = { __extn: { fn: 'decimal', arg: pick(['0.5', '10.5', '12.25', '99.9999', '1000.1']) } };
+  if (chance(0.3)) args.tags = chance(0.5) ? ['urgent'] : ['x', 'y'];
+  if (chance(0.3)) args.mode = pick(['dry-run', 'live']);
+  if (chance(0.2)) args.opts = chance(0.5) ? { force: chance(0.5) } : {};
   const shape: Shape = {
     actor: { type: 'Agent', id: pick(['a1', 'a1', 'a2']) }, server, tool,
     subject: { type: 'Doc', id: pick(['d1', 'd1', 'd2', 'd3']) },
@@ -290,13 +290,13 @@ function requestOf(s: Shape): Omit<DecisionInput, 'entities'> {
     task_id: pick(['T-1', 'T-2', 'X-blocked', 'T-99', 'ab', 'X*', 'T-\u00e9', 'T-\u{1F600}', 'hris:termination:99108']),
     purpose: s.purpose, requester: s.requester,
   };
-  if (s.hasExecAfter) envelope['execute_after'] = pick(DTS);
-  if (s.evidence) envelope['evidence_refs'] = s.evidence;
-  if (s.event !== undefined) envelope['authoritative_event'] = s.event;
+  if (s.hasExecAfter) envelope.execute_after = pick(DTS);
+  if (s.evidence) envelope.evidence_refs = s.evidence;
+  if (s.event !== undefined) envelope.authoritative_event = s.event;
   const now = new Date(pick(['2026-08-24T09:00:00Z', '2026-08-24T10:00:00Z', '2026-08-24T10:00:00.500Z', '2026-08-24T16:59:59Z', '2026-08-25T01:00:00Z', '2025-12-31T23:00:00Z']));
   return {
     actor: s.actor, server: s.server, tool: s.tool, subject: s.subject, envelope, phase: s.phase,
-    binding: 'writ-bind/1:sha256:' + pick(['0', '1', 'a']).repeat(64), cedarArguments: s.args as DecisionInput['cedarArguments'], now,
+    binding: `writ-bind/1:sha256:${pick(['0', '1', 'a']).repeat(64)}`, cedarArguments: s.args as DecisionInput['cedarArguments'], now,
     approvals: s.approvals, ...(s.supersedes ? { supersedes: s.supersedes } : {}),
   };
 }
@@ -306,7 +306,7 @@ function requestOf(s: Shape): Omit<DecisionInput, 'entities'> {
 /** RFC 3339 → Cedar's datetime text (`±hhmm`, three fraction digits when there is a fraction). */
 function cedarTime(text: string) {
   const m = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(text)!;
-  const fraction = m[3] === undefined ? '' : '.' + (m[3] + '000').slice(0, 3);
+  const fraction = m[3] === undefined ? '' : `.${(`${m[3]}000`).slice(0, 3)}`;
   return { __extn: { fn: 'datetime', arg: `${m[1]}T${m[2]}${fraction}${m[4] ? 'Z' : m[5]! + m[6]! + m[7]!}` } };
 }
 const entityValue = (u: Uid) => ({ __entity: { type: u.type, id: u.id } });
@@ -314,15 +314,15 @@ const entityValue = (u: Uid) => ({ __entity: { type: u.type, id: u.id } });
 function referenceContext(req: Omit<DecisionInput, 'entities'>, approver?: Uid): Record<string, unknown> {
   const env = req.envelope;
   const context: Record<string, unknown> = {
-    requester: entityValue(env['requester'] as Uid), task_id: env['task_id'], purpose: env['purpose'], phase: req.phase,
+    requester: entityValue(env.requester as Uid), task_id: env.task_id, purpose: env.purpose, phase: req.phase,
     server: req.server, tool: req.tool, binding: req.binding, arguments: req.cedarArguments,
-    evidence_refs: env['evidence_refs'] ?? [], now: { __extn: { fn: 'datetime', arg: req.now.toISOString() } },
+    evidence_refs: env.evidence_refs ?? [], now: { __extn: { fn: 'datetime', arg: req.now.toISOString() } },
     approvals: req.approvals.map((a) => ({ approver: entityValue(a.approver), approved_at: cedarTime(a.approved_at), expires_at: cedarTime(a.expires_at) })),
   };
-  if (env['execute_after'] !== undefined) context['execute_after'] = cedarTime(env['execute_after'] as string);
-  if (env['authoritative_event'] !== undefined) context['authoritative_event'] = env['authoritative_event'];
-  if (approver) context['approver'] = entityValue(approver);
-  if (req.supersedes) context['supersedes'] = req.supersedes;
+  if (env.execute_after !== undefined) context.execute_after = cedarTime(env.execute_after as string);
+  if (env.authoritative_event !== undefined) context.authoritative_event = env.authoritative_event;
+  if (approver) context.approver = entityValue(approver);
+  if (req.supersedes) context.supersedes = req.supersedes;
   return context;
 }
 
@@ -416,7 +416,7 @@ test(`differential: every engine configuration and an evaluator thread answer as
           for (const [name, engine] of Object.entries(engines)) assert.deepEqual(comparable(engine.decide(input)), expected, `${name}: ${replay}`);
           assert.deepEqual(comparable(await pool.decide(threaded, input)), expected, `thread: ${replay}`);
         }
-        residualAnswers += engines['memo']!.residualAnswers + engines['tinyMemo']!.residualAnswers;
+        residualAnswers += engines.memo!.residualAnswers + engines.tinyMemo!.residualAnswers;
       } finally {
         cleanup();
       }

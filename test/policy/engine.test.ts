@@ -50,7 +50,7 @@ test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
     phase: 'execute',
     server: 's',
     tool: 't',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64),
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
     arguments: { n: 1 },
     evidence_refs: ['e1'],
     now: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00.000Z' } },
@@ -76,8 +76,8 @@ test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
 
 test('optional context fields are absent, evidence_refs is an empty set, when the envelope lacks them', () => {
   const ctx = buildCedarContext(input({ envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'req' }, execute_after: null } }));
-  assert.deepEqual(ctx['evidence_refs'], []);
-  assert.deepEqual(ctx['approvals'], []);
+  assert.deepEqual(ctx.evidence_refs, []);
+  assert.deepEqual(ctx.approvals, []);
   for (const key of ['execute_after', 'authoritative_event', 'approver', 'supersedes']) assert.ok(!(key in ctx), key);
 });
 
@@ -228,7 +228,7 @@ test('the bundled story: propose, early execute, approved execute, legal hold, w
         execute_after: '2026-08-24T17:00:00+07:00',
       },
       phase,
-      binding: 'writ-bind/1:sha256:' + '1'.repeat(64),
+      binding: `writ-bind/1:sha256:${'1'.repeat(64)}`,
       cedarArguments: { employee_id: subject },
       now: new Date(now),
       approvals,

@@ -11,8 +11,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
-import { PolicyEngine, type DecisionInput } from '../../src/policy/engine.js';
+import type { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
+import type { PolicyEngine, DecisionInput } from '../../src/policy/engine.js';
 import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
 import { input, withEngines } from './helpers.js';
 import { prng } from '../helpers/prng.js';
@@ -84,7 +84,7 @@ test('entities named in a policy, and the action with its groups, are in the sli
 function cedarWithWholeStore(policies: string, call: DecisionInput, store: EntityJson[]): { decision: string; reasons: string[] } {
   const answer = cedar.isAuthorized({
     principal: call.actor, action: { type: 'Action', id: `${call.server}/${call.tool}` }, resource: call.subject,
-    context: { requester: { __entity: call.envelope['requester'] as { type: string; id: string } } },
+    context: { requester: { __entity: call.envelope.requester as { type: string; id: string } } },
     policies: { staticPolicies: policies }, entities: store as never,
   });
   assert.equal(answer.type, 'success', JSON.stringify(answer));

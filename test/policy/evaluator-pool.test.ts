@@ -70,7 +70,9 @@ test('a thread that dies mid-flight loses no decision: its work is redone in-pro
     // Kill the thread while it holds the requests (terminate() is what a crash looks like to the pool).
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
-    requests.forEach((r, i) => assert.deepEqual(answers[i], engine.decide(r)));
+    requests.forEach((r, i) => {
+  assert.deepEqual(answers[i], engine.decide(r));
+});
     assert.equal(pool.size, 1, 'a replacement thread was started');
     const again = await pool.decide(engine, requests[3]!);
     assert.deepEqual(again, engine.decide(requests[3]!));
@@ -113,7 +115,9 @@ test('close() answers what is still in flight', async () => {
   const inFlight = requests.map((r) => pool.decide(engine, r));
   await pool.close();
   const answers = await Promise.all(inFlight);
-  requests.forEach((r, i) => assert.deepEqual(answers[i], engine.decide(r)));
+  requests.forEach((r, i) => {
+  assert.deepEqual(answers[i], engine.decide(r));
+});
   // A closed pool evaluates in-process.
   assert.deepEqual(pool.decide(engine, requests[0]!), engine.decide(requests[0]!));
 });

@@ -40,7 +40,7 @@ export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
     subject: { type: 'Doc', id: 'd1' },
     envelope: { task_id: 'T-1', purpose: 'testing', requester: { type: 'User', id: 'req' } },
     phase: 'propose',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64),
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
     cedarArguments: { n: 1 },
     now: new Date('2026-08-24T10:00:00Z'),
     approvals: [],

@@ -22,7 +22,7 @@ function policyInvalid(fn: () => unknown, detail: RegExp): void {
 test('policy_version is sha256 over JCS of [[path, text]] sorted by path (hand-computed)', () => {
   const text = 'permit(principal, action, resource);\n';
   const expectedJcs = '[["a.cedar","permit(principal, action, resource);\\n"],["b/c.cedar","x\\u0001"]]';
-  const expected = 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex');
+  const expected = `sha256:${createHash('sha256').update(expectedJcs).digest('hex')}`;
   assert.equal(policyVersionOf([['b/c.cedar', 'x\u0001'], ['a.cedar', text]]), expected);
 });
 
@@ -34,7 +34,7 @@ test('entities_version sorts entities and parents by (type, id) (hand-computed)'
   const expectedJcs =
     '[{"attrs":{},"parents":[],"uid":{"id":"y","type":"Role"}},' +
     '{"attrs":{"a":true,"z":1},"parents":[{"id":"x","type":"Group"},{"id":"y","type":"Role"}],"uid":{"id":"b","type":"User"}}]';
-  assert.equal(version, 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex'));
+  assert.equal(version, `sha256:${createHash('sha256').update(expectedJcs).digest('hex')}`);
 });
 
 test('the loaded bundle covers .cedar and schema files, not tests/ or entities.json', () => {

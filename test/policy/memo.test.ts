@@ -130,7 +130,7 @@ type Change = typeof changeArb extends fc.Arbitrary<infer T> ? T : never;
 function toInput(r: Req, entities: EntitySource): DecisionInput {
   const [server, tool] = r.action.split('/') as [string, string];
   const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', r.requester) };
-  if (r.execute_after !== undefined) envelope['execute_after'] = r.execute_after;
+  if (r.execute_after !== undefined) envelope.execute_after = r.execute_after;
   return {
     actor: uid('Agent', r.actor), server, tool, subject: uid('Doc', r.subject), envelope, phase: r.phase as 'propose' | 'execute',
     binding: r.binding, cedarArguments: r.args as DecisionInput['cedarArguments'], now: new Date(r.now),
@@ -353,6 +353,7 @@ test('memo keys: exact JSON values only, bounded length', () => {
   assert.equal(memoKeyText({ a: [1, 'x', true, null] }), '{"a":[1,"x",true,null]}');
   assert.notEqual(memoKeyText({ a: 1 }), memoKeyText({ a: '1' }));
   assert.notEqual(memoKeyText(['a,b']), memoKeyText(['a', 'b']));
+  // biome-ignore lint/suspicious/noSparseArray: a hole is the input under test.
   for (const bad of [undefined, NaN, Infinity, -0, new Date(0), 1n, { a: undefined }, [, 1]]) assert.equal(memoKeyText([bad]), undefined);
   assert.equal(memoKeyText('x'.repeat(MAX_KEY_CHARS)), undefined);
   assert.ok(memoKeyText('x'.repeat(MAX_KEY_CHARS - 10)) !== undefined);

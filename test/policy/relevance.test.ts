@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { PolicyEngine, type ValidApproval } from '../../src/policy/engine.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { contextReadsOf, mayApplyToAction, relevanceOf } from '../../src/policy/relevance.js';
 import { StaticEntitySource } from '../../src/policy/entities.js';
-import { BUNDLED_DIR, ENTITIES, input, tempPolicyDir, withEngines } from './helpers.js';
+import { BUNDLED_DIR, ENTITIES, input, withEngines } from './helpers.js';
 import { prng } from '../helpers/prng.js';
 
 function relevance(text: string) {
@@ -115,7 +114,7 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
     for (let i = 0; i < 500; i++) {
       const request = input({
         server: 's',
-        tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', 'unnamed-' + i]),
+        tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', `unnamed-${i}`]),
         actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'nobody' }]),
         subject: pick([{ type: 'Doc', id: 'd1' }, { type: 'Doc', id: 'd2' }]),
         phase: pick(['propose', 'execute'] as const),

@@ -71,7 +71,7 @@ const oddDatetimeTextArb = fc
       { nil: undefined },
     ),
   })
-  .map(({ year, month, day, time }) => `${year}-${month}-${day}` + (time ? `T${time.h}:${time.m}:${time.s}${time.frac}${time.zone}` : ''));
+  .map(({ year, month, day, time }) => `${year}-${month}-${day}${time ? `T${time.h}:${time.m}:${time.s}${time.frac}${time.zone}` : ''}`);
 
 /** Valid texts of every Cedar form: any instant of years 1–9999, any offset under a day, with or without milliseconds. */
 const validDatetimeTextArb = fc
@@ -85,7 +85,7 @@ const validDatetimeTextArb = fc
     const local = new Date(ms + off * 60_000).toISOString(); // YYYY-MM-DDThh:mm:ss.SSSZ (years 1–9999)
     if (form === 'date') return local.slice(0, 10);
     const base = local.slice(0, 19) + (form.startsWith('ms') ? local.slice(19, 23) : '');
-    if (form.endsWith('Z')) return base + 'Z';
+    if (form.endsWith('Z')) return `${base}Z`;
     const a = Math.abs(off);
     return `${base}${off < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
   });
@@ -162,7 +162,7 @@ test('a residual program is not built from a reduction that errored or left a sc
   // Only top-level strings are left out, and only well-formed ones.
   const shape = contextShapeOf({ a: 'x', b: true, c: { d: 'y' }, e: 'lone \ud800' })!;
   assert.deepEqual(Object.keys(shape.values), ['a']);
-  assert.deepEqual(shape.shape.map((m) => m[0] + ':' + m[1]), ['a:unknown string', 'b:value', 'c:value', 'e:value']);
+  assert.deepEqual(shape.shape.map((m) => `${m[0]}:${m[1]}`), ['a:unknown string', 'b:value', 'c:value', 'e:value']);
   assert.equal(contextShapeOf({ b: true }), undefined);
 });
 
@@ -254,8 +254,8 @@ const requestArb = fc.record({
 type Req = Omit<typeof requestArb extends fc.Arbitrary<infer T> ? T : never, 'now' | 'executeAfter'> & { now: string; executeAfter: string | undefined };
 function toInput(r: Req, entities: StaticEntitySource): DecisionInput {
   const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', 'req') };
-  if (r.event !== undefined) envelope['authoritative_event'] = r.event;
-  if (r.executeAfter !== undefined) envelope['execute_after'] = r.executeAfter;
+  if (r.event !== undefined) envelope.authoritative_event = r.event;
+  if (r.executeAfter !== undefined) envelope.execute_after = r.executeAfter;
   return {
     actor: uid('Agent', r.actor), server: 's', tool: r.tool, subject: uid('Doc', 'd1'), envelope, phase: r.phase as 'propose' | 'execute',
     binding: 'b', cedarArguments: { n: r.n } as DecisionInput['cedarArguments'], now: new Date(r.now), approvals: [], entities,
@@ -347,7 +347,7 @@ when { context.now >= datetime("2026-08-24T18:00:00+0200") && context.task_id li
     const input = toInput({ actor: 'a1', tool: 'read', task_id: i % 2 ? `late-${i}` : `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1, now, executeAfter: '2026-08-24T17:00:00+07:00' }, entities);
     const expected = uncached.decide(input);
     assert.deepStrictEqual(reduced.decide(input), expected, now);
-    seen.add(expected.decision + ' ' + expected.reasons.join(','));
+    seen.add(`${expected.decision} ${expected.reasons.join(',')}`);
   }
   assert.deepEqual([...seen].sort(), ['allow read', 'approval_required window', 'deny not-before']);
   assert.ok(reduced.residualAnswers > 390, `residual answers ${reduced.residualAnswers}`);

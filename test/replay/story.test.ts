@@ -207,7 +207,7 @@ test('--keys / --checkpoint: a truncated export, or one under a foreign key, is 
   writeFileSync(join(dir, 'cp.json'), JSON.stringify(last));
   // Cut inside what the last checkpoint covers (seqs 0..size-1): a genuine, self-consistent prefix.
   const truncated = join(dir, 'truncated.jsonl');
-  writeFileSync(truncated, lines.slice(0, last.size - 1).join('\n') + '\n');
+  writeFileSync(truncated, `${lines.slice(0, last.size - 1).join('\n')}\n`);
   assert.equal(replay(['--dir', policies, truncated]).status, 0, 'without an anchor the prefix replays');
   const held = replay(['--dir', policies, '--checkpoint', join(dir, 'cp.json'), truncated]);
   assert.equal(held.status, 2, held.stdout);

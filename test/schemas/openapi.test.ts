@@ -121,7 +121,10 @@ test('openapi: every $ref resolves inside the document', () => {
   };
   let refs = 0;
   const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
+    if (Array.isArray(node)) {
+      node.forEach(walk);
+      return;
+    }
     if (node === null || typeof node !== 'object') return;
     for (const [k, v] of Object.entries(node)) {
       if (k === '$ref') {

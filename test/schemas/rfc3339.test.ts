@@ -49,7 +49,7 @@ test('isRfc3339 refuses impossible dates, missing offsets and lax forms', () => 
     assert.equal(isRfc3339(s), false, s);
   }
   assert.equal(isRfc3339(42 as unknown as string), false);
-  assert.equal(isRfc3339('2026-08-24T10:00:00.123456789+07:00' + ' '.repeat(100)), false);
+  assert.equal(isRfc3339(`2026-08-24T10:00:00.123456789+07:00${' '.repeat(100)}`), false);
   assert.equal(isRfc3339('2026-08-24T10:00:00.Z'), false, 'a point needs a digit');
 });
 
@@ -121,7 +121,7 @@ test('isRfc3339 agrees with a reference grammar on generated date-times', () => 
       t: sep('T'),
       c1: sep(':'),
     })
-    .map((p) => `${p.y}${p.d1}${p.mo}-${p.d}${p.t}${p.h}${p.c1}${p.mi}:${p.s}${p.frac === undefined ? '' : '.' + p.frac}${p.tz}`);
+    .map((p) => `${p.y}${p.d1}${p.mo}-${p.d}${p.t}${p.h}${p.c1}${p.mi}:${p.s}${p.frac === undefined ? '' : `.${p.frac}`}${p.tz}`);
   fc.assert(
     fc.property(arb, (s) => {
       assert.equal(isRfc3339(s), reference(s), s);

@@ -77,15 +77,15 @@ test('decision-response.json fits the contract shape', () => {
     decision_id: 'dec-1',
     execution_id: 'OFF-2048:disable-sign-in',
     state: 'proposed',
-    binding: 'writ-bind/1:sha256:' + '1'.repeat(64),
-    envelope_digest: 'sha256:' + '2'.repeat(64),
+    binding: `writ-bind/1:sha256:${'1'.repeat(64)}`,
+    envelope_digest: `sha256:${'2'.repeat(64)}`,
     arguments: { employee_id: '7721' },
-    policy_version: 'sha256:' + '3'.repeat(64),
-    entities_version: 'sha256:' + '4'.repeat(64),
+    policy_version: `sha256:${'3'.repeat(64)}`,
+    entities_version: `sha256:${'4'.repeat(64)}`,
     reasons: ['offboarding-needs-hr'],
     errors: [],
     obligations: [{ policy: 'offboarding-needs-hr', approver_group: 'Role::"hr"' }],
-    record: { seq: 7, hash: 'sha256:' + '5'.repeat(64) },
+    record: { seq: 7, hash: `sha256:${'5'.repeat(64)}` },
   };
   assert.equal(schemaIssue('decision-response.json', response), null);
   assert.equal(schemaIssue('decision-response.json', { ...response, approval_used: 'apr-1' }), null);
@@ -101,8 +101,8 @@ test('execution.json and error.json fit the contract shape', () => {
     actor: { type: 'Agent', id: 'offboarding-agent-prod' },
     state: 'reconciled',
     resolution: 'absent',
-    binding: 'writ-bind/1:sha256:' + 'a'.repeat(64),
-    envelope_digest: 'sha256:' + 'b'.repeat(64),
+    binding: `writ-bind/1:sha256:${'a'.repeat(64)}`,
+    envelope_digest: `sha256:${'b'.repeat(64)}`,
     supersedes: null,
     superseded_by: 'OFF-2048:disable-sign-in.2',
     approvals: [

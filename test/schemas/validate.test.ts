@@ -67,7 +67,7 @@ test('decision: accepted variants of optional fields', () => {
   decisionAdmitted((b) => { b.envelope.actor = { type: '_Agent_2', id: 'a b "c" / é' }; });
   decisionAdmitted((b) => { b.envelope.task_id = 't'.repeat(1024); });
   decisionAdmitted((b) => { b.execution_id = 'a'; });
-  decisionAdmitted((b) => { b.execution_id = 'A-z_0.9:' + 'x'.repeat(120); });
+  decisionAdmitted((b) => { b.execution_id = `A-z_0.9:${'x'.repeat(120)}`; });
   decisionAdmitted((b) => { b.action.arguments = {}; });
   decisionAdmitted((b) => { b.action.arguments = { nested: { deep: [1, 2, { x: null }] } }; });
   decisionAdmitted((b) => { b.action.tool = 'files/read'; });
@@ -256,8 +256,8 @@ test('decision: validation does not mutate the body', () => {
 
 // --- approvals ----------------------------------------------------------------------------------
 
-const BINDING = 'writ-bind/1:sha256:' + 'ab'.repeat(32);
-const DIGEST = 'sha256:' + 'cd'.repeat(32);
+const BINDING = `writ-bind/1:sha256:${'ab'.repeat(32)}`;
+const DIGEST = `sha256:${'cd'.repeat(32)}`;
 function approvalBody(): Body {
   return {
     actor: { type: 'Agent', id: 'offboarding-agent-prod' },
@@ -290,7 +290,7 @@ test('approval: invalid bodies are INVALID_REQUEST at the field', () => {
   approvalRefused((b) => { b.actor.type = '1Agent'; }, '/actor/type');
   approvalRefused((b) => { b.actor.id = 1; }, '/actor/id');
   approvalRefused((b) => { b.execution_id = 'a/b'; }, '/execution_id');
-  approvalRefused((b) => { b.binding = 'sha256:' + 'ab'.repeat(32); }, '/binding');
+  approvalRefused((b) => { b.binding = `sha256:${'ab'.repeat(32)}`; }, '/binding');
   approvalRefused((b) => { b.binding = BINDING.toUpperCase(); }, '/binding');
   approvalRefused((b) => { b.envelope_digest = 'sha256:xyz'; }, '/envelope_digest');
   approvalRefused((b) => { b.envelope_digest = BINDING; }, '/envelope_digest');
@@ -307,7 +307,7 @@ test('outcome: valid bodies', () => {
   validateOutcomeRequest({
     status: 'committed',
     confirmation: 'system_of_record',
-    result_digest: 'sha256:' + '0'.repeat(64),
+    result_digest: `sha256:${'0'.repeat(64)}`,
     downstream_ref: 'idp:audit:123',
     detail: 'disabled',
   });

@@ -90,7 +90,10 @@ for (const [name, open] of implementations) {
       const store = await open();
       t.after(() => store.close());
       let seed = 7;
-      const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+      const rand = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed % n;
+      };
       const kinds = ['decision', 'outcome', 'approval', 'refusal'];
       const actors = [{ type: 'Agent', id: 'a' }, { type: 'Agent', id: 'b' }, { type: 'User', id: 'hr' }, null];
       await store.write((tx) => {

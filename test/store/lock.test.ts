@@ -106,7 +106,7 @@ test('a stale lock taken over by several processes at once: exactly one holds th
   `);
   for (let round = 0; round < 8; round++) {
     const dataDir = tempDir(t);
-    writeFileSync(join(dataDir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 4321, started: '1', host: hostname() }) + '\n');
+    writeFileSync(join(dataDir, LOCK_FILE), `${JSON.stringify({ pid: 2 ** 22 + 4321, started: '1', host: hostname() })}\n`);
     const at = Date.now() + 1500;
     const cs = Array.from({ length: 4 }, () => contender(dataDir, at));
     try {

@@ -50,5 +50,5 @@ test('presealed members seal to the same record text and hash as the fields, and
 test('presealMembers refuses store-assigned fields and a missing kind', () => {
   assert.throws(() => presealMembers({ kind: 'x', seq: 1 }), /assigned by the store/);
   assert.throws(() => presealMembers({ kind: '' }), /kind/);
-  assert.throws(() => sealNextRecord({ kind: 'x' }, 0, 'sha256:' + '0'.repeat(64), reader, { parts: ['', ''] }), /one part per gap/);
+  assert.throws(() => sealNextRecord({ kind: 'x' }, 0, `sha256:${'0'.repeat(64)}`, reader, { parts: ['', ''] }), /one part per gap/);
 });

@@ -26,7 +26,7 @@ test('append assigns v, seq, ts, prev and hash; records and export lines round-t
   t.after(() => store.close());
   assert.equal(store.size(), 0);
   assert.equal(store.head(), ZERO_HASH);
-  const first = await store.write((tx) => tx.append({ kind: 'policy', policy_version: 'sha256:' + '1'.repeat(64), note: undefined }));
+  const first = await store.write((tx) => tx.append({ kind: 'policy', policy_version: `sha256:${'1'.repeat(64)}`, note: undefined }));
   assert.equal(first.seq, 0);
   assert.equal(first.record.prev, ZERO_HASH);
   assert.equal('note' in first.record, false, 'undefined fields are dropped as JCS drops them');

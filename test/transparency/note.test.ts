@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { privateKeyFromSeed } from '../../src/ledger/signing.js';
 import {
-  NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, cosignText, cosignedMessage, encodeVkey, formatNote, parseNote, parseSignatureLine, parseVkey, signNoteText, verifyNote,
+  type NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, cosignText, cosignedMessage, encodeVkey, formatNote, parseNote, parseSignatureLine, parseVkey, signNoteText, verifyNote,
 } from '../../src/transparency/note.js';
 import { rawPublicKey } from '../../src/ledger/signing.js';
 
@@ -29,24 +29,24 @@ test('signed-note: the key id, vkey and signature of sumdb/note\'s test key, byt
 test('signed-note: verification ignores unknown keys, refuses a known key\'s bad signature and an unsigned note', () => {
   const peter = parseVkey(PETER_VKEY);
   const enoch = parseVkey(ENOCH_VKEY);
-  const note = TEXT + '\n' + PETER_SIG + ENOCH_SIG;
+  const note = `${TEXT}\n${PETER_SIG}${ENOCH_SIG}`;
   assert.deepEqual(verifyNote(note, [peter]).verified.map((v) => v.key.name), ['PeterNeumann']);
   assert.deepEqual(verifyNote(note, [peter, enoch]).verified.map((v) => v.key.name), ['PeterNeumann', 'EnochRoot']);
   assert.throws(() => verifyNote(note, []), (e: NoteError) => e.code === 'UNVERIFIED');
-  const tampered = TEXT + '\n' + PETER_SIG.slice(0, 60) + 'ABCD' + PETER_SIG.slice(60);
+  const tampered = `${TEXT}\n${PETER_SIG.slice(0, 60)}ABCD${PETER_SIG.slice(60)}`;
   assert.throws(() => verifyNote(tampered, [peter]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
   // The same text signed, but another text presented.
-  assert.throws(() => verifyNote(TEXT.replace('answer', 'answers') + '\n' + PETER_SIG, [peter]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
+  assert.throws(() => verifyNote(`${TEXT.replace('answer', 'answers')}\n${PETER_SIG}`, [peter]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
 });
 
 test('signed-note: malformed notes (sumdb/note\'s list) are refused', () => {
   for (const bad of [
     TEXT,
-    TEXT + '\n',
-    TEXT + '\n' + PETER_SIG.slice(0, -1),
-    '\x01' + TEXT + '\n' + PETER_SIG,
-    TEXT + '\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=',
-    TEXT + '\n' + PETER_SIG + 'Unexpected line.\n',
+    `${TEXT}\n`,
+    `${TEXT}\n${PETER_SIG.slice(0, -1)}`,
+    `\x01${TEXT}\n${PETER_SIG}`,
+    `${TEXT}\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=`,
+    `${TEXT}\n${PETER_SIG}Unexpected line.\n`,
   ]) {
     assert.throws(() => parseNote(bad), (e: NoteError) => e.code === 'MALFORMED', JSON.stringify(bad));
   }

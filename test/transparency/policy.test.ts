@@ -58,7 +58,7 @@ test('tlog-proof: formats as the spec lays it out, and parses back', () => {
   assert.deepEqual(parseTlogProof(text), { index: 73894, path, note });
   const extra = Buffer.from('age-v1.2.1-darwin-arm64.tar.gz');
   assert.deepEqual(parseTlogProof(formatTlogProof({ index: 0, path: [], note, extra })), { index: 0, path: [], note, extra });
-  assert.throws(() => parseTlogProof('c2sp.org/tlog-proof@v1\nindex 01\n\n' + note), NoteError);
+  assert.throws(() => parseTlogProof(`c2sp.org/tlog-proof@v1\nindex 01\n\n${note}`), NoteError);
 });
 
 test('checkNoteUnderPolicy: log signature, witness cosignatures, quorum, and a known key\'s bad signature', async () => {

@@ -20,7 +20,7 @@ const GOLDEN = new URL('../golden/binding.json', import.meta.url);
 
 function binding(server, tool, canonical) {
   const payload = `writ-bind/1\n{"arguments":${canonical},"server":${JSON.stringify(server)},"tool":${JSON.stringify(tool)}}`;
-  return 'writ-bind/1:sha256:' + createHash('sha256').update(payload, 'utf8').digest('hex');
+  return `writ-bind/1:sha256:${createHash('sha256').update(payload, 'utf8').digest('hex')}`;
 }
 
 const ok = (name, input, canonical, server = 'demo', tool = 'call') => ({
@@ -164,7 +164,7 @@ const golden = JSON.parse(readFileSync(GOLDEN, 'utf8')).vectors;
 const files = { 'golden.json': golden, 'numbers.json': numbers, 'strings.json': strings, 'keys.json': keys, 'structure.json': structure, 'refusals.json': refusals };
 let total = 0;
 for (const [file, vectors] of Object.entries(files)) {
-  writeFileSync(new URL(file, here), JSON.stringify(vectors, null, 2) + '\n');
+  writeFileSync(new URL(file, here), `${JSON.stringify(vectors, null, 2)}\n`);
   total += vectors.length;
 }
 console.log(`wrote ${total} vectors`);

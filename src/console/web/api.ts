@@ -116,7 +116,7 @@ export class Api {
     }
     if (!res.ok) {
       const error = (answer as { error?: { code?: string; message?: string } }).error;
-      throw new ApiError(res.status, error?.code ?? 'HTTP_' + res.status, error?.message ?? `HTTP ${res.status}`);
+      throw new ApiError(res.status, error?.code ?? `HTTP_${res.status}`, error?.message ?? `HTTP ${res.status}`);
     }
     return answer as T;
   }
@@ -174,7 +174,7 @@ export class Api {
       throw new ApiError(0, 'NETWORK', `the sidecar could not be reached (${(e as Error).message})`);
     }
     if (res.status === 404) return null;
-    if (!res.ok) throw new ApiError(res.status, 'HTTP_' + res.status, `/ledger/checkpoint answered HTTP ${res.status}`);
+    if (!res.ok) throw new ApiError(res.status, `HTTP_${res.status}`, `/ledger/checkpoint answered HTTP ${res.status}`);
     return res.text();
   }
 

@@ -754,7 +754,10 @@ function signOut(message = ''): void {
 }
 
 function renderShell(focusView = false): void {
-  if (!api) return signOut();
+  if (!api) {
+    signOut();
+    return;
+  }
   const route = currentRoute();
   if (route.view === 'execution' && route.id && route.actor) views.execution = executionView(route);
   const kept = route.view === 'ledger' ? views.ledger : views.execution;

@@ -68,7 +68,7 @@ export function digest(value: unknown, options: { full?: boolean } = {}): HTMLEl
   // The scheme (`sha256:`, `writ-bind/1:sha256:`) whole, then the first 12 and last 6 hex digits.
   const cut = text.lastIndexOf(':') + 1;
   const hex = text.slice(cut);
-  const short = hex.length > 24 ? text.slice(0, cut) + hex.slice(0, 12) + '…' + hex.slice(-6) : text;
+  const short = hex.length > 24 ? `${text.slice(0, cut)}${hex.slice(0, 12)}…${hex.slice(-6)}` : text;
   return h('code', { class: 'digest', title: text }, short);
 }
 

@@ -65,7 +65,7 @@ function withoutPrefix(value: unknown, prefix: string): string | undefined {
 export async function leafHash(record: Record<string, unknown>): Promise<string> {
   const { hash: _dropped, ...body } = record;
   const digest = await sha256(concat(Uint8Array.of(0x00), encoder.encode(canonicalize(body))));
-  return 'sha256:' + toHex(digest);
+  return `sha256:${toHex(digest)}`;
 }
 
 /**
@@ -136,7 +136,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** Ed25519 over `payload` with a raw 32-byte key, by WebCrypto; a string says why it could not be checked. */
 async function ed25519Verify(publicKey: Uint8Array<ArrayBuffer>, signatureBase64: unknown, payload: Uint8Array<ArrayBuffer>): Promise<boolean | string> {
   const signature = typeof signatureBase64 === 'string' ? fromBase64(signatureBase64) : undefined;
-  if (!signature || signature.length !== 64) return false;
+  if (signature?.length !== 64) return false;
   try {
     const verifier = await crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
     return await crypto.subtle.verify({ name: 'Ed25519' }, verifier, signature, payload);
@@ -148,8 +148,8 @@ async function ed25519Verify(publicKey: Uint8Array<ArrayBuffer>, signatureBase64
 /** A base64 raw Ed25519 key whose key_id is `ed25519:` + the first 16 hex of its SHA-256, or why not. */
 async function publicKeyNamed(keyId: unknown, publicKeyBase64: unknown): Promise<Uint8Array<ArrayBuffer> | string> {
   const publicKey = typeof publicKeyBase64 === 'string' ? fromBase64(publicKeyBase64) : undefined;
-  if (!publicKey || publicKey.length !== 32) return `key ${String(keyId)} is not a raw 32-byte Ed25519 key`;
-  const derivedId = 'ed25519:' + toHex(await sha256(publicKey)).slice(0, 16);
+  if (publicKey?.length !== 32) return `key ${String(keyId)} is not a raw 32-byte Ed25519 key`;
+  const derivedId = `ed25519:${toHex(await sha256(publicKey)).slice(0, 16)}`;
   if (derivedId !== keyId) return `key ${String(keyId)} does not match its public key`;
   return publicKey;
 }
@@ -161,7 +161,7 @@ export async function checkCheckpointSignature(cp: LedgerRecord, keys: Array<{ k
   const publicKey = await publicKeyNamed(key.key_id, key.public_key);
   if (typeof publicKey === 'string') return publicKey;
   if (typeof cp.signature !== 'string' || fromBase64(cp.signature)?.length !== 64) return 'the checkpoint signature is not 64 bytes of base64';
-  const payload = encoder.encode('writ-checkpoint/1\n' + canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size }));
+  const payload = encoder.encode(`writ-checkpoint/1\n${canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size })}`);
   const ok = await ed25519Verify(publicKey, cp.signature, payload);
   if (typeof ok === 'string') return ok;
   return ok ? undefined : 'bad checkpoint signature';
@@ -188,7 +188,7 @@ export async function keyInForceAt(keyRecords: LedgerRecord[], atSeq: number): P
     if (previous === undefined) {
       if (rec.signature !== null) return `the first key record (seq ${rec.seq}) must have signature null`;
     } else {
-      const payload = encoder.encode('writ-key/1\n' + canonicalize({ key_id: rec.key_id, public_key: rec.public_key }));
+      const payload = encoder.encode(`writ-key/1\n${canonicalize({ key_id: rec.key_id, public_key: rec.public_key })}`);
       const ok = await ed25519Verify(previous, rec.signature, payload);
       if (typeof ok === 'string') return ok;
       if (!ok) return `key record ${rec.seq} is not signed by the key before it`;
