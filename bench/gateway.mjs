@@ -22,10 +22,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: {
-  calls: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, 'concurrent-calls': { type: 'string', default: '20' },
-  'no-proxy': { type: 'boolean', default: false }, 'no-write': { type: 'boolean', default: false },
-} });
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '30' },
+    'concurrent-calls': { type: 'string', default: '20' },
+    'no-proxy': { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
 const PER_CLIENT = Number(values['concurrent-calls']);
@@ -39,13 +44,19 @@ const idp = await startIdp({ clients: [{ id: 'mcp-client', scope: 'mcp' }] });
 const pdp = await startPdp(idp.issuer, ['sdk1']);
 const upstream = await startHttpUpstream('sdk1-http-server.mjs', {});
 writeFileSync(join(tmp, 'gateway.token'), GATEWAY_TOKEN);
-writeFileSync(join(tmp, 'gateway.json'), JSON.stringify({
-  listen: '127.0.0.1:0', public_url: PUBLIC_URL,
-  pdp: { url: pdp.url, token_file: join(tmp, 'gateway.token') },
-  jwt_issuers: [{ issuer: idp.issuer }], authorization_servers: [idp.issuer], scopes_supported: ['mcp'],
-  defaults: { task_id: 'BENCH-1', purpose: 'benchmark', subject: { type: 'Employee', id: '7721' } },
-  servers: { sdk1: { url: upstream.url } },
-}));
+writeFileSync(
+  join(tmp, 'gateway.json'),
+  JSON.stringify({
+    listen: '127.0.0.1:0',
+    public_url: PUBLIC_URL,
+    pdp: { url: pdp.url, token_file: join(tmp, 'gateway.token') },
+    jwt_issuers: [{ issuer: idp.issuer }],
+    authorization_servers: [idp.issuer],
+    scopes_supported: ['mcp'],
+    defaults: { task_id: 'BENCH-1', purpose: 'benchmark', subject: { type: 'Employee', id: '7721' } },
+    servers: { sdk1: { url: upstream.url } },
+  }),
+);
 const gwProc = spawn(process.execPath, [join(REPO, 'bin/writ'), 'gateway', '--config', join(tmp, 'gateway.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
 const gwUrl = await new Promise((resolve, reject) => {
   createInterface({ input: gwProc.stdout }).on('line', (l) => {
@@ -97,9 +108,11 @@ async function concurrent(make) {
   const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
   for (const c of clients) await timed(c);
   const lat = [];
-  await Promise.all(clients.map(async (c) => {
-    for (let i = 0; i < PER_CLIENT; i++) lat.push(await timed(c));
-  }));
+  await Promise.all(
+    clients.map(async (c) => {
+      for (let i = 0; i < PER_CLIENT; i++) lat.push(await timed(c));
+    }),
+  );
   await Promise.all(clients.map((c) => c.close()));
   return lat;
 }
@@ -118,7 +131,10 @@ async function pdpPair(client, delegated) {
   const id = `bench-pdp-${Date.now()}-${++seq}`;
   const env = delegated ? envelope : { ...envelope, requester: { type: 'User', id: 'mcp-client' }, actor: { type: 'Agent', id: 'mcp-client' } };
   const t0 = performance.now();
-  const d = await client.decide({ execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } }, delegated ? { identityToken: token } : {});
+  const d = await client.decide(
+    { execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } },
+    delegated ? { identityToken: token } : {},
+  );
   const t1 = performance.now();
   const o = await client.outcome(id, { status: 'committed', confirmation: 'tool_reported' }, delegated ? token : undefined);
   if (!d.ok || !o.ok) throw new Error(`PDP refused: ${JSON.stringify(d.ok ? o : d)}`);
@@ -130,7 +146,10 @@ for (let i = 0; i < CALLS; i++) {
   const a = await pdpPair(delegatedPep, true);
   const b = await pdpPair(plainPep, false);
   if (i < WARMUP) continue;
-  pdpD[0].push(a[0]); pdpD[1].push(a[1]); pdpP[0].push(b[0]); pdpP[1].push(b[1]);
+  pdpD[0].push(a[0]);
+  pdpD[1].push(a[1]);
+  pdpP[0].push(b[0]);
+  pdpP[1].push(b[1]);
 }
 
 gwProc.kill('SIGTERM');

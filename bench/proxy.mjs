@@ -17,7 +17,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false }, 'http-threads': { type: 'string' }, 'no-write': { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '400' },
+    warmup: { type: 'string', default: '40' },
+    'fake-pdp': { type: 'boolean', default: false },
+    'http-threads': { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
 const MEMORY = join(REPO, 'node_modules/@modelcontextprotocol/server-memory/dist/index.js');
@@ -52,17 +60,33 @@ async function connect(command, args, env) {
 const tokenFile = join(tmp, 'token');
 writeFileSync(tokenFile, pdp.token);
 const bare = await connect(process.execPath, [MEMORY], { MEMORY_FILE_PATH: join(tmp, 'bare.jsonl') });
-const proxied = await connect(process.execPath, [WRIT, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY], {
-  MEMORY_FILE_PATH: join(tmp, 'proxied.jsonl'),
-});
+const proxied = await connect(
+  process.execPath,
+  [WRIT, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY],
+  {
+    MEMORY_FILE_PATH: join(tmp, 'proxied.jsonl'),
+  },
+);
 const env = {
-  task_id: 'BENCH-1', purpose: 'benchmark', requester: { type: 'User', id: 'manager-1842' },
-  actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
+  task_id: 'BENCH-1',
+  purpose: 'benchmark',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+  subject: { type: 'Employee', id: '7721' },
 };
 let seq = 0;
-const seed = { entities: [{ name: 'Ada', entityType: 'person', observations: ['a', 'b', 'c'] }, { name: 'Writ', entityType: 'project', observations: ['d'] }] };
+const seed = {
+  entities: [
+    { name: 'Ada', entityType: 'person', observations: ['a', 'b', 'c'] },
+    { name: 'Writ', entityType: 'project', observations: ['d'] },
+  ],
+};
 await bare.callTool({ name: 'create_entities', arguments: seed });
-const seeded = await proxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` } });
+const seeded = await proxied.callTool({
+  name: 'create_entities',
+  arguments: seed,
+  _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` },
+});
 if (seeded.isError) throw new Error(`seed refused: ${JSON.stringify(seeded)}`);
 
 const runId = Date.now().toString(36);
@@ -74,7 +98,8 @@ async function timed(fn) {
   return dt;
 }
 const callBare = () => bare.callTool({ name: 'read_graph', arguments: {} });
-const callProxied = () => proxied.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
+const callProxied = () =>
+  proxied.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
 
 for (let i = 0; i < WARMUP; i++) {
   await timed(callBare);

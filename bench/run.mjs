@@ -9,7 +9,28 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const ORDER = ['binding', 'decide', 'memo', 'visibility', 'search', 'store', 'verify', 'proof', 'http', 'http-wrk', 'http-notes', 'authzen', 'identity', 'replicas', 'proxy', 'gateway', 'memory', 'chaos', 'replay', 'fairness'];
+const ORDER = [
+  'binding',
+  'decide',
+  'memo',
+  'visibility',
+  'search',
+  'store',
+  'verify',
+  'proof',
+  'http',
+  'http-wrk',
+  'http-notes',
+  'authzen',
+  'identity',
+  'replicas',
+  'proxy',
+  'gateway',
+  'memory',
+  'chaos',
+  'replay',
+  'fairness',
+];
 const args = process.argv.slice(2);
 const assembleOnly = args.includes('--assemble');
 const wanted = args.filter((a) => !a.startsWith('--'));

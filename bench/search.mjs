@@ -21,9 +21,14 @@ const ROUNDS = 3;
 const bundle = loadPolicyDir(EXAMPLE);
 const groups = ['eng', 'sales', 'ops', 'legal'];
 const entities = [...bundle.seedEntities];
-for (const g of groups) if (!entities.some((e) => e.uid.type === 'group' && e.uid.id === g)) entities.push({ uid: { type: 'group', id: g }, attrs: {}, parents: [] });
+for (const g of groups)
+  if (!entities.some((e) => e.uid.type === 'group' && e.uid.id === g)) entities.push({ uid: { type: 'group', id: g }, attrs: {}, parents: [] });
 for (let i = 0; i < USERS; i++) {
-  entities.push({ uid: { type: 'user', id: `u${String(i).padStart(5, '0')}` }, attrs: { roles: [i % 50 === 0 ? 'admin' : 'viewer'] }, parents: [{ type: 'group', id: groups[i % groups.length] }] });
+  entities.push({
+    uid: { type: 'user', id: `u${String(i).padStart(5, '0')}` },
+    attrs: { roles: [i % 50 === 0 ? 'admin' : 'viewer'] },
+    parents: [{ type: 'group', id: groups[i % groups.length] }],
+  });
 }
 const source = new StaticEntitySource(entities);
 const engine = new PolicyEngine(bundle);
@@ -49,7 +54,8 @@ for (let r = 0; r < ROUNDS; r++) {
   searchMs.push(performance.now() - t);
   const template = parseSearchRequest(JSON.stringify(body), 'subject').template;
   t = performance.now();
-  for (let i = 0; i < USERS; i++) engine.decideRequest(requestInputOf({ ...template, subject: { type: 'user', id: `u${String(i).padStart(5, '0')}` } }, source));
+  for (let i = 0; i < USERS; i++)
+    engine.decideRequest(requestInputOf({ ...template, subject: { type: 'user', id: `u${String(i).padStart(5, '0')}` } }, source));
   evalMs.push(performance.now() - t);
 }
 const md = `## AuthZEN search over 10,000 candidates
@@ -60,8 +66,8 @@ in four groups), walked page by page (limit 1000), in process; medians of ${ROUN
 
 | what | ms | per candidate |
 | --- | ---: | ---: |
-| the whole search (${pages} pages, ${found} results) | ${median(searchMs).toFixed(0)} | ${(median(searchMs) / USERS * 1000).toFixed(1)} µs |
-| baseline: ${USERS.toLocaleString('en')} single evaluations of the same request | ${median(evalMs).toFixed(0)} | ${(median(evalMs) / USERS * 1000).toFixed(1)} µs |
+| the whole search (${pages} pages, ${found} results) | ${median(searchMs).toFixed(0)} | ${((median(searchMs) / USERS) * 1000).toFixed(1)} µs |
+| baseline: ${USERS.toLocaleString('en')} single evaluations of the same request | ${median(evalMs).toFixed(0)} | ${((median(evalMs) / USERS) * 1000).toFixed(1)} µs |
 
 A search costs one evaluation per candidate it passes over (linear in the candidates of the searched
 type); the difference to the baseline is the candidate listing, sorting and paging. Over HTTP each page

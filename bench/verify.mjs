@@ -64,7 +64,12 @@ function generate() {
       emit(seq, 'checkpoint', { size: seq, root, key_id: keyId, signature: signPayload(key, checkpointPayload({ key_id: keyId, root, size: seq })) });
     } else if (seq % 4 < 2) {
       const n = seq;
-      const args = { employee_id: String(7000 + (n % 997)), reason: 'terminated', notify: n % 3 === 0, effective: { at: '2026-08-24T17:00:00+07:00', grace_minutes: 15 } };
+      const args = {
+        employee_id: String(7000 + (n % 997)),
+        reason: 'terminated',
+        notify: n % 3 === 0,
+        effective: { at: '2026-08-24T17:00:00+07:00', grace_minutes: 15 },
+      };
       const envelope = {
         task_id: `OFF-${n}`,
         purpose: 'scheduled_employee_offboarding',
@@ -99,7 +104,13 @@ function generate() {
     } else if (seq % 4 === 2) {
       emit(seq, 'outcome', { execution_id: `OFF-${seq - 1}:disable-sign-in`, actor, status: 'committed', confirmation: 'tool_reported' });
     } else {
-      emit(seq, 'approval', { approval_id: `apr-${seq}`, execution_id: `OFF-${seq - 2}:disable-sign-in`, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: '2026-08-25T17:00:00Z' });
+      emit(seq, 'approval', {
+        approval_id: `apr-${seq}`,
+        execution_id: `OFF-${seq - 2}:disable-sign-in`,
+        actor,
+        approver: { type: 'User', id: 'hr-5519' },
+        expires_at: '2026-08-25T17:00:00Z',
+      });
     }
   }
   if (pending.length) writeSync(fd, `${pending.join('\n')}\n`);

@@ -8,13 +8,7 @@ import { jcs, sha256Tagged } from '../util/canonical.js';
 import { admitValue, type Json } from './admit.js';
 import { parseLossless, setMember } from './parse.js';
 
-export type CedarValue =
-  | boolean
-  | number
-  | string
-  | CedarValue[]
-  | { [k: string]: CedarValue }
-  | { __extn: { fn: 'decimal'; arg: string } };
+export type CedarValue = boolean | number | string | CedarValue[] | { [k: string]: CedarValue } | { __extn: { fn: 'decimal'; arg: string } };
 
 export const BINDING_PROFILE = 'writ-bind/1';
 const BINDING_DOMAIN = 'writ-bind/1\n';

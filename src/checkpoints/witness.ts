@@ -115,7 +115,11 @@ export async function checkAgainstWitness(store: LedgerStore, dir: string): Prom
   const what = held
     ? `holds a different record at seq ${witnessed.seq} (${held.hash}) than the checkpoint ${file} witnessed (${witnessed.hash}): it is not the ledger this deployment signed`
     : `ends at seq ${size - 1} (${size} records), but ${file} holds a checkpoint at seq ${witnessed.seq} covering ${witnessed.size} records: the store is older than what this deployment already signed (restored from an older copy, or replaced)`;
-  throw new WritError('WITNESS_MISMATCH', `the store at ${store.location} ${what}. Restore the store's latest copy; to start on this store anyway, move ${file} aside`, {
-    details: { witnessed_seq: witnessed.seq, witnessed_hash: witnessed.hash, store_size: size },
-  });
+  throw new WritError(
+    'WITNESS_MISMATCH',
+    `the store at ${store.location} ${what}. Restore the store's latest copy; to start on this store anyway, move ${file} aside`,
+    {
+      details: { witnessed_seq: witnessed.seq, witnessed_hash: witnessed.hash, store_size: size },
+    },
+  );
 }

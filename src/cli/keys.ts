@@ -66,7 +66,12 @@ function refuse(command: string, e: unknown): number {
 export async function keygenMain(argv: string[]): Promise<number> {
   let values: { out?: string; 'data-dir'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { out: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { out: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     process.stderr.write(`writ keygen: ${(e as Error).message}\n\n${KEYGEN_USAGE}`);
     return 2;

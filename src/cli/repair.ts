@@ -26,7 +26,12 @@ options:
 export async function main(argv: string[]): Promise<number> {
   let values: { 'data-dir'?: string; reason?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { 'data-dir': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     process.stderr.write(`writ repair: ${(e as Error).message}\n\n${REPAIR_USAGE}`);
     return 2;

@@ -223,24 +223,31 @@ export async function main(argv: string[]): Promise<number> {
     const targets = new Set<string>();
     const mark = Buffer.from(SUPERSEDES_MARK);
     let lines = 0;
-    await forEachLine(exportPath, (buf, start, end) => {
-      lines++;
-      const at = buf.indexOf(mark, start);
-      if (at < 0 || at >= end) return;
-      const text = decodeLine(buf, start, end);
-      if (text === undefined) return;
-      try {
-        const target = supersedeTargetOf(JSON.parse(text));
-        if (target !== undefined) targets.add(target);
-      } catch {
-        /* pass 3 reports lines that are not JSON */
-      }
-    }, () => progress.tick('scanning', lines));
+    await forEachLine(
+      exportPath,
+      (buf, start, end) => {
+        lines++;
+        const at = buf.indexOf(mark, start);
+        if (at < 0 || at >= end) return;
+        const text = decodeLine(buf, start, end);
+        if (text === undefined) return;
+        try {
+          const target = supersedeTargetOf(JSON.parse(text));
+          if (target !== undefined) targets.add(target);
+        } catch {
+          /* pass 3 reports lines that are not JSON */
+        }
+      },
+      () => progress.tick('scanning', lines),
+    );
 
     // 3. Replay.
     const authzen = await authzenDecider(engine);
     const replayer = new Replayer(engine, {
-      supersedeTargets: targets, ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(authzen ? { authzen } : {}),
+      supersedeTargets: targets,
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      ...(authzen ? { authzen } : {}),
     });
     started = replayer;
     let pending = '';

@@ -36,7 +36,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   let values: { 'database-url'?: string; 'data-dir'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: rest, options: { 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: rest,
+      options: { 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (e) {
     process.stderr.write(`writ store: ${(e as Error).message}\n\n${USAGE}`);
     return 2;

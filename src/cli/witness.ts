@@ -32,8 +32,13 @@ export async function main(argv: string[]): Promise<number> {
     ({ values } = parseArgs({
       args: rest,
       options: {
-        name: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, log: { type: 'string', multiple: true }, state: { type: 'string' },
-        listen: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        name: { type: 'string' },
+        out: { type: 'string' },
+        key: { type: 'string' },
+        log: { type: 'string', multiple: true },
+        state: { type: 'string' },
+        listen: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     }));

@@ -230,7 +230,8 @@ function checkTokens(list: unknown): TokenSpec[] {
     }
     if (t.name !== undefined) {
       // A name shows in every record the caller causes: visible text, no control characters, no edge spaces.
-      if (typeof t.name !== 'string' || t.name.length > 128 || !/^\S(?:[^\p{Cc}]*\S)?$/u.test(t.name) || /\p{Cc}/u.test(t.name)) fail(`${where}.name must be 1–128 characters without control characters, not starting or ending with a space`);
+      if (typeof t.name !== 'string' || t.name.length > 128 || !/^\S(?:[^\p{Cc}]*\S)?$/u.test(t.name) || /\p{Cc}/u.test(t.name))
+        fail(`${where}.name must be 1–128 characters without control characters, not starting or ending with a space`);
       spec.name = t.name;
     }
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
@@ -255,7 +256,8 @@ function checkTlsClients(list: unknown): TlsClientSpec[] {
   return list.map((t: Record<string, unknown>, i: number): TlsClientSpec => {
     const where = `tls_clients[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
-    if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri)) fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
+    if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri))
+      fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
     if (seen.has(t.uri)) fail(`${where}.uri is listed twice`);
     seen.add(t.uri);
     if (!isOneOf(ROLES, t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
@@ -315,7 +317,13 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   } as WritConfig;
   // A flag given empty (`--database-url ""`, an unset shell variable) is a mistake, not "use the default":
   // an empty --database-url would otherwise serve from LMDB without a word.
-  const flags: Array<[keyof typeof o, string]> = [['listen', '--listen'], ['policyDir', '--policy-dir'], ['dataDir', '--data-dir'], ['databaseUrl', '--database-url'], ['signingKeyFile', '--signing-key-file']];
+  const flags: Array<[keyof typeof o, string]> = [
+    ['listen', '--listen'],
+    ['policyDir', '--policy-dir'],
+    ['dataDir', '--data-dir'],
+    ['databaseUrl', '--database-url'],
+    ['signingKeyFile', '--signing-key-file'],
+  ];
   for (const [key, flag] of flags) if (o[key] === '') fail(`${flag} is empty`);
   if (o.listen) config.listen = o.listen;
   if (o.policyDir) config.policy_dir = o.policyDir;
@@ -342,7 +350,10 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     fail('checkpoint must be an object {"every_records", "every_ms"}');
   }
   if (config.durability !== 'sync' && config.durability !== 'flushed') fail('durability must be "sync" or "flushed"');
-  for (const [key, min] of [['max_body_bytes', 1], ['policy_poll_ms', 10]] as const) {
+  for (const [key, min] of [
+    ['max_body_bytes', 1],
+    ['policy_poll_ms', 10],
+  ] as const) {
     if (!Number.isSafeInteger(config[key]) || config[key] < min) fail(`${key} must be an integer of at least ${min}`);
   }
   // Node's timers take at most 2^31−1 ms (~24.8 days) and quietly fire after 1 ms beyond it: a poll or
@@ -397,14 +408,20 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   const limits = admissionLimitsOf(file.admission_limits);
   if (typeof limits === 'string') fail(limits);
   config.admission_limits = limits;
-  for (const [key, min, max] of [['caller_max_in_flight', 1, 1_000_000], ['caller_max_in_flight_bytes', 1, 2 ** 40], ['evaluation_deadline_ms', 1, MAX_TIMER_MS], ['policy_file_max_bytes', 1, 2 ** 40]] as const) {
+  for (const [key, min, max] of [
+    ['caller_max_in_flight', 1, 1_000_000],
+    ['caller_max_in_flight_bytes', 1, 2 ** 40],
+    ['evaluation_deadline_ms', 1, MAX_TIMER_MS],
+    ['policy_file_max_bytes', 1, 2 ** 40],
+  ] as const) {
     if (!Number.isSafeInteger(config[key]) || config[key] < min || config[key] > max) fail(`${key} must be an integer from ${min} to ${max}`);
   }
   // Dev tokens only when no config is named at all: a config without `tokens` (left out, or misspelt
   // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens
   // printed.
   const devTokens = !path;
-  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0)) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
+  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0))
+    fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
   config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
 }
@@ -427,7 +444,8 @@ function checkTransparency(config: WritConfig): void {
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash) fail(`${where}.url must be the witness's http(s) prefix (it posts to <url>/add-checkpoint)`);
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
+      fail(`${where}.url must be the witness's http(s) prefix (it posts to <url>/add-checkpoint)`);
     let vkey;
     try {
       vkey = parseVkey(String(w.vkey));

@@ -130,7 +130,8 @@ export function checkJwtIssuers(list: unknown, o: { verifierOnly?: boolean } = {
       if (p) fail(`${where}.jwks_uri ${p}`);
       spec.jwks_uri = v.jwks_uri as string;
     }
-    if (!(optional && v.roles === undefined) && (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles))) fail(`${where}.roles must be an object {scope: {"role", …}}`);
+    if (!(optional && v.roles === undefined) && (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles)))
+      fail(`${where}.roles must be an object {scope: {"role", …}}`);
     for (const [scope, grant] of Object.entries(v.roles ?? {})) {
       if (scope === '' || /\s/.test(scope)) fail(`${where}.roles: ${JSON.stringify(scope)} is not a scope token`);
       spec.roles[scope] = checkGrant(grant, `${where}.roles[${JSON.stringify(scope)}]`);

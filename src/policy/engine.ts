@@ -260,12 +260,7 @@ function decisionEntitySlice(input: DecisionInput, plan: ActionPlan): EntityJson
  * new employee id on every call) then shares one answer instead of paying a Cedar call each. Any
  * other resource is keyed by its uid, as before.
  */
-function resourceKeyOf(
-  plan: ActionPlan,
-  resource: Uid,
-  entities: EntitySource,
-  requestEntities: readonly EntityJson[] = [],
-): unknown {
+function resourceKeyOf(plan: ActionPlan, resource: Uid, entities: EntitySource, requestEntities: readonly EntityJson[] = []): unknown {
   if (!plan.resourceTypeOnly) return resource;
   const key = uidKey(resource);
   if (entities.get(key) !== undefined) return resource;
@@ -393,8 +388,7 @@ export class PolicyEngine {
     this.bundle = bundle;
     this.narrowRequests = options.narrowRequests ?? true;
     this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!, { admitOnSecondSight: true }) : undefined;
-    this.residuals =
-      this.memo !== undefined && this.narrowRequests ? new VersionedMemo(RESIDUAL_PROGRAMS, { admitOnSecondSight: true }) : undefined;
+    this.residuals = this.memo !== undefined && this.narrowRequests ? new VersionedMemo(RESIDUAL_PROGRAMS, { admitOnSecondSight: true }) : undefined;
     const share = options.partialEvaluationShare ?? 1 / 20;
     this.partialPause = share > 0 && share <= 1 ? 1 / share - 1 : 19;
     this.policyVersion = bundle.policyVersion;
@@ -483,7 +477,10 @@ export class PolicyEngine {
     for (const e of diagnostics.errors) errors.push({ policy: e.policyId, message: e.error.message });
     // Cedar lists errors in no stable order (the same call twice can differ): load order makes the
     // recorded outcome a function of the request.
-    if (errors.length > 1) errors.sort((a, b) => (this.loadOrder.get(a.policy!) ?? 0) - (this.loadOrder.get(b.policy!) ?? 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
+    if (errors.length > 1)
+      errors.sort(
+        (a, b) => (this.loadOrder.get(a.policy!) ?? 0) - (this.loadOrder.get(b.policy!) ?? 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0),
+      );
     return { allowed: decision === 'allow' && errors.length === 0, cedarDecision: decision, determining: this.inLoadOrder(diagnostics.reason), errors };
   }
 
@@ -583,8 +580,15 @@ export class PolicyEngine {
     const approvals: unknown[] = [];
     for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
     return memoKeyText([
-      plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
-      narrowedContext, approvals, input.entities.version,
+      plan.setId,
+      input.actor,
+      input.server,
+      input.tool,
+      resourceKeyOf(plan, input.subject, input.entities),
+      requesterOf(input.envelope),
+      narrowedContext,
+      approvals,
+      input.entities.version,
     ]);
   }
 
@@ -600,7 +604,10 @@ export class PolicyEngine {
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
     const call = (): PreparedCall => ({
-      actionId, principal: input.actor, resource: input.subject, context,
+      actionId,
+      principal: input.actor,
+      resource: input.subject,
+      context,
       entities: withAttributes(decisionEntitySlice(input, plan), plan.entityAttributes),
     });
     return {
@@ -623,8 +630,15 @@ export class PolicyEngine {
     const shape = contextShapeOf(context);
     if (shape === undefined) return undefined;
     const key = memoKeyText([
-      'residual', plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
-      shape.shape, input.entities.version,
+      'residual',
+      plan.setId,
+      input.actor,
+      input.server,
+      input.tool,
+      resourceKeyOf(plan, input.subject, input.entities),
+      requesterOf(input.envelope),
+      shape.shape,
+      input.entities.version,
     ]);
     if (key === undefined) return undefined;
     const version = input.entities.version;
@@ -793,9 +807,7 @@ export class PolicyEngine {
 
   /** conclude() with Cedar evaluating the plan's set (or the set without some forbids). */
   private concludeWithCedar(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
-    return this.conclude((excluded) =>
-      this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities),
-    );
+    return this.conclude((excluded) => this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities));
   }
 
   /**
@@ -868,8 +880,14 @@ export class PolicyEngine {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(input.action);
     return memoKeyText([
-      'request', plan.setId, input.principal, input.action, resourceKeyOf(plan, input.resource, input.entities, input.requestEntities),
-      narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
+      'request',
+      plan.setId,
+      input.principal,
+      input.action,
+      resourceKeyOf(plan, input.resource, input.entities, input.requestEntities),
+      narrowed(input.context, plan.contextKeys),
+      input.requestEntities,
+      input.entities.version,
     ]);
   }
 }

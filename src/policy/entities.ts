@@ -123,7 +123,11 @@ const STOP = Symbol('stop');
  * The first problem `check` finds walking `v` depth-first in document order (array items, then object
  * members), or undefined. `check` sees each node first: a problem ends the walk, STOP skips its insides.
  */
-function firstProblem(v: unknown, trail: Array<string | number>, check: (node: unknown, trail: Array<string | number>) => JsonProblem | typeof STOP | undefined): JsonProblem | undefined {
+function firstProblem(
+  v: unknown,
+  trail: Array<string | number>,
+  check: (node: unknown, trail: Array<string | number>) => JsonProblem | typeof STOP | undefined,
+): JsonProblem | undefined {
   const verdict = check(v, trail);
   if (verdict === STOP) return undefined;
   if (verdict !== undefined) return verdict;
@@ -151,7 +155,10 @@ export function unrepresentableAttribute(v: unknown, trail: Array<string | numbe
   return firstProblem(v, trail, (node, at) => {
     if (node === null) return { trail: at, message: 'Cedar has no null: leave the attribute out instead' };
     if (typeof node === 'number' && !Number.isInteger(node)) {
-      return { trail: at, message: `${node} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${node}"}}` };
+      return {
+        trail: at,
+        message: `${node} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${node}"}}`,
+      };
     }
     return undefined;
   });

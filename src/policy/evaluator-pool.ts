@@ -152,7 +152,12 @@ export class EvaluatorPool {
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
-    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decide(input), work));
+    return kept(
+      engine,
+      memoKey,
+      entitiesVersion,
+      this.dispatch(thread, engine, () => engine.decide(input), work),
+    );
   }
 
   /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
@@ -172,7 +177,12 @@ export class EvaluatorPool {
       return engine.decideRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
-    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }));
+    return kept(
+      engine,
+      memoKey,
+      entitiesVersion,
+      this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }),
+    );
   }
 
   private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {

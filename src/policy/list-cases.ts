@@ -40,7 +40,8 @@ export function isListCase(testCase: Obj): boolean {
 
 /** Runs one list case: undefined when it passes, else why not. Throws Error for a malformed case. */
 export function runListCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource & { all(): EntityJson[] }): string | undefined {
-  for (const key of Object.keys(testCase)) if (!CASE_KEYS.includes(key)) throw new Error(`case: unknown member ${JSON.stringify(key)} (expected ${CASE_KEYS.join(', ')})`);
+  for (const key of Object.keys(testCase))
+    if (!CASE_KEYS.includes(key)) throw new Error(`case: unknown member ${JSON.stringify(key)} (expected ${CASE_KEYS.join(', ')})`);
   const plain = toPlain(testCase as LosslessValue) as PlainListCase;
   if (plain.search !== undefined && plain.tools_visible !== undefined) throw new Error('a case has either search or tools_visible, not both');
   let got: unknown;
@@ -72,7 +73,9 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       } catch (e) {
         throw new Error(`search.request${isWritError(e) ? `${e.path ?? ''}: ${e.code}: ${e.message}` : ''}`);
       }
-      const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, entities)));
+      const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) =>
+        engine.decideRequest(requestInputOf(e, entities)),
+      );
       results.push(...page.results);
       token = page.next_token;
     } while (token !== '');

@@ -55,7 +55,10 @@ export interface PolicyBundle {
 /** docs/protocol.md §2: `sha256:` + hex SHA-256 of JCS of `[[relative path, file text], …]` sorted by path. */
 export function policyVersionOf(files: Array<[relPath: string, text: string]>): string {
   const sorted = [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return digestOf('', sorted.map(([path, text]) => [path, text]));
+  return digestOf(
+    '',
+    sorted.map(([path, text]) => [path, text]),
+  );
 }
 
 const SCHEMA_SUFFIXES = ['.cedarschema.json', '.cedarschema'];
@@ -338,4 +341,3 @@ export function validateEntity(bundle: PolicyBundle, entity: EntityJson): void {
     throw new WritError('INVALID_REQUEST', `entity ${uidKey(entity.uid)}: ${check.errors.map((e) => e.message).join('; ')}`);
   }
 }
-

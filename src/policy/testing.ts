@@ -97,7 +97,8 @@ function uidAt(value: LosslessValue | undefined, where: string): Uid {
 
 /** A timestamp as strict as the sidecar's (schemas/defs.json: upper-case `T`/`Z`, an offset, a real date). */
 function timestampAt(value: LosslessValue | undefined, where: string): string {
-  if (typeof value !== 'string' || !isRfc3339(value)) caseError(`${where}: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00`);
+  if (typeof value !== 'string' || !isRfc3339(value))
+    caseError(`${where}: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00`);
   cedarDatetimeText(value);
   return value;
 }
@@ -200,7 +201,7 @@ const EXECUTION_STATES = ['proposed', 'invoking', 'committed', 'rejected', 'unkn
  */
 function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | undefined): DecisionInput['supersedes'] {
   if (named === undefined || named === null) {
-    if (member !== undefined) caseError('supersedes: the request\'s envelope.supersedes names no execution');
+    if (member !== undefined) caseError("supersedes: the request's envelope.supersedes names no execution");
     return undefined;
   }
   if (typeof named !== 'string') caseError('request.envelope.supersedes: expected an execution id');
@@ -300,9 +301,11 @@ function readCases(text: string): Array<LosslessValue | Refused> {
       } catch (inner) {
         if (!isWritError(inner)) throw inner;
         const path = inner.path ?? '';
-        return new Refused(path.startsWith('/request')
-          ? `request${path.slice('/request'.length)}: the sidecar would refuse this request: ${inner.code}: ${inner.message}`
-          : `case${path}: ${inner.code}: ${inner.message}`);
+        return new Refused(
+          path.startsWith('/request')
+            ? `request${path.slice('/request'.length)}: the sidecar would refuse this request: ${inner.code}: ${inner.message}`
+            : `case${path}: ${inner.code}: ${inner.message}`,
+        );
       }
     });
   }

@@ -41,7 +41,12 @@ function hasControl(s: string): boolean {
 
 /** SHA-256(name ‖ 0x0A ‖ type ‖ key)[:4] as an unsigned 32-bit integer. */
 export function noteKeyId(name: string, type: number, publicKey: Uint8Array): number {
-  return createHash('sha256').update(name, 'utf8').update(Buffer.from([0x0a, type])).update(publicKey).digest().readUInt32BE(0);
+  return createHash('sha256')
+    .update(name, 'utf8')
+    .update(Buffer.from([0x0a, type]))
+    .update(publicKey)
+    .digest()
+    .readUInt32BE(0);
 }
 
 export interface VerifierKey {
@@ -75,7 +80,8 @@ export function parseVkey(vkey: string): VerifierKey {
   const raw = strictBase64(key);
   if (raw?.length !== 33) throw bad('the key is base64 of a type byte and 32 bytes');
   const type = raw[0]!;
-  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw bad(`signature type 0x${type.toString(16).padStart(2, '0')} is not supported (0x01 Ed25519, 0x04 cosignature/v1)`);
+  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1)
+    throw bad(`signature type 0x${type.toString(16).padStart(2, '0')} is not supported (0x01 Ed25519, 0x04 cosignature/v1)`);
   const publicKey = Buffer.from(raw.subarray(1));
   const keyId = noteKeyId(name, type, publicKey);
   if (hex8(keyId) !== id) throw bad('the key id does not match the name and key');

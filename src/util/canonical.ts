@@ -37,7 +37,12 @@ export function jcsOrUndefined(value: unknown): string | undefined {
     }
     return `${out}]`;
   }
-  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && (value as { toJSON?: unknown }).toJSON === undefined) {
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    (value as { toJSON?: unknown }).toJSON === undefined
+  ) {
     // A flat record of strings (an entity uid, a small map): members sorted by UTF-16 code units, as JCS
     // orders them. Anything else inside is checked for before sorting, so the library does not sort twice.
     const record = value as Record<string, unknown>;

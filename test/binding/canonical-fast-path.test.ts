@@ -41,7 +41,10 @@ const value = fc.letrec<{ v: unknown }>((tie) => ({
 test('jcsOrUndefined gives the library’s text, or refuses where it refuses', () => {
   fc.assert(
     fc.property(value, (v) => {
-      assert.deepEqual(outcome(() => jcsOrUndefined(v)), outcome(() => library(v)));
+      assert.deepEqual(
+        outcome(() => jcsOrUndefined(v)),
+        outcome(() => library(v)),
+      );
     }),
     { seed: 0x6a65, numRuns: 4000 },
   );

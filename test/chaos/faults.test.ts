@@ -43,8 +43,7 @@ describe('injected store faults', () => {
   const inject = (spec: Record<string, unknown>) => writeFileSync(faultFile, JSON.stringify(spec));
 
   const decide = (id: string, phase: 'propose' | 'execute') => req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(id, phase) });
-  const outcome = (id: string, status: string) =>
-    req(s.url, 'POST', `/v1/executions/${encodeURIComponent(id)}/outcome`, { token: T.pep, body: { status } });
+  const outcome = (id: string, status: string) => req(s.url, 'POST', `/v1/executions/${encodeURIComponent(id)}/outcome`, { token: T.pep, body: { status } });
   const getExec = (id: string) => req(s.url, 'GET', `/v1/executions/${encodeURIComponent(id)}?actor=${AGENT_Q}`, { token: T.auditor });
   /** Every record naming the execution, as the ledger index serves it. */
   const recordsOf = async (id: string) => {
@@ -58,7 +57,11 @@ describe('injected store faults', () => {
     assert.equal(g.status, 200, g.text);
     assert.equal(g.body.state, state);
     assert.deepEqual(g.body.records, acked, 'the execution lists exactly the acknowledged records');
-    assert.deepEqual((await recordsOf(id)).map((r) => r.seq), acked, 'the ledger holds no record of the failed write');
+    assert.deepEqual(
+      (await recordsOf(id)).map((r) => r.seq),
+      acked,
+      'the ledger holds no record of the failed write',
+    );
   };
   const toInvoking = async (id: string) => {
     const p = await decide(id, 'propose');
@@ -145,7 +148,10 @@ describe('injected store faults', () => {
     assert.equal(o.status, 200, o.text);
     assert.equal(o.body.state, 'committed');
     const recs = await recordsOf(id);
-    assert.deepEqual(recs.map((r) => r.kind), ['decision', 'decision', 'refusal', 'outcome']);
+    assert.deepEqual(
+      recs.map((r) => r.kind),
+      ['decision', 'decision', 'refusal', 'outcome'],
+    );
     await assertLedgerVerifies(s.url);
   });
 
@@ -244,7 +250,9 @@ describe('injected store faults', () => {
     await assertLedgerVerifies(s.url);
   });
 
-  test('a disk that hangs inside the commit: the front refuses with 503 in bounded time; a later read tells the fate', { skip: ON_POSTGRES ? 'LMDB only: the hang holds the thread that commits to LMDB' : false }, async () => {
+  test('a disk that hangs inside the commit: the front refuses with 503 in bounded time; a later read tells the fate', {
+    skip: ON_POSTGRES ? 'LMDB only: the hang holds the thread that commits to LMDB' : false,
+  }, async () => {
     // The ledger writer commits on its own thread and fsyncs there; a hung fsync holds that thread, so the
     // store's own write timeout cannot fire. The HTTP front answers the request itself at its deadline (15 s).
     const id = fresh('hang');
@@ -274,7 +282,13 @@ describe('injected store faults', () => {
     const id = fresh('approval');
     const p = await decide(id, 'propose');
     assert.equal(p.status, 200, p.text);
-    const approval = { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: new Date(Date.now() + 3600_000).toISOString() };
+    const approval = {
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+      execution_id: id,
+      binding: p.body.binding,
+      envelope_digest: p.body.envelope_digest,
+      expires_at: new Date(Date.now() + 3600_000).toISOString(),
+    };
     inject({ label: 'approval', mode: 'fail', remaining: 1 });
     assertUnavailable(await req(s.url, 'POST', '/v1/approvals', { token: T.approver, body: approval }), 'approval');
     consumed();
@@ -303,7 +317,10 @@ describe('injected store faults', () => {
     assert.equal(e0.status, 200, e0.text);
     const before = await decide(fresh('ev'), 'propose');
     inject({ label: 'entity', mode: 'fail', remaining: 1 });
-    const put = await req(s.url, 'PUT', '/v1/entities/Employee/7721', { token: T.admin, body: { attrs: { ...e0.body.attrs, status: 'terminated-chaos' }, parents: e0.body.parents } });
+    const put = await req(s.url, 'PUT', '/v1/entities/Employee/7721', {
+      token: T.admin,
+      body: { attrs: { ...e0.body.attrs, status: 'terminated-chaos' }, parents: e0.body.parents },
+    });
     assertUnavailable(put, 'entity upsert');
     consumed();
     const e1 = await req(s.url, 'GET', '/v1/entities/Employee/7721', { token: T.admin });

@@ -108,8 +108,8 @@ export function writVerify(lines: string[], keys: unknown, checkpoint?: unknown)
 export async function assertLedgerVerifies(url: string, held: Array<Record<string, any>> = []): Promise<LedgerSnapshot> {
   const snap = await snapshotLedger(url);
   snap.lines.forEach((l, i) => {
-  assert.equal(JSON.parse(l).seq, i, `export line ${i} has seq ${i}`);
-});
+    assert.equal(JSON.parse(l).seq, i, `export line ${i} has seq ${i}`);
+  });
   for (const cp of [snap.checkpoint, ...held]) {
     const v = writVerify(snap.lines, snap.keys, cp);
     assert.equal(v.code, 0, `writ verify (checkpoint size ${cp.size}) failed: ${v.raw}`);

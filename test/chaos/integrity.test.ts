@@ -20,9 +20,10 @@ import { assertLedgerVerifies, readBody, req, snapshotLedger, writVerify } from 
 
 const T = TEST_TOKENS;
 /** The store matrix (kill.postgres.test.ts): every test here edits or repairs the LMDB files directly. */
-const LMDB_ONLY = process.env.WRIT_TEST_STORE === 'postgres'
-  ? 'PostgreSQL store: these tests flip bytes in, cut records out of and truncate the LMDB data file, and `writ repair --data-dir` repairs LMDB; none of that exists on PostgreSQL'
-  : false;
+const LMDB_ONLY =
+  process.env.WRIT_TEST_STORE === 'postgres'
+    ? 'PostgreSQL store: these tests flip bytes in, cut records out of and truncate the LMDB data file, and `writ repair --data-dir` repairs LMDB; none of that exists on PostgreSQL'
+    : false;
 
 /** A stopped data dir with `n` decisions in its ledger, and what the auditor saw before stopping. */
 async function populated(n: number) {
@@ -51,10 +52,15 @@ async function populated(n: number) {
 /** Runs `writ serve` on a data dir and expects it to refuse: returns exit code and output. */
 function serveRefuses(dataDir: string, base: string): Promise<{ code: number | null; signal: string | null; out: string }> {
   const configPath = join(base, `config-${Date.now()}.json`);
-  writeFileSync(configPath, JSON.stringify({
-    listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: dataDir,
-    tokens: [{ token: T.auditor, role: 'auditor' }],
-  }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      policy_dir: join(REPO, 'policies'),
+      data_dir: dataDir,
+      tokens: [{ token: T.auditor, role: 'auditor' }],
+    }),
+  );
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -223,7 +229,8 @@ describe('startup integrity', { skip: LMDB_ONLY }, () => {
       const s = await startTestServer({ dataDir: p.dataDir });
       try {
         // New records take the seqs after the break.
-        for (let i = 0; i < 4; i++) assert.equal((await req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`post-repair-${i}`, 'propose') })).status, 200);
+        for (let i = 0; i < 4; i++)
+          assert.equal((await req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`post-repair-${i}`, 'propose') })).status, 200);
         const wrong: string[] = [];
         for (const d of p.decisions) {
           const g = await req(s.url, 'GET', `/v1/executions/${d.id}`, { token: T.pep });

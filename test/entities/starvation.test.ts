@@ -36,9 +36,10 @@ test('decisions and evaluations are answered while an admin rewrites an entity a
     let answered = 0;
     const askers = Array.from({ length: 4 }, async (_, w) => {
       for (let i = 0; i < 40; i++) {
-        const r = w % 2 === 0
-          ? await call(server, 'POST', '/access/v1/evaluation', { token: EVALUATOR, body: authzen })
-          : await call(server, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `STARVE-${w}-${i}:x` }) });
+        const r =
+          w % 2 === 0
+            ? await call(server, 'POST', '/access/v1/evaluation', { token: EVALUATOR, body: authzen })
+            : await call(server, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `STARVE-${w}-${i}:x` }) });
         if (r.status === 200) answered++;
         else failures.push(`${r.status} ${r.text}`);
       }

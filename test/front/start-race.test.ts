@@ -30,19 +30,27 @@ test('entity changes while the HTTP fronts start: every start comes up and every
   for (let round = 0; round < 4; round++) {
     const dir = mkdtempSync(join(tmpdir(), 'writ-front-start-'));
     const port = await freePort();
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({
-      listen: `127.0.0.1:${port}`, policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), http_threads: 2,
-      tokens: [{ token: 'start-race-admin', role: 'admin' }],
-    }));
+    writeFileSync(
+      join(dir, 'config.json'),
+      JSON.stringify({
+        listen: `127.0.0.1:${port}`,
+        policy_dir: join(REPO, 'policies'),
+        data_dir: join(dir, 'data'),
+        http_threads: 2,
+        tokens: [{ token: 'start-race-admin', role: 'admin' }],
+      }),
+    );
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     let exitCode: number | null | undefined;
-    const exited = new Promise<void>((r) => child.on('exit', (code) => {
-      exitCode = code;
-      r();
-    }));
+    const exited = new Promise<void>((r) =>
+      child.on('exit', (code) => {
+        exitCode = code;
+        r();
+      }),
+    );
     try {
       const deadline = Date.now() + 30_000;
       while (!(await accepts(port))) {
@@ -56,7 +64,8 @@ test('entity changes while the HTTP fronts start: every start comes up and every
         for (;;) {
           try {
             const r = await fetch(`http://127.0.0.1:${port}${path}`, {
-              method: 'PUT', headers: { authorization: 'Bearer start-race-admin', 'content-type': 'application/json' },
+              method: 'PUT',
+              headers: { authorization: 'Bearer start-race-admin', 'content-type': 'application/json' },
               body: JSON.stringify({ attrs: { round }, parents: [] }),
             });
             return r.status;

@@ -5,7 +5,11 @@
 import { connect } from 'node:net';
 
 /** A raw HTTP/1.1 exchange: writes `head` (+ `body` chunks, paced), collects everything until the server closes. */
-export function rawExchange(url: string, head: string, body: { chunk: Buffer; total: number } | Buffer[] = []): Promise<{ answer: string; error?: string; sentBytes: number }> {
+export function rawExchange(
+  url: string,
+  head: string,
+  body: { chunk: Buffer; total: number } | Buffer[] = [],
+): Promise<{ answer: string; error?: string; sentBytes: number }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);

@@ -46,16 +46,32 @@ test('SIGTERM checkpoint, restart continuity, consistency across the restart', a
       assert.equal((await call(s2, 'GET', `/v1/ledger/records/${more.body.record.seq}`, { token: a })).body.prev, prev.hash);
       const now = (await call(s2, 'GET', '/v1/ledger/checkpoint', { token: a })).body;
       const proof = (await call(s2, 'GET', `/v1/ledger/proofs/consistency?from=${held.size}&to=${now.size}`, { token: a })).body;
-      assert.ok(verifyConsistency(held.size, now.size, hashToBytes(held.root), hashToBytes(now.root), proof.path.map((h: string) => Buffer.from(h, 'hex'))));
+      assert.ok(
+        verifyConsistency(
+          held.size,
+          now.size,
+          hashToBytes(held.root),
+          hashToBytes(now.root),
+          proof.path.map((h: string) => Buffer.from(h, 'hex')),
+        ),
+      );
       // A restart does not reuse an execution id: the acknowledged invoking ones still refuse execute.
       const again = await call(s2, 'POST', '/v1/decisions', {
         token: s2.tokens.pep,
-        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+        body: offboardingBody({
+          execution_id: 'RS-0',
+          phase: 'execute',
+          action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+        }),
       });
       assert.equal(again.status, 200, 'RS-0 was only proposed, so execute is fine');
       const inflight = await call(s2, 'POST', '/v1/decisions', {
         token: s2.tokens.pep,
-        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+        body: offboardingBody({
+          execution_id: 'RS-0',
+          phase: 'execute',
+          action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+        }),
       });
       assert.equal(inflight.body.error.code, 'EXECUTION_IN_FLIGHT');
     } finally {
@@ -81,7 +97,10 @@ test('`npm start` hands SIGTERM to writ itself: a clean stop, not an orphan hold
   const dataDir = mkdtempSync(join(tmpdir(), 'writ-npm-start-'));
   try {
     const port = await freePort();
-    const npm = spawn('npm', ['start', '--silent', '--', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const npm = spawn('npm', ['start', '--silent', '--', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     npm.stdout!.on('data', (d) => (output += d));
     npm.stderr!.on('data', (d) => (output += d));
@@ -129,7 +148,10 @@ test('shutdown_delay_ms: after SIGTERM /readyz answers 503 at once while decisio
   let ready = 200;
   while (ready === 200 && Date.now() - t0 < 1500) ready = (await call(s, 'GET', '/readyz')).status;
   assert.equal(ready, 503, 'readyz fails while draining');
-  const late = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'DRAIN-1', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) });
+  const late = await call(s, 'POST', '/v1/decisions', {
+    token: s.tokens.pep,
+    body: offboardingBody({ execution_id: 'DRAIN-1', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+  });
   assert.equal(late.status, 200, late.text);
   assert.ok(Date.now() - t0 < 2000, 'answered within the delay');
   assert.equal(await exited, 0);

@@ -47,7 +47,14 @@ test('writ verify: an untouched export → exit 0 and the exact ok line', async 
   assert.equal(withHeld.code, 0, withHeld.stderr);
   assert.deepEqual(JSON.parse(withHeld.stdout), { ok: true, records: 60, head: HEAD });
   // Keys an auditor fetched before the rotation (seq 30): the rotated-in key is vouched for by the first.
-  const preRotation = await run(['verify', exportFile, '--keys', file('pre-rotation-keys.json', JSON.stringify(keysDoc(GOLDEN_KEY))), '--checkpoint', checkpointFile]);
+  const preRotation = await run([
+    'verify',
+    exportFile,
+    '--keys',
+    file('pre-rotation-keys.json', JSON.stringify(keysDoc(GOLDEN_KEY))),
+    '--checkpoint',
+    checkpointFile,
+  ]);
   assert.equal(preRotation.code, 0, preRotation.stderr);
   assert.deepEqual(JSON.parse(preRotation.stdout), { ok: true, records: 60, head: HEAD });
 });
@@ -77,21 +84,67 @@ test('writ verify: tampered exports → exit 1 with seq and code', async () => {
 
 test('writ verify: every failure shape prints exactly {ok,seq,code} on stdout and one reason line on stderr', async () => {
   // The review's case: ts rewritten to "yesterday", re-hashed, re-chained and re-signed.
-  const yesterday = linesOf(rechain(clone(RECORDS).map((r, i) => (i === 12 ? { ...r, ts: 'yesterday' } : r)), 0, fixtureKeyAt));
+  const yesterday = linesOf(
+    rechain(
+      clone(RECORDS).map((r, i) => (i === 12 ? { ...r, ts: 'yesterday' } : r)),
+      0,
+      fixtureKeyAt,
+    ),
+  );
   const sizeX = [...LINES];
   const cp15 = parse(sizeX[15]!);
   cp15.size = 'x';
   sizeX[15] = linesOf([cp15])[0]!;
   const forgedHeld = { ...RECORDS[40]!, signature: Buffer.alloc(64, 7).toString('base64') };
   const cases: Array<[string, string[], { seq: number; code: string }, RegExp]> = [
-    ['ts "yesterday", re-signed', ['verify', file('yesterday.jsonl', `${yesterday.join('\n')}\n`)], { seq: 12, code: 'MALFORMED' }, /ts "yesterday" is not an RFC 3339 UTC date-time/],
-    ['checkpoint size "x"', ['verify', file('size-x.jsonl', `${sizeX.join('\n')}\n`)], { seq: 15, code: 'MALFORMED' }, /checkpoint size "x" is not a non-negative integer/],
-    ['held checkpoint forged', ['verify', exportFile, '--checkpoint', file('forged-cp.json', JSON.stringify(forgedHeld))], { seq: 40, code: 'BAD_SIGNATURE' }, /held checkpoint's signature/],
-    ['held checkpoint beyond the export', ['verify', file('short2.jsonl', `${LINES.slice(0, 10).join('\n')}\n`), '--checkpoint', checkpointFile], { seq: 10, code: 'TRUNCATED' }, /the export has 10 records/],
-    ['--keys lacks the first key', ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(ROTATED_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /first key .* is not among the trusted keys/],
-    ['--keys from another ledger', ['verify', exportFile, '--keys', file('otherkeys.json', JSON.stringify(keysDoc(ATTACKER_KEY)))], { seq: 0, code: 'UNKNOWN_KEY' }, /not among the trusted keys/],
-    ['--keys and an empty export', ['verify', file('empty.jsonl', ''), '--keys', keysFile], { seq: 0, code: 'UNKNOWN_KEY' }, /no key record: none of the trusted keys/],
-    ['bytes that are not UTF-8', ['verify', file('latin1.jsonl', Buffer.concat([Buffer.from(`${LINES.slice(0, 3).join('\n')}\n`), Buffer.from([0x7b, 0xff, 0x7d, 0x0a])]))], { seq: 3, code: 'MALFORMED' }, /not valid UTF-8/],
+    [
+      'ts "yesterday", re-signed',
+      ['verify', file('yesterday.jsonl', `${yesterday.join('\n')}\n`)],
+      { seq: 12, code: 'MALFORMED' },
+      /ts "yesterday" is not an RFC 3339 UTC date-time/,
+    ],
+    [
+      'checkpoint size "x"',
+      ['verify', file('size-x.jsonl', `${sizeX.join('\n')}\n`)],
+      { seq: 15, code: 'MALFORMED' },
+      /checkpoint size "x" is not a non-negative integer/,
+    ],
+    [
+      'held checkpoint forged',
+      ['verify', exportFile, '--checkpoint', file('forged-cp.json', JSON.stringify(forgedHeld))],
+      { seq: 40, code: 'BAD_SIGNATURE' },
+      /held checkpoint's signature/,
+    ],
+    [
+      'held checkpoint beyond the export',
+      ['verify', file('short2.jsonl', `${LINES.slice(0, 10).join('\n')}\n`), '--checkpoint', checkpointFile],
+      { seq: 10, code: 'TRUNCATED' },
+      /the export has 10 records/,
+    ],
+    [
+      '--keys lacks the first key',
+      ['verify', exportFile, '--keys', file('onekey2.json', JSON.stringify(keysDoc(ROTATED_KEY)))],
+      { seq: 0, code: 'UNKNOWN_KEY' },
+      /first key .* is not among the trusted keys/,
+    ],
+    [
+      '--keys from another ledger',
+      ['verify', exportFile, '--keys', file('otherkeys.json', JSON.stringify(keysDoc(ATTACKER_KEY)))],
+      { seq: 0, code: 'UNKNOWN_KEY' },
+      /not among the trusted keys/,
+    ],
+    [
+      '--keys and an empty export',
+      ['verify', file('empty.jsonl', ''), '--keys', keysFile],
+      { seq: 0, code: 'UNKNOWN_KEY' },
+      /no key record: none of the trusted keys/,
+    ],
+    [
+      'bytes that are not UTF-8',
+      ['verify', file('latin1.jsonl', Buffer.concat([Buffer.from(`${LINES.slice(0, 3).join('\n')}\n`), Buffer.from([0x7b, 0xff, 0x7d, 0x0a])]))],
+      { seq: 3, code: 'MALFORMED' },
+      /not valid UTF-8/,
+    ],
   ];
   for (const [name, args, expect, why] of cases) {
     for (const workers of ['0', '2']) {
@@ -161,7 +214,10 @@ test('writ verify with worker threads forced on small inputs prints exactly what
   for (const args of inputs) {
     const mainThread = await run([...args, '--workers', '0']);
     assert.ok(mainThread.code === 0 || mainThread.code === 1, mainThread.stderr);
-    for (const [extra, env] of [[['--workers', '3'], {}], [[], { WRIT_VERIFY_WORKERS: '2' }]] as const) {
+    for (const [extra, env] of [
+      [['--workers', '3'], {}],
+      [[], { WRIT_VERIFY_WORKERS: '2' }],
+    ] as const) {
       const withWorkers = await run([...args, ...extra], undefined, env);
       assert.deepEqual(withWorkers, mainThread, `${args.join(' ')} ${extra.join(' ')} ${JSON.stringify(env)}`);
     }
@@ -187,9 +243,12 @@ test('writ verify: a worker count that is not a whole number is a usage error', 
 });
 
 /** A stream that delivers `bytes` in pieces of `size` bytes, so lines straddle chunks. */
-const chunked = (bytes: Buffer, size: number) => Readable.from((function* () {
-  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
-})());
+const chunked = (bytes: Buffer, size: number) =>
+  Readable.from(
+    (function* () {
+      for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+    })(),
+  );
 
 test('verifyStream: lines split across chunks of any size give the same verdicts', async () => {
   const bytes = Buffer.from(EXPORT, 'utf8');

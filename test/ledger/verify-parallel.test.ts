@@ -103,9 +103,21 @@ test('held checkpoints whose seq falls on an ordinary (linked) record are checke
   const cases: Array<[string, Record<string, unknown>, unknown]> = [
     ['seq and hash of record 45', { ...HELD_31, seq, hash: RECORDS[seq]!.hash }, { ok: true, records: N, head: HEAD }],
     ['hash of another record', { ...HELD_31, seq, hash: RECORDS[seq - 1]!.hash }, { code: 'HASH_MISMATCH', seq }],
-    ['signature by another key', { ...HELD_31, seq, signature: signCheckpoint(ATTACKER_KEY, 40, HELD_31.root as string).signature }, { code: 'BAD_SIGNATURE', seq }],
-    ['size 37 with its true root', { kind: 'checkpoint', size, root: root37, ...signCheckpoint(fixtureKeyAt(seq), size, root37), seq }, { ok: true, records: N, head: HEAD }],
-    ['size 37 with the root of 40', { kind: 'checkpoint', size, root: HELD_31.root, ...signCheckpoint(ROTATED_KEY, size, HELD_31.root as string), seq }, { code: 'ROOT_MISMATCH', seq }],
+    [
+      'signature by another key',
+      { ...HELD_31, seq, signature: signCheckpoint(ATTACKER_KEY, 40, HELD_31.root as string).signature },
+      { code: 'BAD_SIGNATURE', seq },
+    ],
+    [
+      'size 37 with its true root',
+      { kind: 'checkpoint', size, root: root37, ...signCheckpoint(fixtureKeyAt(seq), size, root37), seq },
+      { ok: true, records: N, head: HEAD },
+    ],
+    [
+      'size 37 with the root of 40',
+      { kind: 'checkpoint', size, root: HELD_31.root, ...signCheckpoint(ROTATED_KEY, size, HELD_31.root as string), seq },
+      { code: 'ROOT_MISMATCH', seq },
+    ],
   ];
   for (const [name, checkpoint, expect] of cases) {
     const verdict = await assertSameVerdict(EXPORT, { checkpoint }, name);
@@ -213,7 +225,11 @@ test('a read error: the same outcome as sequentially — the failure in what was
         throw eio();
       })(),
     );
-  const outcome = (p: Promise<VerifyResult>) => p.then((r) => r, (err: NodeJS.ErrnoException) => err.code);
+  const outcome = (p: Promise<VerifyResult>) =>
+    p.then(
+      (r) => r,
+      (err: NodeJS.ErrnoException) => err.code,
+    );
   for (const missing of [3, 10, 20, 40, -1]) {
     const bytes = exportOf(LINES.filter((_, i) => i !== missing));
     for (const failAt of [700, 5000, 9000, 13_000, 20_000, 30_000]) {

@@ -100,7 +100,15 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
       const id = parsed.execution_id;
       const action = parsed.action as { server: string; tool: string; arguments: Record<string, unknown> } | undefined;
       if (typeof id !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(id) || !action) return err(400, 'INVALID_REQUEST');
-      if (!env || typeof env !== 'object' || typeof env.task_id !== 'string' || !env.actor || !env.subject || !env.requester || typeof env.purpose !== 'string') {
+      if (
+        !env ||
+        typeof env !== 'object' ||
+        typeof env.task_id !== 'string' ||
+        !env.actor ||
+        !env.subject ||
+        !env.requester ||
+        typeof env.purpose !== 'string'
+      ) {
         return err(400, 'ENVELOPE_INVALID');
       }
       const ea = env.actor as Uid;
@@ -188,7 +196,15 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
         return { status: 200, json: { execution_id: id, state: ex.state } };
       }
       if (!m[2] && req.method === 'GET') {
-        const out: Record<string, unknown> = { execution_id: id, actor: ex.actor, state: ex.state, binding: ex.binding, envelope_digest: ex.envelope_digest, approvals: ex.approvals, records: [] };
+        const out: Record<string, unknown> = {
+          execution_id: id,
+          actor: ex.actor,
+          state: ex.state,
+          binding: ex.binding,
+          envelope_digest: ex.envelope_digest,
+          approvals: ex.approvals,
+          records: [],
+        };
         if (ex.resolution) out.resolution = ex.resolution;
         if (ex.supersedes) out.supersedes = ex.supersedes;
         if (ex.superseded_by) out.superseded_by = ex.superseded_by;

@@ -73,7 +73,14 @@ test('writ proxy told to stop (stdin closed) still ends a late allow as rejected
   const dir = mkdtempSync(join(tmpdir(), 'writ-late-proxy-'));
   const effects = join(dir, 'effects.jsonl');
   const p = spawnProxy({
-    args: proxyArgs({ pdpUrl: gate.url, token: real.tokens.pep, server: 'hostile', dir, extra: ['--pdp-timeout', '300'], command: [process.execPath, HOSTILE] }),
+    args: proxyArgs({
+      pdpUrl: gate.url,
+      token: real.tokens.pep,
+      server: 'hostile',
+      dir,
+      extra: ['--pdp-timeout', '300'],
+      command: [process.execPath, HOSTILE],
+    }),
     env: { HOSTILE_EFFECTS: effects },
     killAfterMs: 20_000,
   });
@@ -135,7 +142,10 @@ test('an outcome the PDP cannot take (restarting) is retried in the background u
     }
     assert.equal(state, 'committed', logs.join('\n'));
     await sleep(50);
-    assert.ok(logs.some((l) => l.includes(`outcome committed of execution ${id} recorded after retries`)), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => l.includes(`outcome committed of execution ${id} recorded after retries`)),
+      logs.join('\n'),
+    );
   } finally {
     forwarder.closeAllConnections();
     forwarder.close();

@@ -64,7 +64,13 @@ export async function withEngines(
     const bundle = loadPolicyDir(dir);
     const threaded = new PolicyEngine(bundle, { memoSize: 1 });
     pool.register(threaded, bundle);
-    await fn({ narrowed: new PolicyEngine(bundle), reference: new PolicyEngine(bundle, { narrowRequests: false }), memoOff: new PolicyEngine(bundle, { memoSize: 0 }), threaded, pool });
+    await fn({
+      narrowed: new PolicyEngine(bundle),
+      reference: new PolicyEngine(bundle, { narrowRequests: false }),
+      memoOff: new PolicyEngine(bundle, { memoSize: 0 }),
+      threaded,
+      pool,
+    });
   } finally {
     await pool.close();
     cleanup();

@@ -106,7 +106,11 @@ test('every §N in the README, policies/README.md, the help texts and the source
     if (!/^(src|test|schemas|policies|scripts|vectors)\//.test(rel)) continue;
     const text = textOf(file);
     if (text === undefined) continue;
-    check(rel, text, [...text.matchAll(/docs\/protocol\.md §(\d+(?:\.\d+)?)/g)].map((m) => m[1]!));
+    check(
+      rel,
+      text,
+      [...text.matchAll(/docs\/protocol\.md §(\d+(?:\.\d+)?)/g)].map((m) => m[1]!),
+    );
   }
   assert.deepEqual(missing, [], `unresolved section references:\n${missing.join('\n')}`);
 });

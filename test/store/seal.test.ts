@@ -11,7 +11,33 @@ import { prng } from '../helpers/prng.js';
 
 const reader: SubtreeReader = { subtree: () => Buffer.alloc(32, 7) };
 // Keys chosen to fall in every gap between, and right beside, the assigned names.
-const KEYS = ['a', 'actor', 'h', 'hash0', 'hasg', 'kind2', 'p', 'prev0', 'prea', 'r', 'seq0', 'ser', 's', 't', 'ts0', 'tr', 'u', 'v0', 'va', 'w', 'zz', 'é', '\u{1F600}', 'A', '_'];
+const KEYS = [
+  'a',
+  'actor',
+  'h',
+  'hash0',
+  'hasg',
+  'kind2',
+  'p',
+  'prev0',
+  'prea',
+  'r',
+  'seq0',
+  'ser',
+  's',
+  't',
+  'ts0',
+  'tr',
+  'u',
+  'v0',
+  'va',
+  'w',
+  'zz',
+  'é',
+  '\u{1F600}',
+  'A',
+  '_',
+];
 
 function randomValue(next: () => number, depth = 0): unknown {
   const r = next();

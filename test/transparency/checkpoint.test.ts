@@ -24,6 +24,10 @@ test('tlog-checkpoint: malformed bodies are refused', () => {
     'example.com/x\n20\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=',
     'example.com/x\n-1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n',
   ]) {
-    assert.throws(() => parseCheckpoint(bad), (e: NoteError) => e.code === 'MALFORMED', JSON.stringify(bad));
+    assert.throws(
+      () => parseCheckpoint(bad),
+      (e: NoteError) => e.code === 'MALFORMED',
+      JSON.stringify(bad),
+    );
   }
 });

@@ -19,7 +19,7 @@ function witness() {
   };
 }
 
-test('tlog-witness: the spec\'s example body parses (old size, four proof lines, the checkpoint)', () => {
+test("tlog-witness: the spec's example body parses (old size, four proof lines, the checkpoint)", () => {
   const body = [
     'old 20852014',
     'PlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=',

@@ -128,7 +128,13 @@ export class Api {
 
   /** Approves exactly the binding and envelope digest shown. */
   approve(p: PendingApproval, expiresAt: string): Promise<{ approval_id: string }> {
-    return this.post('/v1/approvals', { actor: p.actor, execution_id: p.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: expiresAt });
+    return this.post('/v1/approvals', {
+      actor: p.actor,
+      execution_id: p.execution_id,
+      binding: p.binding,
+      envelope_digest: p.envelope_digest,
+      expires_at: expiresAt,
+    });
   }
 
   /** Whether the token is an auditor's (the console's own check: always 200, never a failed load). */
@@ -144,7 +150,11 @@ export class Api {
     const r = await this.get<LedgerRecord>(`/v1/ledger/records/${seq}`);
     // Drawn and proved as record #seq: another record in its place would show one record twice and hide one.
     if (r === null || typeof r !== 'object' || r.seq !== seq) {
-      throw new ApiError(200, 'MALFORMED', `the sidecar answered record #${seq} with ${r !== null && typeof r === 'object' ? `record #${String(r.seq)}` : 'no record'}`);
+      throw new ApiError(
+        200,
+        'MALFORMED',
+        `the sidecar answered record #${seq} with ${r !== null && typeof r === 'object' ? `record #${String(r.seq)}` : 'no record'}`,
+      );
     }
     return r;
   }
@@ -239,5 +249,4 @@ export class Api {
       width *= 4;
     }
   }
-
 }

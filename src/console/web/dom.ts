@@ -57,7 +57,15 @@ export function timeEl(ts: unknown): HTMLElement {
   const text = String(ts);
   const date = new Date(text);
   if (Number.isNaN(date.getTime())) return h('span', { class: 'time' }, text);
-  const local = date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
+  const local = date.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    timeZoneName: 'short',
+  });
   return h('time', { class: 'time', datetime: text, title: local }, text);
 }
 

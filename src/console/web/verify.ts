@@ -73,7 +73,12 @@ export async function leafHash(record: Record<string, unknown>): Promise<string>
  * and of the last node, level by level; each path entry is a sibling to the left (`step(entry, true)`)
  * or to the right of the node. Whether the walk used the path exactly up to the root.
  */
-async function walkProofPath(fn: number, sn: number, path: Uint8Array<ArrayBuffer>[], step: (sibling: Uint8Array<ArrayBuffer>, onLeft: boolean) => Promise<void>): Promise<boolean> {
+async function walkProofPath(
+  fn: number,
+  sn: number,
+  path: Uint8Array<ArrayBuffer>[],
+  step: (sibling: Uint8Array<ArrayBuffer>, onLeft: boolean) => Promise<void>,
+): Promise<boolean> {
   for (const p of path) {
     if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
@@ -94,7 +99,12 @@ async function walkProofPath(fn: number, sn: number, path: Uint8Array<ArrayBuffe
 const interior = (left: Uint8Array<ArrayBuffer>, right: Uint8Array<ArrayBuffer>) => sha256(concat(Uint8Array.of(0x01), left, right));
 
 /** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or undefined when the proof cannot fit. */
-export async function rootFromInclusionProof(index: number, size: number, leaf: Uint8Array<ArrayBuffer>, path: Uint8Array<ArrayBuffer>[]): Promise<Uint8Array | undefined> {
+export async function rootFromInclusionProof(
+  index: number,
+  size: number,
+  leaf: Uint8Array<ArrayBuffer>,
+  path: Uint8Array<ArrayBuffer>[],
+): Promise<Uint8Array | undefined> {
   if (!(index >= 0 && index < size)) return undefined;
   let r = leaf;
   const fits = await walkProofPath(index, size - 1, path, async (p, onLeft) => {
@@ -107,7 +117,13 @@ export async function rootFromInclusionProof(index: number, size: number, leaf: 
  * RFC 9162 §2.1.4.2: whether `path` proves the tree of `first` leaves (root `firstRoot`) is a prefix
  * of the tree of `second` leaves (root `secondRoot`) — the sidecar did not rewrite what it had shown.
  */
-export async function verifyConsistencyProof(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, path: Uint8Array<ArrayBuffer>[]): Promise<boolean> {
+export async function verifyConsistencyProof(
+  first: number,
+  second: number,
+  firstRoot: Uint8Array,
+  secondRoot: Uint8Array,
+  path: Uint8Array<ArrayBuffer>[],
+): Promise<boolean> {
   if (!(first >= 1 && first <= second)) return false;
   if (first === second) return path.length === 0 && sameBytes(firstRoot, secondRoot);
   if (path.length === 0) return false;
