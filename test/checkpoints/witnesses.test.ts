@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { WRIT_BIN, startTestServer, type TestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
 import { startWitness, witnessKeygen, type TestWitness } from '../helpers/witness.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { SIG_ED25519, encodeVkey, parseVkey, verifyNote } from '../../src/transparency/note.js';
 import { parseCheckpoint } from '../../src/transparency/checkpoint.js';
 import { TestLog } from '../witness/log-fixture.js';

@@ -19,7 +19,7 @@ import type { EntityJson } from '../../src/policy/entities.js';
 import { call, REPO, startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { newDeployment, startReplicas, type Deployment } from '../replicas/helpers.js';
 
 const t = TEST_TOKENS;
@@ -128,7 +128,9 @@ test('an edit the schema refuses is refused while running, once, and ledgered; t
       assert.equal(refused.error?.code, 'POLICY_INVALID');
       assert.match(refused.error!.message, /entities\.json not applied/);
       assert.match(refused.error!.message, detail);
-      // Two more polls: the same refused text is not judged (or ledgered) again.
+      // Two more polls: the same refused text is not judged (or ledgered) again. A fixed wait, kept: a poll that
+      // finds nothing new leaves no trace to wait on (no record, log line or metric), and what is tested is
+      // that nothing happens on those polls.
       await new Promise((r) => setTimeout(r, 600));
       assert.equal((await rejections()).length, before + 1, 'one refusal per edit');
       assert.equal((await call(s, 'GET', '/v1/entities/Nope/x', { token: t.admin })).status, 404, 'the undeclared entity is not taken');
@@ -170,7 +172,8 @@ test('replicas: an edit is applied once; the replica that polls last does not un
       body: offboardingEmployee({ status: 'admin-after-edit', legal_hold: true }),
     });
     assert.equal(put.status, 200, put.text);
-    // Give the second replica two of its polls (a change is loaded once two polls in a row agree).
+    // Give the second replica two of its polls (a change is loaded once two polls in a row agree). A fixed wait,
+    // kept: those polls must change nothing, and a poll that changes nothing leaves no trace to wait on.
     await new Promise((r) => setTimeout(r, 7000));
     for (const r of [r1!, r2!]) {
       const e = await employee(r);

@@ -14,6 +14,7 @@ import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { EntityStore } from '../../src/entities/entity-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
+import { nextTurn } from '../helpers/wait.js';
 
 const EVALUATOR = 'starvation-evaluator';
 
@@ -65,11 +66,12 @@ test('EntityStore.hold(): entity writers wait until every hold is released, each
   const second = entities.hold();
   let writerWent = false;
   const writer = entities.unheld().then(() => (writerWent = true));
-  await new Promise((r) => setTimeout(r, 20));
+  // Only a release resolves unheld() (through promises): after a turn of the event loop it would have.
+  await nextTurn();
   assert.equal(writerWent, false, 'held: the writer waits');
   first();
   first(); // a second call of one release does not release another hold
-  await new Promise((r) => setTimeout(r, 20));
+  await nextTurn();
   assert.equal(writerWent, false, 'still held by the second');
   second();
   await writer;

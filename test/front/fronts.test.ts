@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
@@ -649,6 +649,7 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
       };
       const burst = Array.from({ length: 80 }, (_, i) => decide(`TERM-${i}`));
       const trickle = Array.from({ length: 20 }, async (_, i) => {
+        // Arrivals spread over the stop (one every 5 ms): the pace is the scenario, not a wait for something.
         await new Promise((r) => setTimeout(r, 5 * i));
         return decide(`TERM-late-${i}`);
       });

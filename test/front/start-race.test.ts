@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, WRIT_BIN } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -73,7 +74,7 @@ test('entity changes while the HTTP fronts start: every start comes up and every
             const code = (e as { cause?: { code?: string } }).cause?.code;
             const starting = !/listening on/.test(out) && (code === 'ECONNREFUSED' || code === 'ECONNRESET');
             if (!starting || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? e}\n${out}`);
-            await new Promise((r) => setTimeout(r, 5));
+            await new Promise((r) => setTimeout(r, 5)); // a retry's pace while the port is not ours yet
           }
         }
       };
@@ -82,7 +83,12 @@ test('entity changes while the HTTP fronts start: every start comes up and every
         statuses.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => putOnce(`/v1/entities/User/start-race-${burst}-${i}`)))));
       }
       assert.deepEqual([...new Set(statuses)], [200], `round ${round}:\n${out}`);
-      await new Promise((r) => setTimeout(r, 500));
+      // The start ends one way or the other: it says it listens, or it exits (a front that died starting).
+      await waitUntil(
+        () => /listening on/.test(out) || exitCode !== undefined,
+        () => `round ${round}: the start to end:\n${out}`,
+        30_000,
+      );
       assert.equal(exitCode, undefined, `round ${round}: the sidecar exited:\n${out}`);
       assert.match(out, /listening on/);
     } finally {

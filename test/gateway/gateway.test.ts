@@ -18,7 +18,7 @@ import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { REPO, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { tempDir } from '../pep/helpers.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import type { RunningGateway } from '../../src/gateway/gateway.js';
 import { EVERYTHING, PUBLIC_URL, linesOf, messagesOf, rawSession, resource, startHttpUpstream, startPdp, startTestGateway, type Upstream } from './helpers.js';
 

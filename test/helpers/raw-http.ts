@@ -36,7 +36,8 @@ export function rawExchange(
         for (const b of body) socket.write(b);
         return;
       }
-      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile.
+      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile: a slow sender is what
+      // the callers test (an answer that comes while the body is still arriving), so the pace is fixed.
       const pump = () => {
         if (socket.destroyed || !socket.writable || sent >= body.total) return;
         const n = Math.min(body.chunk.length, body.total - sent);

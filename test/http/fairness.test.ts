@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const LIMITS = { object_members: 50, array_elements: 50, total_members: 200, string_length: 1000 };
 const AGENT = { type: 'Agent', id: 'offboarding-agent-prod' };

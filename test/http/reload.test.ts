@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 let s: TestServer;
 let dir: string;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, REPO, startTestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
 
 test('SIGTERM checkpoint, restart continuity, consistency across the restart', async () => {
@@ -105,19 +106,21 @@ test('`npm start` hands SIGTERM to writ itself: a clean stop, not an orphan hold
     npm.stdout!.on('data', (d) => (output += d));
     npm.stderr!.on('data', (d) => (output += d));
     const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
-    const deadline = Date.now() + 60_000;
-    while (!output.includes('writ serve: listening on')) {
-      assert.ok(Date.now() < deadline, `writ did not start under npm start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      () => output.includes('writ serve: listening on'),
+      () => `writ to start under npm start:\n${output}`,
+      60_000,
+      100,
+    );
     npm.kill('SIGTERM');
     await exited;
     // writ got the signal (its own words), wrote its checkpoint and is gone: nothing runs on this data dir.
-    const stopBy = Date.now() + 30_000;
-    while (runningWith(dataDir).length > 0) {
-      assert.ok(Date.now() < stopBy, `still running after SIGTERM to npm: ${runningWith(dataDir).join(', ')}\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      () => runningWith(dataDir).length === 0,
+      () => `writ to stop after SIGTERM to npm; still running: ${runningWith(dataDir).join(', ')}\n${output}`,
+      30_000,
+      100,
+    );
     assert.match(output, /SIGTERM: finishing in-flight requests, writing a final checkpoint/);
   } finally {
     for (const pid of runningWith(dataDir)) process.kill(pid, 'SIGKILL');

@@ -15,7 +15,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { offboardingBody, REPO, startTestServer, TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const CERT_FILE = join(REPO, 'test', 'fixtures', 'tls', 'cert.pem');
 const KEY_FILE = join(REPO, 'test', 'fixtures', 'tls', 'key.pem');

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { test } from 'node:test';
 import { PdpClient, parseDefaults, envelopeFromDefaults, resolvePointer } from '../../src/pep/index.js';
 import { callContext } from '../../src/pep/context.js';
@@ -14,6 +14,7 @@ import { rawMember } from '../../src/util/rawjson.js';
 import { isWritError } from '../../src/errors.js';
 import { envelope } from './helpers.js';
 import { REPO } from '../helpers/server.js';
+import { waitUntil } from '../helpers/wait.js';
 
 async function serve(
   handler: (body: string, url: string, res: import('node:http').ServerResponse) => void,
@@ -92,17 +93,22 @@ test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer pa
   const s = await serve((_b, _u, res) => {
     if (mode === 'cut') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.write('{"decision":');
-      setTimeout(() => res.socket?.destroy(), 20);
+      // Cut once the first bytes are out.
+      res.write('{"decision":', () => res.socket?.destroy());
     } else {
       const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: [], obligations: [] }));
-      if (mode === 'slow')
-        setTimeout(answer, 2_600); // past the client's 2 s idle-connection limit
+      // A fixed delay is what this case tests: an answer slower than the client's 2 s idle-connection limit.
+      if (mode === 'slow') setTimeout(answer, 2_600);
       else answer();
     }
   });
   // The server drops idle connections quickly: a client that reused one it had closed would fail.
   s.server.keepAliveTimeout = 300;
+  const open = new Set<Socket>();
+  s.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   try {
     const c = new PdpClient({ url: s.url, token: 'tok', timeoutMs: 10_000 });
     mode = 'cut';
@@ -113,7 +119,7 @@ test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer pa
     mode = '';
     for (let i = 0; i < 3; i++) {
       assert.equal((await c.decide(body)).ok, true);
-      await new Promise((r) => setTimeout(r, 400)); // longer than the server keeps the connection
+      await waitUntil(() => open.size === 0, 'the server to close the idle connection');
     }
   } finally {
     await s.close();

@@ -28,6 +28,9 @@ interface Rig {
   close(): Promise<void>;
 }
 
+/** Releases the `hang` tool's calls: each answers only when the test lets it (after the guard gave up: a late answer). */
+const hanging: Array<() => void> = [];
+
 function addTools(server: McpServer, calls: Rig['calls']): void {
   server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => {
     calls.push({ tool: 'echo', args: { text } });
@@ -43,7 +46,7 @@ function addTools(server: McpServer, calls: Rig['calls']): void {
   });
   server.registerTool('hang', { inputSchema: { text: z.string() } }, async ({ text }) => {
     calls.push({ tool: 'hang', args: { text } });
-    await new Promise((r) => setTimeout(r, 2500));
+    await new Promise<void>((r) => hanging.push(r));
     return { content: [{ type: 'text', text: 'late' }] };
   });
   server.registerTool('forbidden', {}, async () => {
@@ -122,6 +125,7 @@ test('outcomes: isError → rejected, throw → unknown, timeout → unknown (la
     const hang = await r.client.callTool({ name: 'hang', arguments: { text: 'x' }, _meta: meta('g-hang') });
     assert.equal(decisionOf(hang)?.code, 'OUTCOME_UNKNOWN');
     assert.equal(state('g-hang'), 'unknown');
+    for (const answer of hanging.splice(0)) answer();
     const ex = pdp.executions.get('Agent::"offboarding-agent-prod"/g-hang')!;
     assert.ok(await waitFor(() => ex.outcomes.length >= 2, 10_000), 'the late answer was posted');
     assert.equal(ex.outcomes[1]!.status, 'committed');

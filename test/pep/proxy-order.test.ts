@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startBackend, type Backend } from './backends.js';
 import { startGate } from './gate.js';
 import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
@@ -66,7 +65,9 @@ test('a cancellation sent while the PDP decides stops the call: never dispatched
     p.send(callLine(3, '{"key":"x","key":"y"}', refused));
     await gate.heldAnswer(refused);
     p.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}');
-    await sleep(100);
+    // The proxy reads its input in order: once a ping sent after the cancellation is answered, it has the cancellation.
+    p.send('{"jsonrpc":"2.0","id":6,"method":"ping"}');
+    await p.answer(6);
     gate.release(refused);
     assert.equal((await p.answer(3)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
     p.send('{"jsonrpc":"2.0","id":4,"method":"ping"}');

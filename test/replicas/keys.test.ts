@@ -14,7 +14,7 @@ import { readKeyFile } from '../../src/checkpoints/keys.js';
 import { keyPayload, verifyPayload } from '../../src/ledger/signing.js';
 import { call, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { readBody, replicasOnOneDatabase, startReplicas } from './helpers.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const CHECKPOINTS = { checkpoint: { every_records: 4, every_ms: 100 } };
 

@@ -10,6 +10,7 @@ import { recordLine, type LedgerRecord } from '../../src/ledger/record.js';
 import { hashToBytes, verifyConsistency } from '../../src/ledger/merkle.js';
 import { WritError } from '../../src/errors.js';
 import { runWrit, tempDir } from './helpers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const raw = (b64: string) => Buffer.from(b64, 'base64');
 
@@ -101,7 +102,7 @@ test('checkpointer: the timer writes one when records are new; a failed checkpoi
   const errors: unknown[] = [];
   const cp = startCheckpointer(store, { key, everyRecords: 2, everyMs: 20, onError: (e) => errors.push(e) });
   await store.write((tx) => tx.append({ kind: 'x' }));
-  for (let i = 0; i < 100 && !store.latestCheckpoint(); i++) await new Promise((r) => setTimeout(r, 10));
+  await waitUntil(async () => (await store.latestCheckpoint()) !== undefined, 'the first checkpoint', 5_000, 10);
   assertCheckpoint(store, store.latestCheckpoint()!, key.public_key);
   failCheckpoints = true;
   await store.write((tx) => {
@@ -109,7 +110,7 @@ test('checkpointer: the timer writes one when records are new; a failed checkpoi
     tx.append({ kind: 'x' });
   });
   cp.maybeCheckpoint();
-  for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitUntil(() => errors.length > 0, 'the failed checkpoint to be reported', 5_000, 10);
   assert.ok(errors.length > 0 && errors.every((e) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE'));
   failCheckpoints = false;
   await cp.stop();
