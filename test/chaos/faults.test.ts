@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { AGENT_Q, assertConsistent, assertLedgerVerifies, readBody, req, sleep, type Reply } from './harness.js';
+import { waitFor, waitUntil } from '../helpers/wait.js';
 
 const T = TEST_TOKENS;
 /** The store matrix (kill.postgres.test.ts): the injected faults run on both stores; the tmpfs one is LMDB's. */
@@ -186,7 +187,7 @@ describe('injected store faults', () => {
     for (let i = 0; i < 200 && existsSync(faultFile); i++) {
       const r = await decide(fresh('cp'), 'propose');
       assert.equal(r.status, 200, r.text);
-      await sleep(10);
+      await sleep(10); // the pace of the decisions that trigger checkpoints until the fault is used up
     }
     consumed();
     let cp1: Reply | undefined;
@@ -195,7 +196,7 @@ describe('injected store faults', () => {
       assert.equal(r.status, 200, r.text);
       cp1 = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });
       if (cp1.body.seq > cp0.body.seq) break;
-      await sleep(5);
+      await sleep(5); // a poll's pace: a decision, then a look at the latest checkpoint
     }
     assert.ok(cp1!.body.seq > cp0.body.seq, 'a checkpoint is written again once the store accepts it');
     assert.match(s.output(), /checkpoint failed/, 'the failed checkpoint was reported');
@@ -229,7 +230,8 @@ describe('injected store faults', () => {
     inject({ label: 'reserve', mode: 'timeout', timeout_ms: STALL_MS, remaining: 1 });
     const t0 = Date.now();
     const stalled = decide(id, 'propose');
-    await sleep(200);
+    // The fault file goes once a write has taken the fault: the stalled write is then in the store.
+    await waitUntil(() => !existsSync(faultFile), 'the write to reach the injected stall');
     // Another execution's writes are not queued behind the stalled one.
     const other = fresh('timeout-other');
     const seqs = await toInvoking(other);
@@ -239,7 +241,8 @@ describe('injected store faults', () => {
     assertUnavailable(r, 'stalled propose');
     assert.ok(took < STALL_MS - 800, `answered at the store's write timeout (10 s), before the stall ends (${took} ms)`);
     assert.equal((await getExec(id)).status, 404);
-    // Let the stalled hook finish (it then fails): still nothing of it is written.
+    // Let the stalled hook finish (it then fails): still nothing of it is written. A fixed wait, kept: the
+    // injected stall lasts STALL_MS, and its end (a failure nobody is waiting for any more) leaves no trace.
     await sleep(Math.max(0, STALL_MS + 500 - (Date.now() - t0)));
     assert.equal((await getExec(id)).status, 404);
     assert.deepEqual(await recordsOf(id), []);
@@ -265,12 +268,19 @@ describe('injected store faults', () => {
     assert.ok(took >= 14_000 && took < HANG_MS, `refused at the front's deadline, before the disk came back (${took} ms)`);
     consumed();
     // The disk comes back and the commit completes: the reservation was recorded after all, and a read says so.
-    await sleep(Math.max(0, HANG_MS + 500 - (Date.now() - t0)));
-    const g = await getExec(id);
-    assert.equal(g.status, 200, g.text);
+    const g = await waitFor(
+      async () => {
+        const r = await getExec(id);
+        return r.status === 200 ? r : undefined;
+      },
+      HANG_MS + 10_000,
+      100,
+    );
+    assert.ok(g, 'the execution is recorded once the disk comes back');
     assert.equal(g.body.state, 'proposed');
     assert.equal(g.body.records.length, 1);
     // The operator is told why the front refused (once the writer's thread is free to hear it).
+    await waitUntil(() => /writ: refused with STORE_UNAVAILABLE: by an HTTP front/.test(s.output()), 'the refusal to be logged', 10_000);
     assert.match(s.output(), /writ: refused with STORE_UNAVAILABLE: by an HTTP front: the ledger writer did not answer within 15 s/);
     const again = await decide(id, 'propose');
     assert.equal(again.status, 200, again.text);
@@ -342,11 +352,10 @@ describe('checkpoint cadence (the boundary the checkpoint fault test relies on)'
         assert.equal(r.status, 200, r.text);
       }
       let cp1: Reply | undefined;
-      for (let i = 0; i < 40; i++) {
+      await waitFor(async () => {
         cp1 = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });
-        if (cp1.body.seq > cp0.body.seq) break;
-        await sleep(50);
-      }
+        return cp1.body.seq > cp0.body.seq;
+      }, 2_000);
       assert.ok(cp1!.body.seq > cp0.body.seq, `25 records with every_records 10 wrote no checkpoint (latest still seq ${cp1!.body.seq})`);
       await assertConsistent(s.url, cp0.body, cp1!.body);
     } finally {
@@ -439,7 +448,7 @@ describe('real disk full (4 MiB tmpfs data dir)', { skip: NO_PG_DATA_DIR_DISK },
       for (let i = 0; i < 50; i++) {
         recovered = await ok(`tmpfs-after-${i}`, 'propose');
         if (recovered.status === 200) break;
-        await sleep(100);
+        await sleep(100); // a poll's pace: a decision tried again until the freed space lets it through
       }
       assert.equal(recovered!.status, 200, `recovered after freeing space: ${recovered!.text}`);
       let snap = await assertLedgerVerifies(s.url, [cp0]);

@@ -17,6 +17,7 @@ import { verifyPayload } from '../../src/ledger/signing.js';
 import { openStoreDbs } from '../../src/store/layout.js';
 import { REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { assertLedgerVerifies, readBody, req, snapshotLedger, writVerify } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const T = TEST_TOKENS;
 /** The store matrix (kill.postgres.test.ts): every test here edits or repairs the LMDB files directly. */
@@ -40,10 +41,10 @@ async function populated(n: number) {
   }
   // The auditor holds a checkpoint covering every decision before the store is stopped.
   let snap = await snapshotLedger(s.url);
-  for (let i = 0; i < 100 && snap.checkpoint.size <= decisions.at(-1)!.seq; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    snap = await snapshotLedger(s.url);
-  }
+  await waitFor(async () => {
+    if (snap.checkpoint.size <= decisions.at(-1)!.seq) snap = await snapshotLedger(s.url);
+    return snap.checkpoint.size > decisions.at(-1)!.seq;
+  }, 5_000);
   assert.ok(snap.checkpoint.size > decisions.at(-1)!.seq, 'a checkpoint covers every decision');
   assert.equal(await s.stop({ keepData: true }), 0);
   return { base, dataDir, decisions, snap };

@@ -94,7 +94,7 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
 
   /** Waits for a live server newer than generation `gen` (or the same one if it was never killed). */
   const liveServer = async (gen: number) => {
-    while (!(ctl.up && ctl.gen >= gen)) await sleep(20);
+    while (!(ctl.up && ctl.gen >= gen)) await sleep(20); // a poll's pace
     return ctl.server.url;
   };
 
@@ -177,7 +177,7 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
             k.state = g.body.state;
           } else {
             anomalies.push(`${id}: GET answered ${g.status} ${g.text.slice(0, 200)}`);
-            await sleep(50);
+            await sleep(50); // a retry's pace
             continue;
           }
           break;
@@ -188,7 +188,8 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
 
   const controller = async () => {
     // Each life of the server carries real load before it dies, however slow the machine: a seeded
-    // random delay, and at least MIN_ACKS acknowledged records since the restart (bounded wait).
+    // random delay, and at least MIN_ACKS acknowledged records since the restart (bounded wait). The random
+    // delays here are the scenario (where in its work a kill lands), not waits for something to happen.
     const loaded = async () => {
       const mark = acks.length;
       const since = Date.now();

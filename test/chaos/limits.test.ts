@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
-import { readBody, req, sleep } from './harness.js';
+import { readBody, req } from './harness.js';
 
 const T = TEST_TOKENS;
 
@@ -121,17 +121,20 @@ describe('limits', () => {
         const { host, port } = hostPort(s.url);
         if (i % 2 === 0) {
           // slowloris: an endless header section, one byte every 100 ms
-          sock.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nX-Slow: `);
+          await new Promise((r) => sock.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nX-Slow: `, r));
           timers.push(setInterval(() => sock.writable && sock.write('a'), 100));
         } else {
           // slow body: complete headers, a body that never finishes
-          sock.write(
-            `POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nAuthorization: Bearer ${T.pep}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+          await new Promise((r) =>
+            sock.write(
+              `POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nAuthorization: Bearer ${T.pep}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+              r,
+            ),
           );
           timers.push(setInterval(() => sock.writable && sock.write(' '), 100));
         }
       }
-      await sleep(300);
+      // Every slow client is connected and its first bytes are out (each write above waited for its flush).
       const statuses = await decisionsComplete(s.url, 40, 4, 'slowloris');
       assert.deepEqual([...new Set(statuses)], [200], 'other clients are served while slow clients dribble');
       const audit = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });

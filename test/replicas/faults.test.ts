@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { call, REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import pgLib from 'pg';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const { Client } = pgLib;
 import { lineCount, newDeployment, readBody, startReplicas, verifiedExport } from './helpers.js';
@@ -29,6 +30,8 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
   const others: Array<{ status: number; code?: string; message?: string; error?: string }> = [];
   let stopped = false;
   let n = 0;
+  /** Requests each worker has had answered (or failed). */
+  const answered = Array.from({ length: workers }, () => 0);
   const run = async (w: number) => {
     // Each worker takes the servers in turn by its own count. Picking by the shared count (n + w) could
     // lock every worker onto one server: workers that all fail fast and wake in order each see n + w of
@@ -48,8 +51,10 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
       } catch (e) {
         // The connection died with the process: not acknowledged. (Which server and why, for a failure's message.)
         others.push({ status: 0, error: `${s.url}: ${(e as Error).message}` });
+        // A retry's pace, so a dead server is not hammered; nothing waits on it.
         await new Promise((r) => setTimeout(r, 20));
       }
+      answered[w]!++;
     }
   };
   const done = Promise.all(Array.from({ length: workers }, (_, w) => run(w)));
@@ -57,6 +62,7 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
   return {
     acks,
     others,
+    answered,
     stop: async () => {
       stopped = true;
       await done;
@@ -64,13 +70,14 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
   };
 }
 
-async function until(cond: () => Promise<boolean>, ms: number, what: () => string = () => ''): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`condition not met in time ${what()}`);
+/** Waits for `cond` (a failing probe counts as not yet). */
+function until(cond: () => Promise<boolean>, ms: number, what: () => string = () => ''): Promise<void> {
+  return waitUntil(
+    () => cond().catch(() => false),
+    () => `the condition ${what()}`,
+    ms,
+    100,
+  );
 }
 
 /** pg_stat_activity and ungranted locks, for a failure's message. */
@@ -172,10 +179,19 @@ describe('replica faults on one PostgreSQL', () => {
         90_000,
         () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]),
       );
-      // While it is down nothing is acknowledged and readiness says so.
-      await new Promise((r) => setTimeout(r, 500));
+      // While it is down nothing is acknowledged and readiness says so. Once every worker has been answered
+      // again, no request sent before the stop is still in flight; after one more round each, none was acked.
+      const everyWorkerAnswered = async (what: string) => {
+        const from = [...l.answered];
+        await until(
+          async () => l.answered.every((n, w) => n > from[w]!),
+          90_000,
+          () => what,
+        );
+      };
+      await everyWorkerAnswered('the requests in flight at the stop');
       const acksDown = l.acks.length;
-      await new Promise((r) => setTimeout(r, 1000));
+      await everyWorkerAnswered('a round of requests while down');
       assert.equal(l.acks.length, acksDown, 'no decision is acknowledged while the database is down');
       assert.ok(acksDown - acksAtStop <= 12, 'at most the commits in flight at the stop');
       for (const s of rs) assert.equal((await call(s, 'GET', '/readyz')).status, 503);
