@@ -97,8 +97,9 @@ export function bindCall(server: string, tool: string, admittedArgs: Json): Boun
 
 /**
  * Why a stored arguments text — a JCS text, as every member of a canonical ledger line is — is not the
- * canonical text of admitted arguments, or undefined when it is (`writ verify`, per decision). A binding recomputed over inadmissible arguments (`1e-7`, an unsafe
- * integer) would still match its own recomputation; admission again tells a forged call from a real one.
+ * canonical text of admitted arguments, or undefined when it is (`writ verify`, per decision). A binding
+ * recomputed over inadmissible arguments (`1e-7`, an unsafe integer) would still match its own
+ * recomputation; admission again tells a forged call from a real one.
  */
 export function storedArgumentsProblem(text: string): string | undefined {
   let admitted: Json;

@@ -73,7 +73,8 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
     o.onRetired ??
     ((keyId: string, ledgerKeyId: string) =>
       log.warn(
-        `writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with the new key file`,
+        `writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with ` +
+          `the new key file`,
       ));
   let chain: Promise<unknown> = Promise.resolve();
   let inFlight = 0;

@@ -139,7 +139,8 @@ export function refuseLostLedger(dataDir: string, dataFile: string): void {
   if (size === 0) {
     throw new WritError(
       'STORE_CORRUPT',
-      `${dataDir} has a signing key but its ledger (${dataFile}) is ${existsSync(dataFile) ? 'empty' : 'missing'}: restore the store, or start on a fresh data dir`,
+      `${dataDir} has a signing key but its ledger (${dataFile}) is ${existsSync(dataFile) ? 'empty' : 'missing'}: restore the store, or start on a ` +
+        `fresh data dir`,
       {
         details: { seq: null },
       },
@@ -164,7 +165,8 @@ export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Prom
     if (latest.key_id !== key.key_id || latest.public_key !== key.public_key) {
       throw new WritError(
         'STORE_CORRUPT',
-        `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate with 'writ keys rotate'`,
+        `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate ` +
+          `with 'writ keys rotate'`,
         { details: { seq: null, key_id: key.key_id, ledger_key_id: latest.key_id } },
       );
     }

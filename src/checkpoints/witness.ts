@@ -113,8 +113,10 @@ export async function checkAgainstWitness(store: LedgerStore, dir: string): Prom
   if (repairs.some((r) => typeof r.last_good_seq === 'number' && r.last_good_seq < witnessed.seq)) return;
   const file = join(dir, WITNESS_FILE);
   const what = held
-    ? `holds a different record at seq ${witnessed.seq} (${held.hash}) than the checkpoint ${file} witnessed (${witnessed.hash}): it is not the ledger this deployment signed`
-    : `ends at seq ${size - 1} (${size} records), but ${file} holds a checkpoint at seq ${witnessed.seq} covering ${witnessed.size} records: the store is older than what this deployment already signed (restored from an older copy, or replaced)`;
+    ? `holds a different record at seq ${witnessed.seq} (${held.hash}) than the checkpoint ${file} witnessed (${witnessed.hash}): it is not the ledger ` +
+      `this deployment signed`
+    : `ends at seq ${size - 1} (${size} records), but ${file} holds a checkpoint at seq ${witnessed.seq} covering ${witnessed.size} records: the store is ` +
+      `older than what this deployment already signed (restored from an older copy, or replaced)`;
   throw new WritError(
     'WITNESS_MISMATCH',
     `the store at ${store.location} ${what}. Restore the store's latest copy; to start on this store anyway, move ${file} aside`,

@@ -66,7 +66,8 @@ function validate(dir: string, json: boolean): number {
   if (json) out(JSON.stringify(summary));
   else {
     out(
-      `ok: ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'}, ${bundle.seedEntities.length} entities, ${summary.schema ? 'schema validated (strict)' : 'no schema'}`,
+      `ok: ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'}, ${bundle.seedEntities.length} entities, ` +
+        `${summary.schema ? 'schema validated (strict)' : 'no schema'}`,
     );
     out(`policy_version ${bundle.policyVersion}`);
     out(`entities_version ${summary.entities_version}`);

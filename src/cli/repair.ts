@@ -49,8 +49,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`writ repair: ${dataDir}: all ${report.records} records are good; rebuilt the Merkle nodes and indexes\n`);
     } else {
       process.stderr.write(
-        `writ repair: ${dataDir}: ${report.problem} at seq ${report.dropped_from_seq}; last good record is seq ${report.last_good_seq} (${report.last_good_hash})\n` +
-          `writ repair: dropped ${report.dropped_records} record(s) from seq ${report.dropped_from_seq} out of the live store (saved in ${report.dropped_file})\n` +
+        `writ repair: ${dataDir}: ${report.problem} at seq ${report.dropped_from_seq}; ` +
+          `last good record is seq ${report.last_good_seq} (${report.last_good_hash})\n` +
+          `writ repair: dropped ${report.dropped_records} record(s) from seq ${report.dropped_from_seq} ` +
+          `out of the live store (saved in ${report.dropped_file})\n` +
           `writ repair: appended chain_break record seq ${report.chain_break!.seq}; the store serves again\n`,
       );
     }

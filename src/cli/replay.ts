@@ -289,7 +289,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (inexactEntities > 0) {
       process.stderr.write(
-        `writ policy replay: warning: ${inexactEntities} decisions (first at seq ${firstInexactSeq}) name an entities_version the export's entity records do not reach; they were replayed against the entities as last rebuilt\n`,
+        `writ policy replay: warning: ${inexactEntities} decisions (first at seq ${firstInexactSeq}) name an entities_version the export's entity ` +
+          `records do not reach; they were replayed against the entities as last rebuilt\n`,
       );
     }
     await emit(json ? `${JSON.stringify({ replayed, changed })}\n` : `${summaryLine(replayed, changed)}\n`);

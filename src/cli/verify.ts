@@ -141,7 +141,9 @@ function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | un
   return {
     ok: true,
     tree: { size: checkpoint.size, root: `sha256:${checkpoint.root.toString('hex')}` },
-    said: `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
+    said:
+      `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} ` +
+      `and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
   };
 }
 

@@ -237,7 +237,8 @@ export class EntityStore implements EntitySource {
       if (!isTableKey(longestKey)) {
         throw new WritError(
           'INVALID_REQUEST',
-          `the entity uid ${entity.uid.type}::"…" is too long to store: its key would take ${Buffer.byteLength(longestKey, 'utf8')} bytes of UTF-8, at most ${MAX_TABLE_KEY_BYTES}`,
+          `the entity uid ${entity.uid.type}::"…" is too long to store: its key would take ${Buffer.byteLength(longestKey, 'utf8')} bytes of UTF-8, at ` +
+            `most ${MAX_TABLE_KEY_BYTES}`,
         );
       }
     }

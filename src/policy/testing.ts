@@ -371,5 +371,8 @@ export function caseLine(result: CaseResult): string {
   if (result.problem !== undefined) return `FAIL ${result.name}: ${result.problem}`;
   const got = result.got!;
   const errors = got.errors.length > 0 ? ` errors: ${got.errors.map((e) => (e.policy ? `${e.policy}: ` : '') + e.message).join('; ')}` : '';
-  return `FAIL ${result.name}: expected ${describeOutcome(result.expected.decision, result.expected.reasons)} got ${describeOutcome(got.decision, got.reasons)}${errors}`;
+  return (
+    `FAIL ${result.name}: expected ${describeOutcome(result.expected.decision, result.expected.reasons)} got ` +
+    `${describeOutcome(got.decision, got.reasons)}${errors}`
+  );
 }

@@ -162,7 +162,8 @@ export function buildOpenApi(): Obj {
         tags: ['decisions'],
         summary: 'Ask for a decision on one tool call (propose or execute)',
         description:
-          'Evaluates the policies over the typed envelope and the admitted arguments, reserves or advances the execution, and answers only after the ledger record is durable. `envelope.actor` must equal the actor bound to the token.',
+          'Evaluates the policies over the typed envelope and the admitted arguments, reserves or advances the execution, and answers only after the ' +
+          'ledger record is durable. `envelope.actor` must equal the actor bound to the token.',
         roles: ['pep'],
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
@@ -187,7 +188,11 @@ export function buildOpenApi(): Obj {
         tags: ['authzen'],
         summary: 'AuthZEN Authorization API 1.0: one access evaluation',
         description:
-          'Cedar request: principal = <subject.type>::"<subject.id>", action = Action::"<action.name>", resource = <resource.type>::"<resource.id>", context = the admitted `context` with `action.properties` under `context.action`; `properties` are per-request attributes under the stored ones (stored wins). `decision` is true only for allow; approval_required is false with `context.obligations`. Each evaluation is a ledger record (kind `decision`, `api: "authzen"`), durable before the answer. A pep token may ask only about its own actor as subject (403 ACTOR_MISMATCH).',
+          'Cedar request: principal = <subject.type>::"<subject.id>", action = Action::"<action.name>", resource = <resource.type>::"<resource.id>", ' +
+          'context = the admitted `context` with `action.properties` under `context.action`; `properties` are per-request attributes under the stored ' +
+          'ones (stored wins). `decision` is true only for allow; approval_required is false with `context.obligations`. Each evaluation is a ledger ' +
+          'record (kind `decision`, `api: "authzen"`), durable before the answer. A pep token may ask only about its own actor as subject (403 ' +
+          'ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationRequest',
         ok: { status: 200, description: 'The decision.', content: json(ref('AuthzenEvaluationResponse')) },
@@ -200,7 +205,11 @@ export function buildOpenApi(): Obj {
         tags: ['authzen'],
         summary: 'AuthZEN Authorization API 1.0: a batch of access evaluations',
         description:
-          'Top-level subject/action/resource/context are defaults for each item (an item member replaces the default). `options.evaluations_semantic`: execute_all (default), deny_on_first_deny, permit_on_first_permit (evaluation stops after the deciding item; skipped items are neither evaluated nor recorded). Without `evaluations` (or with an empty array) the answer is that of /access/v1/evaluation. A malformed item fails the whole batch (400, `path` into the item, e.g. /evaluations/1/resource/id); a pep token asking about another subject in any item fails it with 403. All records of a batch are written in one durable commit.',
+          'Top-level subject/action/resource/context are defaults for each item (an item member replaces the default). `options.evaluations_semantic`: ' +
+          'execute_all (default), deny_on_first_deny, permit_on_first_permit (evaluation stops after the deciding item; skipped items are neither ' +
+          'evaluated nor recorded). Without `evaluations` (or with an empty array) the answer is that of /access/v1/evaluation. A malformed item fails ' +
+          'the whole batch (400, `path` into the item, e.g. /evaluations/1/resource/id); a pep token asking about another subject in any item fails it ' +
+          'with 403. All records of a batch are written in one durable commit.',
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationsRequest',
         ok: {
@@ -217,7 +226,9 @@ export function buildOpenApi(): Obj {
         tags: ['authzen'],
         summary: 'AuthZEN search: the subjects for which the evaluation would be true',
         description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
@@ -240,7 +251,9 @@ export function buildOpenApi(): Obj {
         tags: ['authzen'],
         summary: 'AuthZEN search: the resources for which the evaluation would be true',
         description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
@@ -263,7 +276,9 @@ export function buildOpenApi(): Obj {
         tags: ['authzen'],
         summary: 'AuthZEN search: the actions for which the evaluation would be true',
         description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
@@ -296,7 +311,8 @@ export function buildOpenApi(): Obj {
         tags: ['executions'],
         summary: 'Read an execution, its approvals and its ledger records',
         description:
-          'A pep reads its own executions; an auditor names the actor with `?actor=`; so does an approver, for an execution one of whose decisions required approval by a group it is in (any other: 404).',
+          'A pep reads its own executions; an auditor names the actor with `?actor=`; so does an approver, for an execution one of whose decisions ' +
+          'required approval by a group it is in (any other: 404).',
         roles: ['pep', 'auditor', 'approver'],
         parameters: [EXECUTION_ID, ACTOR_QUERY(false, 'Required for auditor; a pep reads its own actor.')],
         ok: { status: 200, description: 'The execution.', content: json(ref('Execution')) },
@@ -322,7 +338,8 @@ export function buildOpenApi(): Obj {
         tags: ['executions'],
         summary: 'Resolve an execution whose outcome is unknown',
         description:
-          'From `unknown`, or from `invoking` once it has been invoking for `stuck_after_s` (else 409); moves it to `reconciled` with resolution committed or absent.',
+          'From `unknown`, or from `invoking` once it has been invoking for `stuck_after_s` (else 409); moves it to `reconciled` with resolution ' +
+          'committed or absent.',
         roles: ['reconciler'],
         parameters: [EXECUTION_ID, ACTOR_QUERY(true, 'Required.')],
         body: 'ReconcileRequest',
@@ -336,7 +353,9 @@ export function buildOpenApi(): Obj {
         tags: ['decisions'],
         summary: "Which of a server's tools this actor could be allowed (or need approval) to call for this requester and subject",
         description:
-          'For tool lists (docs/protocol.md §15). A tool is left out only when the policies in force deny every call of it whatever its arguments and the rest of the context (Cedar partial evaluation). Nothing is ledgered; a call of a left-out tool is still decided as any call. A pep token may ask only for its own actor (403 ACTOR_MISMATCH).',
+          'For tool lists (docs/protocol.md §15). A tool is left out only when the policies in force deny every call of it whatever its arguments and ' +
+          'the rest of the context (Cedar partial evaluation). Nothing is ledgered; a call of a left-out tool is still decided as any call. A pep token ' +
+          'may ask only for its own actor (403 ACTOR_MISMATCH).',
         roles: ['pep'],
         body: 'ToolsVisibleRequest',
         ok: {
@@ -538,7 +557,8 @@ export function buildOpenApi(): Obj {
         tags: ['ledger'],
         summary: 'RFC 9162 inclusion proof of record `seq` in the tree of `size` records',
         description:
-          'With `format=tlog-proof` (docs/protocol.md §16) the answer is a C2SP tlog-proof (text/plain) against the latest checkpoint note, and `size` is not given.',
+          'With `format=tlog-proof` (docs/protocol.md §16) the answer is a C2SP tlog-proof (text/plain) against the latest checkpoint note, and `size` ' +
+          'is not given.',
         roles: ['auditor'],
         parameters: [
           queryParam('seq', SEQ_SCHEMA, 'The record.', true),
@@ -569,7 +589,8 @@ export function buildOpenApi(): Obj {
         tags: ['ledger'],
         summary: 'The latest checkpoint as a C2SP signed note, with its witness cosignatures',
         description:
-          'docs/protocol.md §16: origin (`log_origin`), size and base64 root of the latest checkpoint record, signed by the key in force (key name = origin), then one line per witness cosignature held.',
+          'docs/protocol.md §16: origin (`log_origin`), size and base64 root of the latest checkpoint record, signed by the key in force (key name = ' +
+          'origin), then one line per witness cosignature held.',
         roles: null,
         ok: { status: 200, description: 'The signed note (C2SP tlog-checkpoint).', content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } } },
         codes: ['NOT_FOUND', 'STORE_UNAVAILABLE'],
@@ -581,7 +602,8 @@ export function buildOpenApi(): Obj {
         tags: ['ledger'],
         summary: 'A C2SP tlog-tiles tile or entry bundle (immutable)',
         description:
-          'docs/protocol.md §16: `{tile}` is `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` and spans several path segments (N as x001/x234/067). No authentication when `public_tiles` is true.',
+          'docs/protocol.md §16: `{tile}` is `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` and spans several path segments (N as x001/x234/067). No ' +
+          'authentication when `public_tiles` is true.',
         roles: ['auditor'],
         parameters: [pathParam('tile', { type: 'string', examples: ['0/x001/234', 'entries/000.p/17'] }, 'The tile path after /ledger/tile/.')],
         ok: {
@@ -652,7 +674,8 @@ export function buildOpenApi(): Obj {
       version: '1',
       summary: 'Policy-as-code authorization sidecar for MCP servers, on Cedar, with a verifiable ledger.',
       description:
-        'Every error is `{"error": {"code", "message", "path"?}}`. Bodies are JSON (application/json), at most 1 MiB. Roles are bound to bearer tokens and are disjoint: each route names the roles it admits in `x-writ-roles`.',
+        'Every error is `{"error": {"code", "message", "path"?}}`. Bodies are JSON (application/json), at most 1 MiB. Roles are bound to bearer tokens ' +
+        'and are disjoint: each route names the roles it admits in `x-writ-roles`.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',

@@ -404,7 +404,8 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
         : h(
             'p',
             { class: 'error', role: 'alert' },
-            `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here (${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`,
+            `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here ` +
+              `(${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`,
           );
     const partial = naming.more ? h('p', { class: 'hint' }, `The first ${records.length} records naming this execution are shown.`) : [];
     const facts = view
