@@ -19,22 +19,67 @@ import { benchPolicyDir } from './bench-policies.mjs';
 import { procCpuSeconds } from './proc.mjs';
 const [bin, writA, writB, pairsS, connsS, durS, workload = 'repeated'] = process.argv.slice(2);
 const actor = { type: 'Agent', id: 'offboarding-agent-prod' };
-const env0 = { task_id: 'BENCH-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' }, actor, subject: { type: 'Employee', id: '7721' } };
+const env0 = {
+  task_id: 'BENCH-1',
+  purpose: 'scheduled_employee_offboarding',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor,
+  subject: { type: 'Employee', id: '7721' },
+};
 async function one(label, writBin, conns) {
   const extra = { ...JSON.parse(process.env.AB_EXTRA_CONFIG ?? '{}'), ...JSON.parse(process.env[`AB_EXTRA_CONFIG_${label}`] ?? '{}') };
   const dir = mkdtempSync(join(tmpdir(), 'ab-'));
-  writeFileSync(join(dir, 'c.json'), JSON.stringify({ listen: '127.0.0.1:8798', policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'), tokens: [{ token: 'tok', role: 'pep', actor }], ...extra }));
-  const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...JSON.parse(process.env[`AB_ENV_${label}`] ?? '{}') } });
-  for (;;) { try { if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 100)); }
+  writeFileSync(
+    join(dir, 'c.json'),
+    JSON.stringify({
+      listen: '127.0.0.1:8798',
+      policy_dir: benchPolicyDir(dir),
+      data_dir: join(dir, 'data'),
+      tokens: [{ token: 'tok', role: 'pep', actor }],
+      ...extra,
+    }),
+  );
+  const child = spawn(bin, [writBin, 'serve', '--config', join(dir, 'c.json')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...JSON.parse(process.env[`AB_ENV_${label}`] ?? '{}') },
+  });
+  for (;;) {
+    try {
+      if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
   renice(child.pid, JSON.parse(process.env[`AB_RENICE_${label}`] ?? '{}'));
   let i = 0;
-  const run = (d) => autocannon({ url: 'http://127.0.0.1:8798/v1/decisions', connections: conns, duration: d, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer tok' },
-    requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ execution_id: `r-${String(i++).padStart(8, '0')}`, phase: 'execute', envelope: workload === 'distinct' ? { ...env0, task_id: `T-${i}` } : env0, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) }) }] });
+  const run = (d) =>
+    autocannon({
+      url: 'http://127.0.0.1:8798/v1/decisions',
+      connections: conns,
+      duration: d,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer tok' },
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({
+              execution_id: `r-${String(i++).padStart(8, '0')}`,
+              phase: 'execute',
+              envelope: workload === 'distinct' ? { ...env0, task_id: `T-${i}` } : env0,
+              action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+            }),
+          }),
+        },
+      ],
+    });
   await run(2);
   const c0 = procCpuSeconds(child.pid);
   const r = await run(Number(durS));
   const c1 = procCpuSeconds(child.pid);
-  child.kill('SIGTERM'); await new Promise((res) => child.on('exit', res)); rmSync(dir, { recursive: true, force: true });
+  child.kill('SIGTERM');
+  await new Promise((res) => child.on('exit', res));
+  rmSync(dir, { recursive: true, force: true });
   const rps = r.requests.average;
   return { label, rps, p50: r.latency.p50, p99: r.latency.p99, cpuMs: ((c1 - c0) * 1000) / (rps * Number(durS)), non2xx: r.non2xx + r.errors };
 }
@@ -48,12 +93,26 @@ function renice(pid, byName) {
 }
 const res = { A: [], B: [] };
 for (let p = 0; p < Number(pairsS); p++) {
-  for (const [k, w] of p % 2 ? [['B', writB], ['A', writA]] : [['A', writA], ['B', writB]]) {
+  for (const [k, w] of p % 2
+    ? [
+        ['B', writB],
+        ['A', writA],
+      ]
+    : [
+        ['A', writA],
+        ['B', writB],
+      ]) {
     const m = await one(k, w, Number(connsS));
     res[k].push(m);
     console.log(`${k} ${Math.round(m.rps)} req/s p50 ${m.p50} p99 ${m.p99} cpu ${m.cpuMs.toFixed(3)} ms/ans non2xx ${m.non2xx}`);
   }
 }
-const med = (a) => { const s = [...a].sort((x, y) => x - y); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
-for (const k of ['A', 'B']) console.log(`${k} median ${Math.round(med(res[k].map((m) => m.rps)))} req/s, p50 ${med(res[k].map((m) => m.p50))}, cpu ${med(res[k].map((m) => m.cpuMs)).toFixed(3)}`);
+const med = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+for (const k of ['A', 'B'])
+  console.log(
+    `${k} median ${Math.round(med(res[k].map((m) => m.rps)))} req/s, p50 ${med(res[k].map((m) => m.p50))}, cpu ${med(res[k].map((m) => m.cpuMs)).toFixed(3)}`,
+  );
 console.log('B/A per pair', res.A.map((a, j) => (res.B[j].rps / a.rps).toFixed(2)).join(' '));

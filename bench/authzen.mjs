@@ -50,7 +50,7 @@ mkdirSync(join(here, 'tmp'), { recursive: true });
 const rawFile = join(here, 'tmp', 'authzen-raw.jsonl');
 writeFileSync(rawFile, '');
 const results = [];
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const startedAt = new Date().toISOString();
 
@@ -119,30 +119,44 @@ async function load({ url, headers, body, connections, duration, pid, perRequest
 function record(target, mode, connections, m) {
   const line = { target, mode, connections, started_at: startedAt, ...m };
   results.push(line);
-  appendFileSync(rawFile, JSON.stringify(line) + '\n');
-  log(`  => ${target} ${mode} c=${connections}: ${m.evaluations_per_s.toFixed(0)} evaluations/s (${m.req_per_s.toFixed(0)} req/s), p50 ${m.p50_ms?.toFixed?.(2)} ms, p99 ${m.p99_ms?.toFixed?.(2)} ms` +
-    (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''));
+  appendFileSync(rawFile, `${JSON.stringify(line)}\n`);
+  log(
+    `  => ${target} ${mode} c=${connections}: ${m.evaluations_per_s.toFixed(0)} evaluations/s (${m.req_per_s.toFixed(0)} req/s), p50 ${m.p50_ms?.toFixed?.(2)} ms, p99 ${m.p99_ms?.toFixed?.(2)} ms` +
+      (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''),
+  );
 }
 
 // ── writ ──
 const MORTY = 'CiRmZDE2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs';
 const todo = (i, owner) => ({ type: 'todo', id: `todo-${i}`, properties: { ownerID: owner } });
 const singleBody = JSON.stringify({
-  subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: todo(0, 'morty@the-citadel.com'), context: {},
+  subject: { type: 'user', id: MORTY },
+  action: { name: 'can_update_todo' },
+  resource: todo(0, 'morty@the-citadel.com'),
+  context: {},
 });
 /** A question never asked before on every call (the resource's id changes), so no answer comes from the decision memo. */
-const distinctBody = (prefix) => (i) => JSON.stringify({
-  subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: todo(`${prefix}-${i}`, 'morty@the-citadel.com'), context: {},
-});
+const distinctBody = (prefix) => (i) =>
+  JSON.stringify({
+    subject: { type: 'user', id: MORTY },
+    action: { name: 'can_update_todo' },
+    resource: todo(`${prefix}-${i}`, 'morty@the-citadel.com'),
+    context: {},
+  });
 const batchBody = JSON.stringify({
-  subject: { type: 'user', id: MORTY }, action: { name: 'can_update_todo' }, resource: {}, context: {},
+  subject: { type: 'user', id: MORTY },
+  action: { name: 'can_update_todo' },
+  resource: {},
+  context: {},
   evaluations: Array.from({ length: BATCH }, (_, i) => ({ resource: todo(i, i % 2 ? 'rick@the-citadel.com' : 'morty@the-citadel.com') })),
 });
 
 async function runWrit() {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-authzen-'));
   const config = {
-    listen: '127.0.0.1:0', policy_dir: join(root, 'examples', 'authzen-todo'), data_dir: join(dir, 'data'),
+    listen: '127.0.0.1:0',
+    policy_dir: join(root, 'examples', 'authzen-todo'),
+    data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'evaluator' }],
     ...(a['http-threads'] === undefined ? {} : { http_threads: Number(a['http-threads']) }),
   };
@@ -164,7 +178,8 @@ async function runWrit() {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
     const check = await (await fetch(`${url}/access/v1/evaluations`, { method: 'POST', headers, body: batchBody })).json();
     const expected = Array.from({ length: BATCH }, (_, i) => i % 2 === 0);
-    if (JSON.stringify(check.evaluations.map((e) => e.decision)) !== JSON.stringify(expected)) throw new Error(`unexpected writ answer ${JSON.stringify(check)}`);
+    if (JSON.stringify(check.evaluations.map((e) => e.decision)) !== JSON.stringify(expected))
+      throw new Error(`unexpected writ answer ${JSON.stringify(check)}`);
     for (const c of CONNS) {
       const modes = [
         ['single', '/access/v1/evaluation', singleBody, 1],
@@ -209,9 +224,16 @@ async function runCerbosPeerSingle() {
     const j = JSON.parse(line);
     if (j.kind !== 'load') continue;
     record('cerbos', `single, ${j.config}`, j.connections, {
-      req_per_s: j.req_per_s_mean, evaluations_per_s: j.req_per_s_mean, p50_ms: j.latency_ms_p50, p99_ms: j.latency_ms_p99,
-      non2xx: j.non2xx, errors: j.errors, timeouts: j.timeouts, server_cpu_cores: j.server_cpu_cores,
-      server_cpu_ms_per_evaluation: j.req_per_server_cpu_s ? 1000 / j.req_per_server_cpu_s : null, wall_s: j.measured_s,
+      req_per_s: j.req_per_s_mean,
+      evaluations_per_s: j.req_per_s_mean,
+      p50_ms: j.latency_ms_p50,
+      p99_ms: j.latency_ms_p99,
+      non2xx: j.non2xx,
+      errors: j.errors,
+      timeouts: j.timeouts,
+      server_cpu_cores: j.server_cpu_cores,
+      server_cpu_ms_per_evaluation: j.req_per_server_cpu_s ? 1000 / j.req_per_server_cpu_s : null,
+      wall_s: j.measured_s,
     });
   }
 }
@@ -224,7 +246,8 @@ async function runCerbosBatched() {
   }
   const tmp = mkdtempSync(join(tmpdir(), 'writ-bench-cerbos-'));
   const child = spawn(found.bin, ['server', `--config=${join(found.base, 'config', 'cerbos-audit-on.yaml')}`, '--debug-listen-addr=127.0.0.1:3594'], {
-    cwd: found.base, stdio: ['ignore', 'ignore', 'ignore'],
+    cwd: found.base,
+    stdio: ['ignore', 'ignore', 'ignore'],
     env: { ...process.env, POLICY_DIR: join(found.base, 'policies'), BENCH_TMP: tmp, CERBOS_NO_TELEMETRY: '1' },
   });
   try {
@@ -233,13 +256,17 @@ async function runCerbosBatched() {
     const one = allow.resources[0];
     const body = JSON.stringify({
       ...allow,
-      resources: Array.from({ length: BATCH }, (_, i) => ({ ...one, resource: { ...one.resource, id: `emp-${i}`, attr: { ...one.resource.attr, legal_hold: i % 2 === 1 } } })),
+      resources: Array.from({ length: BATCH }, (_, i) => ({
+        ...one,
+        resource: { ...one.resource, id: `emp-${i}`, attr: { ...one.resource.attr, legal_hold: i % 2 === 1 } },
+      })),
     });
     const url = 'http://127.0.0.1:3592/api/check/resources';
     const headers = { 'content-type': 'application/json' };
     const check = await (await fetch(url, { method: 'POST', headers, body })).json();
     const effects = check.results.map((r) => r.actions['idp/disable_sign_in']);
-    if (effects.length !== BATCH || effects[0] !== 'EFFECT_ALLOW' || effects[1] !== 'EFFECT_DENY') throw new Error(`unexpected cerbos answer ${JSON.stringify(effects)}`);
+    if (effects.length !== BATCH || effects[0] !== 'EFFECT_ALLOW' || effects[1] !== 'EFFECT_DENY')
+      throw new Error(`unexpected cerbos answer ${JSON.stringify(effects)}`);
     for (const c of CONNS) {
       const mode = `batched (${BATCH} resources per request), audit-on`;
       log(`cerbos ${mode}, ${c} connections`);
@@ -264,8 +291,10 @@ if (!a['no-cerbos'] && existsSync(join(PEER, 'run.sh'))) {
 }
 
 if (!a['no-write']) {
-  const rows = results.map((r) =>
-    `| ${r.target} | ${r.mode} | ${r.connections} | ${Math.round(r.evaluations_per_s)} | ${Math.round(r.req_per_s)} | ${r.p50_ms?.toFixed?.(2) ?? '–'} | ${r.p99_ms?.toFixed?.(2) ?? '–'} | ${r.server_cpu_cores?.toFixed?.(2) ?? '–'} | ${r.server_cpu_ms_per_evaluation?.toFixed?.(3) ?? '–'} |`);
+  const rows = results.map(
+    (r) =>
+      `| ${r.target} | ${r.mode} | ${r.connections} | ${Math.round(r.evaluations_per_s)} | ${Math.round(r.req_per_s)} | ${r.p50_ms?.toFixed?.(2) ?? '–'} | ${r.p99_ms?.toFixed?.(2) ?? '–'} | ${r.server_cpu_cores?.toFixed?.(2) ?? '–'} | ${r.server_cpu_ms_per_evaluation?.toFixed?.(3) ?? '–'} |`,
+  );
   const md = `# AuthZEN evaluations/s (bench/authzen.mjs)
 
 Run ${startedAt} on ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, writ on Node ${execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim()} (bench on ${process.version}), load average at start ${load0.toFixed(2)}
@@ -281,7 +310,13 @@ CheckResources request); batched = one CheckResources request with ${BATCH} reso
 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 
-Reproduce: \`npm run build && node bench/authzen.mjs${a['node-bin'] === process.execPath ? '' : ' --node-bin /path/to/node' + execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' }).trim().replace(/^v(\d+).*/, '$1')}\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
+Reproduce: \`npm run build && node bench/authzen.mjs${
+    a['node-bin'] === process.execPath
+      ? ''
+      : ` --node-bin /path/to/node${execFileSync(a['node-bin'], ['--version'], { encoding: 'utf8' })
+          .trim()
+          .replace(/^v(\d+).*/, '$1')}`
+  }\` (\`--no-cerbos\` without the peer). Raw lines: \`bench/tmp/authzen-raw.jsonl\`.
 `;
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'authzen.md'), md);

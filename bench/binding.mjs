@@ -92,9 +92,11 @@ const lines = [
   '',
   '| input | bytes | baseline µs/op | writ µs/op | **ratio writ / baseline** | writ p50 µs | writ p99 µs | lossless-json parse only µs/op (ratio) |',
   '|---|---:|---:|---:|---:|---:|---:|---:|',
-  ...rows.map((r) =>
-    `| ${r.label} | ${r.bytes} | ${fmt(r.baseline.median)} | ${fmt(r.writ.median)} | **${(r.writ.median / r.baseline.median).toFixed(2)}×** | ` +
-    `${fmt(r.writ.p50)} | ${fmt(r.writ.p99)} | ${fmt(r.lossless.median)} (${(r.lossless.median / r.baseline.median).toFixed(2)}×) |`),
+  ...rows.map(
+    (r) =>
+      `| ${r.label} | ${r.bytes} | ${fmt(r.baseline.median)} | ${fmt(r.writ.median)} | **${(r.writ.median / r.baseline.median).toFixed(2)}×** | ` +
+      `${fmt(r.writ.p50)} | ${fmt(r.writ.p99)} | ${fmt(r.lossless.median)} (${(r.lossless.median / r.baseline.median).toFixed(2)}×) |`,
+  ),
   '',
 ];
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });

@@ -32,7 +32,7 @@ function policyDirWith(total) {
         `when { context has execute_after && context.arguments has employee_id && resource.status == "active" };`,
     );
   }
-  writeFileSync(join(dir, 'filler.cedar'), lines.join('\n') + '\n');
+  writeFileSync(join(dir, 'filler.cedar'), `${lines.join('\n')}\n`);
   return dir;
 }
 
@@ -54,7 +54,7 @@ function storyInput(entities) {
       supersedes: null,
     },
     phase: 'execute',
-    binding: 'writ-bind/1:sha256:' + 'ab'.repeat(32),
+    binding: `writ-bind/1:sha256:${'ab'.repeat(32)}`,
     cedarArguments: { employee_id: '7721' },
     now: new Date('2026-08-24T10:05:00Z'),
     approvals: [
@@ -111,7 +111,9 @@ function benchSize(total) {
     const narrowSet = `bench-baseline-narrow-${total}`;
     const keptPolicies = Object.fromEntries(plan.policyIds.map((id) => [id, bundle.policies[id]]));
     if (cedar.preparsePolicySet(narrowSet, { staticPolicies: keptPolicies }).type !== 'success') throw new Error('narrow preparse failed');
-    const narrowContext = plan.contextKeys ? Object.fromEntries(plan.contextKeys.filter((k) => k in call.context).map((k) => [k, call.context[k]])) : call.context;
+    const narrowContext = plan.contextKeys
+      ? Object.fromEntries(plan.contextKeys.filter((k) => k in call.context).map((k) => [k, call.context[k]]))
+      : call.context;
     const keep = plan.entityAttributes ? new Set(plan.entityAttributes) : undefined;
     const narrowEntities = keep
       ? call.entities.map((e) => ({ uid: e.uid, parents: e.parents, attrs: Object.fromEntries(Object.entries(e.attrs).filter(([k]) => keep.has(k))) }))
@@ -132,11 +134,23 @@ function benchSize(total) {
       rounds.approvalRequired.push(measure(() => engine.decide(proposeInput)));
     }
     const summary = (rs) => ({ mean: median(rs.map((x) => x.meanUs)), p50: median(rs.map((x) => x.p50)), p99: median(rs.map((x) => x.p99)) });
-    const s = { bare: summary(rounds.bare), bareNarrow: summary(rounds.bareNarrow), decide: summary(rounds.decide), approvalRequired: summary(rounds.approvalRequired) };
+    const s = {
+      bare: summary(rounds.bare),
+      bareNarrow: summary(rounds.bareNarrow),
+      decide: summary(rounds.decide),
+      approvalRequired: summary(rounds.approvalRequired),
+    };
     return {
-      total: bundle.ids.length, kept: plan.policyIds.length, contextKeys: Object.keys(narrowContext).length, fullContextKeys: Object.keys(call.context).length, ...s,
-      ratio: s.decide.mean / s.bare.mean, ratioP50: s.decide.p50 / s.bare.p50, ratioRequired: s.approvalRequired.mean / s.bare.mean,
-      ratioNarrow: s.decide.mean / s.bareNarrow.mean, ratioNarrowP50: s.decide.p50 / s.bareNarrow.p50,
+      total: bundle.ids.length,
+      kept: plan.policyIds.length,
+      contextKeys: Object.keys(narrowContext).length,
+      fullContextKeys: Object.keys(call.context).length,
+      ...s,
+      ratio: s.decide.mean / s.bare.mean,
+      ratioP50: s.decide.p50 / s.bare.p50,
+      ratioRequired: s.approvalRequired.mean / s.bare.mean,
+      ratioNarrow: s.decide.mean / s.bareNarrow.mean,
+      ratioNarrowP50: s.decide.p50 / s.bareNarrow.p50,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -37,31 +37,47 @@ const LEVELS = a.hostile.split(/[ ,]+/).filter(Boolean).map(Number);
 const CONNS = Number(a.connections);
 const VICTIM = 'bench-fair-victim-0123456789';
 const HOSTILE = 'bench-fair-hostile-0123456789';
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const startedAt = new Date().toISOString();
 const load = loadavg()[0].toFixed(1);
 
 const envelope = (actorId, task) => ({
-  task_id: task, purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' },
-  actor: { type: 'Agent', id: actorId }, subject: { type: 'Employee', id: '7721' }, evidence_refs: [], supersedes: null,
+  task_id: task,
+  purpose: 'scheduled_employee_offboarding',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor: { type: 'Agent', id: actorId },
+  subject: { type: 'Employee', id: '7721' },
+  evidence_refs: [],
+  supersedes: null,
 });
-const victimBody = (id) => JSON.stringify({ execution_id: id, phase: 'propose', envelope: envelope('victim-agent', 'V-1'), action: { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721' } } });
+const victimBody = (id) =>
+  JSON.stringify({
+    execution_id: id,
+    phase: 'propose',
+    envelope: envelope('victim-agent', 'V-1'),
+    action: { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721' } },
+  });
 const wideArguments = {};
 for (let i = 0; i < 96_000; i++) wideArguments[i.toString(36)] = 0;
 const wideArgsText = JSON.stringify(wideArguments);
-const hostileBody = (id) => `{"execution_id":"${id}","phase":"propose","envelope":${JSON.stringify(envelope('hostile-agent', 'H-1'))},"action":{"server":"idp","tool":"disable_sign_in","arguments":${wideArgsText}}}`;
+const hostileBody = (id) =>
+  `{"execution_id":"${id}","phase":"propose","envelope":${JSON.stringify(envelope('hostile-agent', 'H-1'))},"action":{"server":"idp","tool":"disable_sign_in","arguments":${wideArgsText}}}`;
 
 async function start(checkout) {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-fair-'));
   const config = {
-    listen: '127.0.0.1:0', policy_dir: join(checkout, 'policies'), data_dir: join(dir, 'data'),
+    listen: '127.0.0.1:0',
+    policy_dir: join(checkout, 'policies'),
+    data_dir: join(dir, 'data'),
     tokens: [
       { token: VICTIM, role: 'pep', actor: { type: 'Agent', id: 'victim-agent' } },
       { token: HOSTILE, role: 'pep', actor: { type: 'Agent', id: 'hostile-agent' } },
     ],
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  const child = spawn(process.execPath, [join(checkout, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(checkout, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise((resolveUrl, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
@@ -90,7 +106,12 @@ function hostileLoad(url, h, stopped, signal) {
   const loop = async () => {
     while (!stopped()) {
       try {
-        const r = await fetch(`${url}/v1/decisions`, { method: 'POST', signal, headers: { 'content-type': 'application/json', authorization: `Bearer ${HOSTILE}` }, body: hostileBody(`h-${n++}`) });
+        const r = await fetch(`${url}/v1/decisions`, {
+          method: 'POST',
+          signal,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${HOSTILE}` },
+          body: hostileBody(`h-${n++}`),
+        });
         await r.arrayBuffer();
         statuses[r.status] = (statuses[r.status] ?? 0) + 1;
         // A PEP told to come back later does (Retry-After), rather than at once.
@@ -106,7 +127,10 @@ function hostileLoad(url, h, stopped, signal) {
 async function victim(url, seconds, tag) {
   let i = 0;
   const result = await autocannon({
-    url: `${url}/v1/decisions`, connections: CONNS, duration: seconds, method: 'POST',
+    url: `${url}/v1/decisions`,
+    connections: CONNS,
+    duration: seconds,
+    method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${VICTIM}` },
     requests: [{ setupRequest: (req) => ({ ...req, body: victimBody(`${tag}-${i++}`) }) }],
   });
@@ -115,7 +139,10 @@ async function victim(url, seconds, tag) {
 
 const rows = [];
 for (const h of LEVELS) {
-  for (const [name, checkout] of [['before', resolve(a.before)], ['after', resolve(a.after)]]) {
+  for (const [name, checkout] of [
+    ['before', resolve(a.before)],
+    ['after', resolve(a.after)],
+  ]) {
     log(`${name}: ${h} hostile in flight, ${CONNS} victim connections, ${WARMUP}s warm-up + ${DURATION}s`);
     const server = await start(checkout);
     let stop = false;
@@ -127,7 +154,18 @@ for (const h of LEVELS) {
       stop = true;
       cut.abort();
       await hostile.done;
-      rows.push({ h, name, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, answered: r.requests.total, rps: r.requests.average, non2xx: r.non2xx, errors: r.errors + r.timeouts, hostile: hostile.statuses });
+      rows.push({
+        h,
+        name,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        max: r.latency.max,
+        answered: r.requests.total,
+        rps: r.requests.average,
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+        hostile: hostile.statuses,
+      });
       log(JSON.stringify(rows.at(-1)));
     } finally {
       stop = true;
@@ -136,11 +174,16 @@ for (const h of LEVELS) {
   }
 }
 
-const fmt = (s) => Object.entries(s).map(([k, v]) => `${k}: ${v}`).join(', ') || '—';
+const fmt = (s) =>
+  Object.entries(s)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ') || '—';
 const table = [
   '| hostile in flight | build | victim p50 ms | victim p99 ms | victim max ms | victim decisions answered (/s) | victim non-2xx or timed out | hostile answers by status |',
   '| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |',
-  ...rows.map((r) => `| ${r.h} | ${r.name} | ${r.p50} | ${r.p99} | ${r.max} | ${r.answered} (${r.rps.toFixed(0)}) | ${r.non2xx + r.errors} | ${fmt(r.hostile)} |`),
+  ...rows.map(
+    (r) => `| ${r.h} | ${r.name} | ${r.p50} | ${r.p99} | ${r.max} | ${r.answered} (${r.rps.toFixed(0)}) | ${r.non2xx + r.errors} | ${fmt(r.hostile)} |`,
+  ),
 ].join('\n');
 const md = `## Fair under hostile load (issue 49)
 

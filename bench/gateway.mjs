@@ -102,7 +102,7 @@ async function timed(client) {
   const t0 = process.hrtime.bigint();
   const r = await client.callTool({ name: 'echo', arguments: { text: 'bench' } });
   const dt = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.isError) throw new Error('call failed: ' + JSON.stringify(r));
+  if (r.isError) throw new Error(`call failed: ${JSON.stringify(r)}`);
   return dt;
 }
 
@@ -152,9 +152,11 @@ async function concurrent(make) {
   const clients = await Promise.all(Array.from({ length: CLIENTS }, make));
   for (const c of clients) await timed(c);
   const lat = [];
-  await Promise.all(clients.map(async (c) => {
-    for (let i = 0; i < PER_CLIENT; i++) lat.push(await timed(c));
-  }));
+  await Promise.all(
+    clients.map(async (c) => {
+      for (let i = 0; i < PER_CLIENT; i++) lat.push(await timed(c));
+    }),
+  );
   await Promise.all(clients.map((c) => c.close()));
   return lat;
 }
@@ -182,10 +184,13 @@ async function pdpPair(client, delegated) {
   const id = `bench-pdp-${Date.now()}-${++seq}`;
   const env = delegated ? envelope : { ...envelope, requester: { type: 'User', id: 'mcp-client' }, actor: { type: 'Agent', id: 'mcp-client' } };
   const t0 = performance.now();
-  const d = await client.decide({ execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } }, delegated ? { identityToken: token } : {});
+  const d = await client.decide(
+    { execution_id: id, phase: 'execute', envelope: env, action: { server: 'sdk1', tool: 'echo', arguments: { text: 'bench' } } },
+    delegated ? { identityToken: token } : {},
+  );
   const t1 = performance.now();
   const o = await client.outcome(id, { status: 'committed', confirmation: 'tool_reported' }, delegated ? token : undefined);
-  if (!d.ok || !o.ok) throw new Error('PDP refused: ' + JSON.stringify(d.ok ? o : d));
+  if (!d.ok || !o.ok) throw new Error(`PDP refused: ${JSON.stringify(d.ok ? o : d)}`);
   return [t1 - t0, performance.now() - t1];
 }
 const pdpD = [[], []];
@@ -194,7 +199,10 @@ for (let i = 0; i < CALLS; i++) {
   const a = await pdpPair(delegatedPep, true);
   const b = await pdpPair(plainPep, false);
   if (i < WARMUP) continue;
-  pdpD[0].push(a[0]); pdpD[1].push(a[1]); pdpP[0].push(b[0]); pdpP[1].push(b[1]);
+  pdpD[0].push(a[0]);
+  pdpD[1].push(a[1]);
+  pdpP[0].push(b[0]);
+  pdpP[1].push(b[1]);
 }
 
 // The disk's floor under the PDP's data dir, measured now: fdatasync of a 4 KiB page (LMDB's data

@@ -76,7 +76,11 @@ const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const CONNS = a.connections.split(/[ ,]+/).filter(Boolean).map(Number);
 const WORKLOADS = a.workloads.split(/[ ,]+/).filter(Boolean);
-const settingList = (v) => v.split(/[ ,]+/).filter(Boolean).map((x) => (x === 'default' ? x : Number(x)));
+const settingList = (v) =>
+  v
+    .split(/[ ,]+/)
+    .filter(Boolean)
+    .map((x) => (x === 'default' ? x : Number(x)));
 const HTTP_THREADS = settingList(a['http-threads']);
 const EVALUATOR_THREADS = settingList(a['evaluator-threads']);
 const MEMO_SIZES = a['memo-sizes'].split(/[ ,]+/).filter(Boolean).map(Number);
@@ -85,7 +89,8 @@ const nodeVersionOf = (bin) => execFileSync(bin, ['--version'], { encoding: 'utf
 const WRIT_CONFIGS = [];
 for (const bin of NODE_BINS) {
   const node = nodeVersionOf(bin);
-  for (const fronts of HTTP_THREADS) for (const evaluators of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, evaluators, memo });
+  for (const fronts of HTTP_THREADS)
+    for (const evaluators of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, evaluators, memo });
 }
 const writConfigLabel = ({ node, fronts, evaluators, memo }) =>
   `Node ${node}, ${fronts === 'default' && evaluators === 'default' ? 'default threads' : `http_threads ${fronts}, evaluator_threads ${evaluators}`}, memo ${memo === 0 ? 'off' : memo}`;
@@ -101,9 +106,14 @@ if (LOADGEN === 'wrk' && !wrkAvailable()) throw new Error('--loadgen wrk needs w
 mkdirSync(join(here, 'tmp'), { recursive: true });
 const rawFile = join(here, 'tmp', a.loadgen === 'wrk' ? 'http-wrk-raw.jsonl' : 'http-raw.jsonl');
 const RENDER_ONLY = a['render-only'];
-const results = RENDER_ONLY ? readFileSync(rawFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+const results = RENDER_ONLY
+  ? readFileSync(rawFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+  : [];
 if (!RENDER_ONLY) writeFileSync(rawFile, '');
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function pct(sorted, p) {
@@ -191,24 +201,31 @@ async function load({ url, headers, body, makeBody, connections, duration, pid }
 function record(target, config, connections, rep, m, workload = '') {
   const line = { target, config, workload, connections, rep, started_at: startedAt, load_at_start: load0, loadavg_1m: loadavg()[0], ...m };
   results.push(line);
-  appendFileSync(rawFile, JSON.stringify(line) + '\n');
-  log(`  => ${target} ${config} ${workload} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores, ${((1000 * m.server_cpu_cores) / m.req_per_s).toFixed(3)} ms CPU/answer` +
-    (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''));
+  appendFileSync(rawFile, `${JSON.stringify(line)}\n`);
+  log(
+    `  => ${target} ${config} ${workload} c=${connections} rep ${rep}: ${m.req_per_s.toFixed(0)} req/s, p50 ${m.p50_ms.toFixed(2)} ms, p99 ${m.p99_ms.toFixed(2)} ms, server ${m.server_cpu_cores?.toFixed(2)} cores, ${((1000 * m.server_cpu_cores) / m.req_per_s).toFixed(3)} ms CPU/answer` +
+      (m.non2xx || m.errors || m.timeouts ? `  FAILURES non2xx=${m.non2xx} errors=${m.errors} timeouts=${m.timeouts}` : ''),
+  );
 }
 
 // ── writ ──
 const envelope = {
-  task_id: 'BENCH-1', purpose: 'scheduled_employee_offboarding',
+  task_id: 'BENCH-1',
+  purpose: 'scheduled_employee_offboarding',
   requester: { type: 'User', id: 'manager-1842' },
   actor: { type: 'Agent', id: 'offboarding-agent-prod' },
   subject: { type: 'Employee', id: '7721' },
 };
-const writBody = (id, taskId = envelope.task_id, employeeId = envelope.subject.id) => JSON.stringify({
-  execution_id: id, phase: 'execute',
-  envelope: taskId === envelope.task_id && employeeId === envelope.subject.id ? envelope
-    : { ...envelope, task_id: taskId, subject: { type: 'Employee', id: employeeId } },
-  action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: employeeId } },
-});
+const writBody = (id, taskId = envelope.task_id, employeeId = envelope.subject.id) =>
+  JSON.stringify({
+    execution_id: id,
+    phase: 'execute',
+    envelope:
+      taskId === envelope.task_id && employeeId === envelope.subject.id
+        ? envelope
+        : { ...envelope, task_id: taskId, subject: { type: 'Employee', id: employeeId } },
+    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: employeeId } },
+  });
 /**
  * The body of call i of a workload: repeated keeps every Cedar-visible input, distinct changes task_id.
  * Execution ids are `<prefix>-<i>` (consecutive calls sort next to each other, as time-ordered ids do),
@@ -216,10 +233,13 @@ const writBody = (id, taskId = envelope.task_id, employeeId = envelope.subject.i
  * place in the store's execution-keyed B-trees (not a headline workload; see http-notes, eighth pass).
  */
 const bodyFor = (workload, prefix) =>
-  workload === 'distinct' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`)
-    : workload === 'distinct-subjects' ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`, `E-${prefix}-${i}`)
-    : workload === 'repeated-uuid' ? () => writBody(randomUUID())
-    : (i) => writBody(`${prefix}-${i}`);
+  workload === 'distinct'
+    ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`)
+    : workload === 'distinct-subjects'
+      ? (i) => writBody(`${prefix}-${i}`, `BENCH-${prefix}-${i}`, `E-${prefix}-${i}`)
+      : workload === 'repeated-uuid'
+        ? () => writBody(randomUUID())
+        : (i) => writBody(`${prefix}-${i}`);
 
 /** The same bodies for wrk: a template with `%s` holes and the Lua expressions that fill them (bench/wrk.mjs). */
 const wrkBodyFor = (workload) => {
@@ -229,11 +249,12 @@ const wrkBodyFor = (workload) => {
   throw new Error(`--loadgen wrk runs the repeated and distinct workloads, not ${workload}`);
 };
 
-
 async function runWrit(rep, cfg) {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-http-'));
   const config = {
-    listen: `127.0.0.1:${WRIT_PORT}`, policy_dir: benchPolicyDir(dir), data_dir: join(dir, 'data'),
+    listen: `127.0.0.1:${WRIT_PORT}`,
+    policy_dir: benchPolicyDir(dir),
+    data_dir: join(dir, 'data'),
     tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
     ...(cfg.fronts === 'default' ? {} : { http_threads: cfg.fronts }),
     ...(cfg.evaluators === 'default' ? {} : { evaluator_threads: cfg.evaluators }),
@@ -242,14 +263,20 @@ async function runWrit(rep, cfg) {
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   const nodeArgs = [...(a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : []), ...a['node-args'].split(' ').filter(Boolean)];
-  const child = spawn(cfg.bin, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(cfg.bin, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   try {
     await waitHealthy(`http://127.0.0.1:${WRIT_PORT}/healthz`, child);
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
-    for (const [i, task] of [[0, envelope.task_id], [1, 'BENCH-check-2']]) {
+    for (const [i, task] of [
+      [0, envelope.task_id],
+      [1, 'BENCH-check-2'],
+    ]) {
       const check = await fetch(`http://127.0.0.1:${WRIT_PORT}/v1/decisions`, { method: 'POST', headers, body: writBody(`check-${rep}-${i}`, task) });
       const answer = await check.json();
-      if (check.status !== 200 || answer.decision !== 'allow' || answer.state !== 'invoking') throw new Error(`writ check failed: ${check.status} ${JSON.stringify(answer)}`);
+      if (check.status !== 200 || answer.decision !== 'allow' || answer.state !== 'invoking')
+        throw new Error(`writ check failed: ${check.status} ${JSON.stringify(answer)}`);
     }
     const blocked = await fetch(`http://127.0.0.1:${WRIT_PORT}/v1/decisions`, { method: 'POST', headers, body: writBody(`check-${rep}-blocked`, 'T-blocked') });
     const denied = await blocked.json();
@@ -259,9 +286,10 @@ async function runWrit(rep, cfg) {
       for (const workload of WORKLOADS) {
         const prefix = `b${rep}-${c}-${run++}`;
         const url = `http://127.0.0.1:${WRIT_PORT}/v1/decisions`;
-        const measure = (p, duration) => LOADGEN === 'wrk'
-          ? wrkLoad({ url, headers, ...wrkBodyFor(workload), prefix: p, connections: c, duration, pid: child.pid })
-          : load({ url, headers, makeBody: bodyFor(workload, p), connections: c, duration, pid: child.pid });
+        const measure = (p, duration) =>
+          LOADGEN === 'wrk'
+            ? wrkLoad({ url, headers, ...wrkBodyFor(workload), prefix: p, connections: c, duration, pid: child.pid })
+            : load({ url, headers, makeBody: bodyFor(workload, p), connections: c, duration, pid: child.pid });
         if (WARMUP > 0) await measure(`${prefix}w`, WARMUP);
         const m = await measure(prefix, DURATION);
         record('writ', writConfigLabel(cfg), c, rep, m, workload);
@@ -282,9 +310,10 @@ async function runFloor(rep) {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
     for (const c of CONNS) {
       const url = `http://127.0.0.1:${FLOOR_PORT}/v1/decisions`;
-      const run = (p, duration) => LOADGEN === 'wrk'
-        ? wrkLoad({ url, headers, ...wrkBodyFor('repeated'), prefix: p, connections: c, duration, pid: child.pid })
-        : load({ url, headers, makeBody: (i) => writBody(`${p}${i}`), connections: c, duration, pid: child.pid });
+      const run = (p, duration) =>
+        LOADGEN === 'wrk'
+          ? wrkLoad({ url, headers, ...wrkBodyFor('repeated'), prefix: p, connections: c, duration, pid: child.pid })
+          : load({ url, headers, makeBody: (i) => writBody(`${p}${i}`), connections: c, duration, pid: child.pid });
       if (WARMUP > 0) await run('w', WARMUP);
       record('hono floor', 'parse JSON, answer', c, rep, await run('f', DURATION));
     }
@@ -315,7 +344,8 @@ async function runCerbosWrk(rep) {
   for (const cfg of ['audit-off', 'audit-on']) {
     const tmp = mkdtempSync(join(tmpdir(), 'writ-bench-cerbos-'));
     const child = spawn(bin, ['server', `--config=config/cerbos-${cfg}.yaml`, '--log-level=info', '--debug-listen-addr=127.0.0.1:3594'], {
-      cwd: work, env: { ...process.env, POLICY_DIR: join(work, 'policies'), BENCH_TMP: tmp, CERBOS_NO_TELEMETRY: '1' },
+      cwd: work,
+      env: { ...process.env, POLICY_DIR: join(work, 'policies'), BENCH_TMP: tmp, CERBOS_NO_TELEMETRY: '1' },
       stdio: ['ignore', 'ignore', 'ignore'],
     });
     try {
@@ -324,7 +354,8 @@ async function runCerbosWrk(rep) {
       const check = await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request })).json();
       if (check.results?.[0]?.actions?.['idp/disable_sign_in'] !== 'EFFECT_ALLOW') throw new Error(`cerbos check failed: ${JSON.stringify(check)}`);
       for (const c of CONNS) {
-        const run = (duration) => wrkLoad({ url, headers: { 'content-type': 'application/json' }, template: request, holes: '', prefix: '', connections: c, duration, pid: child.pid });
+        const run = (duration) =>
+          wrkLoad({ url, headers: { 'content-type': 'application/json' }, template: request, holes: '', prefix: '', connections: c, duration, pid: child.pid });
         if (WARMUP > 0) await run(WARMUP);
         record('cerbos', cfg, c, rep, await run(DURATION));
       }
@@ -351,15 +382,24 @@ async function runCerbos(rep) {
     const j = JSON.parse(line);
     if (j.kind !== 'load') continue;
     record(`cerbos`, j.config, j.connections, rep, {
-      req_per_s: j.requests_2xx / j.measured_s, req_per_s_autocannon_mean: j.req_per_s_mean, p50_ms: j.latency_ms_p50, p99_ms: j.latency_ms_p99,
-      mean_ms: j.latency_ms_mean, n2xx: j.requests_2xx, non2xx: j.non2xx, errors: j.errors, timeouts: j.timeouts,
-      server_cpu_cores: j.server_cpu_cores, loadgen_cpu_cores: j.loadgen_cpu_cores, wall_s: j.measured_s,
+      req_per_s: j.requests_2xx / j.measured_s,
+      req_per_s_autocannon_mean: j.req_per_s_mean,
+      p50_ms: j.latency_ms_p50,
+      p99_ms: j.latency_ms_p99,
+      mean_ms: j.latency_ms_mean,
+      n2xx: j.requests_2xx,
+      non2xx: j.non2xx,
+      errors: j.errors,
+      timeouts: j.timeouts,
+      server_cpu_cores: j.server_cpu_cores,
+      loadgen_cpu_cores: j.loadgen_cpu_cores,
+      wall_s: j.measured_s,
     });
   }
 }
 
-const startedAt = RENDER_ONLY ? results[0]?.started_at ?? 'unknown' : new Date().toISOString();
-const load0 = RENDER_ONLY ? results[0]?.load_at_start ?? NaN : loadavg()[0];
+const startedAt = RENDER_ONLY ? (results[0]?.started_at ?? 'unknown') : new Date().toISOString();
+const load0 = RENDER_ONLY ? (results[0]?.load_at_start ?? NaN) : loadavg()[0];
 for (let rep = 1; rep <= (RENDER_ONLY ? 0 : REPS); rep++) {
   log(`rep ${rep}/${REPS}`);
   // Cerbos brackets each repetition (before and after writ): this machine's speed drifts by up to ~1.7×
@@ -399,35 +439,45 @@ const threadsNote = (k) => {
 const rows = [];
 const order = [
   ...(RENDER_ONLY ? writLabels : WRIT_CONFIGS.map(writConfigLabel)).flatMap((cfg) => workloadsSeen.map((w) => ['writ', cfg, w])),
-  ['cerbos', 'audit-on', ''], ['cerbos', 'audit-off', ''], ['hono floor', 'parse JSON, answer', ''],
+  ['cerbos', 'audit-on', ''],
+  ['cerbos', 'audit-off', ''],
+  ['hono floor', 'parse JSON, answer', ''],
 ];
 for (const c of connsSeen) {
   for (const [t, cfg, w] of order) {
     const k = keyOf(t, cfg, w, c);
     if (!groups.has(k)) continue;
     const g = groups.get(k);
-    rows.push(`| ${t} | ${cfg} | ${w || '–'} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(cpuPerAnswer(k), 3)} | ${fmt(med(k, 'loadgen_cpu_cores'), 2)} | ${fmt(med(k, 'machine_busy_cores'), 2)} | ${threadsNote(k) || '–'} | ${g.length} |`);
+    rows.push(
+      `| ${t} | ${cfg} | ${w || '–'} | ${c} | ${fmt(med(k, 'req_per_s'))} (${fmt(Math.min(...g.map((r) => r.req_per_s)))}–${fmt(Math.max(...g.map((r) => r.req_per_s)))}) | ${fmt(med(k, 'p50_ms'), 2)} | ${fmt(med(k, 'p99_ms'), 2)} | ${fmt(med(k, 'server_cpu_cores'), 2)} | ${fmt(cpuPerAnswer(k), 3)} | ${fmt(med(k, 'loadgen_cpu_cores'), 2)} | ${fmt(med(k, 'machine_busy_cores'), 2)} | ${threadsNote(k) || '–'} | ${g.length} |`,
+    );
   }
 }
 const ratios = [];
 for (const c of connsSeen) {
-  const ce = keyOf('cerbos', 'audit-on', '', c), h = keyOf('hono floor', 'parse JSON, answer', '', c);
+  const ce = keyOf('cerbos', 'audit-on', '', c),
+    h = keyOf('hono floor', 'parse JSON, answer', '', c);
   for (const [, cfg, w] of order.filter(([t]) => t === 'writ')) {
     const wk = keyOf('writ', cfg, w, c);
     if (!groups.has(wk)) continue;
-    const perRep = groups.get(wk).map((r) => {
-      const bracket = (groups.get(ce) ?? []).filter((x) => x.rep === r.rep);
-      return bracket.length ? r.req_per_s / (bracket.reduce((sum, x) => sum + x.req_per_s, 0) / bracket.length) : NaN;
-    }).filter(Number.isFinite);
+    const perRep = groups
+      .get(wk)
+      .map((r) => {
+        const bracket = (groups.get(ce) ?? []).filter((x) => x.rep === r.rep);
+        return bracket.length ? r.req_per_s / (bracket.reduce((sum, x) => sum + x.req_per_s, 0) / bracket.length) : NaN;
+      })
+      .filter(Number.isFinite);
     const spread = perRep.length ? ` (${fmt(Math.min(...perRep), 2)}–${fmt(Math.max(...perRep), 2)})` : '';
-    ratios.push(`| ${c} | ${cfg} | ${w} | **${fmt(perRep.length ? median(perRep) : med(wk, 'req_per_s') / med(ce, 'req_per_s'), 2)}×**${spread} | ${fmt(med(wk, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(cpuPerAnswer(wk), 3)} vs ${fmt(cpuPerAnswer(ce), 3)} | ${fmt(med(wk, 'server_cpu_cores'), 2)} vs ${fmt(med(ce, 'server_cpu_cores'), 2)} | ${fmt(med(wk, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`);
+    ratios.push(
+      `| ${c} | ${cfg} | ${w} | **${fmt(perRep.length ? median(perRep) : med(wk, 'req_per_s') / med(ce, 'req_per_s'), 2)}×**${spread} | ${fmt(med(wk, 'p99_ms'), 2)} vs ${fmt(med(ce, 'p99_ms'), 2)} | ${fmt(cpuPerAnswer(wk), 3)} vs ${fmt(cpuPerAnswer(ce), 3)} | ${fmt(med(wk, 'server_cpu_cores'), 2)} vs ${fmt(med(ce, 'server_cpu_cores'), 2)} | ${fmt(med(wk, 'req_per_s') / med(h, 'req_per_s'), 2)}× |`,
+    );
   }
 }
 const loads = results.map((r) => r.loadavg_1m).filter(Number.isFinite);
 const md = `## HTTP decisions${LOADGEN === 'wrk' ? ', wrk as the load generator' : ''}: writ serve (durable ledger) vs Cerbos (audit on) vs a bare Hono endpoint
 
 Run ${startedAt}; machine: ${cpus().length} cores (${cpus()[0]?.model}), bench process on Node ${process.version}; load average (1 min) at start ${fmt(load0, 1)}${loads.length ? `, during the runs ${fmt(Math.min(...loads), 1)}–${fmt(Math.max(...loads), 1)}` : ''}.
-All servers on 127.0.0.1; ${LOADGEN === 'wrk' ? 'the load generator is wrk 4.1 (one thread, a C program; bench/wrk.mjs), for every target, Cerbos included (started by the bench from the peer\'s files)' : 'autocannon in the bench process'} (it shares the 2 cores with the server).
+All servers on 127.0.0.1; ${LOADGEN === 'wrk' ? "the load generator is wrk 4.1 (one thread, a C program; bench/wrk.mjs), for every target, Cerbos included (started by the bench from the peer's files)" : 'autocannon in the bench process'} (it shares the 2 cores with the server).
 ${RENDER_ONLY ? Math.max(...results.map((r) => r.rep)) : REPS} repetitions, each Cerbos → writ → Hono floor → Cerbos (Cerbos brackets writ: the machine's speed drifts over
 minutes); each measured run is ${DURATION} s after a ${WARMUP} s warm-up at that connection count. Figures are medians
 over the runs (req/s range in brackets); a writ / Cerbos ratio is taken per repetition against the mean of the two
@@ -437,13 +487,13 @@ req/s = 2xx responses / measured wall time; p50/p99 from every 2xx response's ow
 server got while other work ran); per-thread cores from /proc/PID/task/*/stat.
 
 - **writ**: \`bin/writ serve --config\` started directly with the Node binary named in the row, on a fresh temp
-  data dir per repetition, ${a.durability === 'default' ? 'default \`durability: sync\`' : `\`durability: ${a.durability}\``} (each answer only after its group commit is fsync'd;
+  data dir per repetition, ${a.durability === 'default' ? 'default `durability: sync`' : `\`durability: ${a.durability}\``} (each answer only after its group commit is fsync'd;
   checkpoints every 1000 records). Policies: the bundled \`policies/\` plus one forbid on \`hris/read_employee\`
   that reads \`context.task_id\` with \`like\` (never matching the bench's ids). Every request: \`execute\` of
   \`hris/read_employee\` for \`Employee::"7721"\`, requester \`User::"manager-1842"\`, actor
   \`Agent::"offboarding-agent-prod"\`, a fresh \`execution_id\` → allow, \`invoking\`, one durable decision record.
   **repeated**: the same Cedar-visible inputs on every call (an agent doing the same job again: the decision
-  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an \`Employee\` the entity store does not hold) and \`arguments.employee_id\` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (\`resourceKeyOf\` in \`src/policy/engine.ts\`).' : ''}
+  memo answers it). **distinct**: \`task_id\` differs on every call, so no call is ever answered from the memo; the forbid's \`like\` is evaluated on every call's own \`task_id\` — by the residual program Cedar's partial evaluation made for everything else (\`src/policy/residual.ts\`; with \`decision_memo_size: 0\` it is a full Cedar call).${WORKLOADS.includes('distinct-subjects') ? ' **distinct-subjects**: the subject (an `Employee` the entity store does not hold) and `arguments.employee_id` are new on every call too; no kept policy reads more of the resource than its type, so the residual program is shared by every such subject (`resourceKeyOf` in `src/policy/engine.ts`).' : ''}
 - **Cerbos 0.55.0**: the Cerbos peer's \`run.sh cerbos\` (from the workspace folder beside the checkout) (an external, optional peer: its own scenario,
   one fixed request, audit \`local\` backend on BadgerDB; its audit-off configuration is shown for reference).
   Every writ workload is compared with the same Cerbos runs.
@@ -466,7 +516,7 @@ fronts (HTTP, admission, memo, the record's canonical text) and the evaluator th
 ${ratios.join('\n')}
 
 Reproduce: \`npm run build && node bench/http.mjs${LOADGEN === 'wrk' ? ' --loadgen wrk' : ''}\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
-run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: \`apt-get install -y wrk\`' : ''}).
+run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: `apt-get install -y wrk`' : ''}).
 `;
 // wrk runs go beside the headline (autocannon, as the peer measures), never over it.
 if (!a['no-write']) writeFileSync(join(here, 'results', LOADGEN === 'wrk' ? 'http-wrk.md' : 'http.md'), md);

@@ -6,7 +6,7 @@
 //   npm run build && node bench/memo.mjs [--node-bins "PATH ..."] [--no-write]
 // Writes bench/results/memo.md.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +28,10 @@ function benchPolicies() {
   const dir = mkdtempSync(join(tmpdir(), 'writ-bench-memo-'));
   const src = join(root, 'policies');
   for (const f of readdirSync(src)) if (statSync(join(src, f)).isFile()) copyFileSync(join(src, f), join(dir, f));
-  writeFileSync(join(dir, 'bench.cedar'), '@id("bench-blocked-task")\nforbid (principal, action == Action::"hris/read_employee", resource)\nwhen { context.task_id like "*-blocked" };\n');
+  writeFileSync(
+    join(dir, 'bench.cedar'),
+    '@id("bench-blocked-task")\nforbid (principal, action == Action::"hris/read_employee", resource)\nwhen { context.task_id like "*-blocked" };\n',
+  );
   return dir;
 }
 
@@ -43,15 +46,25 @@ async function measure() {
   const entities = new StaticEntitySource(bundle.seedEntities);
   void entities.version; // the sidecar's entity store holds its version ready; so does this source after one read
   const envelope = {
-    task_id: 'BENCH-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' },
-    actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
+    task_id: 'BENCH-1',
+    purpose: 'scheduled_employee_offboarding',
+    requester: { type: 'User', id: 'manager-1842' },
+    actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+    subject: { type: 'Employee', id: '7721' },
     execute_after: '2026-08-24T17:00:00+07:00',
   };
   const input = (i, tool = 'read_employee', server = 'hris') => ({
-    actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server, tool, subject: { type: 'Employee', id: '7721' },
-    envelope: i === undefined ? envelope : { ...envelope, task_id: `BENCH-${i}` }, phase: 'execute',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64), cedarArguments: { employee_id: '7721' }, now: new Date('2026-08-24T10:30:00Z'),
-    approvals: [], entities,
+    actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+    server,
+    tool,
+    subject: { type: 'Employee', id: '7721' },
+    envelope: i === undefined ? envelope : { ...envelope, task_id: `BENCH-${i}` },
+    phase: 'execute',
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
+    cedarArguments: { employee_id: '7721' },
+    now: new Date('2026-08-24T10:30:00Z'),
+    approvals: [],
+    entities,
   });
   // The story's own decision (idp/disable_sign_in, no approval yet: its policies read now and
   // execute_after) with the clock one second further on every call.
@@ -85,7 +98,10 @@ async function measure() {
     out[name] = median(xs);
   }
   // Where the memo lives: event-loop CPU per decision through the evaluator pool (1 thread), 50 at a time.
-  for (const [name, memoSize] of [['pool: memo hit on the event loop', 4096], ['pool: dispatched to the evaluator thread (memo off)', 0]]) {
+  for (const [name, memoSize] of [
+    ['pool: memo hit on the event loop', 4096],
+    ['pool: dispatched to the evaluator thread (memo off)', 0],
+  ]) {
     const xs = [];
     for (let r = 0; r < ROUNDS; r++) {
       const engine = new PolicyEngine(bundle, { memoSize });

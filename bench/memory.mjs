@@ -43,8 +43,15 @@ const dir = mkdtempSync(join(tmpdir(), 'writ-bench-memory-'));
 const { config } = loadConfig({ dataDir: join(dir, 'data'), listen: '127.0.0.1:0', policyDir: join(here, '..', 'policies') });
 const running = await startSidecar(config, { devTokens: false, log: () => undefined });
 const actor = { type: 'Agent', id: 'offboarding-agent-prod' };
-const envelope = { task_id: 'MEM-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' }, actor, subject: { type: 'Employee', id: '7721' } };
-const body = (id) => JSON.stringify({ execution_id: id, phase: 'execute', envelope, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+const envelope = {
+  task_id: 'MEM-1',
+  purpose: 'scheduled_employee_offboarding',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor,
+  subject: { type: 'Employee', id: '7721' },
+};
+const body = (id) =>
+  JSON.stringify({ execution_id: id, phase: 'execute', envelope, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 const caller = { role: 'pep', actor };
 
 const samples = [{ decisions: 0, seconds: 0, ...memory() }];
@@ -90,7 +97,9 @@ function slope(key) {
   return (num / den) * 100_000;
 }
 const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
-const rows = samples.map((s) => `| ${s.decisions.toLocaleString('en-US')} | ${f(s.seconds, 0)} | ${f(s.rss)} | ${f(s.anon)} | ${f(s.file)} | ${f(s.heap)} | ${f(s.external)} |`);
+const rows = samples.map(
+  (s) => `| ${s.decisions.toLocaleString('en-US')} | ${f(s.seconds, 0)} | ${f(s.rss)} | ${f(s.anon)} | ${f(s.file)} | ${f(s.heap)} | ${f(s.external)} |`,
+);
 const md = `## Memory over a long run of decisions
 
 Run ${new Date().toISOString()}; machine: ${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}.
@@ -110,7 +119,7 @@ ${rows.join('\n')}
 Slope over the samples (least squares, MB per 100k decisions): RSS ${f(slope('rss'), 2)}, anonymous ${f(slope('anon'), 2)},
 file-backed ${f(slope('file'), 2)}, JS heap ${f(slope('heap'), 2)}.
 
-Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\`${done < TOTAL ? ' (the run stopped at its time budget: raise \`--minutes\` to reach the full count)' : ''}.
+Reproduce: \`npm run build && node --expose-gc bench/memory.mjs\`${done < TOTAL ? ' (the run stopped at its time budget: raise `--minutes` to reach the full count)' : ''}.
 `;
 if (!a['no-write']) writeFileSync(join(here, 'results', 'memory.md'), md);
 process.stdout.write(md);

@@ -27,7 +27,10 @@ function build(size) {
   const seq = Buffer.alloc(8);
   for (let i = 0; i < size; i++) {
     seq.writeBigUInt64BE(BigInt(i));
-    createHash('sha256').update(seq).digest().copy(levels[0], i * 32);
+    createHash('sha256')
+      .update(seq)
+      .digest()
+      .copy(levels[0], i * 32);
   }
   for (let n = Math.floor(size / 2), below = levels[0]; n >= 1; n = Math.floor(n / 2)) {
     const row = Buffer.allocUnsafe(n * 32);
@@ -42,7 +45,10 @@ function build(size) {
 {
   const levels = build(4096);
   const reader = { subtree: (level, index) => levels[level].subarray(index * 32, index * 32 + 32) };
-  for (let i = 0; i < 50_000; i++) { const size = 4096 - (i % 7); inclusionProof((i * 7919) % size, size, reader); }
+  for (let i = 0; i < 50_000; i++) {
+    const size = 4096 - (i % 7);
+    inclusionProof((i * 7919) % size, size, reader);
+  }
 }
 const rows = [];
 for (const size of SIZES) {
@@ -50,9 +56,14 @@ for (const size of SIZES) {
   const levels = build(size);
   const buildS = (performance.now() - t0) / 1000;
   let reads = 0;
-  const reader = { subtree: (level, index) => (reads++, levels[level].subarray(index * 32, index * 32 + 32)) };
+  const reader = {
+    subtree: (level, index) => {
+      reads++;
+      return levels[level].subarray(index * 32, index * 32 + 32);
+    },
+  };
   const root = rootAt(size, reader);
-  const seqs = Array.from({ length: PROOFS }, (_, i) => Math.floor(((i * 2654435761) % 2 ** 32) / 2 ** 32 * size));
+  const seqs = Array.from({ length: PROOFS }, (_, i) => Math.floor((((i * 2654435761) % 2 ** 32) / 2 ** 32) * size));
   for (const s of seqs.slice(0, 200)) inclusionProof(s, size, reader); // warm-up
   const runs = [];
   let pathLen = 0;

@@ -61,11 +61,19 @@ const proxyOf = (writ, file) => connect(process.execPath, [writ, 'proxy', '--pdp
 const proxied = await proxyOf(WRIT, 'proxied.jsonl');
 const baseProxied = BASE ? await proxyOf(join(BASE, 'bin/writ'), 'base.jsonl') : undefined;
 const env = {
-  task_id: 'BENCH-1', purpose: 'benchmark', requester: { type: 'User', id: 'manager-1842' },
-  actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
+  task_id: 'BENCH-1',
+  purpose: 'benchmark',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+  subject: { type: 'Employee', id: '7721' },
 };
 let seq = 0;
-const seed = { entities: [{ name: 'Ada', entityType: 'person', observations: ['a', 'b', 'c'] }, { name: 'Writ', entityType: 'project', observations: ['d'] }] };
+const seed = {
+  entities: [
+    { name: 'Ada', entityType: 'person', observations: ['a', 'b', 'c'] },
+    { name: 'Writ', entityType: 'project', observations: ['d'] },
+  ],
+};
 await bare.callTool({ name: 'create_entities', arguments: seed });
 const seeded = await proxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` } });
 if (seeded.isError) throw new Error('seed refused: ' + JSON.stringify(seeded));
@@ -79,7 +87,7 @@ async function timed(fn) {
   const t0 = process.hrtime.bigint();
   const r = await fn();
   const dt = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.isError) throw new Error('call failed: ' + JSON.stringify(r));
+  if (r.isError) throw new Error(`call failed: ${JSON.stringify(r)}`);
   return dt;
 }
 const callBare = () => bare.callTool({ name: 'read_graph', arguments: {} });

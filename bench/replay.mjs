@@ -72,7 +72,7 @@ function generate(exportPath, records) {
   mkdirSync(tmpDir, { recursive: true });
   const rand = prng(17);
   const pick = (xs) => xs[Math.floor(rand() * xs.length)];
-  const fd = openSync(exportPath + '.part', 'w');
+  const fd = openSync(`${exportPath}.part`, 'w');
   let prev = ZERO_HASH;
   let seq = 0;
   let pending = [];
@@ -80,7 +80,7 @@ function generate(exportPath, records) {
     const rec = sealRecord({ v: 1, seq, ts: new Date(T0 + seq).toISOString(), kind, prev, ...fields });
     pending.push(recordLine(rec));
     if (pending.length >= 4096) {
-      writeSync(fd, pending.join('\n') + '\n');
+      writeSync(fd, `${pending.join('\n')}\n`);
       pending = [];
     }
     prev = rec.hash;
@@ -88,9 +88,16 @@ function generate(exportPath, records) {
   };
   const store = new Map();
   const employee = (id, status, hold, manager) => ({
-    uid: { type: 'Employee', id }, attrs: { employee_id: id, status, legal_hold: hold, manager: { __entity: { type: 'User', id: manager } } }, parents: [],
+    uid: { type: 'Employee', id },
+    attrs: { employee_id: id, status, legal_hold: hold, manager: { __entity: { type: 'User', id: manager } } },
+    parents: [],
   });
-  const source = { get: (k) => store.get(k), get version() { return version; } };
+  const source = {
+    get: (k) => store.get(k),
+    get version() {
+      return version;
+    },
+  };
   let version;
   const applyEntities = (entities, src) => {
     for (const e of entities) store.set(uidKey(e.uid), e);
@@ -116,37 +123,75 @@ function generate(exportPath, records) {
     const after = pick(AFTERS);
     const approvers = phase === 'execute' ? [pick([null, 'hr-5519', 'it-3001']), pick([null, 'hr-5519'])].filter(Boolean) : [];
     const approvals = approvers.map((a, i) => ({
-      approval_id: `apr-${n}-${i}`, approver: { type: 'User', id: a }, approved_at: '2026-08-24T09:00:00.000Z', expires_at: '2026-08-24T23:00:00Z', valid: i === 0 || rand() < 0.5,
+      approval_id: `apr-${n}-${i}`,
+      approver: { type: 'User', id: a },
+      approved_at: '2026-08-24T09:00:00.000Z',
+      expires_at: '2026-08-24T23:00:00Z',
+      valid: i === 0 || rand() < 0.5,
     }));
     const server = read ? 'hris' : 'idp';
     const tool = read ? 'read_employee' : 'disable_sign_in';
     const envelope = {
-      task_id: `OFF-${n}`, purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: requester }, actor: ACTOR,
-      subject: { type: 'Employee', id: subject }, authoritative_event: `hris:termination:${90000 + n}`, execute_after: after,
-      evidence_refs: [`hris:employee:${subject}@version-44`], supersedes: null,
+      task_id: `OFF-${n}`,
+      purpose: 'scheduled_employee_offboarding',
+      requester: { type: 'User', id: requester },
+      actor: ACTOR,
+      subject: { type: 'Employee', id: subject },
+      authoritative_event: `hris:termination:${90000 + n}`,
+      execute_after: after,
+      evidence_refs: [`hris:employee:${subject}@version-44`],
+      supersedes: null,
     };
     const bound = bindCall(server, tool, { employee_id: subject, reason: 'terminated', notify: n % 3 === 0 });
     const valid = approvals.filter((a) => a.valid).map(({ valid: _v, ...a }) => a);
     const key = jcs([tool, phase, requester, now, after, valid.map((a) => a.approver.id), store.get(uidKey(envelope.subject)), bound.arguments.employee_id]);
     let outcome = memo.get(key);
     if (outcome === undefined) {
-      outcome = engine.decide({ actor: ACTOR, server, tool, subject: envelope.subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now: new Date(now), approvals: valid, entities: source });
+      outcome = engine.decide({
+        actor: ACTOR,
+        server,
+        tool,
+        subject: envelope.subject,
+        envelope,
+        phase,
+        binding: bound.binding,
+        cedarArguments: bound.cedar,
+        now: new Date(now),
+        approvals: valid,
+        entities: source,
+      });
       memo.set(key, outcome);
     }
     const execution_id = `OFF-${n}:${tool}`;
     const state = phase === 'execute' && outcome.decision === 'allow' ? 'invoking' : 'proposed';
     const fields = {
-      decision_id: `dec-${n}`, execution_id, actor: ACTOR, phase, envelope, envelope_digest: envelopeDigest(envelope), server, tool,
-      arguments: bound.arguments, binding: bound.binding, decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors,
-      obligations: outcome.obligations, approvals, policy_version: bundle.policyVersion, entities_version: version, now, state,
+      decision_id: `dec-${n}`,
+      execution_id,
+      actor: ACTOR,
+      phase,
+      envelope,
+      envelope_digest: envelopeDigest(envelope),
+      server,
+      tool,
+      arguments: bound.arguments,
+      binding: bound.binding,
+      decision: outcome.decision,
+      reasons: outcome.reasons,
+      errors: outcome.errors,
+      obligations: outcome.obligations,
+      approvals,
+      policy_version: bundle.policyVersion,
+      entities_version: version,
+      now,
+      state,
     };
     if (outcome.approval_used !== undefined) fields.approval_used = outcome.approval_used.replace(/^apr-\d+-/, `apr-${n}-`);
     emit('decision', fields);
     if (state === 'invoking' && seq < records) emit('outcome', { execution_id, actor: ACTOR, status: 'committed', confirmation: 'tool_reported' });
   }
-  if (pending.length) writeSync(fd, pending.join('\n') + '\n');
+  if (pending.length) writeSync(fd, `${pending.join('\n')}\n`);
   closeSync(fd);
-  renameSync(exportPath + '.part', exportPath);
+  renameSync(`${exportPath}.part`, exportPath);
 }
 
 function exportFor(records) {
@@ -197,7 +242,10 @@ process.stdout.write(JSON.stringify(heap));
 `;
 
 function heapProbe(exportPath) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--no-turbo-inline-js-wasm-calls', '--input-type=module', '-e', HEAP_PROBE, POLICIES, exportPath], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--no-turbo-inline-js-wasm-calls', '--input-type=module', '-e', HEAP_PROBE, POLICIES, exportPath], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`heap probe failed: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -225,12 +273,25 @@ function bareCedar(exportPath, limit) {
     writCalls += cedarCallsOf(r);
     const bound = bindCall(r.server, r.tool, r.arguments);
     const input = {
-      actor: r.actor, server: r.server, tool: r.tool, subject: r.envelope.subject, envelope: r.envelope, phase: r.phase, binding: r.binding,
-      cedarArguments: bound.cedar, now: new Date(r.now), approvals: r.approvals.filter((a) => a.valid), entities: source,
+      actor: r.actor,
+      server: r.server,
+      tool: r.tool,
+      subject: r.envelope.subject,
+      envelope: r.envelope,
+      phase: r.phase,
+      binding: r.binding,
+      cedarArguments: bound.cedar,
+      now: new Date(r.now),
+      approvals: r.approvals.filter((a) => a.valid),
+      entities: source,
     };
     calls.push({
-      principal: r.actor, action: { type: 'Action', id: `${r.server}/${r.tool}` }, resource: r.envelope.subject,
-      context: buildCedarContext(input), entities: entitySlice(source, entityRootsOf(input)), preparsedPolicySetId: setId,
+      principal: r.actor,
+      action: { type: 'Action', id: `${r.server}/${r.tool}` },
+      resource: r.envelope.subject,
+      context: buildCedarContext(input),
+      entities: entitySlice(source, entityRootsOf(input)),
+      preparsedPolicySetId: setId,
     });
   }
   const seconds = timeBare(calls);
@@ -290,15 +351,21 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
  * approval_required re-check when every determining policy carries @requires_approval.
  */
 function cedarCallsOf(r) {
-  const valid = r.approvals.filter((a) => a.valid).sort((a, b) => Date.parse(a.approved_at) - Date.parse(b.approved_at) || (a.approval_id < b.approval_id ? -1 : 1));
+  const valid = r.approvals
+    .filter((a) => a.valid)
+    .sort((a, b) => Date.parse(a.approved_at) - Date.parse(b.approved_at) || (a.approval_id < b.approval_id ? -1 : 1));
   if (r.approval_used !== undefined) return valid.findIndex((a) => a.approval_id === r.approval_used) + 1;
-  const recheck = r.errors.length === 0 && r.reasons.length > 0 && r.decision !== 'allow' && r.reasons.every((id) => bundle.info.get(id)?.requiresApproval !== undefined);
+  const recheck =
+    r.errors.length === 0 && r.reasons.length > 0 && r.decision !== 'allow' && r.reasons.every((id) => bundle.info.get(id)?.requiresApproval !== undefined);
   return valid.length + 1 + (recheck ? 1 : 0);
 }
 
 const exportPath = exportFor(RECORDS);
 const quarterPath = exportFor(Math.round(RECORDS / 4));
-const decisionsIn = (p) => readFileSync(p, 'utf8').split('\n').filter((l) => l.includes('"kind":"decision"')).length;
+const decisionsIn = (p) =>
+  readFileSync(p, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"kind":"decision"')).length;
 const decisions = decisionsIn(exportPath);
 const bytes = statSync(exportPath).size;
 

@@ -23,17 +23,22 @@ import { generateKeyFile } from '../dist/src/checkpoints/keys.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
-const { values: a } = parseArgs({ options: {
-  duration: { type: 'string', default: '10' }, warmup: { type: 'string', default: '3' }, reps: { type: 'string', default: '2' },
-  connections: { type: 'string', default: '50' }, 'no-write': { type: 'boolean', default: false },
-} });
+const { values: a } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    reps: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '50' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
 const DURATION = Number(a.duration);
 const WARMUP = Number(a.warmup);
 const REPS = Number(a.reps);
 const CONNS = Number(a.connections);
 const TOKEN = 'bench-pep-token-0123456789abcdef';
 const CLK_TCK = 100;
-const log = (s) => process.stderr.write(s + '\n');
+const log = (s) => process.stderr.write(`${s}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function cpuSeconds(pid) {
@@ -53,21 +58,33 @@ function clusterPids(postmaster) {
     try {
       const f = readFileSync(`/proc/${d}/stat`, 'utf8');
       if (Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(d));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return pids;
 }
 const pct = (s, p) => (s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN);
 
 const envelope = {
-  task_id: 'BENCH-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' },
-  actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
+  task_id: 'BENCH-1',
+  purpose: 'scheduled_employee_offboarding',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+  subject: { type: 'Employee', id: '7721' },
 };
-const body = (id) => JSON.stringify({ execution_id: id, phase: 'execute', envelope, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+const body = (id) =>
+  JSON.stringify({ execution_id: id, phase: 'execute', envelope, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 
 async function startWrit(dir, extra) {
   const port = await freePort();
-  const config = { listen: `127.0.0.1:${port}`, policy_dir: join(root, 'policies'), data_dir: join(dir, `data-${port}`), tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }], ...extra };
+  const config = {
+    listen: `127.0.0.1:${port}`,
+    policy_dir: join(root, 'policies'),
+    data_dir: join(dir, `data-${port}`),
+    tokens: [{ token: TOKEN, role: 'pep', actor: envelope.actor }],
+    ...extra,
+  };
   const file = join(dir, `config-${port}.json`);
   writeFileSync(file, JSON.stringify(config));
   const child = spawn(process.execPath, [join(root, 'bin', 'writ'), 'serve', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -75,35 +92,47 @@ async function startWrit(dir, extra) {
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) return { child, url };
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await sleep(100);
   }
   throw new Error('writ did not start');
 }
-const stop = (child) => new Promise((resolve) => {
-  if (child.exitCode !== null) return resolve();
-  child.once('exit', resolve);
-  child.kill('SIGTERM');
-});
+const stop = (child) =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
 
 /** 50 connections split over the urls, one autocannon per url, run together. */
 async function measure(urls, prefix, duration, pids) {
   const lat = [];
-  let ok = 0, bad = 0;
+  let ok = 0,
+    bad = 0;
   const cpu0 = pids().reduce((s, p) => s + cpuSeconds(p), 0);
   const t0 = performance.now();
-  await Promise.all(urls.map((url, u) => {
-    let i = 0;
-    const inst = autocannon({
-      url: `${url}/v1/decisions`, method: 'POST', connections: CONNS / urls.length, duration,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: body(`${prefix}-${u}-${i++}`) }) }],
-    });
-    inst.on('response', (_c, status, _b, rt) => {
-      if (status === 200) { ok++; lat.push(rt); } else bad++;
-    });
-    return inst;
-  }));
+  await Promise.all(
+    urls.map((url, u) => {
+      let i = 0;
+      const inst = autocannon({
+        url: `${url}/v1/decisions`,
+        method: 'POST',
+        connections: CONNS / urls.length,
+        duration,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: body(`${prefix}-${u}-${i++}`) }) }],
+      });
+      inst.on('response', (_c, status, _b, rt) => {
+        if (status === 200) {
+          ok++;
+          lat.push(rt);
+        } else bad++;
+      });
+      return inst;
+    }),
+  );
   const wall = (performance.now() - t0) / 1000;
   const cpu = pids().reduce((s, p) => s + cpuSeconds(p), 0) - cpu0;
   lat.sort((x, y) => x - y);
@@ -137,7 +166,9 @@ for (let rep = 1; rep <= REPS; rep++) {
       if (WARMUP > 0) await measure(urls, `w${rep}`, WARMUP, pids);
       const m = await measure(urls, `m${rep}`, DURATION, pids);
       rows.push({ target, rep, ...m });
-      log(`${target} rep ${rep}: ${m.rps.toFixed(0)} decisions/s, p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms, ${m.cpu_ms_per_answer.toFixed(2)} CPU ms/answer (${m.cores.toFixed(2)} cores), non-200 ${m.bad}`);
+      log(
+        `${target} rep ${rep}: ${m.rps.toFixed(0)} decisions/s, p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms, ${m.cpu_ms_per_answer.toFixed(2)} CPU ms/answer (${m.cores.toFixed(2)} cores), non-200 ${m.bad}`,
+      );
     } finally {
       for (const w of writs) await stop(w.child);
       pg?.stop();
@@ -147,7 +178,10 @@ for (let rep = 1; rep <= REPS; rep++) {
 }
 
 const label = { lmdb: 'LMDB, one sidecar', 'pg-1': 'PostgreSQL, one replica', 'pg-2': 'PostgreSQL, two replicas (25 + 25 connections)' };
-const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const median = (xs) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const lines = [
   '# Replicas on a shared PostgreSQL: decision throughput',
   '',
@@ -164,7 +198,9 @@ const lines = [
 for (const t of ['lmdb', 'pg-1', 'pg-2']) {
   const rs = rows.filter((r) => r.target === t);
   if (!rs.length) continue;
-  lines.push(`| ${label[t]} | ${median(rs.map((r) => r.rps)).toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(1)} | ${median(rs.map((r) => r.p99)).toFixed(1)} | ${median(rs.map((r) => r.cpu_ms_per_answer)).toFixed(2)} | ${rs.map((r) => r.rps.toFixed(0)).join(', ')} |`);
+  lines.push(
+    `| ${label[t]} | ${median(rs.map((r) => r.rps)).toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(1)} | ${median(rs.map((r) => r.p99)).toFixed(1)} | ${median(rs.map((r) => r.cpu_ms_per_answer)).toFixed(2)} | ${rs.map((r) => r.rps.toFixed(0)).join(', ')} |`,
+  );
 }
 lines.push('', 'Every non-200 answer is counted in the raw line below (expected 0).', '', '```', ...rows.map((r) => JSON.stringify(r)), '```', '');
 lines.push(`## How it scales on a real cluster
@@ -184,4 +220,4 @@ if (!a['no-write']) {
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'replicas.md'), lines.join('\n'));
 }
-process.stdout.write(lines.join('\n') + '\n');
+process.stdout.write(`${lines.join('\n')}\n`);

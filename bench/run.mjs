@@ -9,7 +9,28 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const ORDER = ['binding', 'decide', 'memo', 'visibility', 'search', 'store', 'verify', 'proof', 'http', 'http-wrk', 'http-notes', 'authzen', 'identity', 'replicas', 'proxy', 'gateway', 'memory', 'chaos', 'replay', 'fairness'];
+const ORDER = [
+  'binding',
+  'decide',
+  'memo',
+  'visibility',
+  'search',
+  'store',
+  'verify',
+  'proof',
+  'http',
+  'http-wrk',
+  'http-notes',
+  'authzen',
+  'identity',
+  'replicas',
+  'proxy',
+  'gateway',
+  'memory',
+  'chaos',
+  'replay',
+  'fairness',
+];
 const args = process.argv.slice(2);
 const assembleOnly = args.includes('--assemble');
 const wanted = args.filter((a) => !a.startsWith('--'));
@@ -36,5 +57,5 @@ Assembled by \`npm run bench\` from \`bench/results/*.md\`; each section was mea
 to its own baseline and says how to reproduce it. Machine of the last assembly: ${cpus().length} cores
 (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}. Timing never enters \`npm test\`.
 `;
-writeFileSync(join(here, 'RESULTS.md'), [header, ...files.map((f) => readFileSync(join(resultsDir, f), 'utf8').trim() + '\n')].join('\n'));
+writeFileSync(join(here, 'RESULTS.md'), [header, ...files.map((f) => `${readFileSync(join(resultsDir, f), 'utf8').trim()}\n`)].join('\n'));
 process.stderr.write(`wrote bench/RESULTS.md from ${files.length} section(s)\n`);

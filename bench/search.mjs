@@ -23,9 +23,14 @@ const ROUNDS = 3;
 const bundle = loadPolicyDir(EXAMPLE);
 const groups = ['eng', 'sales', 'ops', 'legal'];
 const entities = [...bundle.seedEntities];
-for (const g of groups) if (!entities.some((e) => e.uid.type === 'group' && e.uid.id === g)) entities.push({ uid: { type: 'group', id: g }, attrs: {}, parents: [] });
+for (const g of groups)
+  if (!entities.some((e) => e.uid.type === 'group' && e.uid.id === g)) entities.push({ uid: { type: 'group', id: g }, attrs: {}, parents: [] });
 for (let i = 0; i < USERS; i++) {
-  entities.push({ uid: { type: 'user', id: `u${String(i).padStart(5, '0')}` }, attrs: { roles: [i % 50 === 0 ? 'admin' : 'viewer'] }, parents: [{ type: 'group', id: groups[i % groups.length] }] });
+  entities.push({
+    uid: { type: 'user', id: `u${String(i).padStart(5, '0')}` },
+    attrs: { roles: [i % 50 === 0 ? 'admin' : 'viewer'] },
+    parents: [{ type: 'group', id: groups[i % groups.length] }],
+  });
 }
 const source = new StaticEntitySource(entities);
 const engine = new PolicyEngine(bundle);

@@ -29,15 +29,27 @@ const now = () => Number(process.hrtime.bigint()) / 1e6; // ms
 
 // A decision-sized record body (~900 bytes of JCS), so fsync and encoding costs are realistic.
 const envelope = {
-  task_id: 'OFF-2048', purpose: 'scheduled_employee_offboarding',
-  requester: { type: 'User', id: 'manager-1842' }, actor: { type: 'Agent', id: 'offboarding-agent-prod' },
-  subject: { type: 'Employee', id: '7721' }, authoritative_event: 'hris:termination:99108',
-  evidence_refs: ['hris:employee:7721@version-44'], supersedes: null,
+  task_id: 'OFF-2048',
+  purpose: 'scheduled_employee_offboarding',
+  requester: { type: 'User', id: 'manager-1842' },
+  actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+  subject: { type: 'Employee', id: '7721' },
+  authoritative_event: 'hris:termination:99108',
+  evidence_refs: ['hris:employee:7721@version-44'],
+  supersedes: null,
 };
 const fields = (i) => ({
-  kind: 'decision', execution_id: `OFF-${i}:disable-sign-in`, actor: envelope.actor, envelope,
-  arguments: { employee_id: String(i) }, binding: 'writ-bind/1:sha256:' + 'ab'.repeat(32), decision: 'allow',
-  reasons: ['allow-offboarding'], errors: [], policy_version: 'sha256:' + '11'.repeat(32), entities_version: 'sha256:' + '22'.repeat(32),
+  kind: 'decision',
+  execution_id: `OFF-${i}:disable-sign-in`,
+  actor: envelope.actor,
+  envelope,
+  arguments: { employee_id: String(i) },
+  binding: `writ-bind/1:sha256:${'ab'.repeat(32)}`,
+  decision: 'allow',
+  reasons: ['allow-offboarding'],
+  errors: [],
+  policy_version: `sha256:${'11'.repeat(32)}`,
+  entities_version: `sha256:${'22'.repeat(32)}`,
 });
 
 function freshDir(name) {
@@ -101,7 +113,12 @@ async function storeConcurrent(durability) {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
   latencies.sort((a, b) => a - b);
-  return { perSec: (CONC_WRITES / ms) * 1000, perCommit: CONC_WRITES / commits, p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)] };
+  return {
+    perSec: (CONC_WRITES / ms) * 1000,
+    perCommit: CONC_WRITES / commits,
+    p50: latencies[Math.floor(latencies.length / 2)],
+    p99: latencies[Math.floor(latencies.length * 0.99)],
+  };
 }
 
 async function buildStore(dir, n) {
@@ -127,7 +144,10 @@ async function buildStore(dir, n) {
 function proofLatency(store) {
   const size = store.size();
   let x = 12345;
-  const rand = () => ((x = (x * 1103515245 + 12345) % 2147483648), x % size);
+  const rand = () => {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    return x % size;
+  };
   const t0 = now();
   for (let i = 0; i < PROOF_SAMPLES; i++) store.inclusionProof(rand(), size);
   const proofUs = ((now() - t0) * 1000) / PROOF_SAMPLES;
@@ -167,11 +187,15 @@ const rows = [];
 rows.push(`| baseline: bare lmdb-js durable commit, one ~900 B put per commit, sequential | ${fmt(bare)} | 1 | 1.00× |`);
 for (const d of ['sync', 'flushed']) {
   const s = results.seq[d];
-  rows.push(`| Store.write, \`${d}\`, sequential (1 record + 1 table put per write) | ${fmt(m(s, 'perSec'))} | ${fmt(m(s, 'perCommit'), 1)} | ${(m(s, 'perSec') / bare).toFixed(2)}× |`);
+  rows.push(
+    `| Store.write, \`${d}\`, sequential (1 record + 1 table put per write) | ${fmt(m(s, 'perSec'))} | ${fmt(m(s, 'perCommit'), 1)} | ${(m(s, 'perSec') / bare).toFixed(2)}× |`,
+  );
 }
 for (const d of ['sync', 'flushed']) {
   const c = results.conc[d];
-  rows.push(`| Store.write, \`${d}\`, ${CONC_WRITERS} concurrent writers | **${fmt(m(c, 'perSec'))}** | ${fmt(m(c, 'perCommit'), 1)} | ${(m(c, 'perSec') / bare).toFixed(2)}× |`);
+  rows.push(
+    `| Store.write, \`${d}\`, ${CONC_WRITERS} concurrent writers | **${fmt(m(c, 'perSec'))}** | ${fmt(m(c, 'perCommit'), 1)} | ${(m(c, 'perSec') / bare).toFixed(2)}× |`,
+  );
 }
 const sp = median(proofRuns.small.map((x) => x.proofUs));
 const bp = median(proofRuns.big.map((x) => x.proofUs));

@@ -19,7 +19,9 @@ import { parseArgs } from 'node:util';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const WRIT = join(root, 'bin', 'writ');
-const { values: a } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, records: { type: 'string', default: '3000' }, seconds: { type: 'string', default: '5' } } });
+const { values: a } = parseArgs({
+  options: { rounds: { type: 'string', default: '30' }, records: { type: 'string', default: '3000' }, seconds: { type: 'string', default: '5' } },
+});
 const ROUNDS = Number(a.rounds);
 const RECORDS = Number(a.records);
 const SECONDS = Number(a.seconds);
@@ -48,7 +50,11 @@ const quantile = (xs, q) => {
 const ADMIN = 'bench-admin';
 const AUDITOR = 'bench-auditor';
 async function put(url, i) {
-  const r = await fetch(`${url}/v1/entities/Role/r${i}`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: '{"attrs":{},"parents":[]}' });
+  const r = await fetch(`${url}/v1/entities/Role/r${i}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: '{"attrs":{},"parents":[]}',
+  });
   if (r.status !== 200) throw new Error(`PUT ${r.status}`);
   await r.arrayBuffer();
 }
@@ -62,16 +68,31 @@ try {
   const logVkey = encodeVkey(origin, SIG_ED25519, Buffer.from(kg.public_key, 'base64'));
   const witnesses = [];
   for (const n of [1, 2, 3]) {
-    const vkey = spawnSync(process.execPath, [WRIT, 'witness', 'keygen', '--name', `w${n}.bench`, '--out', join(dir, `w${n}.key`)], { encoding: 'utf8' }).stdout.trim();
-    const url = await start(['witness', 'serve', '--key', join(dir, `w${n}.key`), '--log', logVkey, '--state', join(dir, `w${n}`), '--listen', '127.0.0.1:0'], /listening on (http:\/\/\S+)/);
+    const vkey = spawnSync(process.execPath, [WRIT, 'witness', 'keygen', '--name', `w${n}.bench`, '--out', join(dir, `w${n}.key`)], {
+      encoding: 'utf8',
+    }).stdout.trim();
+    const url = await start(
+      ['witness', 'serve', '--key', join(dir, `w${n}.key`), '--log', logVkey, '--state', join(dir, `w${n}`), '--listen', '127.0.0.1:0'],
+      /listening on (http:\/\/\S+)/,
+    );
     witnesses.push({ url, vkey });
   }
   const config = join(dir, 'config.json');
-  writeFileSync(config, JSON.stringify({
-    listen: '127.0.0.1:0', data_dir: dataDir, log_origin: origin, public_tiles: true, witnesses,
-    checkpoint: { every_records: 100, every_ms: 600000 },
-    tokens: [{ token: ADMIN, role: 'admin' }, { token: AUDITOR, role: 'auditor' }],
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      data_dir: dataDir,
+      log_origin: origin,
+      public_tiles: true,
+      witnesses,
+      checkpoint: { every_records: 100, every_ms: 600000 },
+      tokens: [
+        { token: ADMIN, role: 'admin' },
+        { token: AUDITOR, role: 'auditor' },
+      ],
+    }),
+  );
   const url = await start(['serve', '--config', config], /listening on (http:\/\/\S+)/);
   const keys = [parseVkey(logVkey), ...witnesses.map((w) => parseVkey(w.vkey))];
 
@@ -85,7 +106,7 @@ try {
     for (;;) {
       const note = await (await fetch(`${url}/ledger/checkpoint`)).text();
       const v = verifyNote(note, keys);
-      if (process.env.BENCH_DEBUG) process.stderr.write(`${v.verified.length} ${v.text.split("\n")[1]} ${cp.size}\n`);
+      if (process.env.BENCH_DEBUG) process.stderr.write(`${v.verified.length} ${v.text.split('\n')[1]} ${cp.size}\n`);
       if (v.verified.length === 4 && v.text.split('\n')[1] === String(cp.size)) break;
       await new Promise((res) => setTimeout(res, 2));
     }
@@ -108,16 +129,18 @@ try {
     let done = 0;
     let bytes = 0;
     const until = performance.now() + SECONDS * 1000;
-    await Promise.all(Array.from({ length: 16 }, async (_, c) => {
-      for (let i = c; performance.now() < until; i += 16) {
-        const s = performance.now();
-        const res = await fetch(url + pathOf(i % fullTiles), { headers: { authorization: `Bearer ${AUDITOR}` } });
-        bytes += (await res.arrayBuffer()).byteLength;
-        if (res.status !== 200) throw new Error(`${label}: ${res.status}`);
-        lat.push(performance.now() - s);
-        done++;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, c) => {
+        for (let i = c; performance.now() < until; i += 16) {
+          const s = performance.now();
+          const res = await fetch(url + pathOf(i % fullTiles), { headers: { authorization: `Bearer ${AUDITOR}` } });
+          bytes += (await res.arrayBuffer()).byteLength;
+          if (res.status !== 200) throw new Error(`${label}: ${res.status}`);
+          lat.push(performance.now() - s);
+          done++;
+        }
+      }),
+    );
     return { label, perSecond: done / SECONDS, p50: quantile(lat, 0.5), p99: quantile(lat, 0.99), bytes: bytes / done };
   }
   const rows = [

@@ -10,7 +10,7 @@
 //
 // Run: npx tsc -p . && node bench/verify.mjs [--records N] [--workers N]   (default: the CLI's default,
 // one worker thread per CPU)
-import { createReadStream, existsSync, mkdirSync, openSync, closeSync, writeSync, writeFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, closeSync, writeSync, writeFileSync, statSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
@@ -41,7 +41,7 @@ function generate() {
   const raw = rawPublicKey(key);
   const keyId = keyIdOf(raw);
   const acc = new MerkleAccumulator();
-  const fd = openSync(exportPath + '.part', 'w');
+  const fd = openSync(`${exportPath}.part`, 'w');
   let prev = ZERO_HASH;
   let pending = [];
   const t0 = Date.UTC(2026, 7, 24, 8, 30);
@@ -49,7 +49,7 @@ function generate() {
     const rec = sealRecord({ v: 1, seq, ts: new Date(t0 + seq).toISOString(), kind, prev, ...fields });
     pending.push(recordLine(rec));
     if (pending.length >= 4096) {
-      writeSync(fd, pending.join('\n') + '\n');
+      writeSync(fd, `${pending.join('\n')}\n`);
       pending = [];
     }
     acc.append(hashToBytes(rec.hash));
@@ -65,7 +65,12 @@ function generate() {
       emit(seq, 'checkpoint', { size: seq, root, key_id: keyId, signature: signPayload(key, checkpointPayload({ key_id: keyId, root, size: seq })) });
     } else if (seq % 4 < 2 || seq === 3) {
       const n = seq;
-      const args = { employee_id: String(7000 + (n % 997)), reason: 'terminated', notify: n % 3 === 0, effective: { at: '2026-08-24T17:00:00+07:00', grace_minutes: 15 } };
+      const args = {
+        employee_id: String(7000 + (n % 997)),
+        reason: 'terminated',
+        notify: n % 3 === 0,
+        effective: { at: '2026-08-24T17:00:00+07:00', grace_minutes: 15 },
+      };
       const envelope = {
         task_id: `OFF-${n}`,
         purpose: 'scheduled_employee_offboarding',
@@ -103,9 +108,9 @@ function generate() {
       emit(seq, 'approval', { approval_id: `apr-${seq}`, execution_id: `OFF-${seq - 3}:disable-sign-in`, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: '2026-08-25T17:00:00Z' });
     }
   }
-  if (pending.length) writeSync(fd, pending.join('\n') + '\n');
+  if (pending.length) writeSync(fd, `${pending.join('\n')}\n`);
   closeSync(fd);
-  execFileSync('mv', [exportPath + '.part', exportPath]);
+  execFileSync('mv', [`${exportPath}.part`, exportPath]);
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

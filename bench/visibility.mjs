@@ -28,10 +28,16 @@ function policyDir() {
     // Permits over 90 of the tools; forbids for IT requesters and approval-lifted forbids spread over all.
     const tool = i % 10 === 3 || i % 10 === 7 ? `tool_${(i * 7) % TOOLS}` : `tool_${i % 90}`;
     if (i % 10 === 3) lines.push(`@id("f-${i}") forbid (principal, action == Action::"svc/${tool}", resource) when { context.requester in Role::"it" };`);
-    else if (i % 10 === 7) lines.push(`@id("a-${i}") @requires_approval("Role::\\"hr\\"") forbid (principal, action == Action::"svc/${tool}", resource) unless { context has approver && context.approver in Role::"hr" };`);
-    else lines.push(`@id("p-${i}") permit (principal is Agent, action == Action::"svc/${tool}", resource is Employee) when { principal.trusted && context.arguments has n && context.arguments.n < ${i} };`);
+    else if (i % 10 === 7)
+      lines.push(
+        `@id("a-${i}") @requires_approval("Role::\\"hr\\"") forbid (principal, action == Action::"svc/${tool}", resource) unless { context has approver && context.approver in Role::"hr" };`,
+      );
+    else
+      lines.push(
+        `@id("p-${i}") permit (principal is Agent, action == Action::"svc/${tool}", resource is Employee) when { principal.trusted && context.arguments has n && context.arguments.n < ${i} };`,
+      );
   }
-  writeFileSync(join(dir, 'filler.cedar'), lines.join('\n') + '\n');
+  writeFileSync(join(dir, 'filler.cedar'), `${lines.join('\n')}\n`);
   return dir;
 }
 
@@ -43,7 +49,17 @@ const tools = Array.from({ length: TOOLS }, (_, i) => `tool_${i}`);
 const ask = (engine, requester) => {
   let visible = 0;
   for (const tool of tools) {
-    if (engine.mayBeCalled({ actor: { type: 'Agent', id: 'offboarding-agent-prod' }, requester: { type: 'User', id: requester }, subject: { type: 'Employee', id: '7721' }, server: 'svc', tool, entities })) visible++;
+    if (
+      engine.mayBeCalled({
+        actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+        requester: { type: 'User', id: requester },
+        subject: { type: 'Employee', id: '7721' },
+        server: 'svc',
+        tool,
+        entities,
+      })
+    )
+      visible++;
   }
   return visible;
 };
@@ -64,9 +80,17 @@ for (let r = 0; r < ROUNDS; r++) {
   t = performance.now();
   for (const tool of tools) {
     engine.decide({
-      actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server: 'svc', tool, subject: { type: 'Employee', id: '7721' },
-      envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'manager-1842' } }, phase: 'execute',
-      binding: 'writ-bind/1:sha256:' + '0'.repeat(64), cedarArguments: { n: 5 }, now: new Date(), approvals: [], entities,
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+      server: 'svc',
+      tool,
+      subject: { type: 'Employee', id: '7721' },
+      envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'manager-1842' } },
+      phase: 'execute',
+      binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
+      cedarArguments: { n: 5 },
+      now: new Date(),
+      approvals: [],
+      entities,
     });
   }
   decisions.push(performance.now() - t);

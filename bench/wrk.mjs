@@ -32,7 +32,9 @@ const luaString = (s) => `[==[${s}]==]`;
  * `done()` prints one JSON line with the summary and percentiles (µs) on stdout.
  */
 function script({ path, headers, template, holes, prefix }) {
-  const headerLines = Object.entries(headers).map(([k, v]) => `wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`).join('\n');
+  const headerLines = Object.entries(headers)
+    .map(([k, v]) => `wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`)
+    .join('\n');
   return `
 wrk.method = "POST"
 ${headerLines}
@@ -62,13 +64,17 @@ function runWrk({ url, connections, duration, lua }) {
   const cmd = `wrk -t1 -c${connections} -d${duration}s --timeout 10s -s '${file}' '${url}'; rc=$?; cat /proc/$$/stat >&2; exit $rc`;
   return new Promise((resolve, reject) => {
     const child = spawn('sh', ['-c', cmd], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
+    let out = '',
+      err = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
     child.on('exit', (code) => {
       rmSync(dir, { recursive: true, force: true });
       if (code !== 0) return reject(new Error(`wrk exited ${code}: ${err}${out}`));
-      const summary = out.split('\n').map((l) => l.trim()).find((l) => l.startsWith('{"requests"'));
+      const summary = out
+        .split('\n')
+        .map((l) => l.trim())
+        .find((l) => l.startsWith('{"requests"'));
       const statLine = err.split('\n').find((l) => / \(sh\) /.test(l) || /^\d+ \(/.test(l));
       if (!summary || !statLine) return reject(new Error(`wrk gave no summary: ${out}\n${err}`));
       const f = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');

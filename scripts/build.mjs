@@ -38,7 +38,7 @@ copyAssets(join(root, 'src'));
 function hasSource(file) {
   const rel = relative(join(root, 'dist'), file);
   if (existsSync(join(root, rel))) return true;
-  for (const ext of ['.d.ts.map', '.js.map', '.d.ts', '.js']) if (rel.endsWith(ext)) return existsSync(join(root, rel.slice(0, -ext.length) + '.ts'));
+  for (const ext of ['.d.ts.map', '.js.map', '.d.ts', '.js']) if (rel.endsWith(ext)) return existsSync(join(root, `${rel.slice(0, -ext.length)}.ts`));
   return false;
 }
 function removeStale(dir) {

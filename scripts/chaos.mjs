@@ -36,7 +36,13 @@ for (let i = 0; i < runs; i++) {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  const lines = existsSync(report) ? readFileSync(report, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  const lines = existsSync(report)
+    ? readFileSync(report, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
   const mine = lines.filter((l) => l.seed === seed).at(-1);
   const ok = r.status === 0 && mine?.ok === true;
   if (mine) kills += mine.kills ?? 0;
@@ -51,7 +57,9 @@ for (let i = 0; i < runs; i++) {
 }
 rmSync(dir, { recursive: true, force: true });
 for (const f of failures) process.stdout.write(`\n--- run ${f.run} (seed ${f.seed}) failed: ${f.error ?? `exit ${f.status}`}\n${f.tail}\n`);
-process.stdout.write(`chaos summary ${JSON.stringify({ runs, passed, kills, startup_kills: startupKills, base_seed: baseSeed, seconds: Math.round((Date.now() - t0) / 1000) })}\n`);
+process.stdout.write(
+  `chaos summary ${JSON.stringify({ runs, passed, kills, startup_kills: startupKills, base_seed: baseSeed, seconds: Math.round((Date.now() - t0) / 1000) })}\n`,
+);
 
 let rest = 0;
 if (process.env.CHAOS_ONLY_KILL !== '1') {

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 const { values } = parseArgs({ options: { node: { type: 'string' }, runs: { type: 'string', default: '2' } } });
 const node = values.node ?? process.execPath;
 const bench = fileURLToPath(new URL('../bench/decide.mjs', import.meta.url));
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the template is evaluated by the child node (-p), not here.
 const version = spawnSync(node, ['-p', '`Node ${process.versions.node} (V8 ${process.versions.v8})`'], { encoding: 'utf8' }).stdout.trim();
 const scratch = mkdtempSync(join(tmpdir(), 'writ-wasm-check-'));
 let aborted = 0;

@@ -15,7 +15,12 @@ const clients = {
 const scopes = [...new Set(Object.values(clients))];
 const provider = new Provider(`http://127.0.0.1:${port}`, {
   clients: Object.entries(clients).map(([client_id, scope]) => ({
-    client_id, client_secret: 'dev-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope,
+    client_id,
+    client_secret: 'dev-secret',
+    grant_types: ['client_credentials'],
+    redirect_uris: [],
+    response_types: [],
+    scope,
     id_token_signed_response_alg: 'RS256',
   })),
   scopes,

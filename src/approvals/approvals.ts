@@ -39,11 +39,7 @@ export function subjectDigest(entity: EntityJson | undefined, revision = 0): str
 }
 
 /** Why an approval does not count now, or undefined when it is valid. */
-export function invalidReason(
-  a: Approval,
-  now: Date,
-  current: { binding: string; envelope_digest: string; subjectDigest: string },
-): InvalidReason | undefined {
+export function invalidReason(a: Approval, now: Date, current: { binding: string; envelope_digest: string; subjectDigest: string }): InvalidReason | undefined {
   if (a.revoked_at !== undefined) return 'revoked';
   if (Date.parse(a.expires_at) <= now.getTime()) return 'expired';
   if (a.binding !== current.binding || a.envelope_digest !== current.envelope_digest) return 'binding_changed';

@@ -44,7 +44,7 @@ export function jsonPointer(trail: ReadonlyArray<string | number>, length: numbe
   let out = base;
   for (let i = 0; i < length; i++) {
     const step = trail[i]!;
-    out += '/' + (typeof step === 'number' ? String(step) : escapePointerToken(step));
+    out += `/${typeof step === 'number' ? String(step) : escapePointerToken(step)}`;
   }
   return out;
 }
@@ -66,7 +66,14 @@ export function setMember(target: Record<string, unknown>, key: string, value: u
 const hasOwn = Object.hasOwn as (o: object, k: string) => boolean;
 
 const ESCAPES: Record<number, string> = {
-  0x22: '"', 0x5c: '\\', 0x2f: '/', 0x62: '\b', 0x66: '\f', 0x6e: '\n', 0x72: '\r', 0x74: '\t',
+  0x22: '"',
+  0x5c: '\\',
+  0x2f: '/',
+  0x62: '\b',
+  0x66: '\f',
+  0x6e: '\n',
+  0x72: '\r',
+  0x74: '\t',
 };
 
 function hexValue(c: number): number {
@@ -97,7 +104,11 @@ class Parser {
   /** Members and elements met so far (admission limits). */
   private total = 0;
 
-  constructor(private readonly text: string, private readonly maxDepth: number, private readonly limits?: AdmissionLimits) {}
+  constructor(
+    private readonly text: string,
+    private readonly maxDepth: number,
+    private readonly limits?: AdmissionLimits,
+  ) {}
 
   /**
    * Admission limits (limits.ts) stop the parse at the first excess, as the depth stop does: a body
@@ -152,17 +163,23 @@ class Parser {
   private parseValue(depth: number): LosslessValue {
     const c = this.text.charCodeAt(this.pos);
     switch (c) {
-      case 0x7b: /* { */ return this.parseObject(depth);
-      case 0x5b: /* [ */ return this.parseArray(depth);
+      case 0x7b:
+        /* { */ return this.parseObject(depth);
+      case 0x5b:
+        /* [ */ return this.parseArray(depth);
       case 0x22: /* " */ {
         const s = this.parseString(depth);
         if (this.illFormed) this.defer('BINDING_LONE_SURROGATE', 'lone surrogate in a string', depth);
-        if (this.limits !== undefined && s.length > this.limits.string_length) this.overLimit(`a string longer than ${this.limits.string_length} characters`, depth);
+        if (this.limits !== undefined && s.length > this.limits.string_length)
+          this.overLimit(`a string longer than ${this.limits.string_length} characters`, depth);
         return s;
       }
-      case 0x74: return this.parseLiteral('true', true, depth);
-      case 0x66: return this.parseLiteral('false', false, depth);
-      case 0x6e: return this.parseLiteral('null', null, depth);
+      case 0x74:
+        return this.parseLiteral('true', true, depth);
+      case 0x66:
+        return this.parseLiteral('false', false, depth);
+      case 0x6e:
+        return this.parseLiteral('null', null, depth);
       default:
         if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.parseNumber(depth);
         return this.syntax(`expected a JSON value ${describeAt(this.text, this.pos)}`, depth);
@@ -173,7 +190,9 @@ class Parser {
     if (depth + 1 > this.maxDepth) {
       if (this.deferred) throw this.deferred;
       // Far past the §3 limit: the refusal is the same code, and names the limit a caller must keep to.
-      throw new WritError('BINDING_TOO_DEEP', `nesting deeper than ${MAX_ARGUMENT_DEPTH} levels (the parser stops at ${this.maxDepth})`, { path: jsonPointer(this.trail, depth) });
+      throw new WritError('BINDING_TOO_DEEP', `nesting deeper than ${MAX_ARGUMENT_DEPTH} levels (the parser stops at ${this.maxDepth})`, {
+        path: jsonPointer(this.trail, depth),
+      });
     }
   }
 
@@ -336,8 +355,10 @@ class Parser {
         chunkStart = pos;
         continue;
       }
+      // biome-ignore lint/suspicious/noSelfCompare: `c !== c` is the cheapest NaN test (charCodeAt past the end) in the scanner's hot loop.
       if (c < 0x20 || c !== c /* NaN: end of input */) {
         this.pos = pos;
+        // biome-ignore lint/suspicious/noSelfCompare: as above: NaN is the end of input.
         if (c !== c) this.syntax(`unterminated string ${describeAt(text, pos)}`, depth);
         this.syntax(`unescaped control character in a string ${describeAt(text, pos)}`, depth);
       }
@@ -367,7 +388,11 @@ export function parseLossless(text: string, maxDepth: number = PARSE_MAX_DEPTH, 
  * object): the text a value was parsed from determines everything derived from it, so a caller may key
  * a memo of derived views on it (decision admission does).
  */
-export function parseLosslessWithRootText(text: string, maxDepth: number = PARSE_MAX_DEPTH, limits?: AdmissionLimits): { value: LosslessValue; rootText(key: string): string | undefined } {
+export function parseLosslessWithRootText(
+  text: string,
+  maxDepth: number = PARSE_MAX_DEPTH,
+  limits?: AdmissionLimits,
+): { value: LosslessValue; rootText(key: string): string | undefined } {
   const parser = new Parser(text, maxDepth, limits);
   const spans = new Map<string, readonly [number, number]>();
   parser.rootSpans = spans;

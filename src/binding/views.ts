@@ -8,13 +8,7 @@ import { jcs, sha256Tagged } from '../util/canonical.js';
 import { admitValue, type Json } from './admit.js';
 import { parseLossless, setMember } from './parse.js';
 
-export type CedarValue =
-  | boolean
-  | number
-  | string
-  | CedarValue[]
-  | { [k: string]: CedarValue }
-  | { __extn: { fn: 'decimal'; arg: string } };
+export type CedarValue = boolean | number | string | CedarValue[] | { [k: string]: CedarValue } | { __extn: { fn: 'decimal'; arg: string } };
 
 export const BINDING_PROFILE = 'writ-bind/1';
 const BINDING_DOMAIN = 'writ-bind/1\n';
@@ -103,8 +97,9 @@ export function bindCall(server: string, tool: string, admittedArgs: Json): Boun
 
 /**
  * Why a stored arguments text — a JCS text, as every member of a canonical ledger line is — is not the
- * canonical text of admitted arguments, or undefined when it is (`writ verify`, per decision). A binding recomputed over inadmissible arguments (`1e-7`, an unsafe
- * integer) would still match its own recomputation; admission again tells a forged call from a real one.
+ * canonical text of admitted arguments, or undefined when it is (`writ verify`, per decision). A binding
+ * recomputed over inadmissible arguments (`1e-7`, an unsafe integer) would still match its own
+ * recomputation; admission again tells a forged call from a real one.
  */
 export function storedArgumentsProblem(text: string): string | undefined {
   let admitted: Json;

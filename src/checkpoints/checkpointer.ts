@@ -72,7 +72,10 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   const onRetired =
     o.onRetired ??
     ((keyId: string, ledgerKeyId: string) =>
-      log.warn(`writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with the new key file`));
+      log.warn(
+        `writ: signing key ${keyId} was rotated out (the ledger's key is now ${ledgerKeyId}): this replica writes no more checkpoints; restart it with ` +
+          `the new key file`,
+      ));
   let chain: Promise<unknown> = Promise.resolve();
   let inFlight = 0;
   let stopped = false;
@@ -88,42 +91,44 @@ export function startCheckpointer(store: LedgerStore, o: CheckpointerOptions): C
   const writeNow = async (final: boolean, atLeast = 1, timed = false): Promise<LedgerRecord | undefined> => {
     let retiredFor: string | undefined;
     const before = coveredEnd;
-    const record = await store.write(
-      (tx) => {
-        retiredFor = undefined;
-        const size = tx.size();
-        if (store.shared) {
-          const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
-          if (end > coveredEnd) coveredEnd = end;
-        }
-        if (size === 0 || (!final && size - coveredEnd < atLeast)) return undefined;
-        if (timed && store.shared && o.everyMs) {
-          const at = tx.get<number>('meta', CHECKPOINT_AT_KEY);
-          if (at !== undefined && Date.now() - at < o.everyMs) return undefined;
-        }
-        // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
-        // a checkpoint signed by a retired key is what a rotation exists to prevent.
-        const key = isCurrentDeploymentKey(store, tx, o.key);
-        if (!key.current) {
-          retiredFor = key.ledgerKeyId;
-          return undefined;
-        }
-        const root = tx.root();
-        const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
-        if (store.shared) {
-          tx.put('meta', CHECKPOINT_END_KEY, size + 1);
-          tx.put('meta', CHECKPOINT_AT_KEY, Date.now());
-        }
-        // Covered from now on for the cadence (a write in the same batch counts from here).
-        coveredEnd = size + 1;
-        return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
-      },
-      { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], ['meta', CHECKPOINT_AT_KEY], LEDGER_KEY_READ] },
-    ).catch((e) => {
-      // Not written: the records it would have covered count again.
-      coveredEnd = Math.min(coveredEnd, before);
-      throw e;
-    });
+    const record = await store
+      .write(
+        (tx) => {
+          retiredFor = undefined;
+          const size = tx.size();
+          if (store.shared) {
+            const end = tx.get<number>('meta', CHECKPOINT_END_KEY) ?? 0;
+            if (end > coveredEnd) coveredEnd = end;
+          }
+          if (size === 0 || (!final && size - coveredEnd < atLeast)) return undefined;
+          if (timed && store.shared && o.everyMs) {
+            const at = tx.get<number>('meta', CHECKPOINT_AT_KEY);
+            if (at !== undefined && Date.now() - at < o.everyMs) return undefined;
+          }
+          // `writ keys rotate` ran while this replica kept serving: its key is no longer the ledger's, and
+          // a checkpoint signed by a retired key is what a rotation exists to prevent.
+          const key = isCurrentDeploymentKey(store, tx, o.key);
+          if (!key.current) {
+            retiredFor = key.ledgerKeyId;
+            return undefined;
+          }
+          const root = tx.root();
+          const signature = signPayload(o.key.privateKey, checkpointPayload({ key_id: o.key.key_id, root, size }));
+          if (store.shared) {
+            tx.put('meta', CHECKPOINT_END_KEY, size + 1);
+            tx.put('meta', CHECKPOINT_AT_KEY, Date.now());
+          }
+          // Covered from now on for the cadence (a write in the same batch counts from here).
+          coveredEnd = size + 1;
+          return tx.append({ kind: 'checkpoint', size, root, key_id: o.key.key_id, signature }).record;
+        },
+        { label: 'checkpoint', reads: [['meta', CHECKPOINT_END_KEY], ['meta', CHECKPOINT_AT_KEY], LEDGER_KEY_READ] },
+      )
+      .catch((e) => {
+        // Not written: the records it would have covered count again.
+        coveredEnd = Math.min(coveredEnd, before);
+        throw e;
+      });
     if (retiredFor !== undefined && !retiredReported) {
       retiredReported = true; // once: the timer would otherwise repeat it every few seconds
       metrics.signingKeyRetired.set(1);

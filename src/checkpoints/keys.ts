@@ -38,7 +38,7 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
 function keyFileText(seed: Uint8Array): string {
   const k = signingKeyFromSeed(seed);
   const file: KeyFile = { v: 1, key_id: k.key_id, public_key: k.public_key, seed: Buffer.from(seed).toString('base64') };
-  return JSON.stringify(file, null, 2) + '\n';
+  return `${JSON.stringify(file, null, 2)}\n`;
 }
 
 /** Writes a key file (mode 0600, fsync'd); refuses to overwrite an existing file. */
@@ -137,9 +137,14 @@ export function refuseLostLedger(dataDir: string, dataFile: string): void {
     size = 0;
   }
   if (size === 0) {
-    throw new WritError('STORE_CORRUPT', `${dataDir} has a signing key but its ledger (${dataFile}) is ${existsSync(dataFile) ? 'empty' : 'missing'}: restore the store, or start on a fresh data dir`, {
-      details: { seq: null },
-    });
+    throw new WritError(
+      'STORE_CORRUPT',
+      `${dataDir} has a signing key but its ledger (${dataFile}) is ${existsSync(dataFile) ? 'empty' : 'missing'}: restore the store, or start on a ` +
+        `fresh data dir`,
+      {
+        details: { seq: null },
+      },
+    );
   }
 }
 
@@ -160,7 +165,8 @@ export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Prom
     if (latest.key_id !== key.key_id || latest.public_key !== key.public_key) {
       throw new WritError(
         'STORE_CORRUPT',
-        `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate with 'writ keys rotate'`,
+        `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${latest.key_id}); restore ${SIGNING_KEY_FILE} or rotate ` +
+          `with 'writ keys rotate'`,
         { details: { seq: null, key_id: key.key_id, ledger_key_id: latest.key_id } },
       );
     }
@@ -168,14 +174,17 @@ export async function ensureKeyRecord(store: LedgerStore, key: SigningKey): Prom
   }
   // Replicas starting together: the first transaction (under the store's write lock) writes the
   // record; the others find the meta row and write nothing.
-  const record = await store.write((tx) => {
-    if (store.shared) {
-      const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
-      if (announced) return { announced: announced.key_id };
-      tx.put('meta', LEDGER_KEY, { key_id: key.key_id, public_key: key.public_key });
-    }
-    return { record: tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record };
-  }, { label: 'key', reads: [LEDGER_KEY_READ] });
+  const record = await store.write(
+    (tx) => {
+      if (store.shared) {
+        const announced = tx.get<{ key_id: string }>('meta', LEDGER_KEY);
+        if (announced) return { announced: announced.key_id };
+        tx.put('meta', LEDGER_KEY, { key_id: key.key_id, public_key: key.public_key });
+      }
+      return { record: tx.append({ kind: 'key', key_id: key.key_id, public_key: key.public_key, signature: null }).record };
+    },
+    { label: 'key', reads: [LEDGER_KEY_READ] },
+  );
   if ('record' in record) return record.record;
   if (record.announced !== key.key_id) {
     throw new WritError('STORE_CORRUPT', `the signing key for ${store.location} (${key.key_id}) is not the ledger's current key (${record.announced})`, {
@@ -213,7 +222,10 @@ export interface RotateOptions {
  * with it refuses to start (ensureKeyRecord), and of two rotations racing one commits, the other is
  * refused.
  */
-export async function rotateSigningKey(store: LedgerStore, o: RotateOptions): Promise<{ previous: SigningKey; next: SigningKey; record: LedgerRecord; file: string }> {
+export async function rotateSigningKey(
+  store: LedgerStore,
+  o: RotateOptions,
+): Promise<{ previous: SigningKey; next: SigningKey; record: LedgerRecord; file: string }> {
   if (!existsSync(o.keyFile)) throw new WritError('INVALID_REQUEST', `no signing key at ${o.keyFile} to rotate`);
   const previous = readKeyFile(o.keyFile);
   await ensureKeyRecord(store, previous);

@@ -88,7 +88,10 @@ export class CheckpointNotes {
     const keys = await this.store.keys();
     const latest = keys[keys.length - 1];
     if (latest && latest.key_id !== this.key.key_id) {
-      throw new WritError('STORE_UNAVAILABLE', `this replica's signing key ${this.key.key_id} was rotated out (the ledger's key is now ${latest.key_id}): restart it with the new key`);
+      throw new WritError(
+        'STORE_UNAVAILABLE',
+        `this replica's signing key ${this.key.key_id} was rotated out (the ledger's key is now ${latest.key_id}): restart it with the new key`,
+      );
     }
   }
 }

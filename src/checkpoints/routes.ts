@@ -3,7 +3,7 @@
  * signed note, no auth), `GET /ledger/tile/<L>/<N>[.p/<W>]` and `/ledger/tile/entries/<N>[.p/<W>]`
  * (immutable; auditor only unless `public_tiles`), and the tlog-proof form of an inclusion proof.
  */
-import type { Context, Hono } from 'hono';
+import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import { WritError } from '../errors.js';
 import type { LedgerStore } from '../store/types.js';
 import { formatTlogProof } from '../transparency/proof.js';
@@ -14,22 +14,22 @@ import { readTile } from './tiles.js';
 export const NOTE_MEDIA_TYPE = 'text/plain; charset=utf-8';
 const TILE_PREFIX = '/ledger/tile/';
 
-export interface TransparencyDeps {
+export interface TransparencyDeps<E extends Env = Env> {
   notes: CheckpointNotes;
   store: LedgerStore;
   publicTiles: boolean;
   /** The auditor-role middleware of the app. */
-  auditor: (c: Context<any>, next: () => Promise<void>) => Promise<void>;
+  auditor: MiddlewareHandler<E>;
 }
 
-export function registerTransparencyRoutes(app: Hono<any>, d: TransparencyDeps): void {
+export function registerTransparencyRoutes<E extends Env>(app: Hono<E>, d: TransparencyDeps<E>): void {
   app.get('/ledger/checkpoint', async (c) => {
     const latest = await d.notes.latest();
     if (!latest) throw new WritError('NOT_FOUND', 'no checkpoint has been written yet');
     // Mutable: a client reads it again rather than keep it (tlog-tiles: no caching beyond a few seconds).
     return c.body(latest.note, 200, { 'content-type': NOTE_MEDIA_TYPE, 'cache-control': 'no-cache' });
   });
-  const tile = async (c: Context<any>) => {
+  const tile = async (c: Context<E>) => {
     const ref = parseTilePath(c.req.path.slice(TILE_PREFIX.length));
     if (!ref) throw new WritError('NOT_FOUND', `${c.req.path} is not a tile path (tile/<L>/<N>[.p/<W>], N as x001/x234/067)`);
     const bytes = await readTile(d.store, ref);

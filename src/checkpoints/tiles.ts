@@ -24,7 +24,11 @@ export async function readTile(store: LedgerStore, t: TileRef, size?: number): P
     if (!entry) throw new WritError('STORE_CORRUPT', `record ${seq} does not hash to its own hash`, { details: { seq } });
     if (entry.length > 0xffff) {
       // tlog-tiles bundles carry entries of at most 65,535 bytes: this record cannot be served as one.
-      throw new WritError('INVALID_REQUEST', `record ${seq} is ${entry.length} bytes, more than an entry bundle can hold (65535): read it with GET /v1/ledger/records/${seq}`, { status: 422 });
+      throw new WritError(
+        'INVALID_REQUEST',
+        `record ${seq} is ${entry.length} bytes, more than an entry bundle can hold (65535): read it with GET /v1/ledger/records/${seq}`,
+        { status: 422 },
+      );
     }
     entries.push(entry);
     seq++;
@@ -61,8 +65,8 @@ export async function writeTiles(store: LedgerStore, dir: string, size: number):
     if (!bytes) continue;
     mkdirSync(dirname(path), { recursive: true });
     // Whole or absent: a reader of the directory never sees half a tile.
-    writeFileSync(path + '.tmp', bytes);
-    renameSync(path + '.tmp', path);
+    writeFileSync(`${path}.tmp`, bytes);
+    renameSync(`${path}.tmp`, path);
     written++;
   }
   return { written, kept, skipped };

@@ -27,7 +27,7 @@ export function appendWitness(dir: string, record: LedgerRecord): void {
     const size = fstatSync(fd).size;
     const last = Buffer.alloc(1);
     const torn = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
-    writeSync(fd, (torn ? '\n' : '') + recordLine(record) + '\n');
+    writeSync(fd, `${torn ? '\n' : ''}${recordLine(record)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -113,9 +113,15 @@ export async function checkAgainstWitness(store: LedgerStore, dir: string): Prom
   if (repairs.some((r) => typeof r.last_good_seq === 'number' && r.last_good_seq < witnessed.seq)) return;
   const file = join(dir, WITNESS_FILE);
   const what = held
-    ? `holds a different record at seq ${witnessed.seq} (${held.hash}) than the checkpoint ${file} witnessed (${witnessed.hash}): it is not the ledger this deployment signed`
-    : `ends at seq ${size - 1} (${size} records), but ${file} holds a checkpoint at seq ${witnessed.seq} covering ${witnessed.size} records: the store is older than what this deployment already signed (restored from an older copy, or replaced)`;
-  throw new WritError('WITNESS_MISMATCH', `the store at ${store.location} ${what}. Restore the store's latest copy; to start on this store anyway, move ${file} aside`, {
-    details: { witnessed_seq: witnessed.seq, witnessed_hash: witnessed.hash, store_size: size },
-  });
+    ? `holds a different record at seq ${witnessed.seq} (${held.hash}) than the checkpoint ${file} witnessed (${witnessed.hash}): it is not the ledger ` +
+      `this deployment signed`
+    : `ends at seq ${size - 1} (${size} records), but ${file} holds a checkpoint at seq ${witnessed.seq} covering ${witnessed.size} records: the store is ` +
+      `older than what this deployment already signed (restored from an older copy, or replaced)`;
+  throw new WritError(
+    'WITNESS_MISMATCH',
+    `the store at ${store.location} ${what}. Restore the store's latest copy; to start on this store anyway, move ${file} aside`,
+    {
+      details: { witnessed_seq: witnessed.seq, witnessed_hash: witnessed.hash, store_size: size },
+    },
+  );
 }

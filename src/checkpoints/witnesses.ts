@@ -72,7 +72,8 @@ class WitnessClient {
       } catch (e) {
         this.#failures++;
         // Said once per streak, not every retry.
-        if (this.#failures === 1) log.warn(`writ: witness ${this.spec.url} did not cosign checkpoint ${record.size}: ${(e as Error).message}; retrying with backoff`);
+        if (this.#failures === 1)
+          log.warn(`writ: witness ${this.spec.url} did not cosign checkpoint ${record.size}: ${(e as Error).message}; retrying with backoff`);
         const delay = Math.min(FIRST_BACKOFF_MS * 2 ** (this.#failures - 1), MAX_BACKOFF_MS);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay * (0.75 + Math.random() / 2));
@@ -96,10 +97,15 @@ class WitnessClient {
       if (this.cosignedSize > size) return; // it already cosigned a larger tree: nothing to add
       const old = this.cosignedSize;
       const proof = old > 0 && old < size ? await this.store.consistencyProof(old, size) : [];
-      const body = `old ${old}\n${proof.map((h) => Buffer.from(h, 'hex').toString('base64') + '\n').join('')}\n${note}`;
+      const body = `old ${old}\n${proof.map((h) => `${Buffer.from(h, 'hex').toString('base64')}\n`).join('')}\n${note}`;
       let res: Response;
       try {
-        res = await fetch(`${this.spec.url}/add-checkpoint`, { method: 'POST', body, headers: { 'content-type': 'text/plain; charset=utf-8' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+        res = await fetch(`${this.spec.url}/add-checkpoint`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
       } catch (e) {
         metrics.witnessSubmissions.inc({ witness: this.spec.url, result: 'unreachable' });
         throw new Error(`unreachable (${(e as Error).message})`);

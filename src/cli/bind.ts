@@ -64,7 +64,7 @@ export function bindOutput(input: Uint8Array | string, server: string, tool: str
     if (refused) throw refused;
     const bound = admitArgumentsText(decodeInput(input), server, tool);
     const line = JSON.stringify({ binding: bound.binding, canonical: bound.canonical, cedar: bound.cedar });
-    return { exitCode: 0, stdout: line + '\n' };
+    return { exitCode: 0, stdout: `${line}\n` };
   } catch (err) {
     if (!isWritError(err)) throw err;
     return { exitCode: 2, stdout: errorLine(err) };
@@ -73,7 +73,7 @@ export function bindOutput(input: Uint8Array | string, server: string, tool: str
 
 /** The refusal line: `{"error":{"code","message","path"}}` (path "" when not about one member of the input). */
 function errorLine(err: WritError): string {
-  return JSON.stringify({ error: { code: err.code, message: err.message, path: err.path ?? '' } }) + '\n';
+  return `${JSON.stringify({ error: { code: err.code, message: err.message, path: err.path ?? '' } })}\n`;
 }
 
 function usageError(message: string): number {

@@ -19,7 +19,12 @@ the PDP as a delegated pep, on the client's verified identity (docs/protocol.md 
 export async function main(argv: string[]): Promise<number> {
   let values: { config?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     process.stderr.write(`writ gateway: ${(e as Error).message}\n\n${USAGE}`);
     return 2;

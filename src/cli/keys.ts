@@ -66,7 +66,12 @@ function refuse(command: string, e: unknown): number {
 export async function keygenMain(argv: string[]): Promise<number> {
   let values: { out?: string; 'data-dir'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { out: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { out: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     process.stderr.write(`writ keygen: ${(e as Error).message}\n\n${KEYGEN_USAGE}`);
     return 2;
@@ -78,7 +83,7 @@ export async function keygenMain(argv: string[]): Promise<number> {
   const file = values.out ?? join(values['data-dir'] ?? DEFAULT_DATA_DIR, SIGNING_KEY_FILE);
   try {
     const key = generateKeyFile(file);
-    process.stdout.write(JSON.stringify({ key_id: key.key_id, public_key: key.public_key, file }) + '\n');
+    process.stdout.write(`${JSON.stringify({ key_id: key.key_id, public_key: key.public_key, file })}\n`);
     return 0;
   } catch (e) {
     return refuse('keygen', e);
@@ -121,7 +126,7 @@ export async function keysMain(argv: string[]): Promise<number> {
   }
   try {
     const { previous, next, record, file } = await rotateSigningKey(store, { keyFile, ...(values.out !== undefined ? { out: resolve(values.out) } : {}) });
-    process.stdout.write(JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq, file }) + '\n');
+    process.stdout.write(`${JSON.stringify({ key_id: next.key_id, public_key: next.public_key, previous_key_id: previous.key_id, seq: record.seq, file })}\n`);
     return 0;
   } catch (e) {
     return refuse('keys rotate', e);

@@ -61,7 +61,9 @@ export async function main(argv: string[]): Promise<number> {
       // Last, so a client never reads a checkpoint whose tiles are not there yet.
       writeFileSync(join(out, 'checkpoint.tmp'), latest.note);
       renameSync(join(out, 'checkpoint.tmp'), join(out, 'checkpoint'));
-      process.stdout.write(JSON.stringify({ ok: true, origin: notes.origin, size, written: report.written, kept: report.kept, skipped: report.skipped }) + '\n');
+      process.stdout.write(
+        `${JSON.stringify({ ok: true, origin: notes.origin, size, written: report.written, kept: report.kept, skipped: report.skipped })}\n`,
+      );
       return report.skipped.length > 0 ? 1 : 0;
     } finally {
       await store.close();

@@ -25,11 +25,11 @@ const USAGE = `usage: writ policy <validate|test|fmt|replay> [--dir DIR] [option
 `;
 
 function out(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 function err(text: string): void {
-  process.stderr.write(text.endsWith('\n') ? text : text + '\n');
+  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 /** Loads or reports why not (exit code 1 when it cannot be loaded). */
@@ -65,7 +65,10 @@ function validate(dir: string, json: boolean): number {
   };
   if (json) out(JSON.stringify(summary));
   else {
-    out(`ok: ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'}, ${bundle.seedEntities.length} entities, ${summary.schema ? 'schema validated (strict)' : 'no schema'}`);
+    out(
+      `ok: ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'}, ${bundle.seedEntities.length} entities, ` +
+        `${summary.schema ? 'schema validated (strict)' : 'no schema'}`,
+    );
     out(`policy_version ${bundle.policyVersion}`);
     out(`entities_version ${summary.entities_version}`);
   }

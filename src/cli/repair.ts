@@ -26,7 +26,12 @@ options:
 export async function main(argv: string[]): Promise<number> {
   let values: { 'data-dir'?: string; reason?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { 'data-dir': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     process.stderr.write(`writ repair: ${(e as Error).message}\n\n${REPAIR_USAGE}`);
     return 2;
@@ -44,12 +49,14 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`writ repair: ${dataDir}: all ${report.records} records are good; rebuilt the Merkle nodes and indexes\n`);
     } else {
       process.stderr.write(
-        `writ repair: ${dataDir}: ${report.problem} at seq ${report.dropped_from_seq}; last good record is seq ${report.last_good_seq} (${report.last_good_hash})\n` +
-          `writ repair: dropped ${report.dropped_records} record(s) from seq ${report.dropped_from_seq} out of the live store (saved in ${report.dropped_file})\n` +
+        `writ repair: ${dataDir}: ${report.problem} at seq ${report.dropped_from_seq}; ` +
+          `last good record is seq ${report.last_good_seq} (${report.last_good_hash})\n` +
+          `writ repair: dropped ${report.dropped_records} record(s) from seq ${report.dropped_from_seq} ` +
+          `out of the live store (saved in ${report.dropped_file})\n` +
           `writ repair: appended chain_break record seq ${report.chain_break!.seq}; the store serves again\n`,
       );
     }
-    process.stdout.write(JSON.stringify(report) + '\n');
+    process.stdout.write(`${JSON.stringify(report)}\n`);
     return 0;
   } catch (e) {
     if (!isWritError(e)) throw e;

@@ -193,7 +193,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!isWritError(e)) throw e;
     const details = Array.isArray(e.details) ? (e.details as string[]) : [e.message];
     // With --json a script reads stdout: the refusal is there too, as an unverifiable export's is.
-    if (json) await emit(JSON.stringify({ error: { code: e.code, message: e.message, details } }) + '\n');
+    if (json) await emit(`${JSON.stringify({ error: { code: e.code, message: e.message, details } })}\n`);
     return fail(`${values.dir}: the candidate policies do not load\n${details.map((d) => `  ${d}`).join('\n')}`);
   }
   try {
@@ -214,7 +214,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!values['no-verify']) {
       const verdict = await verifyInput(exportPath, anchors, availableParallelism(), false);
       if (!verdict.ok) {
-        if (json) await emit(JSON.stringify({ error: { code: verdict.code, seq: verdict.seq, message: verdict.message } }) + '\n');
+        if (json) await emit(`${JSON.stringify({ error: { code: verdict.code, seq: verdict.seq, message: verdict.message } })}\n`);
         return fail(`refused: ${exportPath} does not verify: ${verdict.code} at seq ${verdict.seq} (${verdict.message})`);
       }
     }
@@ -223,24 +223,31 @@ export async function main(argv: string[]): Promise<number> {
     const targets = new Set<string>();
     const mark = Buffer.from(SUPERSEDES_MARK);
     let lines = 0;
-    await forEachLine(exportPath, (buf, start, end) => {
-      lines++;
-      const at = buf.indexOf(mark, start);
-      if (at < 0 || at >= end) return;
-      const text = decodeLine(buf, start, end);
-      if (text === undefined) return;
-      try {
-        const target = supersedeTargetOf(JSON.parse(text));
-        if (target !== undefined) targets.add(target);
-      } catch {
-        /* pass 3 reports lines that are not JSON */
-      }
-    }, () => progress.tick('scanning', lines));
+    await forEachLine(
+      exportPath,
+      (buf, start, end) => {
+        lines++;
+        const at = buf.indexOf(mark, start);
+        if (at < 0 || at >= end) return;
+        const text = decodeLine(buf, start, end);
+        if (text === undefined) return;
+        try {
+          const target = supersedeTargetOf(JSON.parse(text));
+          if (target !== undefined) targets.add(target);
+        } catch {
+          /* pass 3 reports lines that are not JSON */
+        }
+      },
+      () => progress.tick('scanning', lines),
+    );
 
     // 3. Replay.
     const authzen = await authzenDecider(engine);
     const replayer = new Replayer(engine, {
-      supersedeTargets: targets, ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}), ...(authzen ? { authzen } : {}),
+      supersedeTargets: targets,
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      ...(authzen ? { authzen } : {}),
     });
     started = replayer;
     let pending = '';
@@ -266,7 +273,7 @@ export async function main(argv: string[]): Promise<number> {
           throw e;
         }
         if (change === undefined) return;
-        pending += json ? jsonChange(change) + '\n' : changeLines(change).join('\n') + '\n';
+        pending += json ? `${jsonChange(change)}\n` : `${changeLines(change).join('\n')}\n`;
       },
       async () => {
         progress.tick('replaying', line, replayer.counts.replayed);
@@ -282,10 +289,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (inexactEntities > 0) {
       process.stderr.write(
-        `writ policy replay: warning: ${inexactEntities} decisions (first at seq ${firstInexactSeq}) name an entities_version the export's entity records do not reach; they were replayed against the entities as last rebuilt\n`,
+        `writ policy replay: warning: ${inexactEntities} decisions (first at seq ${firstInexactSeq}) name an entities_version the export's entity ` +
+          `records do not reach; they were replayed against the entities as last rebuilt\n`,
       );
     }
-    await emit(json ? JSON.stringify({ replayed, changed }) + '\n' : summaryLine(replayed, changed) + '\n');
+    await emit(json ? `${JSON.stringify({ replayed, changed })}\n` : `${summaryLine(replayed, changed)}\n`);
     return changed > 0 ? 1 : 0;
   } catch (e) {
     progress.done();

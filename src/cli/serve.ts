@@ -25,8 +25,12 @@ export async function main(argv: string[]): Promise<number> {
     ({ values } = parseArgs({
       args: argv,
       options: {
-        config: { type: 'string' }, listen: { type: 'string' }, 'policy-dir': { type: 'string' }, 'data-dir': { type: 'string' },
-        'database-url': { type: 'string' }, 'signing-key-file': { type: 'string' },
+        config: { type: 'string' },
+        listen: { type: 'string' },
+        'policy-dir': { type: 'string' },
+        'data-dir': { type: 'string' },
+        'database-url': { type: 'string' },
+        'signing-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -57,7 +61,9 @@ export async function main(argv: string[]): Promise<number> {
   process.on('SIGTERM', signalListener);
   process.on('SIGINT', signalListener);
   // One taken by bin/writ while writ was still loading counts as if it came now.
-  const early = (process as unknown as Record<symbol, { signal?: NodeJS.Signals; listener: (s: NodeJS.Signals) => void } | undefined>)[Symbol.for('writ.earlySignal')];
+  const early = (process as unknown as Record<symbol, { signal?: NodeJS.Signals; listener: (s: NodeJS.Signals) => void } | undefined>)[
+    Symbol.for('writ.earlySignal')
+  ];
   if (early) {
     process.off('SIGTERM', early.listener);
     process.off('SIGINT', early.listener);
@@ -85,7 +91,9 @@ export async function main(argv: string[]): Promise<number> {
     const syscall = (e as NodeJS.ErrnoException | undefined)?.syscall;
     // A host that does not resolve, a port in use or not ours to bind: say it is the listen address.
     const context = syscall === 'getaddrinfo' || syscall === 'listen' || syscall === 'bind' ? 'the listen address (config `listen` or --listen): ' : '';
-    const message = isWritError(e) ? `${e.code}: ${e.message}${Array.isArray(e.details) ? '\n  ' + e.details.join('\n  ') : ''}` : context + ((e as Error)?.message ?? String(e));
+    const message = isWritError(e)
+      ? `${e.code}: ${e.message}${Array.isArray(e.details) ? `\n  ${e.details.join('\n  ')}` : ''}`
+      : context + ((e as Error)?.message ?? String(e));
     log.error(`writ serve: cannot start: ${message}`);
     return 1;
   }

@@ -5,8 +5,12 @@
 import { loadConfig, type WritConfig } from '../config/config.js';
 
 export const STORE_FLAG_OPTIONS = {
-  config: { type: 'string' }, 'data-dir': { type: 'string' }, 'database-url': { type: 'string' }, 'signing-key-file': { type: 'string' },
-  out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  config: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+  'signing-key-file': { type: 'string' },
+  out: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 export interface StoreFlags {

@@ -36,7 +36,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   let values: { 'database-url'?: string; 'data-dir'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: rest, options: { 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: rest,
+      options: { 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (e) {
     process.stderr.write(`writ store: ${(e as Error).message}\n\n${USAGE}`);
     return 2;
@@ -56,10 +60,10 @@ export async function main(argv: string[]): Promise<number> {
     const { copyLmdbToPostgres, migrateDatabase } = await import('../store/postgres/copy.js');
     if (sub === 'migrate') {
       const version = await migrateDatabase(url);
-      process.stdout.write(JSON.stringify({ ok: true, schema_version: version }) + '\n');
+      process.stdout.write(`${JSON.stringify({ ok: true, schema_version: version })}\n`);
     } else {
       const report = await copyLmdbToPostgres(values['data-dir']!, url);
-      process.stdout.write(JSON.stringify({ ok: true, ...report }) + '\n');
+      process.stdout.write(`${JSON.stringify({ ok: true, ...report })}\n`);
     }
     return 0;
   } catch (e) {

@@ -141,8 +141,10 @@ function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | un
   const { checkpoint, cosigned } = verdict;
   return {
     ok: true,
-    tree: { size: checkpoint.size, root: 'sha256:' + checkpoint.root.toString('hex') },
-    said: `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
+    tree: { size: checkpoint.size, root: `sha256:${checkpoint.root.toString('hex')}` },
+    said:
+      `the note of ${checkpoint.origin} at size ${checkpoint.size} is signed by ${verdict.log.vkey.split('+').slice(0, 2).join('+')} ` +
+      `and cosigned by ${cosigned.length} witness(es)${cosigned.length ? ` (${cosigned.join(', ')})` : ''}: quorum ${policy.quorum} met`,
   };
 }
 
@@ -173,7 +175,14 @@ function verifyRecordProof(recordFile: string, proofFile: string, policyFile: st
   if (record.seq !== proof.index) return fail('MALFORMED', `the record's seq ${String(record.seq)} is not the proof's index ${proof.index}`);
   const entry = recordEntry(line);
   // The hash cut out must be the record's own (top-level) hash, not one nested in its content.
-  if (entry === undefined || 'sha256:' + createHash('sha256').update(Buffer.from([0])).update(entry).digest('hex') !== record.hash) return fail('HASH_MISMATCH', "the record's text does not hash to its hash (give the record's line from the export, byte for byte)");
+  if (
+    entry === undefined ||
+    `sha256:${createHash('sha256')
+      .update(Buffer.from([0]))
+      .update(entry)
+      .digest('hex')}` !== record.hash
+  )
+    return fail('HASH_MISMATCH', "the record's text does not hash to its hash (give the record's line from the export, byte for byte)");
   const verdict = checkNoteUnderPolicy(proof.note, policy);
   if (!verdict.ok) {
     if (verdict.code === 'MALFORMED') throw new WritError('INVALID_REQUEST', `--proof: ${verdict.message}`);
@@ -257,7 +266,8 @@ export async function main(argv: string[]): Promise<number> {
   const exportPath = parsed.positionals[0]!;
   if (parsed.values.proof !== undefined) {
     if (parsed.values.policy === undefined) return usageError('--proof needs --policy');
-    if (parsed.values.note !== undefined || parsed.values.checkpoint !== undefined || parsed.values.keys !== undefined) return usageError('--proof goes with --policy only');
+    if (parsed.values.note !== undefined || parsed.values.checkpoint !== undefined || parsed.values.keys !== undefined)
+      return usageError('--proof goes with --policy only');
     let result: VerifyResult;
     try {
       result = verifyRecordProof(exportPath, parsed.values.proof, parsed.values.policy);
@@ -314,15 +324,16 @@ export async function main(argv: string[]): Promise<number> {
  */
 export function verdictOutput(result: VerifyResult): { stdout: string; stderr?: string } {
   if (result.ok) {
-    const stdout = JSON.stringify({ ok: true, records: result.records, head: result.head }) + '\n';
+    const stdout = `${JSON.stringify({ ok: true, records: result.records, head: result.head })}\n`;
     // Consistent, as the empty tree is, but every writ ledger starts with its key record: an empty file is
     // more likely a failed download than a ledger. Said, not failed (`--keys` makes it a failure).
-    if (result.records === 0) return { stdout, stderr: 'writ verify: the export is empty: nothing was verified (a writ ledger starts with its key record; --keys requires it)\n' };
+    if (result.records === 0)
+      return { stdout, stderr: 'writ verify: the export is empty: nothing was verified (a writ ledger starts with its key record; --keys requires it)\n' };
     return { stdout };
   }
   const reason = result.message.replace(/[\r\n]+/g, ' ');
   return {
-    stdout: JSON.stringify({ ok: false, seq: result.seq, code: result.code }) + '\n',
+    stdout: `${JSON.stringify({ ok: false, seq: result.seq, code: result.code })}\n`,
     stderr: `writ verify: seq ${result.seq}: ${result.code}: ${reason}\n`,
   };
 }

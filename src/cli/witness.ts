@@ -32,8 +32,13 @@ export async function main(argv: string[]): Promise<number> {
     ({ values } = parseArgs({
       args: rest,
       options: {
-        name: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, log: { type: 'string', multiple: true }, state: { type: 'string' },
-        listen: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        name: { type: 'string' },
+        out: { type: 'string' },
+        key: { type: 'string' },
+        log: { type: 'string', multiple: true },
+        state: { type: 'string' },
+        listen: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     }));
@@ -48,7 +53,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     if (sub === 'keygen') {
       if (!values.name || !values.out) return usage('keygen needs --name NAME and --out FILE');
-      process.stdout.write(generateWitnessKey(values.name, resolve(values.out)).vkey + '\n');
+      process.stdout.write(`${generateWitnessKey(values.name, resolve(values.out)).vkey}\n`);
       return 0;
     }
     if (sub !== 'serve') return usage(`unknown command '${sub}' (keygen or serve)`);

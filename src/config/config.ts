@@ -193,6 +193,11 @@ export interface ConfigOverrides {
   forServe?: boolean;
 }
 
+/** Narrows a value read from JSON to one of a list of names. */
+function isOneOf<T extends string>(names: readonly T[], v: unknown): v is T {
+  return (names as readonly unknown[]).includes(v);
+}
+
 function fail(message: string): never {
   throw new WritError('INVALID_REQUEST', `config: ${message}`);
 }
@@ -207,15 +212,15 @@ function checkUid(v: unknown, where: string): Uid {
 
 function checkTokens(list: unknown): TokenSpec[] {
   if (!Array.isArray(list)) fail('tokens must be an array');
-  const specs = list.map((t: any, i: number): TokenSpec => {
+  const specs = list.map((t: Record<string, unknown>, i: number): TokenSpec => {
     const where = `tokens[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
-    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    if (!isOneOf(ROLES, t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
     const hasPlain = typeof t.token === 'string' && t.token.length > 0;
     const hasHash = typeof t.token_sha256 === 'string' && /^[0-9a-f]{64}$/i.test(t.token_sha256);
     if (hasPlain === hasHash) fail(`${where} needs exactly one of token or token_sha256 (64 hex)`);
     const spec: TokenSpec = { role: t.role };
-    if (hasPlain) spec.token = t.token;
+    if (hasPlain) spec.token = t.token as string;
     else spec.token_sha256 = String(t.token_sha256).toLowerCase();
     if (t.role === 'pep') spec.actor = checkUid(t.actor, `${where}.actor`);
     if (t.role === 'approver') spec.principal = checkUid(t.principal, `${where}.principal`);
@@ -225,7 +230,8 @@ function checkTokens(list: unknown): TokenSpec[] {
     }
     if (t.name !== undefined) {
       // A name shows in every record the caller causes: visible text, no control characters, no edge spaces.
-      if (typeof t.name !== 'string' || t.name.length > 128 || !/^\S(?:[^\p{Cc}]*\S)?$/u.test(t.name) || /\p{Cc}/u.test(t.name)) fail(`${where}.name must be 1–128 characters without control characters, not starting or ending with a space`);
+      if (typeof t.name !== 'string' || t.name.length > 128 || !/^\S(?:[^\p{Cc}]*\S)?$/u.test(t.name) || /\p{Cc}/u.test(t.name))
+        fail(`${where}.name must be 1–128 characters without control characters, not starting or ending with a space`);
       spec.name = t.name;
     }
     if (t.role === 'evaluator' && t.actor !== undefined) fail(`${where}: an evaluator token names no actor (use a pep token bound to an actor)`);
@@ -247,13 +253,14 @@ function checkTokens(list: unknown): TokenSpec[] {
 function checkTlsClients(list: unknown): TlsClientSpec[] {
   if (!Array.isArray(list)) fail('tls_clients must be an array');
   const seen = new Set<string>();
-  return list.map((t: any, i: number): TlsClientSpec => {
+  return list.map((t: Record<string, unknown>, i: number): TlsClientSpec => {
     const where = `tls_clients[${i}]`;
     if (!t || typeof t !== 'object') fail(`${where} must be an object`);
-    if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri)) fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
+    if (typeof t.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(t.uri))
+      fail(`${where}.uri must be a URI, e.g. "spiffe://example.org/ns/prod/sa/agent"`);
     if (seen.has(t.uri)) fail(`${where}.uri is listed twice`);
     seen.add(t.uri);
-    if (!ROLES.includes(t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
+    if (!isOneOf(ROLES, t.role)) fail(`${where}.role must be one of ${ROLES.join(', ')}`);
     const spec: TlsClientSpec = { uri: t.uri, role: t.role };
     if (t.delegated !== undefined) {
       if (t.role !== 'pep') fail(`${where}: only a pep is delegated`);
@@ -290,7 +297,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   // environment variable usually does (WRIT_DATABASE_URL likewise).
   if (o.forServe && o.configPath === undefined && process.env.WRIT_CONFIG === '') fail('WRIT_CONFIG is set but empty (unset it to run without a config)');
   const path = o.configPath ?? (process.env.WRIT_CONFIG || undefined);
-  let file: Record<string, any> = {};
+  let file: Record<string, unknown> = {};
   if (path) {
     try {
       file = JSON.parse(readFileSync(path, 'utf8'));
@@ -299,7 +306,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     }
     if (!file || typeof file !== 'object' || Array.isArray(file)) fail(`${path} must hold a JSON object`);
     // The format first, so that what is said from here on (an unknown key, a refusal) is in it.
-    if (log.LOG_FORMATS.includes(file.log_format)) log.setLogFormat(file.log_format);
+    if (isOneOf(log.LOG_FORMATS, file.log_format)) log.setLogFormat(file.log_format);
     warnUnknownKeys(path, file);
   }
   const config: WritConfig = {
@@ -310,7 +317,13 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   } as WritConfig;
   // A flag given empty (`--database-url ""`, an unset shell variable) is a mistake, not "use the default":
   // an empty --database-url would otherwise serve from LMDB without a word.
-  const flags: Array<[keyof typeof o, string]> = [['listen', '--listen'], ['policyDir', '--policy-dir'], ['dataDir', '--data-dir'], ['databaseUrl', '--database-url'], ['signingKeyFile', '--signing-key-file']];
+  const flags: Array<[keyof typeof o, string]> = [
+    ['listen', '--listen'],
+    ['policyDir', '--policy-dir'],
+    ['dataDir', '--data-dir'],
+    ['databaseUrl', '--database-url'],
+    ['signingKeyFile', '--signing-key-file'],
+  ];
   for (const [key, flag] of flags) if (o[key] === '') fail(`${flag} is empty`);
   if (o.listen) config.listen = o.listen;
   if (o.policyDir) config.policy_dir = o.policyDir;
@@ -337,7 +350,10 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     fail('checkpoint must be an object {"every_records", "every_ms"}');
   }
   if (config.durability !== 'sync' && config.durability !== 'flushed') fail('durability must be "sync" or "flushed"');
-  for (const [key, min] of [['max_body_bytes', 1], ['policy_poll_ms', 10]] as const) {
+  for (const [key, min] of [
+    ['max_body_bytes', 1],
+    ['policy_poll_ms', 10],
+  ] as const) {
     if (!Number.isSafeInteger(config[key]) || config[key] < min) fail(`${key} must be an integer of at least ${min}`);
   }
   // Node's timers take at most 2^31−1 ms (~24.8 days) and quietly fire after 1 ms beyond it: a poll or
@@ -392,14 +408,20 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
   const limits = admissionLimitsOf(file.admission_limits);
   if (typeof limits === 'string') fail(limits);
   config.admission_limits = limits;
-  for (const [key, min, max] of [['caller_max_in_flight', 1, 1_000_000], ['caller_max_in_flight_bytes', 1, 2 ** 40], ['evaluation_deadline_ms', 1, MAX_TIMER_MS], ['policy_file_max_bytes', 1, 2 ** 40]] as const) {
+  for (const [key, min, max] of [
+    ['caller_max_in_flight', 1, 1_000_000],
+    ['caller_max_in_flight_bytes', 1, 2 ** 40],
+    ['evaluation_deadline_ms', 1, MAX_TIMER_MS],
+    ['policy_file_max_bytes', 1, 2 ** 40],
+  ] as const) {
     if (!Number.isSafeInteger(config[key]) || config[key] < min || config[key] > max) fail(`${key} must be an integer from ${min} to ${max}`);
   }
   // Dev tokens only when no config is named at all: a config without `tokens` (left out, or misspelt
   // `token`) is refused for `writ serve` (o.forServe) rather than served in dev mode with fresh tokens
   // printed.
   const devTokens = !path;
-  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0)) fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
+  if (path && file.tokens === undefined && o.forServe && !(Array.isArray(file.jwt_issuers) && file.jwt_issuers.length > 0))
+    fail(`${path} has no "tokens": list who may call writ (fresh dev tokens are made only when serve runs with no config)`);
   config.tokens = devTokens || file.tokens === undefined ? [] : checkTokens(file.tokens);
   return { config, devTokens };
 }
@@ -412,7 +434,7 @@ function checkTransparency(config: WritConfig): void {
   if (typeof config.public_tiles !== 'boolean') fail('public_tiles must be true or false');
   if (!Array.isArray(config.witnesses)) fail('witnesses must be an array of {"url", "vkey"}');
   const seen = new Set<string>();
-  config.witnesses = config.witnesses.map((w: any, i: number) => {
+  config.witnesses = (config.witnesses as unknown[] as Record<string, unknown>[]).map((w, i) => {
     const where = `witnesses[${i}]`;
     if (!w || typeof w !== 'object' || Array.isArray(w)) fail(`${where} must be {"url", "vkey"}`);
     for (const k of Object.keys(w)) if (k !== 'url' && k !== 'vkey') fail(`${where}: unknown key ${JSON.stringify(k)}`);
@@ -422,7 +444,8 @@ function checkTransparency(config: WritConfig): void {
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash) fail(`${where}.url must be the witness's http(s) prefix (it posts to <url>/add-checkpoint)`);
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
+      fail(`${where}.url must be the witness's http(s) prefix (it posts to <url>/add-checkpoint)`);
     let vkey;
     try {
       vkey = parseVkey(String(w.vkey));
@@ -477,7 +500,7 @@ export function generateDevTokens(dataDir: string): { specs: TokenSpec[]; file: 
   ];
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'tokens.json');
-  writeFileSync(file, JSON.stringify({ ...byRole, tokens: specs }, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify({ ...byRole, tokens: specs }, null, 2)}\n`, { mode: 0o600 });
   // `mode` applies only to a file it creates: a tokens.json left from before keeps its own, maybe loose.
   chmodSync(file, 0o600);
   return { specs, file, byRole };

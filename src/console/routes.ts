@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
-import type { Hono } from 'hono';
+import type { Env, Hono } from 'hono';
 import { isWritError } from '../errors.js';
 import type { Caller } from '../identity/caller.js';
 
@@ -70,7 +70,7 @@ function loadAssets(): Map<string, Asset> {
  * 200, so a mistyped token is shown as `unauthorized` without a failed request in the browser's
  * console. It reveals no more than any auditor route's 401/403 would (same constant-time check).
  */
-export function registerConsoleRoutes(app: Hono<any>, o: { tokens: TokenChecker }): void {
+export function registerConsoleRoutes<E extends Env>(app: Hono<E>, o: { tokens: TokenChecker }): void {
   let assets: Map<string, Asset> | undefined;
   const serve = (name: string, ifNoneMatch: string | undefined): Response | undefined => {
     assets ??= loadAssets();

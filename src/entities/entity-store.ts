@@ -8,7 +8,6 @@
  * store's lock) throws StaleEntities when that version is not the one held here; the caller reloads
  * (`reload()`) and evaluates again.
  */
-import type { RecordCaller } from '../identity/caller.js';
 import { subjectDigest } from '../approvals/approvals.js';
 import { entitiesVersionOf, type EntityJson, type EntitySource } from '../policy/entities.js';
 import type { LedgerStore, WriteTx } from '../store/types.js';
@@ -34,7 +33,9 @@ export const ENTITIES_FILE_KEY = 'entities_file';
  * still holds (`holds`). With nothing applied yet, the file seeds what the store does not hold.
  */
 export function entitiesFileChanges(
-  applied: EntityJson[] | undefined, file: EntityJson[], holds: (key: string) => EntityJson | undefined,
+  applied: EntityJson[] | undefined,
+  file: EntityJson[],
+  holds: (key: string) => EntityJson | undefined,
 ): Array<{ entity: EntityJson; deleted?: boolean }> {
   if (applied === undefined) return file.filter((e) => holds(uidKey(e.uid)) === undefined).map((entity) => ({ entity }));
   const before = new Map(applied.map((e) => [uidKey(e.uid), jcs(e)]));
@@ -220,7 +221,12 @@ export class EntityStore implements EntitySource {
    * entities_version it produces. Returns `commit`, to be called once the write is durable, and `abort`,
    * to be called if the write failed: one of the two must be called (until then `settled` is false).
    */
-  stage(tx: WriteTx, changes: Array<{ entity: EntityJson; deleted?: boolean }>, source: 'api' | 'file', callerFields: Record<string, unknown> = {}): { records: number[]; version: string; commit(): void; abort(): void } {
+  stage(
+    tx: WriteTx,
+    changes: Array<{ entity: EntityJson; deleted?: boolean }>,
+    source: 'api' | 'file',
+    callerFields: Record<string, unknown> = {},
+  ): { records: number[]; version: string; commit(): void; abort(): void } {
     this.checkFresh(tx);
     // One change in flight at a time on the embedded store: the next starts from this one's result.
     this.checkSettled();
@@ -229,7 +235,11 @@ export class EntityStore implements EntitySource {
       // characters and not fit): bad input, refused before anything is written, not a store failure.
       const longestKey = subjectRevisionKey(uidKey(entity.uid));
       if (!isTableKey(longestKey)) {
-        throw new WritError('INVALID_REQUEST', `the entity uid ${entity.uid.type}::"…" is too long to store: its key would take ${Buffer.byteLength(longestKey, 'utf8')} bytes of UTF-8, at most ${MAX_TABLE_KEY_BYTES}`);
+        throw new WritError(
+          'INVALID_REQUEST',
+          `the entity uid ${entity.uid.type}::"…" is too long to store: its key would take ${Buffer.byteLength(longestKey, 'utf8')} bytes of UTF-8, at ` +
+            `most ${MAX_TABLE_KEY_BYTES}`,
+        );
       }
     }
     const next = new Map(this.byKey);

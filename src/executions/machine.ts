@@ -95,7 +95,8 @@ export function applyOutcome(e: Execution, status: OutcomeStatus, confirmation: 
  */
 export function applyReconcile(e: Execution, resolution: Resolution, stuck?: { now: Date; stuckAfterS: number }): Execution {
   if (e.state === 'unknown') return { ...e, state: 'reconciled', resolution };
-  if (isTerminal(e.state)) throw new WritError('EXECUTION_TERMINAL', `execution ${e.execution_id} is ${e.state}; only unknown or stuck invoking executions can be reconciled`);
+  if (isTerminal(e.state))
+    throw new WritError('EXECUTION_TERMINAL', `execution ${e.execution_id} is ${e.state}; only unknown or stuck invoking executions can be reconciled`);
   if (e.state === 'invoking' && stuck !== undefined && e.since !== undefined && Date.parse(e.since) + stuck.stuckAfterS * 1000 <= stuck.now.getTime()) {
     return { ...e, state: 'reconciled', resolution };
   }

@@ -123,7 +123,8 @@ export function putExecution(tx: WriteTx, key: string, before: Execution | undef
     else tx.put('meta', `${PENDING_PREFIX}${key}`, { actor: after.actor, execution_id: after.execution_id });
   }
   if (queued(before) && (before.state !== after.state || before.since !== after.since)) tx.del('meta', queueKey(before.state, before.since, key));
-  if (queued(after) && (before?.state !== after.state || before.since !== after.since)) tx.put('meta', queueKey(after.state, after.since, key), { actor: after.actor, execution_id: after.execution_id });
+  if (queued(after) && (before?.state !== after.state || before.since !== after.since))
+    tx.put('meta', queueKey(after.state, after.since, key), { actor: after.actor, execution_id: after.execution_id });
   const from = priorBucket(before);
   const to = priorBucket(after);
   if (from === to) return;

@@ -22,9 +22,10 @@ export async function delegatedCaller(caller: Caller, text: string, jwt: JwtVeri
   }
   const token = body !== null && typeof body === 'object' ? (body as { identity_token?: unknown }).identity_token : undefined;
   if (typeof token !== 'string' || token === '') {
-    throw new WritError('UNAUTHENTICATED', 'a delegated pep sends the end user\'s access token as identity_token', { path: '/identity_token' });
+    throw new WritError('UNAUTHENTICATED', "a delegated pep sends the end user's access token as identity_token", { path: '/identity_token' });
   }
-  if (jwt === undefined) throw new WritError('UNAUTHENTICATED', 'identity_token cannot be verified: no jwt_issuers are configured', { path: '/identity_token' });
+  if (jwt === undefined)
+    throw new WritError('UNAUTHENTICATED', 'identity_token cannot be verified: no jwt_issuers are configured', { path: '/identity_token' });
   const d = delegatedIdentityOf(await jwt.verify(token, caller.delegated.audiences));
   const { delegated: _d, ...pep } = caller;
   return { ...pep, actor: d.actor, requester: d.requester, identity: d.identity };

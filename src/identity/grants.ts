@@ -57,10 +57,13 @@ export function delegatedIdentityOf(v: VerifiedToken): DelegatedIdentity {
   const c = v.claims;
   const act = c.act as Record<string, unknown> | undefined;
   const actorId =
-    act && typeof act === 'object' && typeof act.sub === 'string' && act.sub !== '' ? act.sub
-    : typeof c.client_id === 'string' && c.client_id !== '' ? c.client_id
-    : typeof c.azp === 'string' && c.azp !== '' ? c.azp
-    : undefined;
+    act && typeof act === 'object' && typeof act.sub === 'string' && act.sub !== ''
+      ? act.sub
+      : typeof c.client_id === 'string' && c.client_id !== ''
+        ? c.client_id
+        : typeof c.azp === 'string' && c.azp !== ''
+          ? c.azp
+          : undefined;
   if (actorId === undefined) throw invalidToken('act: the identity token names no actor (act.sub, client_id or azp)');
   const types = v.spec.identity_types;
   return { requester: { type: types.requester, id: c.sub as string }, actor: { type: types.actor, id: actorId }, identity: recordIdentityOf(c) };

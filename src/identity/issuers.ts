@@ -113,7 +113,7 @@ function checkGrant(v: unknown, where: string): RoleGrant {
 export function checkJwtIssuers(list: unknown, o: { verifierOnly?: boolean } = {}): JwtIssuerSpec[] {
   if (!Array.isArray(list)) fail('jwt_issuers must be an array');
   const seen = new Set<string>();
-  return list.map((v: any, i: number): JwtIssuerSpec => {
+  return list.map((v: Record<string, unknown>, i: number): JwtIssuerSpec => {
     const where = `jwt_issuers[${i}]`;
     if (!v || typeof v !== 'object' || Array.isArray(v)) fail(`${where} must be an object`);
     if (typeof v.issuer !== 'string' || v.issuer === '') fail(`${where}.issuer must be a URL`);
@@ -128,20 +128,22 @@ export function checkJwtIssuers(list: unknown, o: { verifierOnly?: boolean } = {
     if (v.jwks_uri !== undefined) {
       const p = typeof v.jwks_uri === 'string' ? trustedUrlProblem(v.jwks_uri) : 'must be a URL';
       if (p) fail(`${where}.jwks_uri ${p}`);
-      spec.jwks_uri = v.jwks_uri;
+      spec.jwks_uri = v.jwks_uri as string;
     }
-    if (!(optional && v.roles === undefined) && (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles))) fail(`${where}.roles must be an object {scope: {"role", …}}`);
+    if (!(optional && v.roles === undefined) && (!v.roles || typeof v.roles !== 'object' || Array.isArray(v.roles)))
+      fail(`${where}.roles must be an object {scope: {"role", …}}`);
     for (const [scope, grant] of Object.entries(v.roles ?? {})) {
       if (scope === '' || /\s/.test(scope)) fail(`${where}.roles: ${JSON.stringify(scope)} is not a scope token`);
       spec.roles[scope] = checkGrant(grant, `${where}.roles[${JSON.stringify(scope)}]`);
     }
     if (v.identity_types !== undefined) {
-      const t = v.identity_types;
+      const t = v.identity_types as Record<string, unknown>;
       if (!t || typeof t !== 'object') fail(`${where}.identity_types must be {"requester", "actor"}`);
       for (const k of ['requester', 'actor'] as const) {
         if (t[k] === undefined) continue;
-        if (typeof t[k] !== 'string' || !CEDAR_TYPE_NAME.test(t[k])) fail(`${where}.identity_types.${k} must be a Cedar type name`);
-        spec.identity_types[k] = t[k];
+        const name = t[k];
+        if (typeof name !== 'string' || !CEDAR_TYPE_NAME.test(name)) fail(`${where}.identity_types.${k} must be a Cedar type name`);
+        spec.identity_types[k] = name;
       }
     }
     const known = new Set(['issuer', 'audience', 'jwks_uri', 'roles', 'identity_types']);

@@ -196,7 +196,11 @@ async function fetchJsonDocument(url: string): Promise<unknown> {
   if (problem) throw new Error(`${url} ${problem}`);
   let res: Response;
   try {
-    res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json, application/jwk-set+json' } });
+    res = await fetch(url, {
+      redirect: 'error',
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      headers: { accept: 'application/json, application/jwk-set+json' },
+    });
   } catch (e) {
     // undici says only "fetch failed": the cause (ECONNREFUSED, a certificate error, the timeout) is what an operator needs.
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
@@ -207,4 +211,3 @@ async function fetchJsonDocument(url: string): Promise<unknown> {
   if (text.length > MAX_DOCUMENT_BYTES) throw new Error(`${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
   return JSON.parse(text);
 }
-

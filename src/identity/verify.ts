@@ -125,7 +125,10 @@ export class JwtVerifier {
       throw invalidToken('the token is not a well-formed JWT');
     }
     const spec = typeof unverified.iss === 'string' ? this.#issuers.get(unverified.iss) : undefined;
-    if (!spec) throw invalidToken(`iss: the token's issuer ${JSON.stringify(typeof unverified.iss === 'string' ? unverified.iss.slice(0, 200) : null)} is not configured`);
+    if (!spec)
+      throw invalidToken(
+        `iss: the token's issuer ${JSON.stringify(typeof unverified.iss === 'string' ? unverified.iss.slice(0, 200) : null)} is not configured`,
+      );
     const alg = header.alg;
     if (!(ALLOWED_ALGORITHMS as readonly string[]).includes(alg as string)) {
       throw invalidToken(`alg: ${JSON.stringify(String(alg).slice(0, 20))} is not allowed (${ALLOWED_ALGORITHMS.join(', ')})`);

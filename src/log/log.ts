@@ -26,10 +26,10 @@ const PREFIX = /^writ(?: [a-z]+)?: /;
 function write(stream: NodeJS.WriteStream, level: Level, text: string): void {
   const line = text.endsWith('\n') ? text.slice(0, -1) : text;
   if (format === 'text') {
-    stream.write(line + '\n');
+    stream.write(`${line}\n`);
     return;
   }
-  stream.write(JSON.stringify({ ts: new Date().toISOString(), level, msg: line.replace(PREFIX, '') }) + '\n');
+  stream.write(`${JSON.stringify({ ts: new Date().toISOString(), level, msg: line.replace(PREFIX, '') })}\n`);
 }
 
 /** Progress an operator expects to see (listening, policies loaded): stdout. */

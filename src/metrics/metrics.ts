@@ -53,7 +53,7 @@ export const ledgerRecords = new Gauge({
 /** Policy loads and hot reloads, by result: ok | failed. */
 export const policyReloads = new Counter({
   name: 'writ_policy_reloads_total',
-  help: 'Policy set loads (the start\'s included) and hot reloads, by result (ok, failed; a refused entities.json edit counts as failed).',
+  help: "Policy set loads (the start's included) and hot reloads, by result (ok, failed; a refused entities.json edit counts as failed).",
   labelNames: ['result'] as const,
   registers: [registry],
 });
@@ -61,7 +61,7 @@ export const policyReloads = new Counter({
 /** JWKS fetch rounds (discovery and keys, docs/protocol.md §13), by issuer and result: a failing issuer shows here first. */
 export const jwksFetches = new Counter({
   name: 'writ_jwks_fetches_total',
-  help: 'Fetches of a JWT issuer\'s keys (at most one per 30 s per issuer), by issuer and result (ok, failed).',
+  help: "Fetches of a JWT issuer's keys (at most one per 30 s per issuer), by issuer and result (ok, failed).",
   labelNames: ['issuer', 'result'] as const,
   registers: [registry],
 });
@@ -76,7 +76,7 @@ export const checkpointsWritten = new Counter({
 /** 1 once this process's signing key was rotated out by `writ keys rotate`: it writes no more checkpoints until restarted with the new key. */
 export const signingKeyRetired = new Gauge({
   name: 'writ_signing_key_retired',
-  help: '1 when this replica\'s signing key is no longer the ledger\'s (rotated out): it writes no checkpoints until restarted with the new key file.',
+  help: "1 when this replica's signing key is no longer the ledger's (rotated out): it writes no checkpoints until restarted with the new key file.",
   registers: [registry],
 });
 

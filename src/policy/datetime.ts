@@ -23,7 +23,7 @@ export function cedarDatetimeText(rfc3339: string): string {
     const next = new Date(rfc3339CeilMillis(rfc3339.toUpperCase())).toISOString();
     if (next.length === 24) return next; // UTC; the instant is what Cedar compares (else the year left 0000–9999)
   }
-  const millis = fraction === undefined ? '' : '.' + fraction.padEnd(3, '0').slice(0, 3);
+  const millis = fraction === undefined ? '' : `.${fraction.padEnd(3, '0').slice(0, 3)}`;
   const offset = zulu !== undefined ? 'Z' : `${sign}${offHours}${offMinutes}`;
   return `${date}T${time}${millis}${offset}`;
 }

@@ -76,7 +76,7 @@ function entityRef(uid: Uid): CedarEntityRef {
 }
 
 function requesterOf(envelope: Record<string, unknown>): Uid {
-  const uid = uidFromJson(envelope['requester']);
+  const uid = uidFromJson(envelope.requester);
   if (typeof uid === 'string') throw new WritError('INVALID_REQUEST', `envelope.requester: ${uid}`);
   return uid;
 }
@@ -134,7 +134,7 @@ export function entityRootsOf(input: Pick<DecisionInput, 'actor' | 'subject' | '
 /** The Cedar context of docs/protocol.md §2 (pure; throws WritError on an envelope it cannot map). */
 export function buildCedarContext(input: DecisionInput, approver?: ValidApproval): Record<string, unknown> {
   const env = input.envelope;
-  const evidence = env['evidence_refs'];
+  const evidence = env.evidence_refs;
   if (evidence !== undefined && evidence !== null) {
     if (!Array.isArray(evidence)) throw new WritError('INVALID_REQUEST', 'envelope.evidence_refs: expected an array of strings');
     for (const ref of evidence) {
@@ -159,15 +159,15 @@ export function buildCedarContext(input: DecisionInput, approver?: ValidApproval
     approvals,
   };
   const executeAfter = optionalString(env, 'execute_after');
-  if (executeAfter !== undefined) context['execute_after'] = cedarDatetime(executeAfter);
+  if (executeAfter !== undefined) context.execute_after = cedarDatetime(executeAfter);
   const event = optionalString(env, 'authoritative_event');
-  if (event !== undefined) context['authoritative_event'] = event;
-  if (approver) context['approver'] = entityRef(approver.approver);
+  if (event !== undefined) context.authoritative_event = event;
+  if (approver) context.approver = entityRef(approver.approver);
   const { committed, unknown, invoking, proposed_allowed } = input.prior ?? NO_PRIOR;
-  context['prior'] = { committed, unknown, invoking, proposed_allowed };
+  context.prior = { committed, unknown, invoking, proposed_allowed };
   if (input.supersedes) {
     const { execution_id, state, resolution } = input.supersedes;
-    context['supersedes'] = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
+    context.supersedes = resolution === undefined ? { execution_id, state } : { execution_id, state, resolution };
   }
   return context;
 }
@@ -263,12 +263,7 @@ function decisionEntitySlice(input: DecisionInput, plan: ActionPlan): EntityJson
  * new employee id on every call) then shares one answer instead of paying a Cedar call each. Any
  * other resource is keyed by its uid, as before.
  */
-function resourceKeyOf(
-  plan: ActionPlan,
-  resource: Uid,
-  entities: EntitySource,
-  requestEntities: readonly EntityJson[] = [],
-): unknown {
+function resourceKeyOf(plan: ActionPlan, resource: Uid, entities: EntitySource, requestEntities: readonly EntityJson[] = []): unknown {
   if (!plan.resourceTypeOnly) return resource;
   const key = uidKey(resource);
   if (entities.get(key) !== undefined) return resource;
@@ -398,8 +393,7 @@ export class PolicyEngine {
     this.bundle = bundle;
     this.narrowRequests = options.narrowRequests ?? true;
     this.memo = (options.memoSize ?? 0) > 0 ? new DecisionMemo(options.memoSize!, { admitOnSecondSight: true }) : undefined;
-    this.residuals =
-      this.memo !== undefined && this.narrowRequests ? new VersionedMemo(RESIDUAL_PROGRAMS, { admitOnSecondSight: true }) : undefined;
+    this.residuals = this.memo !== undefined && this.narrowRequests ? new VersionedMemo(RESIDUAL_PROGRAMS, { admitOnSecondSight: true }) : undefined;
     const share = options.partialEvaluationShare ?? 1 / 20;
     this.partialPause = share > 0 && share <= 1 ? 1 / share - 1 : 19;
     this.policyVersion = bundle.policyVersion;
@@ -488,7 +482,10 @@ export class PolicyEngine {
     for (const e of diagnostics.errors) errors.push({ policy: e.policyId, message: e.error.message });
     // Cedar lists errors in no stable order (the same call twice can differ): load order makes the
     // recorded outcome a function of the request.
-    if (errors.length > 1) errors.sort((a, b) => (this.loadOrder.get(a.policy!) ?? 0) - (this.loadOrder.get(b.policy!) ?? 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
+    if (errors.length > 1)
+      errors.sort(
+        (a, b) => (this.loadOrder.get(a.policy!) ?? 0) - (this.loadOrder.get(b.policy!) ?? 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0),
+      );
     return { allowed: decision === 'allow' && errors.length === 0, cedarDecision: decision, determining: this.inLoadOrder(diagnostics.reason), errors };
   }
 
@@ -588,8 +585,15 @@ export class PolicyEngine {
     const approvals: unknown[] = [];
     for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
     return memoKeyText([
-      plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
-      narrowedContext, approvals, input.entities.version,
+      plan.setId,
+      input.actor,
+      input.server,
+      input.tool,
+      resourceKeyOf(plan, input.subject, input.entities),
+      requesterOf(input.envelope),
+      narrowedContext,
+      approvals,
+      input.entities.version,
     ]);
   }
 
@@ -605,7 +609,10 @@ export class PolicyEngine {
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
     const call = (): PreparedCall => ({
-      actionId, principal: input.actor, resource: input.subject, context,
+      actionId,
+      principal: input.actor,
+      resource: input.subject,
+      context,
       entities: withAttributes(decisionEntitySlice(input, plan), plan.entityAttributes),
     });
     return {
@@ -628,8 +635,15 @@ export class PolicyEngine {
     const shape = contextShapeOf(context);
     if (shape === undefined) return undefined;
     const key = memoKeyText([
-      'residual', plan.setId, input.actor, input.server, input.tool, resourceKeyOf(plan, input.subject, input.entities), requesterOf(input.envelope),
-      shape.shape, input.entities.version,
+      'residual',
+      plan.setId,
+      input.actor,
+      input.server,
+      input.tool,
+      resourceKeyOf(plan, input.subject, input.entities),
+      requesterOf(input.envelope),
+      shape.shape,
+      input.entities.version,
     ]);
     if (key === undefined) return undefined;
     const version = input.entities.version;
@@ -647,7 +661,7 @@ export class PolicyEngine {
     if (satisfied === undefined) return undefined;
     this.residualAnswers++;
     evaluationTally.residualAnswers++;
-    return this.conclude(plan, (excluded) => residualEvaluation(satisfied, excluded));
+    return this.conclude((excluded) => residualEvaluation(satisfied, excluded));
   }
 
   /** Cedar's partial evaluation of the plan's policies with the context strings and datetimes unknown, as a program. */
@@ -843,9 +857,7 @@ export class PolicyEngine {
 
   /** conclude() with Cedar evaluating the plan's set (or the set without some forbids). */
   private concludeWithCedar(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
-    return this.conclude(plan, (excluded) =>
-      this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities),
-    );
+    return this.conclude((excluded) => this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities));
   }
 
   /**
@@ -854,7 +866,7 @@ export class PolicyEngine {
    * programs. `evaluateWithout(undefined)` evaluates the plan's set; `evaluateWithout(ids)` the set
    * without those policies.
    */
-  private conclude(plan: ActionPlan, evaluateWithout: (excluded: string[] | undefined) => Evaluation): DecisionOutcome {
+  private conclude(evaluateWithout: (excluded: string[] | undefined) => Evaluation): DecisionOutcome {
     const base = evaluateWithout(undefined);
     if (base.allowed) return { decision: 'allow', reasons: base.determining, errors: [], obligations: [] };
     // Errors deny outright: a permit that allowed despite them says nothing, and a forbid that
@@ -918,8 +930,14 @@ export class PolicyEngine {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(input.action);
     return memoKeyText([
-      'request', plan.setId, input.principal, input.action, resourceKeyOf(plan, input.resource, input.entities, input.requestEntities),
-      narrowed(input.context, plan.contextKeys), input.requestEntities, input.entities.version,
+      'request',
+      plan.setId,
+      input.principal,
+      input.action,
+      resourceKeyOf(plan, input.resource, input.entities, input.requestEntities),
+      narrowed(input.context, plan.contextKeys),
+      input.requestEntities,
+      input.entities.version,
     ]);
   }
 }

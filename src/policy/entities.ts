@@ -73,14 +73,14 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /** Accepts `{type,id}` or Cedar's `{"__entity":{type,id}}`; returns `{type,id}` or a problem. */
 export function uidFromJson(value: unknown): Uid | string {
-  const inner = isPlainObject(value) && '__entity' in value ? value['__entity'] : value;
+  const inner = isPlainObject(value) && '__entity' in value ? value.__entity : value;
   if (!isPlainObject(inner)) return 'expected {"type","id"}';
   const keys = Object.keys(inner);
-  if (keys.length !== 2 || typeof inner['type'] !== 'string' || typeof inner['id'] !== 'string') {
+  if (keys.length !== 2 || typeof inner.type !== 'string' || typeof inner.id !== 'string') {
     return 'expected exactly {"type": string, "id": string}';
   }
-  if (!CEDAR_TYPE_NAME.test(inner['type'])) return `not a Cedar type name: ${JSON.stringify(inner['type'])}`;
-  return { type: inner['type'], id: inner['id'] };
+  if (!CEDAR_TYPE_NAME.test(inner.type)) return `not a Cedar type name: ${JSON.stringify(inner.type)}`;
+  return { type: inner.type, id: inner.id };
 }
 
 /**
@@ -93,11 +93,11 @@ export function uidFromJson(value: unknown): Uid | string {
 export function malformedEscape(v: unknown, trail: Array<string | number>): JsonProblem | undefined {
   return firstProblem(v, trail, (node, at) => {
     if (!isPlainObject(node)) return undefined;
-    for (const escape of ['__entity', '__extn']) {
-      if (!Object.hasOwn(node, escape)) continue;
-      if (Object.keys(node).length !== 1) return { trail: at, message: `an object holding "${escape}" must hold nothing else` };
-      const inner = node[escape];
-      if (escape === '__entity') {
+    for (const marker of ['__entity', '__extn']) {
+      if (!Object.hasOwn(node, marker)) continue;
+      if (Object.keys(node).length !== 1) return { trail: at, message: `an object holding "${marker}" must hold nothing else` };
+      const inner = node[marker];
+      if (marker === '__entity') {
         // uidFromJson also takes the escaped form; here only the bare {type, id} is an entity reference.
         const uid = isPlainObject(inner) && Object.hasOwn(inner, '__entity') ? 'expected exactly {"type": string, "id": string}' : uidFromJson(inner);
         if (typeof uid === 'string') return { trail: [...at, '__entity'], message: `a "__entity" reference: ${uid}` };
@@ -123,7 +123,11 @@ const STOP = Symbol('stop');
  * The first problem `check` finds walking `v` depth-first in document order (array items, then object
  * members), or undefined. `check` sees each node first: a problem ends the walk, STOP skips its insides.
  */
-function firstProblem(v: unknown, trail: Array<string | number>, check: (node: unknown, trail: Array<string | number>) => JsonProblem | typeof STOP | undefined): JsonProblem | undefined {
+function firstProblem(
+  v: unknown,
+  trail: Array<string | number>,
+  check: (node: unknown, trail: Array<string | number>) => JsonProblem | typeof STOP | undefined,
+): JsonProblem | undefined {
   const verdict = check(v, trail);
   if (verdict === STOP) return undefined;
   if (verdict !== undefined) return verdict;
@@ -151,7 +155,10 @@ export function unrepresentableAttribute(v: unknown, trail: Array<string | numbe
   return firstProblem(v, trail, (node, at) => {
     if (node === null) return { trail: at, message: 'Cedar has no null: leave the attribute out instead' };
     if (typeof node === 'number' && !Number.isInteger(node)) {
-      return { trail: at, message: `${node} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${node}"}}` };
+      return {
+        trail: at,
+        message: `${node} is not an integer, and Cedar has no floating-point numbers: write a decimal as {"__extn": {"fn": "decimal", "arg": "${node}"}}`,
+      };
     }
     return undefined;
   });
@@ -168,15 +175,15 @@ export function entityFromJson(value: unknown, where: string): EntityJson | stri
   for (const key of Object.keys(value)) {
     if (key !== 'uid' && key !== 'attrs' && key !== 'parents') problems.push(`${where}: unknown field "${key}"`);
   }
-  const uid = uidFromJson(value['uid']);
+  const uid = uidFromJson(value.uid);
   if (typeof uid === 'string') problems.push(`${where}.uid: ${uid}`);
-  const attrs = value['attrs'] ?? {};
+  const attrs = value.attrs ?? {};
   if (!isPlainObject(attrs)) problems.push(`${where}.attrs: expected an object`);
   else {
     const problem = malformedEscape(attrs, []) ?? unrepresentableAttribute(attrs, []);
     if (problem) problems.push(`${where}.attrs${problem.trail.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('')}: ${problem.message}`);
   }
-  const rawParents = value['parents'] ?? [];
+  const rawParents = value.parents ?? [];
   const parents: Uid[] = [];
   if (!Array.isArray(rawParents)) problems.push(`${where}.parents: expected an array`);
   else {
@@ -265,7 +272,7 @@ function collectEntityRefs(value: unknown, out: string[]): void {
   }
   const v = value as Record<string, unknown>;
   if (Object.hasOwn(v, '__entity')) {
-    const ref = v['__entity'] as { type?: unknown; id?: unknown } | null;
+    const ref = v.__entity as { type?: unknown; id?: unknown } | null;
     if (ref && typeof ref.type === 'string' && typeof ref.id === 'string') out.push(uidKey({ type: ref.type, id: ref.id }));
     return;
   }

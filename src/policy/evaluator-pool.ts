@@ -10,7 +10,7 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, type PreparedCall, type RequestInput } from './engine.js';
+import type { DecisionInput, DecisionOutcome, PolicyEngine, PreparedCall, RequestInput } from './engine.js';
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import * as log from '../log/log.js';
@@ -152,7 +152,12 @@ export class EvaluatorPool {
     } catch {
       return engine.decide(input); // the engine turns the malformed request into its deny
     }
-    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decide(input), work));
+    return kept(
+      engine,
+      memoKey,
+      entitiesVersion,
+      this.dispatch(thread, engine, () => engine.decide(input), work),
+    );
   }
 
   /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
@@ -172,7 +177,12 @@ export class EvaluatorPool {
       return engine.decideRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
-    return kept(engine, memoKey, entitiesVersion, this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }));
+    return kept(
+      engine,
+      memoKey,
+      entitiesVersion,
+      this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }),
+    );
   }
 
   private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {

@@ -15,18 +15,34 @@ import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPageSync, type S
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
 import type { EntityJson, EntitySource } from './entities.js';
 import type { PolicyEngine } from './engine.js';
+import type { Uid } from '../util/uid.js';
 
 type Obj = { [k: string]: LosslessValue };
 const CASE_KEYS = ['name', 'now', 'search', 'tools_visible', 'expect'];
 
+/** A list case as read from the file: its members are checked where they are used. */
+interface PlainListCase {
+  tools_visible?: unknown;
+  search?: { kind?: unknown; request?: Record<string, unknown> };
+  expect?: { visible?: unknown; results?: unknown };
+}
+
+/** `tools_visible` once validateToolsVisibleRequest has accepted it. */
+interface ToolsVisibleCase {
+  envelope: { actor: Uid; requester: Uid; subject: Uid };
+  server: string;
+  tools: string[];
+}
+
 export function isListCase(testCase: Obj): boolean {
-  return testCase['search'] !== undefined || testCase['tools_visible'] !== undefined;
+  return testCase.search !== undefined || testCase.tools_visible !== undefined;
 }
 
 /** Runs one list case: undefined when it passes, else why not. Throws Error for a malformed case. */
 export function runListCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource & { all(): EntityJson[] }): string | undefined {
-  for (const key of Object.keys(testCase)) if (!CASE_KEYS.includes(key)) throw new Error(`case: unknown member ${JSON.stringify(key)} (expected ${CASE_KEYS.join(', ')})`);
-  const plain = toPlain(testCase as LosslessValue) as Record<string, any>;
+  for (const key of Object.keys(testCase))
+    if (!CASE_KEYS.includes(key)) throw new Error(`case: unknown member ${JSON.stringify(key)} (expected ${CASE_KEYS.join(', ')})`);
+  const plain = toPlain(testCase as LosslessValue) as PlainListCase;
   if (plain.search !== undefined && plain.tools_visible !== undefined) throw new Error('a case has either search or tools_visible, not both');
   let got: unknown;
   let want: unknown;
@@ -34,10 +50,10 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
     try {
       validateToolsVisibleRequest(plain.tools_visible);
     } catch (e) {
-      throw new Error(`tools_visible${isWritError(e) ? (e.path ?? '') + ': ' + e.message : ''}`);
+      throw new Error(`tools_visible${isWritError(e) ? `${e.path ?? ''}: ${e.message}` : ''}`);
     }
-    const { envelope, server, tools } = plain.tools_visible;
-    got = [...new Set(tools as string[])].filter((tool) =>
+    const { envelope, server, tools } = plain.tools_visible as ToolsVisibleCase;
+    got = [...new Set(tools)].filter((tool) =>
       engine.mayBeCalled({ actor: envelope.actor, requester: envelope.requester, subject: envelope.subject, server, tool, entities }),
     );
     want = plain.expect?.visible;
@@ -50,12 +66,12 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
     const results: unknown[] = [];
     let token = '';
     do {
-      const body = { ...plain.search.request, page: { limit: 1000, token } };
+      const body = { ...plain.search?.request, page: { limit: 1000, token } };
       let request;
       try {
         request = parseSearchRequest(JSON.stringify(body), kind);
       } catch (e) {
-        throw new Error(`search.request${isWritError(e) ? (e.path ?? '') + ': ' + e.code + ': ' + e.message : ''}`);
+        throw new Error(`search.request${isWritError(e) ? `${e.path ?? ''}: ${e.code}: ${e.message}` : ''}`);
       }
       const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, entities)), searchJudgeOf(request, engine, entities));
       results.push(...page.results);

@@ -55,7 +55,10 @@ export interface PolicyBundle {
 /** docs/protocol.md §2: `sha256:` + hex SHA-256 of JCS of `[[relative path, file text], …]` sorted by path. */
 export function policyVersionOf(files: Array<[relPath: string, text: string]>): string {
   const sorted = [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return digestOf('', sorted.map(([path, text]) => [path, text]));
+  return digestOf(
+    '',
+    sorted.map(([path, text]) => [path, text]),
+  );
 }
 
 const SCHEMA_SUFFIXES = ['.cedarschema.json', '.cedarschema'];
@@ -251,7 +254,7 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
       return;
     }
     const annotations = json.json.annotations ?? {};
-    const annotatedId = annotations['id'];
+    const annotatedId = annotations.id;
     if (annotatedId === null) problems.push(`${file}#${index}: @id needs a value`);
     const id = typeof annotatedId === 'string' ? annotatedId : `${file}#${index}`;
     const policy: ParsedPolicy = { id, file, index, effect: json.json.effect, text: policyText, relevance: relevanceOf(json.json) };
@@ -260,7 +263,7 @@ function parsePolicyFile(file: string, text: string, problems: string[]): Parsed
       if (meant) problems.push(`${at(name)}: ${id}: unknown annotation @${name}: did you mean @${meant}?`);
     }
     if ('requires_approval' in annotations) {
-      const group = annotations['requires_approval'];
+      const group = annotations.requires_approval;
       const uid = typeof group === 'string' ? parseUidKey(group) : undefined;
       const where = at('requires_approval');
       if (json.json.effect !== 'forbid') problems.push(`${where}: ${id}: @requires_approval is only meaningful on a forbid`);
@@ -385,4 +388,3 @@ export function validateEntity(bundle: PolicyBundle, entity: EntityJson): void {
     throw new WritError('INVALID_REQUEST', `entity ${uidKey(entity.uid)}: ${check.errors.map((e) => e.message).join('; ')}`);
   }
 }
-

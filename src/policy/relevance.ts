@@ -181,7 +181,11 @@ export function relevanceOf(est: Est): PolicyRelevance {
   const entities: Uid[] = [];
   collectEntityLiterals([est.principal, est.action, est.resource, est.conditions ?? []], entities);
   return {
-    action: actionScopeOf(est.action), exceptActions: exceptActionsOf(est.conditions ?? []), contextReads: reads.wholeContext ? 'all' : reads.context, attributeReads: reads.attributes, entities,
+    action: actionScopeOf(est.action),
+    exceptActions: exceptActionsOf(est.conditions ?? []),
+    contextReads: reads.wholeContext ? 'all' : reads.context,
+    attributeReads: reads.attributes,
+    entities,
     readsResource: !resourceScopeReadsOnlyType(est.resource) || mentionsVar(conditions, 'resource'),
   };
 }

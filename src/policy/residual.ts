@@ -134,8 +134,7 @@ export function contextShapeOf(context: Record<string, unknown>): ContextShape |
     if (!Object.hasOwn(context, key)) continue;
     const value = context[key];
     // A string with a lone surrogate has no exact counterpart in Cedar's (UTF-8) strings: kept concrete.
-    const unknown =
-      typeof value === 'string' ? (isWellFormed(value) ? value : undefined) : datetimeOf(value);
+    const unknown = typeof value === 'string' ? (isWellFormed(value) ? value : undefined) : datetimeOf(value);
     if (unknown === undefined) {
       shape.push([key, 'value', value]);
       partialContext[key] = value;
@@ -152,7 +151,10 @@ export function contextShapeOf(context: Record<string, unknown>): ContextShape |
 /** Cedar's partial answer, as cedar-wasm's isAuthorizedPartial returns it in `response`. */
 export interface PartialResponse {
   errored: string[];
-  residuals: Record<string, { effect: string; principal: { op: string }; action: { op: string }; resource: { op: string }; conditions: Array<{ kind: string; body: Expr }> }>;
+  residuals: Record<
+    string,
+    { effect: string; principal: { op: string }; action: { op: string }; resource: { op: string }; conditions: Array<{ kind: string; body: Expr }> }
+  >;
 }
 
 /**

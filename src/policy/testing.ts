@@ -97,7 +97,8 @@ function uidAt(value: LosslessValue | undefined, where: string): Uid {
 
 /** A timestamp as strict as the sidecar's (schemas/defs.json: upper-case `T`/`Z`, an offset, a real date). */
 function timestampAt(value: LosslessValue | undefined, where: string): string {
-  if (typeof value !== 'string' || !isRfc3339(value)) caseError(`${where}: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00`);
+  if (typeof value !== 'string' || !isRfc3339(value))
+    caseError(`${where}: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00`);
   cedarDatetimeText(value);
   return value;
 }
@@ -114,24 +115,24 @@ function asTheSidecarWould<T>(step: () => T): T {
 
 /** Turns one case into the DecisionInput the server would build, approvals filtered to valid ones. */
 function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
-  const nowText = timestampAt(testCase['now'], 'now');
+  const nowText = timestampAt(testCase.now, 'now');
   const now = new Date(nowText);
-  const request = testCase['request'];
+  const request = testCase.request;
   if (!isObj(request)) caseError('request: expected a decision body object');
   // What the sidecar would refuse (400) is not a case of a decision: said, not decided.
   asTheSidecarWould(() => validateDecisionRequest(toPlain(request)));
-  const phase = request['phase'];
+  const phase = request.phase;
   if (phase !== 'propose' && phase !== 'execute') caseError('request.phase: expected "propose" or "execute"');
-  const envelope = request['envelope'];
+  const envelope = request.envelope;
   if (!isObj(envelope)) caseError('request.envelope: expected an object');
-  const action = request['action'];
+  const action = request.action;
   if (!isObj(action)) caseError('request.action: expected an object');
   const { server, tool, arguments: args } = action;
   if (typeof server !== 'string' || typeof tool !== 'string') caseError('request.action: server and tool must be strings');
   if (!isObj(args)) caseError('request.action.arguments: expected an object');
   const bound = asTheSidecarWould(() => bindCall(server, tool, admitValue(args, '/action/arguments')));
 
-  const rawApprovals = testCase['approvals'] ?? [];
+  const rawApprovals = testCase.approvals ?? [];
   if (!Array.isArray(rawApprovals)) caseError('approvals: expected an array');
   const approvals: ValidApproval[] = [];
   rawApprovals.forEach((a, i) => {
@@ -139,9 +140,9 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
     onlyKeys(a, APPROVAL_KEYS, `approvals[${i}]`);
     const approval: ValidApproval = {
       approval_id: `${name}#approval-${i}`,
-      approver: uidAt(a['approver'], `approvals[${i}].approver`),
-      approved_at: a['approved_at'] === undefined ? nowText : timestampAt(a['approved_at'], `approvals[${i}].approved_at`),
-      expires_at: timestampAt(a['expires_at'], `approvals[${i}].expires_at`),
+      approver: uidAt(a.approver, `approvals[${i}].approver`),
+      approved_at: a.approved_at === undefined ? nowText : timestampAt(a.approved_at, `approvals[${i}].approved_at`),
+      expires_at: timestampAt(a.expires_at, `approvals[${i}].expires_at`),
     };
     // The server never holds an approval that expires before it was given (it refuses expires_at <= its
     // clock), nor one given after the decision's clock: such a fixture could pass a case production can
@@ -153,8 +154,8 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
   });
 
   const input: DecisionInput = {
-    actor: uidAt(envelope['actor'], 'request.envelope.actor'),
-    subject: uidAt(envelope['subject'], 'request.envelope.subject'),
+    actor: uidAt(envelope.actor, 'request.envelope.actor'),
+    subject: uidAt(envelope.subject, 'request.envelope.subject'),
     server,
     tool,
     envelope: toPlain(envelope) as Record<string, unknown>,
@@ -165,10 +166,10 @@ function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): D
     approvals,
     entities,
   };
-  uidAt(envelope['requester'], 'request.envelope.requester');
-  const superseded = supersedesOf(testCase['supersedes'], envelope['supersedes']);
+  uidAt(envelope.requester, 'request.envelope.requester');
+  const superseded = supersedesOf(testCase.supersedes, envelope.supersedes);
   if (superseded) input.supersedes = superseded;
-  if (testCase['prior'] !== undefined) input.prior = priorOf(testCase['prior']);
+  if (testCase.prior !== undefined) input.prior = priorOf(testCase.prior);
   return input;
 }
 
@@ -200,7 +201,7 @@ const EXECUTION_STATES = ['proposed', 'invoking', 'committed', 'rejected', 'unkn
  */
 function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | undefined): DecisionInput['supersedes'] {
   if (named === undefined || named === null) {
-    if (member !== undefined) caseError('supersedes: the request\'s envelope.supersedes names no execution');
+    if (member !== undefined) caseError("supersedes: the request's envelope.supersedes names no execution");
     return undefined;
   }
   if (typeof named !== 'string') caseError('request.envelope.supersedes: expected an execution id');
@@ -225,11 +226,11 @@ function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | 
  * as POST /access/v1/evaluation does, `properties` layered under the seed entities' attributes.
  */
 function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
-  if (testCase['request'] !== undefined) caseError('a case has either request or authzen, not both');
-  if (testCase['now'] !== undefined) timestampAt(testCase['now'], 'now');
+  if (testCase.request !== undefined) caseError('a case has either request or authzen, not both');
+  if (testCase.now !== undefined) timestampAt(testCase.now, 'now');
   let evaluation;
   try {
-    evaluation = authzenRequestOf(testCase['authzen']!, false).evaluations[0]!;
+    evaluation = authzenRequestOf(testCase.authzen!, false).evaluations[0]!;
   } catch (e) {
     if (isWritError(e)) caseError(`authzen${e.path ?? ''}: ${e.code}: ${e.message}`);
     throw e;
@@ -248,15 +249,15 @@ function onlyKeys(o: Obj, known: readonly string[], where: string): void {
 
 function expectationOf(testCase: Obj): CaseResult['expected'] {
   onlyKeys(testCase, CASE_KEYS, 'case');
-  if (typeof testCase['name'] !== 'string' || testCase['name'] === '') caseError('name: expected a non-empty string');
-  const expect = testCase['expect'];
+  if (typeof testCase.name !== 'string' || testCase.name === '') caseError('name: expected a non-empty string');
+  const expect = testCase.expect;
   if (!isObj(expect)) caseError('expect: expected {decision, reasons?}');
   onlyKeys(expect, EXPECT_KEYS, 'expect');
-  const decision = expect['decision'];
+  const decision = expect.decision;
   if (decision !== 'allow' && decision !== 'deny' && decision !== 'approval_required') {
     caseError('expect.decision: expected allow, deny or approval_required');
   }
-  const reasons = expect['reasons'];
+  const reasons = expect.reasons;
   if (reasons === undefined) return { decision };
   if (!Array.isArray(reasons) || reasons.some((r) => typeof r !== 'string')) caseError('expect.reasons: expected an array of policy ids');
   return { decision, reasons: reasons as string[] };
@@ -300,9 +301,11 @@ function readCases(text: string): Array<LosslessValue | Refused> {
       } catch (inner) {
         if (!isWritError(inner)) throw inner;
         const path = inner.path ?? '';
-        return new Refused(path.startsWith('/request')
-          ? `request${path.slice('/request'.length)}: the sidecar would refuse this request: ${inner.code}: ${inner.message}`
-          : `case${path}: ${inner.code}: ${inner.message}`);
+        return new Refused(
+          path.startsWith('/request')
+            ? `request${path.slice('/request'.length)}: the sidecar would refuse this request: ${inner.code}: ${inner.message}`
+            : `case${path}: ${inner.code}: ${inner.message}`,
+        );
       }
     });
   }
@@ -327,7 +330,7 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
         results.push({ file, name: `${file}[${i}]`, passed: false, expected: { decision: '?' }, problem: testCase.problem });
         return;
       }
-      const name = isObj(testCase) && typeof testCase['name'] === 'string' && testCase['name'] !== '' ? testCase['name'] : `${file}[${i}]`;
+      const name = isObj(testCase) && typeof testCase.name === 'string' && testCase.name !== '' ? testCase.name : `${file}[${i}]`;
       let expected: CaseResult['expected'] = { decision: '?' };
       try {
         if (!isObj(testCase)) caseError('expected a test case object');
@@ -339,7 +342,7 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
           return;
         }
         expected = expectationOf(testCase);
-        const got = testCase['authzen'] !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
+        const got = testCase.authzen !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
         results.push({ file, name, passed, expected, got });
       } catch (e) {
@@ -368,5 +371,8 @@ export function caseLine(result: CaseResult): string {
   if (result.problem !== undefined) return `FAIL ${result.name}: ${result.problem}`;
   const got = result.got!;
   const errors = got.errors.length > 0 ? ` errors: ${got.errors.map((e) => (e.policy ? `${e.policy}: ` : '') + e.message).join('; ')}` : '';
-  return `FAIL ${result.name}: expected ${describeOutcome(result.expected.decision, result.expected.reasons)} got ${describeOutcome(got.decision, got.reasons)}${errors}`;
+  return (
+    `FAIL ${result.name}: expected ${describeOutcome(result.expected.decision, result.expected.reasons)} got ` +
+    `${describeOutcome(got.decision, got.reasons)}${errors}`
+  );
 }

@@ -4,7 +4,7 @@
  * re-decides the decision with the candidate policies through the same PolicyEngine the sidecar uses,
  * and reports the decisions that changed. No I/O: the CLI (src/cli/replay.ts) reads and prints.
  */
-import { PolicyEngine } from '../policy/engine.js';
+import type { PolicyEngine } from '../policy/engine.js';
 import { EntityTimeline, UNDO_WINDOW, type EntityRecord } from './entity-timeline.js';
 import { SupersededExecutions } from './executions.js';
 import { decisionInputOf, recordedDecisionOf, type RecordedDecision } from './request.js';

@@ -52,7 +52,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict with the execution state',
   413: 'Body larger than 1 MiB',
   415: 'Body is not application/json',
-  429: 'Over the caller\'s share of concurrent work (Retry-After)',
+  429: "Over the caller's share of concurrent work (Retry-After)",
   503: 'Fail closed: store or policy unavailable',
 };
 
@@ -125,7 +125,12 @@ const queryParam = (name: string, schema: Obj, description: string, required = f
 
 const EXECUTION_ID = pathParam('id', ref('Defs/$defs/executionId'), 'The execution id.');
 const ACTOR_QUERY = (required: boolean, who: string): Obj =>
-  queryParam('actor', { type: 'string', examples: ['Agent::"offboarding-agent-prod"'] }, `The execution's actor in Cedar syntax Type::"id", URL-encoded. ${who}`, required);
+  queryParam(
+    'actor',
+    { type: 'string', examples: ['Agent::"offboarding-agent-prod"'] },
+    `The execution's actor in Cedar syntax Type::"id", URL-encoded. ${who}`,
+    required,
+  );
 const SEQ_SCHEMA = ref('Defs/$defs/seq');
 
 /** State change answers (outcome, reconcile, revoke): not fixed by the contract beyond these fields. */
@@ -156,11 +161,25 @@ export function buildOpenApi(): Obj {
         operationId: 'decide',
         tags: ['decisions'],
         summary: 'Ask for a decision on one tool call (propose or execute)',
-        description: 'Evaluates the policies over the typed envelope and the admitted arguments, reserves or advances the execution, and answers only after the ledger record is durable. `envelope.actor` must equal the actor bound to the token.',
+        description:
+          'Evaluates the policies over the typed envelope and the admitted arguments, reserves or advances the execution, and answers only after the ' +
+          'ledger record is durable. `envelope.actor` must equal the actor bound to the token.',
         roles: ['pep'],
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
-        codes: ['ENVELOPE_INVALID', ...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH', 'IDENTITY_MISMATCH', 'EXECUTION_NOT_FOUND', 'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED', 'POLICY_UNAVAILABLE'],
+        codes: [
+          'ENVELOPE_INVALID',
+          ...BINDING_CODES,
+          ...FAIRNESS_CODES,
+          'ACTOR_MISMATCH',
+          'IDENTITY_MISMATCH',
+          'EXECUTION_NOT_FOUND',
+          'EXECUTION_CONFLICT',
+          'EXECUTION_IN_FLIGHT',
+          'EXECUTION_TERMINAL',
+          'EXECUTION_SUPERSEDED',
+          'POLICY_UNAVAILABLE',
+        ],
       }),
     },
     '/access/v1/evaluation': {
@@ -168,7 +187,12 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenEvaluation',
         tags: ['authzen'],
         summary: 'AuthZEN Authorization API 1.0: one access evaluation',
-        description: 'Cedar request: principal = <subject.type>::"<subject.id>", action = Action::"<action.name>", resource = <resource.type>::"<resource.id>", context = the admitted `context` with `action.properties` under `context.action`; `properties` are per-request attributes under the stored ones (stored wins). `decision` is true only for allow; approval_required is false with `context.obligations`. Each evaluation is a ledger record (kind `decision`, `api: "authzen"`), durable before the answer. A pep token may ask only about its own actor as subject (403 ACTOR_MISMATCH).',
+        description:
+          'Cedar request: principal = <subject.type>::"<subject.id>", action = Action::"<action.name>", resource = <resource.type>::"<resource.id>", ' +
+          'context = the admitted `context` with `action.properties` under `context.action`; `properties` are per-request attributes under the stored ' +
+          'ones (stored wins). `decision` is true only for allow; approval_required is false with `context.obligations`. Each evaluation is a ledger ' +
+          'record (kind `decision`, `api: "authzen"`), durable before the answer. A pep token may ask only about its own actor as subject (403 ' +
+          'ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationRequest',
         ok: { status: 200, description: 'The decision.', content: json(ref('AuthzenEvaluationResponse')) },
@@ -180,7 +204,12 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenEvaluations',
         tags: ['authzen'],
         summary: 'AuthZEN Authorization API 1.0: a batch of access evaluations',
-        description: 'Top-level subject/action/resource/context are defaults for each item (an item member replaces the default). `options.evaluations_semantic`: execute_all (default), deny_on_first_deny, permit_on_first_permit (evaluation stops after the deciding item; skipped items are neither evaluated nor recorded). Without `evaluations` (or with an empty array) the answer is that of /access/v1/evaluation. A malformed item fails the whole batch (400, `path` into the item, e.g. /evaluations/1/resource/id); a pep token asking about another subject in any item fails it with 403. All records of a batch are written in one durable commit.',
+        description:
+          'Top-level subject/action/resource/context are defaults for each item (an item member replaces the default). `options.evaluations_semantic`: ' +
+          'execute_all (default), deny_on_first_deny, permit_on_first_permit (evaluation stops after the deciding item; skipped items are neither ' +
+          'evaluated nor recorded). Without `evaluations` (or with an empty array) the answer is that of /access/v1/evaluation. A malformed item fails ' +
+          'the whole batch (400, `path` into the item, e.g. /evaluations/1/resource/id); a pep token asking about another subject in any item fails it ' +
+          'with 403. All records of a batch are written in one durable commit.',
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationsRequest',
         ok: {
@@ -196,12 +225,22 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenSearchSubject',
         tags: ['authzen'],
         summary: 'AuthZEN search: the subjects for which the evaluation would be true',
-        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
+        description:
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
           description: 'One page of results.',
-          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+          content: json({
+            type: 'object',
+            required: ['results', 'page'],
+            properties: {
+              results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } },
+              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
+            },
+          }),
         },
         codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES],
       }),
@@ -211,12 +250,22 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenSearchResource',
         tags: ['authzen'],
         summary: 'AuthZEN search: the resources for which the evaluation would be true',
-        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+        description:
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
           description: 'One page of results.',
-          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+          content: json({
+            type: 'object',
+            required: ['results', 'page'],
+            properties: {
+              results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } },
+              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
+            },
+          }),
         },
         codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
       }),
@@ -226,12 +275,22 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenSearchAction',
         tags: ['authzen'],
         summary: 'AuthZEN search: the actions for which the evaluation would be true',
-        description: 'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order (`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, `search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
+        description:
+          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order ' +
+          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
         roles: ['evaluator', 'pep'],
         ok: {
           status: 200,
           description: 'One page of results.',
-          content: json({ type: 'object', required: ['results', 'page'], properties: { results: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } }, page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } } } }),
+          content: json({
+            type: 'object',
+            required: ['results', 'page'],
+            properties: {
+              results: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
+            },
+          }),
         },
         codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
       }),
@@ -241,7 +300,7 @@ export function buildOpenApi(): Obj {
         operationId: 'authzenConfiguration',
         tags: ['authzen'],
         summary: 'AuthZEN PDP metadata',
-        description: 'Absolute URLs of this sidecar, built from the request\'s Host.',
+        description: "Absolute URLs of this sidecar, built from the request's Host.",
         roles: null,
         ok: { status: 200, description: 'The PDP metadata.', content: json(ref('AuthzenConfiguration')) },
       }),
@@ -251,7 +310,9 @@ export function buildOpenApi(): Obj {
         operationId: 'getExecution',
         tags: ['executions'],
         summary: 'Read an execution, its approvals and its ledger records',
-        description: 'A pep reads its own executions; an auditor names the actor with `?actor=`; so does an approver, for an execution one of whose decisions required approval by a group it is in (any other: 404).',
+        description:
+          'A pep reads its own executions; an auditor names the actor with `?actor=`; so does an approver, for an execution one of whose decisions ' +
+          'required approval by a group it is in (any other: 404).',
         roles: ['pep', 'auditor', 'approver'],
         parameters: [EXECUTION_ID, ACTOR_QUERY(false, 'Required for auditor; a pep reads its own actor.')],
         ok: { status: 200, description: 'The execution.', content: json(ref('Execution')) },
@@ -276,7 +337,9 @@ export function buildOpenApi(): Obj {
         operationId: 'reconcile',
         tags: ['executions'],
         summary: 'Resolve an execution whose outcome is unknown',
-        description: 'From `unknown`, or from `invoking` once it has been invoking for `stuck_after_s` (else 409); moves it to `reconciled` with resolution committed or absent.',
+        description:
+          'From `unknown`, or from `invoking` once it has been invoking for `stuck_after_s` (else 409); moves it to `reconciled` with resolution ' +
+          'committed or absent.',
         roles: ['reconciler'],
         parameters: [EXECUTION_ID, ACTOR_QUERY(true, 'Required.')],
         body: 'ReconcileRequest',
@@ -288,14 +351,21 @@ export function buildOpenApi(): Obj {
       post: operation({
         operationId: 'visibleTools',
         tags: ['decisions'],
-        summary: 'Which of a server\'s tools this actor could be allowed (or need approval) to call for this requester and subject',
-        description: 'For tool lists (docs/protocol.md §15). A tool is left out only when the policies in force deny every call of it whatever its arguments and the rest of the context (Cedar partial evaluation). Nothing is ledgered; a call of a left-out tool is still decided as any call. A pep token may ask only for its own actor (403 ACTOR_MISMATCH).',
+        summary: "Which of a server's tools this actor could be allowed (or need approval) to call for this requester and subject",
+        description:
+          'For tool lists (docs/protocol.md §15). A tool is left out only when the policies in force deny every call of it whatever its arguments and ' +
+          'the rest of the context (Cedar partial evaluation). Nothing is ledgered; a call of a left-out tool is still decided as any call. A pep token ' +
+          'may ask only for its own actor (403 ACTOR_MISMATCH).',
         roles: ['pep'],
         body: 'ToolsVisibleRequest',
         ok: {
           status: 200,
           description: 'The visible tools, in the order asked, and the policy version they were judged under.',
-          content: json({ type: 'object', required: ['visible', 'policy_version'], properties: { visible: { type: 'array', items: { type: 'string' } }, policy_version: { type: 'string' } } }),
+          content: json({
+            type: 'object',
+            required: ['visible', 'policy_version'],
+            properties: { visible: { type: 'array', items: { type: 'string' } }, policy_version: { type: 'string' } },
+          }),
         },
         codes: ['ENVELOPE_INVALID', 'ACTOR_MISMATCH'],
       }),
@@ -316,7 +386,8 @@ export function buildOpenApi(): Obj {
           status: 200,
           description: '`since`: when the execution entered that state.',
           content: json({
-            type: 'object', required: ['executions', 'next'],
+            type: 'object',
+            required: ['executions', 'next'],
             properties: {
               executions: { type: 'array', items: { type: 'object', required: ['execution_id', 'actor', 'state', 'binding', 'server', 'tool', 'since'] } },
               next: { type: ['string', 'null'] },
@@ -349,7 +420,10 @@ export function buildOpenApi(): Obj {
         ok: {
           status: 200,
           description: 'The records, in order.',
-          content: json({ type: 'object', properties: { execution_id: { type: 'string' }, state: { type: 'string' }, records: { type: 'array', items: ref('Defs/$defs/recordRef') } } }),
+          content: json({
+            type: 'object',
+            properties: { execution_id: { type: 'string' }, state: { type: 'string' }, records: { type: 'array', items: ref('Defs/$defs/recordRef') } },
+          }),
         },
         codes: [...BINDING_CODES, 'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING'],
       }),
@@ -361,7 +435,11 @@ export function buildOpenApi(): Obj {
         summary: 'What waits for this approver: proposed executions whose latest decision needs one of its groups',
         description: 'Newest decision first; `action.arguments` exactly as admitted (what the tool would receive).',
         roles: ['approver'],
-        ok: { status: 200, description: 'The pending executions.', content: json({ type: 'object', required: ['pending'], properties: { pending: { type: 'array', items: { type: 'object' } } } }) },
+        ok: {
+          status: 200,
+          description: 'The pending executions.',
+          content: json({ type: 'object', required: ['pending'], properties: { pending: { type: 'array', items: { type: 'object' } } } }),
+        },
       }),
     },
     '/v1/approvals': {
@@ -369,7 +447,8 @@ export function buildOpenApi(): Obj {
         operationId: 'approve',
         tags: ['approvals'],
         summary: 'Approve one proposed execution, bound to its binding and envelope digest',
-        description: 'The approver is the token\'s principal. The approval also binds the digest of the subject entity\'s record now; a changed fact invalidates it.',
+        description:
+          "The approver is the token's principal. The approval also binds the digest of the subject entity's record now; a changed fact invalidates it.",
         roles: ['approver'],
         body: 'ApprovalRequest',
         ok: { status: 201, description: 'The approval was recorded.', content: json(ref('ApprovalResponse')) },
@@ -427,11 +506,16 @@ export function buildOpenApi(): Obj {
           queryParam('actor', { type: 'string' }, 'Only records of this actor, Type::"id" (URL-encoded).'),
           queryParam('execution_id', ref('Defs/$defs/executionId'), 'Only records naming this execution.'),
           queryParam('task_id', { type: 'string' }, 'Only the decision records of this envelope task_id.'),
-          queryParam('trace_id', { type: 'string', pattern: '^[0-9a-f]{32}$' }, 'Only the decision records of this trace (the envelope traceparent\'s trace id).'),
+          queryParam(
+            'trace_id',
+            { type: 'string', pattern: '^[0-9a-f]{32}$' },
+            "Only the decision records of this trace (the envelope traceparent's trace id).",
+          ),
         ],
         ok: {
           status: 200,
-          description: 'A page of records. Combined filters that match little may give a short page, even an empty one, with `next` set: follow `next` until it is null.',
+          description:
+            'A page of records. Combined filters that match little may give a short page, even an empty one, with `next` set: follow `next` until it is null.',
           content: json(ref('RecordsPage')),
         },
         codes: ['INVALID_REQUEST'],
@@ -472,7 +556,9 @@ export function buildOpenApi(): Obj {
         operationId: 'getInclusionProof',
         tags: ['ledger'],
         summary: 'RFC 9162 inclusion proof of record `seq` in the tree of `size` records',
-        description: 'With `format=tlog-proof` (docs/protocol.md §16) the answer is a C2SP tlog-proof (text/plain) against the latest checkpoint note, and `size` is not given.',
+        description:
+          'With `format=tlog-proof` (docs/protocol.md §16) the answer is a C2SP tlog-proof (text/plain) against the latest checkpoint note, and `size` ' +
+          'is not given.',
         roles: ['auditor'],
         parameters: [
           queryParam('seq', SEQ_SCHEMA, 'The record.', true),
@@ -502,7 +588,9 @@ export function buildOpenApi(): Obj {
         operationId: 'getCheckpointNote',
         tags: ['ledger'],
         summary: 'The latest checkpoint as a C2SP signed note, with its witness cosignatures',
-        description: 'docs/protocol.md §16: origin (`log_origin`), size and base64 root of the latest checkpoint record, signed by the key in force (key name = origin), then one line per witness cosignature held.',
+        description:
+          'docs/protocol.md §16: origin (`log_origin`), size and base64 root of the latest checkpoint record, signed by the key in force (key name = ' +
+          'origin), then one line per witness cosignature held.',
         roles: null,
         ok: { status: 200, description: 'The signed note (C2SP tlog-checkpoint).', content: { 'text/plain; charset=utf-8': { schema: { type: 'string' } } } },
         codes: ['NOT_FOUND', 'STORE_UNAVAILABLE'],
@@ -513,10 +601,16 @@ export function buildOpenApi(): Obj {
         operationId: 'getTile',
         tags: ['ledger'],
         summary: 'A C2SP tlog-tiles tile or entry bundle (immutable)',
-        description: 'docs/protocol.md §16: `{tile}` is `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` and spans several path segments (N as x001/x234/067). No authentication when `public_tiles` is true.',
+        description:
+          'docs/protocol.md §16: `{tile}` is `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` and spans several path segments (N as x001/x234/067). No ' +
+          'authentication when `public_tiles` is true.',
         roles: ['auditor'],
         parameters: [pathParam('tile', { type: 'string', examples: ['0/x001/234', 'entries/000.p/17'] }, 'The tile path after /ledger/tile/.')],
-        ok: { status: 200, description: 'The tile: W hashes of 32 bytes, or W uint16-length-prefixed entries.', content: { 'application/octet-stream': { schema: { type: 'string', contentEncoding: 'binary' } } } },
+        ok: {
+          status: 200,
+          description: 'The tile: W hashes of 32 bytes, or W uint16-length-prefixed entries.',
+          content: { 'application/octet-stream': { schema: { type: 'string', contentEncoding: 'binary' } } },
+        },
         codes: ['NOT_FOUND', 'INVALID_REQUEST'],
       }),
     },
@@ -579,7 +673,9 @@ export function buildOpenApi(): Obj {
       title: 'writ',
       version: '1',
       summary: 'Policy-as-code authorization sidecar for MCP servers, on Cedar, with a verifiable ledger.',
-      description: 'Every error is `{"error": {"code", "message", "path"?}}`. Bodies are JSON (application/json), at most 1 MiB. Roles are bound to bearer tokens and are disjoint: each route names the roles it admits in `x-writ-roles`.',
+      description:
+        'Every error is `{"error": {"code", "message", "path"?}}`. Bodies are JSON (application/json), at most 1 MiB. Roles are bound to bearer tokens ' +
+        'and are disjoint: each route names the roles it admits in `x-writ-roles`.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -588,7 +684,11 @@ export function buildOpenApi(): Obj {
     components: {
       schemas: components,
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from the config file; its role (pep, approver, auditor, reconciler, admin, evaluator) decides which routes it may call.' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A token from the config file; its role (pep, approver, auditor, reconciler, admin, evaluator) decides which routes it may call.',
+        },
       },
     },
   };

@@ -177,9 +177,7 @@ const invalidRequest = (): ErrorCode => 'INVALID_REQUEST';
  * object, unknown top-level fields, a body that is not an object) is INVALID_REQUEST.
  */
 export function validateDecisionRequest(body: unknown): void {
-  check(decisionFn, body, (path) =>
-    path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID' : 'INVALID_REQUEST',
-  );
+  check(decisionFn, body, (path) => (path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID' : 'INVALID_REQUEST'));
 }
 
 const toolsVisibleFn = VALIDATORS.get('tools-visible-request.json')!;

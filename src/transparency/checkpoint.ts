@@ -18,7 +18,7 @@ export function formatCheckpoint(c: CheckpointBody): string {
   if (c.root.length !== 32) throw new NoteError('MALFORMED', 'a root hash is 32 bytes');
   const ext = (c.extensions ?? []).map((l) => {
     if (l === '' || l.includes('\n')) throw new NoteError('MALFORMED', 'an extension line is one non-empty line');
-    return l + '\n';
+    return `${l}\n`;
   });
   return `${c.origin}\n${c.size}\n${c.root.toString('base64')}\n${ext.join('')}`;
 }
@@ -32,7 +32,7 @@ export function parseCheckpoint(text: string): CheckpointBody {
   if (origin === '') throw bad('the origin is empty');
   if (!/^(0|[1-9][0-9]{0,15})$/.test(size) || !Number.isSafeInteger(Number(size))) throw bad('the size is a decimal with no leading zero');
   const hash = strictBase64(root);
-  if (!hash || hash.length !== 32) throw bad('the root is base64 of 32 bytes');
+  if (hash?.length !== 32) throw bad('the root is base64 of 32 bytes');
   if (extensions.some((l) => l === '')) throw bad('an extension line is not empty');
   return { origin, size: Number(size), root: hash, ...(extensions.length ? { extensions } : {}) };
 }

@@ -41,7 +41,12 @@ function hasControl(s: string): boolean {
 
 /** SHA-256(name ‖ 0x0A ‖ type ‖ key)[:4] as an unsigned 32-bit integer. */
 export function noteKeyId(name: string, type: number, publicKey: Uint8Array): number {
-  return createHash('sha256').update(name, 'utf8').update(Buffer.from([0x0a, type])).update(publicKey).digest().readUInt32BE(0);
+  return createHash('sha256')
+    .update(name, 'utf8')
+    .update(Buffer.from([0x0a, type]))
+    .update(publicKey)
+    .digest()
+    .readUInt32BE(0);
 }
 
 export interface VerifierKey {
@@ -73,9 +78,10 @@ export function parseVkey(vkey: string): VerifierKey {
   if (!isKeyName(name)) throw bad('bad key name');
   if (!/^[0-9a-f]{8}$/.test(id)) throw bad('the key id is 8 lower-case hex');
   const raw = strictBase64(key);
-  if (!raw || raw.length !== 33) throw bad('the key is base64 of a type byte and 32 bytes');
+  if (raw?.length !== 33) throw bad('the key is base64 of a type byte and 32 bytes');
   const type = raw[0]!;
-  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1) throw bad(`signature type 0x${type.toString(16).padStart(2, '0')} is not supported (0x01 Ed25519, 0x04 cosignature/v1)`);
+  if (type !== SIG_ED25519 && type !== SIG_COSIGNATURE_V1)
+    throw bad(`signature type 0x${type.toString(16).padStart(2, '0')} is not supported (0x01 Ed25519, 0x04 cosignature/v1)`);
   const publicKey = Buffer.from(raw.subarray(1));
   const keyId = noteKeyId(name, type, publicKey);
   if (hex8(keyId) !== id) throw bad('the key id does not match the name and key');
@@ -124,7 +130,7 @@ export function parseSignatureLine(line: string): NoteSignature {
   const name = rest.slice(0, space);
   const raw = strictBase64(rest.slice(space + 1));
   if (!isKeyName(name) || !raw || raw.length < 5) throw bad();
-  return { name, keyId: raw.readUInt32BE(0), signature: Buffer.from(raw.subarray(4)), line: body + '\n' };
+  return { name, keyId: raw.readUInt32BE(0), signature: Buffer.from(raw.subarray(4)), line: `${body}\n` };
 }
 
 /** Splits a signed note into its text and signature lines; refuses anything that is not one. */

@@ -126,7 +126,11 @@ export function checkNoteUnderPolicy(input: string, policy: TrustPolicy): Policy
   }
   if (!log) return { ok: false, code: 'UNKNOWN_KEY', message: `no log key of the policy for origin ${JSON.stringify(checkpoint.origin)} signed the note` };
   if (!quorumMet(policy, cosigned)) {
-    return { ok: false, code: 'QUORUM_NOT_MET', message: `cosigned by ${cosigned.size} witness(es) of the policy (${[...cosigned].join(', ') || 'none'}): quorum ${policy.quorum} is not met` };
+    return {
+      ok: false,
+      code: 'QUORUM_NOT_MET',
+      message: `cosigned by ${cosigned.size} witness(es) of the policy (${[...cosigned].join(', ') || 'none'}): quorum ${policy.quorum} is not met`,
+    };
   }
   return { ok: true, checkpoint, log, cosigned: [...cosigned] };
 }

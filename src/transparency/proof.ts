@@ -17,7 +17,7 @@ export interface TlogProof {
 
 export function formatTlogProof(p: TlogProof): string {
   const extra = p.extra ? `extra ${p.extra.toString('base64')}\n` : '';
-  return `${TLOG_PROOF_HEADER}\n${extra}index ${p.index}\n${p.path.map((h) => h.toString('base64') + '\n').join('')}\n${p.note}`;
+  return `${TLOG_PROOF_HEADER}\n${extra}index ${p.index}\n${p.path.map((h) => `${h.toString('base64')}\n`).join('')}\n${p.note}`;
 }
 
 export function parseTlogProof(text: string): TlogProof {
@@ -36,7 +36,7 @@ export function parseTlogProof(text: string): TlogProof {
   if (!m || !Number.isSafeInteger(Number(m[1]))) throw bad('an index line');
   const path = head.map((l) => {
     const h = strictBase64(l);
-    if (!h || h.length !== 32) throw bad('each proof line is base64 of 32 bytes');
+    if (h?.length !== 32) throw bad('each proof line is base64 of 32 bytes');
     return h;
   });
   return { index: Number(m[1]), path, note, ...(extra ? { extra } : {}) };

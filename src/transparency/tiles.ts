@@ -31,7 +31,7 @@ export function encodeTileIndex(n: number): string {
     groups.unshift(String(rest % 1000).padStart(3, '0'));
     rest = Math.floor(rest / 1000);
   } while (rest > 0);
-  return groups.map((g, i) => (i < groups.length - 1 ? 'x' + g : g)).join('/');
+  return groups.map((g, i) => (i < groups.length - 1 ? `x${g}` : g)).join('/');
 }
 
 /** The path under `<prefix>/` of a tile: `tile/0/x001/234.p/7`. */
@@ -49,7 +49,15 @@ export function parseTilePath(path: string): TileRef | undefined {
   if (!m) return undefined;
   const level = m[1] === 'entries' ? 'entries' : Number(m[1]);
   if (level !== 'entries' && level > MAX_LEVEL) return undefined;
-  const groups = [...(m[2] ? m[2].split('/').filter(Boolean).map((g) => g.slice(1)) : []), m[3]!];
+  const groups = [
+    ...(m[2]
+      ? m[2]
+          .split('/')
+          .filter(Boolean)
+          .map((g) => g.slice(1))
+      : []),
+    m[3]!,
+  ];
   // A leading zero group would give a second path for the same index.
   if (groups.length > 1 && groups[0] === '000') return undefined;
   if (groups.length > 6) return undefined; // beyond 2^53

@@ -35,9 +35,14 @@ export function jcsOrUndefined(value: unknown): string | undefined {
       if (typeof element !== 'string' || !Object.hasOwn(value, i)) return canonicalizeFn(value);
       out += (i === 0 ? '' : ',') + canonicalString(element);
     }
-    return out + ']';
+    return `${out}]`;
   }
-  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype && (value as { toJSON?: unknown }).toJSON === undefined) {
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    (value as { toJSON?: unknown }).toJSON === undefined
+  ) {
     // A flat record of strings (an entity uid, a small map): members sorted by UTF-16 code units, as JCS
     // orders them. Anything else inside is checked for before sorting, so the library does not sort twice.
     const record = value as Record<string, unknown>;
@@ -45,8 +50,8 @@ export function jcsOrUndefined(value: unknown): string | undefined {
     for (const key of keys) if (typeof record[key] !== 'string') return canonicalizeFn(value);
     keys.sort();
     let out = '{';
-    for (let i = 0; i < keys.length; i++) out += (i === 0 ? '' : ',') + canonicalString(keys[i]!) + ':' + canonicalString(record[keys[i]!] as string);
-    return out + '}';
+    for (let i = 0; i < keys.length; i++) out += `${i === 0 ? '' : ','}${canonicalString(keys[i]!)}:${canonicalString(record[keys[i]!] as string)}`;
+    return `${out}}`;
   }
   return canonicalizeFn(value);
 }
@@ -64,7 +69,7 @@ export function sha256Hex(data: string | Uint8Array): string {
 
 /** `sha256:` + hex SHA-256 — the tagged form used for every digest in the contract. */
 export function sha256Tagged(data: string | Uint8Array): string {
-  return 'sha256:' + sha256Hex(data);
+  return `sha256:${sha256Hex(data)}`;
 }
 
 /** `sha256:` + hex SHA-256 of `domain + JCS(value)` (domain may be ''). */

@@ -10,7 +10,8 @@ export interface Uid {
  * namespace). Cedar refuses such a type at evaluation; refused here, it is a 400, never a deny.
  * schemas/defs.json `cedarTypeName` holds the same pattern.
  */
-export const CEDAR_TYPE_NAME = /^(?!(?:true|false|if|then|else|in|is|like|has|__cedar)(?:::|$))[A-Za-z_][A-Za-z0-9_]*(?:::(?!(?:true|false|if|then|else|in|is|like|has|__cedar)(?:::|$))[A-Za-z_][A-Za-z0-9_]*)*$/;
+export const CEDAR_TYPE_NAME =
+  /^(?!(?:true|false|if|then|else|in|is|like|has|__cedar)(?:::|$))[A-Za-z_][A-Za-z0-9_]*(?:::(?!(?:true|false|if|then|else|in|is|like|has|__cedar)(?:::|$))[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 /** `Type::"id"` — Cedar's own uid syntax; also the key of an actor or entity in the store. */
 export function uidKey(uid: Uid): string {

@@ -48,7 +48,7 @@ export function parseAddCheckpoint(body: string): AddCheckpointRequest {
   if (lines.length > MAX_PROOF_LINES) throw bad(`at most ${MAX_PROOF_LINES} consistency proof lines`);
   const proof = lines.map((l) => {
     const h = strictBase64(l);
-    if (!h || h.length !== 32) throw bad('each proof line is base64 of a 32-byte hash');
+    if (h?.length !== 32) throw bad('each proof line is base64 of a 32-byte hash');
     return h;
   });
   return { oldSize: Number(m[1]), proof, note: body.slice(blank + 2) };

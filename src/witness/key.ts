@@ -27,7 +27,7 @@ export function generateWitnessKey(name: string, path: string): WitnessKey {
   const key = keyOf(name, seed);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   try {
-    writeFileDurably(path, JSON.stringify({ v: 1, name, seed: seed.toString('base64'), vkey: key.vkey }, null, 2) + '\n', { mode: 0o600, exclusive: true });
+    writeFileDurably(path, `${JSON.stringify({ v: 1, name, seed: seed.toString('base64'), vkey: key.vkey }, null, 2)}\n`, { mode: 0o600, exclusive: true });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new WritError('INVALID_REQUEST', `${path} already exists; refusing to overwrite a witness key`);
     throw e;
@@ -43,7 +43,8 @@ export function readWitnessKey(path: string): WitnessKey {
     throw new WritError('INVALID_REQUEST', `cannot read witness key ${path}: ${(e as Error).message}`);
   }
   const seed = typeof file?.seed === 'string' ? Buffer.from(file.seed, 'base64') : Buffer.alloc(0);
-  if (typeof file?.name !== 'string' || !isKeyName(file.name) || seed.length !== 32) throw new WritError('INVALID_REQUEST', `witness key ${path} is not {"v":1,"name","seed"}`);
+  if (typeof file?.name !== 'string' || !isKeyName(file.name) || seed.length !== 32)
+    throw new WritError('INVALID_REQUEST', `witness key ${path} is not {"v":1,"name","seed"}`);
   const key = keyOf(file.name, seed);
   if (file.vkey !== undefined && file.vkey !== key.vkey) throw new WritError('INVALID_REQUEST', `witness key ${path}: its vkey does not match its seed`);
   return key;

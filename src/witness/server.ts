@@ -32,7 +32,7 @@ function answer(res: ServerResponse, status: number, body: string, type = 'text/
 export function addCheckpoint(o: WitnessOptions, body: string): { status: number; type: string; body: string } {
   const outcome = decideAddCheckpoint(body, o.logs, (origin) => o.state.get(origin));
   if (outcome.status === 409) return { status: 409, type: 'text/x.tlog.size', body: `${outcome.size}\n` };
-  if (outcome.status !== 200) return { status: outcome.status, type: 'text/plain; charset=utf-8', body: outcome.reason + '\n' };
+  if (outcome.status !== 200) return { status: outcome.status, type: 'text/plain; charset=utf-8', body: `${outcome.reason}\n` };
   // Durable first: a cosignature handed out is never forgotten by a restart.
   o.state.put(outcome.checkpoint.origin, outcome.state);
   const now = o.now?.() ?? Math.floor(Date.now() / 1000);

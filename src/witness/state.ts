@@ -48,8 +48,8 @@ export class WitnessState {
 
   /** Durable before it returns. */
   put(origin: string, s: CosignedState): void {
-    const file = join(this.dir, 'logs', createHash('sha256').update(origin).digest('hex') + '.json');
-    writeFileDurably(file, JSON.stringify({ origin, size: s.size, root: s.root }) + '\n', { mode: 0o600 });
+    const file = join(this.dir, 'logs', `${createHash('sha256').update(origin).digest('hex')}.json`);
+    writeFileDurably(file, `${JSON.stringify({ origin, size: s.size, root: s.root })}\n`, { mode: 0o600 });
     this.#byOrigin.set(origin, s);
   }
 

@@ -34,7 +34,10 @@ test('writ serve without a config also writes a dev evaluator token', () => {
   try {
     const { specs, byRole } = generateDevTokens(dir);
     assert.match(byRole.evaluator!, /^dev-evaluator-/);
-    assert.deepEqual(specs.find((s) => s.role === 'evaluator'), { token: byRole.evaluator, role: 'evaluator' });
+    assert.deepEqual(
+      specs.find((s) => s.role === 'evaluator'),
+      { token: byRole.evaluator, role: 'evaluator' },
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -21,7 +21,7 @@ const EXAMPLE = join(REPO, 'examples', 'authzen-todo');
 function exampleInputs(entities: StaticEntitySource): RequestInput[] {
   const text = readFileSync(join(EXAMPLE, 'tests', 'todo.json'), 'utf8');
   const cases = parseLossless(text) as Array<Record<string, any>>;
-  return cases.map((c) => requestInputOf(authzenRequestOf(c['authzen'], false).evaluations[0]!, entities));
+  return cases.map((c) => requestInputOf(authzenRequestOf(c.authzen, false).evaluations[0]!, entities));
 }
 
 test('evaluator threads answer decideRequest exactly as the in-process engine does', async () => {
@@ -55,7 +55,9 @@ test('a thread that dies mid-flight loses no AuthZEN evaluation: redone in-proce
     const inFlight = inputs.map((i) => pool.decideRequest(engine, i));
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
-    inputs.forEach((input, i) => assert.deepEqual(answers[i], engine.decideRequest(input)));
+    inputs.forEach((input, i) => {
+      assert.deepEqual(answers[i], engine.decideRequest(input));
+    });
     assert.equal(pool.size, 1, 'a replacement thread was started');
   } finally {
     await pool.close();
@@ -81,7 +83,12 @@ test('narrowing changes nothing, and approval_required is derived as for MCP dec
     const narrow = new PolicyEngine(bundle);
     const whole = new PolicyEngine(bundle, { narrowRequests: false });
     const ask = (context: Record<string, unknown>, action = 'read', resource = { type: 'doc', id: 'd' }): RequestInput => ({
-      principal: { type: 'user', id: 'u' }, action, resource, context, requestEntities: [], entities,
+      principal: { type: 'user', id: 'u' },
+      action,
+      resource,
+      context,
+      requestEntities: [],
+      entities,
     });
     const cases: Array<[RequestInput, string, string[]]> = [
       [ask({ rows: 5 }), 'allow', ['read']],
@@ -98,7 +105,10 @@ test('narrowing changes nothing, and approval_required is derived as for MCP dec
       assert.deepEqual(got, whole.decideRequest(input));
     }
     // Request entities (properties) are narrowed like stored ones: same answers either way.
-    const withOwn = { ...ask({ rows: 5 }), requestEntities: [{ uid: { type: 'user', id: 'u' }, attrs: { level: 1, name: 'X', extra: { deep: 1 } }, parents: [] }] };
+    const withOwn = {
+      ...ask({ rows: 5 }),
+      requestEntities: [{ uid: { type: 'user', id: 'u' }, attrs: { level: 1, name: 'X', extra: { deep: 1 } }, parents: [] }],
+    };
     assert.equal(narrow.decideRequest(withOwn).decision, 'deny');
     assert.deepEqual(narrow.decideRequest(withOwn), whole.decideRequest(withOwn));
     assert.deepEqual(narrow.decideRequest(ask({ rows: 500 })).obligations, [{ policy: 'big-read', approver_group: 'group::"owners"' }]);
@@ -117,7 +127,14 @@ test('request entities are used for one evaluation only and never change the sto
     const bundle = loadPolicyDir(dir);
     const entities = new StaticEntitySource(bundle.seedEntities);
     const engine = new PolicyEngine(bundle);
-    const base: RequestInput = { principal: { type: 'user', id: 'v' }, action: 'read', resource: { type: 'doc', id: 'd' }, context: {}, requestEntities: [], entities };
+    const base: RequestInput = {
+      principal: { type: 'user', id: 'v' },
+      action: 'read',
+      resource: { type: 'doc', id: 'd' },
+      context: {},
+      requestEntities: [],
+      entities,
+    };
     const withV = { ...base, requestEntities: [{ uid: { type: 'user', id: 'v' }, attrs: { level: 7 }, parents: [] }] };
     assert.equal(engine.decideRequest(withV).decision, 'allow');
     assert.equal(engine.decideRequest(base).decision, 'deny');

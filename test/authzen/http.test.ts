@@ -39,7 +39,11 @@ const ENTITIES = [
 ];
 
 const TOKENS = {
-  evaluator: 'authzen-evaluator', pep: 'authzen-pep-alice', auditor: 'authzen-auditor', admin: 'authzen-admin', approver: 'authzen-approver',
+  evaluator: 'authzen-evaluator',
+  pep: 'authzen-pep-alice',
+  auditor: 'authzen-auditor',
+  admin: 'authzen-admin',
+  approver: 'authzen-approver',
 };
 
 let dir: string;
@@ -146,7 +150,12 @@ test('stored attributes win over properties; an entity not in the store is built
 });
 
 test('context is admitted like tool arguments: action.properties under context.action, decimals, BINDING_* with paths', async () => {
-  const ping = (context: unknown, method = 'GET') => ({ subject: user('alice'), action: { name: 'ping', properties: { method } }, resource: doc('public'), context });
+  const ping = (context: unknown, method = 'GET') => ({
+    subject: user('alice'),
+    action: { name: 'ping', properties: { method } },
+    resource: doc('public'),
+    context,
+  });
   assert.equal((await evaluation(ping({ ip: '10.0.0.1', weight: 1.5 }))).body.decision, true);
   assert.equal((await evaluation(ping({ ip: '10.0.0.1', weight: 1.5 }, 'POST'))).body.decision, false);
   assert.equal((await evaluation(ping({ ip: '10.0.0.2', weight: 1.5 }))).body.decision, false);
@@ -182,7 +191,10 @@ test('POST /access/v1/evaluations: execute_all, deny_on_first_deny, permit_on_fi
   // alice (clearance 2): public allowed, secret denied.
   const items = (...ids: string[]) => ids.map((id) => ({ resource: doc(id) }));
   const batch = (ids: string[], semantic?: string) => ({
-    subject: user('alice'), action: { name: 'read' }, ...(semantic ? { options: { evaluations_semantic: semantic } } : {}), evaluations: items(...ids),
+    subject: user('alice'),
+    action: { name: 'read' },
+    ...(semantic ? { options: { evaluations_semantic: semantic } } : {}),
+    evaluations: items(...ids),
   });
   const decisions = (r: { body: any }) => r.body.evaluations.map((e: any) => e.decision);
 
@@ -192,10 +204,19 @@ test('POST /access/v1/evaluations: execute_all, deny_on_first_deny, permit_on_fi
   assert.deepEqual(decisions(all), [true, false, true]);
   let records = await authzenRecords();
   assert.equal(records.length, count + 3);
-  assert.deepEqual(records.slice(-3).map((r) => r.decision_id), all.body.evaluations.map((e: any) => e.context.decision_id));
-  assert.deepEqual(records.slice(-3).map((r) => r.resource.id), ['public', 'secret', 'public']);
+  assert.deepEqual(
+    records.slice(-3).map((r) => r.decision_id),
+    all.body.evaluations.map((e: any) => e.context.decision_id),
+  );
+  assert.deepEqual(
+    records.slice(-3).map((r) => r.resource.id),
+    ['public', 'secret', 'public'],
+  );
   // One group commit: the batch's records are consecutive.
-  assert.deepEqual(records.slice(-3).map((r) => r.seq - records.at(-3).seq), [0, 1, 2]);
+  assert.deepEqual(
+    records.slice(-3).map((r) => r.seq - records.at(-3).seq),
+    [0, 1, 2],
+  );
   count = records.length;
 
   const explicit = await evaluations(batch(['secret', 'public'], 'execute_all'));
@@ -206,7 +227,10 @@ test('POST /access/v1/evaluations: execute_all, deny_on_first_deny, permit_on_fi
   assert.deepEqual(decisions(denyFirst), [true, false]);
   records = await authzenRecords();
   assert.equal(records.length, count + 2, 'the two skipped items are neither evaluated nor recorded');
-  assert.deepEqual(records.slice(-2).map((r) => r.resource.id), ['public', 'secret']);
+  assert.deepEqual(
+    records.slice(-2).map((r) => r.resource.id),
+    ['public', 'secret'],
+  );
   count += 2;
 
   const permitFirst = await evaluations(batch(['secret', 'secret', 'public', 'secret'], 'permit_on_first_permit'));
@@ -232,7 +256,11 @@ test('POST /access/v1/evaluations: execute_all, deny_on_first_deny, permit_on_fi
 
 test('a malformed item fails the whole batch with 400 and a pointer into it; nothing is recorded', async () => {
   const count = (await authzenRecords()).length;
-  const bad = await evaluations({ subject: user('alice'), action: { name: 'read' }, evaluations: [{ resource: doc('public') }, { resource: { type: 'doc' } }] });
+  const bad = await evaluations({
+    subject: user('alice'),
+    action: { name: 'read' },
+    evaluations: [{ resource: doc('public') }, { resource: { type: 'doc' } }],
+  });
   assert.deepEqual([bad.status, bad.body.error.code, bad.body.error.path], [400, 'INVALID_REQUEST', '/evaluations/1/resource/id']);
   const missing = await evaluation({ subject: user('alice'), action: { name: 'read' } });
   assert.deepEqual([missing.status, missing.body.error.code, missing.body.error.path], [400, 'INVALID_REQUEST', '/resource']);
@@ -263,9 +291,15 @@ test('auth: evaluator asks about anyone; a pep only about its own actor; other r
   // A type that differs is another subject too.
   assert.equal((await evaluation(read({ type: 'User', id: 'alice' }, doc('public')), TOKENS.pep)).status, 403);
   // A batch answers 403 as a whole when any item asks about another subject.
-  const mixed = await evaluations({ action: { name: 'read' }, resource: doc('public'), evaluations: [{ subject: user('alice') }, { subject: user('bob') }] }, TOKENS.pep);
+  const mixed = await evaluations(
+    { action: { name: 'read' }, resource: doc('public'), evaluations: [{ subject: user('alice') }, { subject: user('bob') }] },
+    TOKENS.pep,
+  );
   assert.deepEqual([mixed.status, mixed.body.error.code, mixed.body.error.path], [403, 'ACTOR_MISMATCH', '/evaluations/1/subject']);
-  const ownBatch = await evaluations({ subject: user('alice'), action: { name: 'read' }, evaluations: [{ resource: doc('public') }, { resource: doc('secret') }] }, TOKENS.pep);
+  const ownBatch = await evaluations(
+    { subject: user('alice'), action: { name: 'read' }, evaluations: [{ resource: doc('public') }, { resource: doc('secret') }] },
+    TOKENS.pep,
+  );
   assert.equal(ownBatch.status, 200);
   assert.equal((await authzenRecords()).length, count + 2, 'refused requests are not evaluated');
 
@@ -294,21 +328,25 @@ test('fail closed: a store that cannot write answers 503 STORE_UNAVAILABLE, neve
 
 test('X-Request-ID is echoed, on answers and on errors', async () => {
   const ok = await fetch(`${server.url}/access/v1/evaluation`, {
-    method: 'POST', body: JSON.stringify(read(user('bob'), doc('public'))),
+    method: 'POST',
+    body: JSON.stringify(read(user('bob'), doc('public'))),
     headers: { authorization: `Bearer ${TOKENS.evaluator}`, 'content-type': 'application/json', 'x-request-id': 'req-42' },
   });
   assert.equal(ok.status, 200);
   assert.equal(ok.headers.get('x-request-id'), 'req-42');
   const refused = await fetch(`${server.url}/access/v1/evaluations`, {
-    method: 'POST', body: '{"evaluations": 1}',
+    method: 'POST',
+    body: '{"evaluations": 1}',
     headers: { authorization: `Bearer ${TOKENS.evaluator}`, 'content-type': 'application/json', 'x-request-id': 'req-43' },
   });
   assert.equal(refused.status, 400);
   assert.equal(refused.headers.get('x-request-id'), 'req-43');
   // Any value HTTP carries (spaces, long ones), on every answer: 401 (with its scheme), 405, the discovery document.
-  const long = 'trace ' + 'x'.repeat(600);
+  const long = `trace ${'x'.repeat(600)}`;
   const unauth = await fetch(`${server.url}/access/v1/evaluation`, {
-    method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-request-id': 'req 44' },
+    method: 'POST',
+    body: '{}',
+    headers: { 'content-type': 'application/json', 'x-request-id': 'req 44' },
   });
   assert.deepEqual([unauth.status, unauth.headers.get('x-request-id'), unauth.headers.get('www-authenticate')], [401, 'req 44', 'Bearer']);
   const wrongMethod = await fetch(`${server.url}/access/v1/evaluation`, { headers: { 'x-request-id': long } });
@@ -319,8 +357,11 @@ test('X-Request-ID is echoed, on answers and on errors', async () => {
 
 test('members writ does not know are ignored (AuthZEN 1.0 forward compatibility), and not recorded', async () => {
   const body = {
-    subject: { type: 'user', id: 'bob', nickname: 'b' }, action: { name: 'read', verb: 'GET' }, resource: { type: 'doc', id: 'public', etag: 'x' },
-    foo: 'bar', futureField: { nested: true },
+    subject: { type: 'user', id: 'bob', nickname: 'b' },
+    action: { name: 'read', verb: 'GET' },
+    resource: { type: 'doc', id: 'public', etag: 'x' },
+    foo: 'bar',
+    futureField: { nested: true },
   };
   const one = await evaluation(body);
   assert.deepEqual([one.status, one.body.decision], [200, true], JSON.stringify(one.body));
@@ -414,7 +455,7 @@ test('authzen decision records verify offline (writ verify on the export)', asyn
   const i = lines.findIndex((l) => l.includes('"api":"authzen"') && l.includes('"decision":"deny"'));
   const tampered = [...lines];
   tampered[i] = tampered[i]!.replace('"decision":"deny"', '"decision":"allow"');
-  writeFileSync(file, tampered.join('\n') + '\n');
+  writeFileSync(file, `${tampered.join('\n')}\n`);
   const refused = spawnSync(process.execPath, [WRIT_BIN, 'verify', file], { encoding: 'utf8' });
   assert.equal(refused.status, 1);
   assert.equal(JSON.parse(refused.stdout).code, 'HASH_MISMATCH');

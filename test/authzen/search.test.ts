@@ -37,13 +37,26 @@ const readers = { subject: { type: 'user' }, action: { name: 'can_read' }, resou
 test('subject, resource and action search answer the example\'s cases, in a stable order, with page.next_token ""', async () => {
   const subjects = await search('subject', readers);
   assert.equal(subjects.status, 200, subjects.text);
-  assert.deepEqual(subjects.body, { results: [{ type: 'user', id: 'alice' }, { type: 'user', id: 'bob' }, { type: 'user', id: 'dave' }], page: { next_token: '' } });
+  assert.deepEqual(subjects.body, {
+    results: [
+      { type: 'user', id: 'alice' },
+      { type: 'user', id: 'bob' },
+      { type: 'user', id: 'dave' },
+    ],
+    page: { next_token: '' },
+  });
   // An id sent for the searched member is ignored.
   assert.deepEqual((await search('subject', { ...readers, subject: { type: 'user', id: 'zed' } })).body.results.length, 3);
   const resources = await search('resource', { subject: { type: 'user', id: 'bob' }, action: { name: 'can_read' }, resource: { type: 'document' } });
-  assert.deepEqual(resources.body.results.map((r: any) => r.id), ['design-doc', 'handbook', 'salaries']);
+  assert.deepEqual(
+    resources.body.results.map((r: any) => r.id),
+    ['design-doc', 'handbook', 'salaries'],
+  );
   const actions = await search('action', { subject: { type: 'user', id: 'alice' }, resource: { type: 'document', id: 'design-doc' } });
-  assert.deepEqual(actions.body, { results: [{ name: 'can_delete' }, { name: 'can_edit' }, { name: 'can_read' }, { name: 'can_share' }], page: { next_token: '' } });
+  assert.deepEqual(actions.body, {
+    results: [{ name: 'can_delete' }, { name: 'can_edit' }, { name: 'can_read' }, { name: 'can_share' }],
+    page: { next_token: '' },
+  });
   // An unknown type or action: no results.
   assert.deepEqual((await search('subject', { ...readers, subject: { type: 'robot' } })).body, { results: [], page: { next_token: '' } });
   assert.deepEqual((await search('subject', { ...readers, action: { name: 'can_fly' } })).body.results, []);
@@ -65,7 +78,12 @@ test('paging: limit 1 walks every result once, in order, by opaque tokens; a for
   assert.equal(bad.status, 400);
   assert.equal(bad.body.error.path, '/page/token');
   const first = await search('subject', { ...readers, page: { limit: 1 } });
-  const crossed = await search('resource', { subject: { type: 'user', id: 'bob' }, action: { name: 'can_read' }, resource: { type: 'document' }, page: { token: first.body.page.next_token } });
+  const crossed = await search('resource', {
+    subject: { type: 'user', id: 'bob' },
+    action: { name: 'can_read' },
+    resource: { type: 'document' },
+    page: { token: first.body.page.next_token },
+  });
   assert.equal(crossed.status, 400, 'a subject search token is no resource search token');
   assert.equal((await search('subject', { ...readers, page: { limit: 0 } })).status, 400);
 });

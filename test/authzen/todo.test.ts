@@ -44,13 +44,22 @@ test('a failing AuthZEN case fails writ policy test (exit 1)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'writ-todo-'));
   try {
     cpSync(EXAMPLE, dir, { recursive: true });
-    writeFileSync(join(dir, 'tests', 'todo.json'), JSON.stringify([
-      { name: 'Beth cannot create (expected wrongly)', now: '2026-01-15T12:00:00Z',
-        authzen: { subject: { type: 'user', id: PID.beth }, action: { name: 'can_create_todo' }, resource: { type: 'todo', id: 't' } },
-        expect: { decision: 'allow' } },
-      { name: 'malformed authzen request', authzen: { subject: { type: 'user' }, action: { name: 'x' }, resource: { type: 'todo', id: 't' } },
-        expect: { decision: 'deny' } },
-    ]));
+    writeFileSync(
+      join(dir, 'tests', 'todo.json'),
+      JSON.stringify([
+        {
+          name: 'Beth cannot create (expected wrongly)',
+          now: '2026-01-15T12:00:00Z',
+          authzen: { subject: { type: 'user', id: PID.beth }, action: { name: 'can_create_todo' }, resource: { type: 'todo', id: 't' } },
+          expect: { decision: 'allow' },
+        },
+        {
+          name: 'malformed authzen request',
+          authzen: { subject: { type: 'user' }, action: { name: 'x' }, resource: { type: 'todo', id: 't' } },
+          expect: { decision: 'deny' },
+        },
+      ]),
+    );
     const run = spawnSync(process.execPath, [WRIT_BIN, 'policy', 'test', '--dir', dir], { encoding: 'utf8' });
     assert.equal(run.status, 1);
     assert.match(run.stdout, /FAIL Beth cannot create \(expected wrongly\): expected allow got deny/);
@@ -62,7 +71,11 @@ test('a failing AuthZEN case fails writ policy test (exit 1)', async () => {
 });
 
 test('an AuthZEN client gets the Todo decision table over HTTP (every case of the example)', async () => {
-  const cases = JSON.parse(readFileSync(join(EXAMPLE, 'tests', 'todo.json'), 'utf8')) as Array<{ name: string; authzen: unknown; expect: { decision: string; reasons?: string[] } }>;
+  const cases = JSON.parse(readFileSync(join(EXAMPLE, 'tests', 'todo.json'), 'utf8')) as Array<{
+    name: string;
+    authzen: unknown;
+    expect: { decision: string; reasons?: string[] };
+  }>;
   assert.ok(cases.length >= 40);
   for (const c of cases) {
     const r = await call(server, 'POST', '/access/v1/evaluation', { token: TOKEN, body: c.authzen });
@@ -89,13 +102,23 @@ test('the interop payloads as published: discovery, then the evaluations boxcar 
     },
   });
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.body.evaluations.map((e: { decision: boolean }) => e.decision), [false, true]);
+  assert.deepEqual(
+    r.body.evaluations.map((e: { decision: boolean }) => e.decision),
+    [false, true],
+  );
   // The rest of the table, spot-checked by role.
   const ask = async (who: keyof typeof PID, name: string, ownerID?: string) =>
-    (await call(server, 'POST', '/access/v1/evaluation', {
-      token: TOKEN,
-      body: { subject: { type: 'user', id: PID[who] }, action: { name }, resource: { type: 'todo', id: 'x', ...(ownerID ? { properties: { ownerID } } : {}) }, context: {} },
-    })).body.decision;
+    (
+      await call(server, 'POST', '/access/v1/evaluation', {
+        token: TOKEN,
+        body: {
+          subject: { type: 'user', id: PID[who] },
+          action: { name },
+          resource: { type: 'todo', id: 'x', ...(ownerID ? { properties: { ownerID } } : {}) },
+          context: {},
+        },
+      })
+    ).body.decision;
   assert.equal(await ask('rick', 'can_update_todo', 'summer@the-smiths.com'), true); // evil_genius
   assert.equal(await ask('rick', 'can_delete_todo', 'summer@the-smiths.com'), true); // admin
   assert.equal(await ask('summer', 'can_delete_todo', 'morty@the-citadel.com'), false);

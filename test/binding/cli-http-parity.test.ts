@@ -78,8 +78,18 @@ test('a leading BOM: dropped by both (the body for HTTP, the input for the CLI);
 test('server and tool names: the CLI refuses exactly the ones HTTP refuses (INVALID_REQUEST)', async () => {
   const args = raw('{"employee_id":"7721"}');
   for (const [server, tool] of [
-    ['', 't'], ['a/b', 't'], ['x'.repeat(129), 't'], ['😀'.repeat(65), 't'], ['s', ''], ['s', 'x'.repeat(129)],
-    ['x'.repeat(128), 't'], ['😀'.repeat(64), 't'], ['s', 'a/b'], ['s', 'x'.repeat(128)], ['a b', 't'], ['a\nb', 't'],
+    ['', 't'],
+    ['a/b', 't'],
+    ['x'.repeat(129), 't'],
+    ['😀'.repeat(65), 't'],
+    ['s', ''],
+    ['s', 'x'.repeat(129)],
+    ['x'.repeat(128), 't'],
+    ['😀'.repeat(64), 't'],
+    ['s', 'a/b'],
+    ['s', 'x'.repeat(128)],
+    ['a b', 't'],
+    ['a\nb', 't'],
   ] as const) {
     const cli = cliVerdict(args, server, tool);
     assert.deepEqual(await httpVerdict(decisionBytes(server, tool, args)), cli, JSON.stringify([server, tool]));

@@ -7,7 +7,9 @@ import { bindOutput } from '../../src/cli/bind.js';
 import { ADMISSION_CODES, loadVectors, mapLimit, prng, runWrit } from './helpers.js';
 
 const JSONISH = Buffer.from('{}[]",:0123456789-+.eE \\u\\ud800truefalsenull\n\t"a"');
-const seeds = loadVectors().map((v) => Buffer.from(v.input, 'utf8')).filter((b) => b.length < 2000);
+const seeds = loadVectors()
+  .map((v) => Buffer.from(v.input, 'utf8'))
+  .filter((b) => b.length < 2000);
 
 /** Random bytes of three kinds: uniform, JSON-alphabet, and mutated vectors (flips/inserts/deletes). */
 function randomBytes(r: () => number): Uint8Array {
@@ -90,7 +92,13 @@ test('--help prints usage on stdout, exit 0', async () => {
 });
 
 test('bad flags: usage on stderr, nothing on stdout, exit 2', async () => {
-  for (const args of [['bind'], ['bind', '--tool', 't'], ['bind', '--server', 's'], ['bind', '--server', 's', '--tool', 't', '--bogus'], ['bind', '--server', 's', '--tool', 't', 'a', 'b']]) {
+  for (const args of [
+    ['bind'],
+    ['bind', '--tool', 't'],
+    ['bind', '--server', 's'],
+    ['bind', '--server', 's', '--tool', 't', '--bogus'],
+    ['bind', '--server', 's', '--tool', 't', 'a', 'b'],
+  ]) {
     const res = await runWrit(args, '{}');
     assert.equal(res.code, 2, args.join(' '));
     assert.equal(res.stdout, '');
@@ -127,7 +135,7 @@ const NOT_UTF8: Array<[string, Buffer]> = [
   ['a sequence cut at the end of the input', Buffer.from([0x7b, 0x7d, 0xe2, 0x82])],
   ['0xFF 0xFE (a UTF-16 BOM)', Buffer.from([0xff, 0xfe, 0x7b, 0x7d])],
 ];
-const NOT_UTF8_LINE = JSON.stringify({ error: { code: 'INVALID_JSON', message: 'the input is not valid UTF-8', path: '' } }) + '\n';
+const NOT_UTF8_LINE = `${JSON.stringify({ error: { code: 'INVALID_JSON', message: 'the input is not valid UTF-8', path: '' } })}\n`;
 
 test('bytes that are not UTF-8 are refused INVALID_JSON (never bound as U+FFFD), in-process and through bin/writ', async () => {
   for (const [name, bytes] of NOT_UTF8) {
@@ -198,7 +206,11 @@ test('--server/--tool that POST /v1/decisions refuses are INVALID_REQUEST, exit 
 });
 
 test('bin/writ bind --server "" / a/b: the error line on stdout, nothing on stderr, exit 2', async () => {
-  for (const [server, tool] of [['', 't'], ['a/b', 't'], ['s', '']]) {
+  for (const [server, tool] of [
+    ['', 't'],
+    ['a/b', 't'],
+    ['s', ''],
+  ]) {
     const res = await runWrit(['bind', '--server', server!, '--tool', tool!], '{"a":1}');
     assert.equal(res.code, 2, `${server} ${tool}`);
     assert.equal(res.stderr, '');

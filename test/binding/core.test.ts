@@ -3,8 +3,20 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import {
-  LosslessNumber, MAX_ARGUMENT_DEPTH, admitArgumentsText, admitNumberToken, admitValue, bindCall, bindingOf,
-  canonicalText, cedarView, envelopeDigest, isLosslessObject, memberOf, parseLossless, toPlain, type Json,
+  type LosslessNumber,
+  MAX_ARGUMENT_DEPTH,
+  admitArgumentsText,
+  admitNumberToken,
+  admitValue,
+  bindCall,
+  bindingOf,
+  canonicalText,
+  envelopeDigest,
+  isLosslessObject,
+  memberOf,
+  parseLossless,
+  toPlain,
+  type Json,
 } from '../../src/binding/index.js';
 import { WritError } from '../../src/errors.js';
 import { jcs } from '../../src/util/canonical.js';
@@ -26,42 +38,78 @@ test('numbers keep their source text through parsing', () => {
 });
 
 test('error paths are JSON pointers of the offending member or element', () => {
-  assert.deepEqual(refusal(() => admitText('{"a":[1,{"b":1.0}]}')), { code: 'BINDING_LOSSY_NUMBER', path: '/a/1/b' });
-  assert.deepEqual(refusal(() => admitText('{"a/b":{"~c":1e-7}}')), { code: 'BINDING_UNREPRESENTABLE', path: '/a~1b/~0c' });
-  assert.deepEqual(refusal(() => admitText('{"x":{"k":1,"k":1}}')), { code: 'BINDING_DUPLICATE_KEY', path: '/x/k' });
-  assert.deepEqual(refusal(() => admitText('{"x":["\\udc00"]}')), { code: 'BINDING_LONE_SURROGATE', path: '/x/0' });
-  assert.deepEqual(refusal(() => admitText('{"ok":1,"k\\ud800":1}')), { code: 'BINDING_LONE_SURROGATE', path: '/k\ud800' });
-  assert.deepEqual(refusal(() => admitText('{"n":[0,9007199254740992]}')), { code: 'BINDING_UNSAFE_INTEGER', path: '/n/1' });
-  assert.deepEqual(refusal(() => admitText('[1]')), { code: 'INVALID_REQUEST', path: '' });
+  assert.deepEqual(
+    refusal(() => admitText('{"a":[1,{"b":1.0}]}')),
+    { code: 'BINDING_LOSSY_NUMBER', path: '/a/1/b' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"a/b":{"~c":1e-7}}')),
+    { code: 'BINDING_UNREPRESENTABLE', path: '/a~1b/~0c' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"x":{"k":1,"k":1}}')),
+    { code: 'BINDING_DUPLICATE_KEY', path: '/x/k' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"x":["\\udc00"]}')),
+    { code: 'BINDING_LONE_SURROGATE', path: '/x/0' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"ok":1,"k\\ud800":1}')),
+    { code: 'BINDING_LONE_SURROGATE', path: '/k\ud800' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"n":[0,9007199254740992]}')),
+    { code: 'BINDING_UNSAFE_INTEGER', path: '/n/1' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('[1]')),
+    { code: 'INVALID_REQUEST', path: '' },
+  );
   assert.equal(refusal(() => admitText('{"a":[1,}')).code, 'INVALID_JSON');
 });
 
 test('basePath prefixes admission paths (the HTTP body case)', () => {
   const body = parseLossless('{"action":{"arguments":{"x":[1.0]}}}') as { action: { arguments: LosslessNumber } };
-  assert.deepEqual(refusal(() => admitValue(body.action.arguments, '/action/arguments')), { code: 'BINDING_LOSSY_NUMBER', path: '/action/arguments/x/0' });
+  assert.deepEqual(
+    refusal(() => admitValue(body.action.arguments, '/action/arguments')),
+    { code: 'BINDING_LOSSY_NUMBER', path: '/action/arguments/x/0' },
+  );
 });
 
 test('depth: 64 admitted, 65 refused at the pointer of the 65th container', () => {
-  const ok = '{"a":' + '['.repeat(MAX_ARGUMENT_DEPTH - 1) + ']'.repeat(MAX_ARGUMENT_DEPTH - 1) + '}';
+  const ok = `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH - 1)}${']'.repeat(MAX_ARGUMENT_DEPTH - 1)}}`;
   assert.equal(admitText(ok).canonical, ok);
-  const deep = '{"a":' + '['.repeat(MAX_ARGUMENT_DEPTH) + ']'.repeat(MAX_ARGUMENT_DEPTH) + '}';
-  assert.deepEqual(refusal(() => admitText(deep)), { code: 'BINDING_TOO_DEEP', path: '/a' + '/0'.repeat(MAX_ARGUMENT_DEPTH - 1) });
+  const deep = `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH)}${']'.repeat(MAX_ARGUMENT_DEPTH)}}`;
+  assert.deepEqual(
+    refusal(() => admitText(deep)),
+    { code: 'BINDING_TOO_DEEP', path: `/a${'/0'.repeat(MAX_ARGUMENT_DEPTH - 1)}` },
+  );
 });
 
 test('pathological nesting is a refusal, never a RangeError', () => {
-  for (const text of ['['.repeat(1_000_000), '{"a":'.repeat(200_000), '[{"a":'.repeat(300_000) + '1']) {
+  for (const text of ['['.repeat(1_000_000), '{"a":'.repeat(200_000), `${'[{"a":'.repeat(300_000)}1`]) {
     assert.equal(refusal(() => parseLossless(text)).code, 'BINDING_TOO_DEEP');
     assert.equal(refusal(() => admitText(text)).code, 'BINDING_TOO_DEEP');
   }
   // The parser stops far past the §3 limit; its refusal still names the limit a caller must keep to.
-  assert.throws(() => admitText('{"a":'.repeat(600) + '1' + '}'.repeat(600)), (e: Error) => e.message.startsWith(`nesting deeper than ${MAX_ARGUMENT_DEPTH} levels`));
+  assert.throws(
+    () => admitText(`${'{"a":'.repeat(600)}1${'}'.repeat(600)}`),
+    (e: Error) => e.message.startsWith(`nesting deeper than ${MAX_ARGUMENT_DEPTH} levels`),
+  );
 });
 
 test('precedence: a syntax error anywhere wins; otherwise the first duplicate/surrogate in document order', () => {
   assert.equal(refusal(() => admitText('{"a":1,"a":1')).code, 'INVALID_JSON');
   assert.equal(refusal(() => admitText('{"a":"\\ud800","b":}')).code, 'INVALID_JSON');
-  assert.deepEqual(refusal(() => admitText('{"a":"\\ud800","b":1,"b":2}')), { code: 'BINDING_LONE_SURROGATE', path: '/a' });
-  assert.deepEqual(refusal(() => admitText('{"b":1,"b":"\\ud800"}')), { code: 'BINDING_DUPLICATE_KEY', path: '/b' });
+  assert.deepEqual(
+    refusal(() => admitText('{"a":"\\ud800","b":1,"b":2}')),
+    { code: 'BINDING_LONE_SURROGATE', path: '/a' },
+  );
+  assert.deepEqual(
+    refusal(() => admitText('{"b":1,"b":"\\ud800"}')),
+    { code: 'BINDING_DUPLICATE_KEY', path: '/b' },
+  );
   // Parse-time refusals come before number judgements (those are made on the parsed value).
   assert.equal(refusal(() => admitText('{"a":1.0,"b":1,"b":1}')).code, 'BINDING_DUPLICATE_KEY');
 });
@@ -90,16 +138,22 @@ test('__proto__ and constructor keys are plain own data, never prototypes', () =
 
 test('records that Cedar would read as escapes are refused (no entity forgery through arguments)', () => {
   for (const key of ['__entity', '__extn', '__expr']) {
-    assert.deepEqual(refusal(() => admitText(`{"x":{"${key}":{"type":"User","id":"admin"}}}`)), { code: 'BINDING_UNREPRESENTABLE', path: `/x/${key}` });
+    assert.deepEqual(
+      refusal(() => admitText(`{"x":{"${key}":{"type":"User","id":"admin"}}}`)),
+      { code: 'BINDING_UNREPRESENTABLE', path: `/x/${key}` },
+    );
   }
   assert.equal(admitText('{"entity":{"type":"User","id":"admin"}}').canonical, '{"entity":{"id":"admin","type":"User"}}');
 });
 
 test('number rule edge cases judged by the IEEE double', () => {
-  const code = (t: string) => { const r = admitNumberToken(t); return typeof r === 'number' ? r : r.code; };
+  const code = (t: string) => {
+    const r = admitNumberToken(t);
+    return typeof r === 'number' ? r : r.code;
+  };
   assert.equal(code('-0'), 0);
   assert.ok(Object.is(code('-0'), 0), '-0 becomes +0');
-  assert.equal(code('1' + '0'.repeat(400)), 'BINDING_UNSAFE_INTEGER');
+  assert.equal(code(`1${'0'.repeat(400)}`), 'BINDING_UNSAFE_INTEGER');
   assert.equal(code('1e400'), 'BINDING_UNREPRESENTABLE');
   assert.equal(code('-1e400'), 'BINDING_UNREPRESENTABLE');
   assert.equal(code('1e-400'), 'BINDING_LOSSY_NUMBER'); // its double is 0
@@ -127,7 +181,9 @@ test('Cedar view: Long, decimal with a dot, records, sets, nulls dropped', () =>
 
 test('binding recipe: domain line + JCS({arguments, server, tool}); one value, three views', () => {
   const args = admitText('{"b":[1,2.5],"a":"x"}').arguments;
-  const expected = 'writ-bind/1:sha256:' + createHash('sha256').update('writ-bind/1\n' + jcs({ arguments: args, server: 'srv "q"', tool: 'tööl' })).digest('hex');
+  const expected = `writ-bind/1:sha256:${createHash('sha256')
+    .update(`writ-bind/1\n${jcs({ arguments: args, server: 'srv "q"', tool: 'tööl' })}`)
+    .digest('hex')}`;
   assert.equal(bindingOf('srv "q"', 'tööl', args), expected);
   const bound = bindCall('srv "q"', 'tööl', args);
   assert.equal(bound.binding, expected);
@@ -139,7 +195,7 @@ test('binding recipe: domain line + JCS({arguments, server, tool}); one value, t
 
 test('envelope digest recipe', () => {
   const env = { task_id: 'T', purpose: 'p' };
-  assert.equal(envelopeDigest(env), 'sha256:' + createHash('sha256').update('writ-envelope/1\n{"purpose":"p","task_id":"T"}').digest('hex'));
+  assert.equal(envelopeDigest(env), `sha256:${createHash('sha256').update('writ-envelope/1\n{"purpose":"p","task_id":"T"}').digest('hex')}`);
 });
 
 test('toPlain converts numbers without §3 refusal', () => {
@@ -147,7 +203,29 @@ test('toPlain converts numbers without §3 refusal', () => {
 });
 
 test('whole-body parse: strict JSON grammar', () => {
-  for (const bad of ['', ' ', '{', '}', '[1,]', '{"a" 1}', '{"a":1 "b":2}', 'tru', 'nul', '-', '1.', '1e', '1e+', '+1', '0x1', '"\\u12"', '"\\u12G4"', '"a', '\u00a0{}', '{}\u0000', '/*c*/{}']) {
+  for (const bad of [
+    '',
+    ' ',
+    '{',
+    '}',
+    '[1,]',
+    '{"a" 1}',
+    '{"a":1 "b":2}',
+    'tru',
+    'nul',
+    '-',
+    '1.',
+    '1e',
+    '1e+',
+    '+1',
+    '0x1',
+    '"\\u12"',
+    '"\\u12G4"',
+    '"a',
+    '\u00a0{}',
+    '{}\u0000',
+    '/*c*/{}',
+  ]) {
     assert.equal(refusal(() => parseLossless(bad)).code, 'INVALID_JSON', JSON.stringify(bad));
   }
   assert.deepEqual(toPlain(parseLossless(' [true,false,null,"",0,-1.5e-3] ')), [true, false, null, '', 0, -0.0015]);
@@ -168,5 +246,8 @@ test('admitted objects hold their members in JCS order; the first refusal is sti
   const admitted = admitValue(parseLossless('{"b":1,"a":{"d":true,"c":"x"},"é":0,"Z":null}'));
   assert.equal(JSON.stringify(admitted), '{"Z":null,"a":{"c":"x","d":true},"b":1,"é":0}');
   const doc = parseLossless('{"b":1.0,"a":1e-7}');
-  assert.deepEqual(refusal(() => admitValue(doc, '/action/arguments')), { code: 'BINDING_LOSSY_NUMBER', path: '/action/arguments/b' });
+  assert.deepEqual(
+    refusal(() => admitValue(doc, '/action/arguments')),
+    { code: 'BINDING_LOSSY_NUMBER', path: '/action/arguments/b' },
+  );
 });

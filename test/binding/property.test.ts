@@ -25,11 +25,15 @@ const RUNS = 1000;
 
 const char = fc.oneof(
   fc.constantFrom('a', 'b', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', '\u0000', '\u001f', '\u007f', 'é', '\u2028', '😀', '\ufb33', '\ue000', '𐀀'),
-  fc.integer({ min: 0, max: 0x10ffff }).filter((cp) => cp < 0xd800 || cp > 0xdfff).map((cp) => String.fromCodePoint(cp)),
+  fc
+    .integer({ min: 0, max: 0x10ffff })
+    .filter((cp) => cp < 0xd800 || cp > 0xdfff)
+    .map((cp) => String.fromCodePoint(cp)),
 );
 const text = fc.string({ unit: char, maxLength: 8 });
 const CEDAR_ESCAPES = new Set(['__entity', '__extn', '__expr']);
-const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'toJSON', '10', '9', 'a', 'A', '', '\ufb33', '😀'), text)
+const key = fc
+  .oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'toJSON', '10', '9', 'a', 'A', '', '\ufb33', '😀'), text)
   .filter((k) => !CEDAR_ESCAPES.has(k));
 
 const decimal = fc
@@ -41,31 +45,34 @@ const { value: modelArb, object: objectArb } = fc.letrec<{ value: Model; object:
     { depthSize: 'small', withCrossShrink: true },
     fc.constant<Model>({ t: 'null' }),
     fc.boolean().map((v): Model => ({ t: 'bool', v })),
-    fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.constantFrom(Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0))
-      .map((v): Model => ({ t: 'int', v })),
+    fc.oneof(fc.integer({ min: -1000, max: 1000 }), fc.constantFrom(Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0)).map((v): Model => ({ t: 'int', v })),
     decimal.map(({ units, scale }): Model => ({ t: 'dec', units, scale })),
     text.map((v): Model => ({ t: 'str', v })),
     fc.array(tie('value'), { maxLength: 4 }).map((items): Model => ({ t: 'arr', items })),
     tie('object'),
   ),
-  object: fc
-    .uniqueArray(fc.tuple(key, tie('value')), { maxLength: 5, selector: ([k]) => k })
-    .map((entries): Model => ({ t: 'obj', entries })),
+  object: fc.uniqueArray(fc.tuple(key, tie('value')), { maxLength: 5, selector: ([k]) => k }).map((entries): Model => ({ t: 'obj', entries })),
 }));
 
 const decimalDigits = (m: { units: number; scale: number }) => {
   const digits = String(Math.abs(m.units)).padStart(m.scale + 1, '0');
-  return (m.units < 0 ? '-' : '') + digits.slice(0, -m.scale) + '.' + digits.slice(-m.scale);
+  return `${m.units < 0 ? '-' : ''}${digits.slice(0, -m.scale)}.${digits.slice(-m.scale)}`;
 };
 const decimalValue = (m: { units: number; scale: number }) => Number(decimalDigits(m));
 
 /** The expected admitted value, built from the model without writ's parser. */
 function plain(m: Model): Json {
   switch (m.t) {
-    case 'null': return null;
-    case 'bool': case 'str': case 'int': return m.v;
-    case 'dec': return decimalValue(m);
-    case 'arr': return m.items.map(plain);
+    case 'null':
+      return null;
+    case 'bool':
+    case 'str':
+    case 'int':
+      return m.v;
+    case 'dec':
+      return decimalValue(m);
+    case 'arr':
+      return m.items.map(plain);
     case 'obj': {
       const o: Record<string, Json> = {};
       for (const [k, v] of m.entries) Object.defineProperty(o, k, { value: plain(v), enumerable: true, writable: true, configurable: true });
@@ -77,10 +84,16 @@ function plain(m: Model): Json {
 /** The expected Cedar view, from the model. */
 function cedarOf(m: Model): CedarValue | undefined {
   switch (m.t) {
-    case 'null': return undefined;
-    case 'bool': case 'str': case 'int': return m.v;
-    case 'dec': return { __extn: { fn: 'decimal', arg: String(decimalValue(m)) } };
-    case 'arr': return m.items.map(cedarOf).filter((x): x is CedarValue => x !== undefined);
+    case 'null':
+      return undefined;
+    case 'bool':
+    case 'str':
+    case 'int':
+      return m.v;
+    case 'dec':
+      return { __extn: { fn: 'decimal', arg: String(decimalValue(m)) } };
+    case 'arr':
+      return m.items.map(cedarOf).filter((x): x is CedarValue => x !== undefined);
     case 'obj': {
       const o: Record<string, CedarValue> = {};
       for (const [k, v] of m.entries) {
@@ -95,13 +108,23 @@ function cedarOf(m: Model): CedarValue | undefined {
 /** A structural identity that keeps the integer/decimal distinction and ignores member order. */
 function identity(m: Model): string {
   switch (m.t) {
-    case 'null': return 'n';
-    case 'bool': return m.v ? 't' : 'f';
-    case 'int': return `i${m.v === 0 ? 0 : m.v}`;
-    case 'dec': return `d${String(decimalValue(m))}`;
-    case 'str': return `s${JSON.stringify(m.v)}`;
-    case 'arr': return `[${m.items.map(identity).join(',')}]`;
-    case 'obj': return `{${m.entries.map(([k, v]) => `${JSON.stringify(k)}:${identity(v)}`).sort().join(',')}}`;
+    case 'null':
+      return 'n';
+    case 'bool':
+      return m.v ? 't' : 'f';
+    case 'int':
+      return `i${m.v === 0 ? 0 : m.v}`;
+    case 'dec':
+      return `d${String(decimalValue(m))}`;
+    case 'str':
+      return `s${JSON.stringify(m.v)}`;
+    case 'arr':
+      return `[${m.items.map(identity).join(',')}]`;
+    case 'obj':
+      return `{${m.entries
+        .map(([k, v]) => `${JSON.stringify(k)}:${identity(v)}`)
+        .sort()
+        .join(',')}}`;
   }
 }
 
@@ -121,13 +144,13 @@ function printString(s: string, r: () => number): string {
       if (SHORT[ch] !== undefined && roll < 0.5) out += SHORT[ch];
       else {
         const hex = unit.toString(16).padStart(4, '0');
-        out += '\\u' + (r() < 0.5 ? hex : hex.toUpperCase());
+        out += `\\u${r() < 0.5 ? hex : hex.toUpperCase()}`;
       }
     } else {
       out += ch;
     }
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 function printNumber(m: Extract<Model, { t: 'int' | 'dec' }>, r: () => number): string {
@@ -139,9 +162,9 @@ function printNumber(m: Extract<Model, { t: 'int' | 'dec' }>, r: () => number): 
   const exp = Math.floor(r() * 7) - 3;
   const point = digits.length - (scale + exp); // digits before the decimal point in the mantissa
   let mantissa: string;
-  if (point <= 0) mantissa = '0.' + '0'.repeat(-point) + digits;
+  if (point <= 0) mantissa = `0.${'0'.repeat(-point)}${digits}`;
   else if (point >= digits.length) mantissa = digits + '0'.repeat(point - digits.length);
-  else mantissa = digits.slice(0, point) + '.' + digits.slice(point);
+  else mantissa = `${digits.slice(0, point)}.${digits.slice(point)}`;
   const sign = m.units < 0 ? '-' : '';
   if (exp === 0) return sign + mantissa;
   return sign + mantissa + pick(r, ['e', 'E']) + (exp > 0 ? pick(r, ['', '+']) : '') + String(exp);
@@ -150,18 +173,24 @@ function printNumber(m: Extract<Model, { t: 'int' | 'dec' }>, r: () => number): 
 function print(m: Model, r: () => number): string {
   const ws = () => pick(r, WS);
   switch (m.t) {
-    case 'null': return 'null';
-    case 'bool': return String(m.v);
-    case 'int': case 'dec': return printNumber(m, r);
-    case 'str': return printString(m.v, r);
-    case 'arr': return '[' + ws() + m.items.map((x) => print(x, r)).join(ws() + ',' + ws()) + ws() + ']';
+    case 'null':
+      return 'null';
+    case 'bool':
+      return String(m.v);
+    case 'int':
+    case 'dec':
+      return printNumber(m, r);
+    case 'str':
+      return printString(m.v, r);
+    case 'arr':
+      return `[${ws()}${m.items.map((x) => print(x, r)).join(`${ws()},${ws()}`)}${ws()}]`;
     case 'obj': {
       const entries = [...m.entries];
       for (let i = entries.length - 1; i > 0; i--) {
         const j = Math.floor(r() * (i + 1));
         [entries[i], entries[j]] = [entries[j]!, entries[i]!];
       }
-      return '{' + ws() + entries.map(([k, v]) => printString(k, r) + ws() + ':' + ws() + print(v, r)).join(ws() + ',' + ws()) + ws() + '}';
+      return `{${ws()}${entries.map(([k, v]) => `${printString(k, r)}${ws()}:${ws()}${print(v, r)}`).join(`${ws()},${ws()}`)}${ws()}}`;
     }
   }
 }

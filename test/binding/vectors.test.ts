@@ -29,7 +29,14 @@ test('the vector set is large and covers every refusal code at least 3 times', (
   assert.ok(vectors.length >= 80, `only ${vectors.length} vectors`);
   const counts = new Map<string, number>();
   for (const v of vectors) if ('error' in v.expect) counts.set(v.expect.error, (counts.get(v.expect.error) ?? 0) + 1);
-  for (const code of ['BINDING_DUPLICATE_KEY', 'BINDING_LONE_SURROGATE', 'BINDING_UNSAFE_INTEGER', 'BINDING_LOSSY_NUMBER', 'BINDING_UNREPRESENTABLE', 'BINDING_TOO_DEEP']) {
+  for (const code of [
+    'BINDING_DUPLICATE_KEY',
+    'BINDING_LONE_SURROGATE',
+    'BINDING_UNSAFE_INTEGER',
+    'BINDING_LOSSY_NUMBER',
+    'BINDING_UNREPRESENTABLE',
+    'BINDING_TOO_DEEP',
+  ]) {
     assert.ok((counts.get(code) ?? 0) >= 3, `${code}: ${counts.get(code) ?? 0}`);
   }
   const names = new Set(vectors.map((v) => `${v.file}:${v.name}`));
@@ -48,7 +55,11 @@ test('the golden file (independent implementation) reproduces exactly', () => {
   const envelope = toPlain(parseLossless(JSON.stringify(golden.envelope_digest.envelope)));
   assert.equal(envelopeDigest(envelope), golden.envelope_digest.expect);
   const copied = vectors.filter((v) => v.file === 'golden.json');
-  assert.deepEqual(copied.map(({ file: _f, ...rest }) => rest), golden.vectors, 'vectors/binding/golden.json is a verbatim copy');
+  assert.deepEqual(
+    copied.map(({ file: _f, ...rest }) => rest),
+    golden.vectors,
+    'vectors/binding/golden.json is a verbatim copy',
+  );
 });
 
 test('every vector through bin/writ bind (stdin)', async () => {

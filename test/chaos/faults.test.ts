@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { AGENT_Q, assertConsistent, assertLedgerVerifies, readBody, req, sleep, type Reply } from './harness.js';
+import { waitFor, waitUntil } from '../helpers/wait.js';
 
 const T = TEST_TOKENS;
 /** The store matrix (kill.postgres.test.ts): the injected faults run on both stores; the tmpfs one is LMDB's. */
@@ -43,8 +44,7 @@ describe('injected store faults', () => {
   const inject = (spec: Record<string, unknown>) => writeFileSync(faultFile, JSON.stringify(spec));
 
   const decide = (id: string, phase: 'propose' | 'execute') => req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(id, phase) });
-  const outcome = (id: string, status: string) =>
-    req(s.url, 'POST', `/v1/executions/${encodeURIComponent(id)}/outcome`, { token: T.pep, body: { status } });
+  const outcome = (id: string, status: string) => req(s.url, 'POST', `/v1/executions/${encodeURIComponent(id)}/outcome`, { token: T.pep, body: { status } });
   const getExec = (id: string) => req(s.url, 'GET', `/v1/executions/${encodeURIComponent(id)}?actor=${AGENT_Q}`, { token: T.auditor });
   /** Every record naming the execution, as the ledger index serves it. */
   const recordsOf = async (id: string) => {
@@ -58,7 +58,11 @@ describe('injected store faults', () => {
     assert.equal(g.status, 200, g.text);
     assert.equal(g.body.state, state);
     assert.deepEqual(g.body.records, acked, 'the execution lists exactly the acknowledged records');
-    assert.deepEqual((await recordsOf(id)).map((r) => r.seq), acked, 'the ledger holds no record of the failed write');
+    assert.deepEqual(
+      (await recordsOf(id)).map((r) => r.seq),
+      acked,
+      'the ledger holds no record of the failed write',
+    );
   };
   const toInvoking = async (id: string) => {
     const p = await decide(id, 'propose');
@@ -145,7 +149,10 @@ describe('injected store faults', () => {
     assert.equal(o.status, 200, o.text);
     assert.equal(o.body.state, 'committed');
     const recs = await recordsOf(id);
-    assert.deepEqual(recs.map((r) => r.kind), ['decision', 'decision', 'refusal', 'outcome']);
+    assert.deepEqual(
+      recs.map((r) => r.kind),
+      ['decision', 'decision', 'refusal', 'outcome'],
+    );
     await assertLedgerVerifies(s.url);
   });
 
@@ -180,7 +187,7 @@ describe('injected store faults', () => {
     for (let i = 0; i < 200 && existsSync(faultFile); i++) {
       const r = await decide(fresh('cp'), 'propose');
       assert.equal(r.status, 200, r.text);
-      await sleep(10);
+      await sleep(10); // the pace of the decisions that trigger checkpoints until the fault is used up
     }
     consumed();
     let cp1: Reply | undefined;
@@ -189,7 +196,7 @@ describe('injected store faults', () => {
       assert.equal(r.status, 200, r.text);
       cp1 = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });
       if (cp1.body.seq > cp0.body.seq) break;
-      await sleep(5);
+      await sleep(5); // a poll's pace: a decision, then a look at the latest checkpoint
     }
     assert.ok(cp1!.body.seq > cp0.body.seq, 'a checkpoint is written again once the store accepts it');
     assert.match(s.output(), /checkpoint failed/, 'the failed checkpoint was reported');
@@ -223,7 +230,8 @@ describe('injected store faults', () => {
     inject({ label: 'reserve', mode: 'timeout', timeout_ms: STALL_MS, remaining: 1 });
     const t0 = Date.now();
     const stalled = decide(id, 'propose');
-    await sleep(200);
+    // The fault file goes once a write has taken the fault: the stalled write is then in the store.
+    await waitUntil(() => !existsSync(faultFile), 'the write to reach the injected stall');
     // Another execution's writes are not queued behind the stalled one.
     const other = fresh('timeout-other');
     const seqs = await toInvoking(other);
@@ -233,7 +241,8 @@ describe('injected store faults', () => {
     assertUnavailable(r, 'stalled propose');
     assert.ok(took < STALL_MS - 800, `answered at the store's write timeout (10 s), before the stall ends (${took} ms)`);
     assert.equal((await getExec(id)).status, 404);
-    // Let the stalled hook finish (it then fails): still nothing of it is written.
+    // Let the stalled hook finish (it then fails): still nothing of it is written. A fixed wait, kept: the
+    // injected stall lasts STALL_MS, and its end (a failure nobody is waiting for any more) leaves no trace.
     await sleep(Math.max(0, STALL_MS + 500 - (Date.now() - t0)));
     assert.equal((await getExec(id)).status, 404);
     assert.deepEqual(await recordsOf(id), []);
@@ -244,7 +253,9 @@ describe('injected store faults', () => {
     await assertLedgerVerifies(s.url);
   });
 
-  test('a disk that hangs inside the commit: the front refuses with 503 in bounded time; a later read tells the fate', { skip: ON_POSTGRES ? 'LMDB only: the hang holds the thread that commits to LMDB' : false }, async () => {
+  test('a disk that hangs inside the commit: the front refuses with 503 in bounded time; a later read tells the fate', {
+    skip: ON_POSTGRES ? 'LMDB only: the hang holds the thread that commits to LMDB' : false,
+  }, async () => {
     // The ledger writer commits on its own thread and fsyncs there; a hung fsync holds that thread, so the
     // store's own write timeout cannot fire. The HTTP front answers the request itself at its deadline (15 s).
     const id = fresh('hang');
@@ -257,12 +268,19 @@ describe('injected store faults', () => {
     assert.ok(took >= 14_000 && took < HANG_MS, `refused at the front's deadline, before the disk came back (${took} ms)`);
     consumed();
     // The disk comes back and the commit completes: the reservation was recorded after all, and a read says so.
-    await sleep(Math.max(0, HANG_MS + 500 - (Date.now() - t0)));
-    const g = await getExec(id);
-    assert.equal(g.status, 200, g.text);
+    const g = await waitFor(
+      async () => {
+        const r = await getExec(id);
+        return r.status === 200 ? r : undefined;
+      },
+      HANG_MS + 10_000,
+      100,
+    );
+    assert.ok(g, 'the execution is recorded once the disk comes back');
     assert.equal(g.body.state, 'proposed');
     assert.equal(g.body.records.length, 1);
     // The operator is told why the front refused (once the writer's thread is free to hear it).
+    await waitUntil(() => /writ: refused with STORE_UNAVAILABLE: by an HTTP front/.test(s.output()), 'the refusal to be logged', 10_000);
     assert.match(s.output(), /writ: refused with STORE_UNAVAILABLE: by an HTTP front: the ledger writer did not answer within 15 s/);
     const again = await decide(id, 'propose');
     assert.equal(again.status, 200, again.text);
@@ -274,7 +292,13 @@ describe('injected store faults', () => {
     const id = fresh('approval');
     const p = await decide(id, 'propose');
     assert.equal(p.status, 200, p.text);
-    const approval = { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: new Date(Date.now() + 3600_000).toISOString() };
+    const approval = {
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+      execution_id: id,
+      binding: p.body.binding,
+      envelope_digest: p.body.envelope_digest,
+      expires_at: new Date(Date.now() + 3600_000).toISOString(),
+    };
     inject({ label: 'approval', mode: 'fail', remaining: 1 });
     assertUnavailable(await req(s.url, 'POST', '/v1/approvals', { token: T.approver, body: approval }), 'approval');
     consumed();
@@ -303,7 +327,10 @@ describe('injected store faults', () => {
     assert.equal(e0.status, 200, e0.text);
     const before = await decide(fresh('ev'), 'propose');
     inject({ label: 'entity', mode: 'fail', remaining: 1 });
-    const put = await req(s.url, 'PUT', '/v1/entities/Employee/7721', { token: T.admin, body: { attrs: { ...e0.body.attrs, status: 'terminated-chaos' }, parents: e0.body.parents } });
+    const put = await req(s.url, 'PUT', '/v1/entities/Employee/7721', {
+      token: T.admin,
+      body: { attrs: { ...e0.body.attrs, status: 'terminated-chaos' }, parents: e0.body.parents },
+    });
     assertUnavailable(put, 'entity upsert');
     consumed();
     const e1 = await req(s.url, 'GET', '/v1/entities/Employee/7721', { token: T.admin });
@@ -325,11 +352,10 @@ describe('checkpoint cadence (the boundary the checkpoint fault test relies on)'
         assert.equal(r.status, 200, r.text);
       }
       let cp1: Reply | undefined;
-      for (let i = 0; i < 40; i++) {
+      await waitFor(async () => {
         cp1 = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });
-        if (cp1.body.seq > cp0.body.seq) break;
-        await sleep(50);
-      }
+        return cp1.body.seq > cp0.body.seq;
+      }, 2_000);
       assert.ok(cp1!.body.seq > cp0.body.seq, `25 records with every_records 10 wrote no checkpoint (latest still seq ${cp1!.body.seq})`);
       await assertConsistent(s.url, cp0.body, cp1!.body);
     } finally {
@@ -422,7 +448,7 @@ describe('real disk full (4 MiB tmpfs data dir)', { skip: NO_PG_DATA_DIR_DISK },
       for (let i = 0; i < 50; i++) {
         recovered = await ok(`tmpfs-after-${i}`, 'propose');
         if (recovered.status === 200) break;
-        await sleep(100);
+        await sleep(100); // a poll's pace: a decision tried again until the freed space lets it through
       }
       assert.equal(recovered!.status, 200, `recovered after freeing space: ${recovered!.text}`);
       let snap = await assertLedgerVerifies(s.url, [cp0]);

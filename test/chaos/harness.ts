@@ -83,7 +83,7 @@ export function writVerify(lines: string[], keys: unknown, checkpoint?: unknown)
   const dir = mkdtempSync(join(tmpdir(), 'writ-chaos-verify-'));
   try {
     const exportFile = join(dir, 'export.jsonl');
-    writeFileSync(exportFile, lines.map((l) => l + '\n').join(''));
+    writeFileSync(exportFile, lines.map((l) => `${l}\n`).join(''));
     const keysFile = join(dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify(keys));
     const args = [WRIT_BIN, 'verify', exportFile, '--keys', keysFile];
@@ -108,7 +108,9 @@ export function writVerify(lines: string[], keys: unknown, checkpoint?: unknown)
 /** Asserts the ledger as served verifies offline (keys + latest checkpoint + any held ones). */
 export async function assertLedgerVerifies(url: string, held: Array<Record<string, any>> = []): Promise<LedgerSnapshot> {
   const snap = await snapshotLedger(url);
-  snap.lines.forEach((l, i) => assert.equal(JSON.parse(l).seq, i, `export line ${i} has seq ${i}`));
+  snap.lines.forEach((l, i) => {
+    assert.equal(JSON.parse(l).seq, i, `export line ${i} has seq ${i}`);
+  });
   for (const cp of [snap.checkpoint, ...held]) {
     const v = writVerify(snap.lines, snap.keys, cp);
     assert.equal(v.code, 0, `writ verify (checkpoint size ${cp.size}) failed: ${v.raw}`);

@@ -17,12 +17,14 @@ import { verifyPayload } from '../../src/ledger/signing.js';
 import { openStoreDbs } from '../../src/store/layout.js';
 import { REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { assertLedgerVerifies, readBody, req, snapshotLedger, writVerify } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const T = TEST_TOKENS;
 /** The store matrix (kill.postgres.test.ts): every test here edits or repairs the LMDB files directly. */
-const LMDB_ONLY = process.env.WRIT_TEST_STORE === 'postgres'
-  ? 'PostgreSQL store: these tests flip bytes in, cut records out of and truncate the LMDB data file, and `writ repair --data-dir` repairs LMDB; none of that exists on PostgreSQL'
-  : false;
+const LMDB_ONLY =
+  process.env.WRIT_TEST_STORE === 'postgres'
+    ? 'PostgreSQL store: these tests flip bytes in, cut records out of and truncate the LMDB data file, and `writ repair --data-dir` repairs LMDB; none of that exists on PostgreSQL'
+    : false;
 
 /** A stopped data dir with `n` decisions in its ledger, and what the auditor saw before stopping. */
 async function populated(n: number) {
@@ -39,10 +41,10 @@ async function populated(n: number) {
   }
   // The auditor holds a checkpoint covering every decision before the store is stopped.
   let snap = await snapshotLedger(s.url);
-  for (let i = 0; i < 100 && snap.checkpoint.size <= decisions.at(-1)!.seq; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    snap = await snapshotLedger(s.url);
-  }
+  await waitFor(async () => {
+    if (snap.checkpoint.size <= decisions.at(-1)!.seq) snap = await snapshotLedger(s.url);
+    return snap.checkpoint.size > decisions.at(-1)!.seq;
+  }, 5_000);
   assert.ok(snap.checkpoint.size > decisions.at(-1)!.seq, 'a checkpoint covers every decision');
   assert.equal(await s.stop({ keepData: true }), 0);
   return { base, dataDir, decisions, snap };
@@ -51,10 +53,15 @@ async function populated(n: number) {
 /** Runs `writ serve` on a data dir and expects it to refuse: returns exit code and output. */
 function serveRefuses(dataDir: string, base: string): Promise<{ code: number | null; signal: string | null; out: string }> {
   const configPath = join(base, `config-${Date.now()}.json`);
-  writeFileSync(configPath, JSON.stringify({
-    listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: dataDir,
-    tokens: [{ token: T.auditor, role: 'auditor' }],
-  }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      listen: '127.0.0.1:0',
+      policy_dir: join(REPO, 'policies'),
+      data_dir: dataDir,
+      tokens: [{ token: T.auditor, role: 'auditor' }],
+    }),
+  );
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -112,7 +119,7 @@ async function assertRepaired(dataDir: string, firstBad: number, before: Awaited
     const keys = (snap.keys as { keys: Array<{ key_id: string; public_key: string }> }).keys;
     const key = keys.find((k) => k.key_id === brk.key_id);
     assert.ok(key, `the chain_break is signed by a ledger key (${brk.key_id})`);
-    const payload = 'writ-chain-break/1\n' + jcs({ last_good_hash: brk.last_good_hash, last_good_seq: brk.last_good_seq, reason: brk.reason });
+    const payload = `writ-chain-break/1\n${jcs({ last_good_hash: brk.last_good_hash, last_good_seq: brk.last_good_seq, reason: brk.reason })}`;
     assert.ok(verifyPayload(Buffer.from(key.public_key, 'base64'), payload, brk.signature), 'the chain_break signature verifies');
     // Everything before the break is exactly what the auditor saw before.
     assert.deepEqual(snap.lines.slice(0, firstBad), before.lines.slice(0, firstBad));
@@ -223,7 +230,8 @@ describe('startup integrity', { skip: LMDB_ONLY }, () => {
       const s = await startTestServer({ dataDir: p.dataDir });
       try {
         // New records take the seqs after the break.
-        for (let i = 0; i < 4; i++) assert.equal((await req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`post-repair-${i}`, 'propose') })).status, 200);
+        for (let i = 0; i < 4; i++)
+          assert.equal((await req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`post-repair-${i}`, 'propose') })).status, 200);
         const wrong: string[] = [];
         for (const d of p.decisions) {
           const g = await req(s.url, 'GET', `/v1/executions/${d.id}`, { token: T.pep });

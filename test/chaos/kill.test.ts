@@ -67,8 +67,7 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
   const base = mkdtempSync(join(tmpdir(), 'writ-chaos-kill-'));
   const dataDir = join(base, 'data');
   mkdirSync(dataDir);
-  const start = () =>
-    startTestServer({ dataDir, config: { checkpoint: { every_records: 40, every_ms: 300 } } });
+  const start = () => startTestServer({ dataDir, config: { checkpoint: { every_records: 40, every_ms: 300 } } });
   const first = await start().catch((e) => {
     rmSync(base, { recursive: true, force: true });
     throw e;
@@ -95,7 +94,7 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
 
   /** Waits for a live server newer than generation `gen` (or the same one if it was never killed). */
   const liveServer = async (gen: number) => {
-    while (!(ctl.up && ctl.gen >= gen)) await sleep(20);
+    while (!(ctl.up && ctl.gen >= gen)) await sleep(20); // a poll's pace
     return ctl.server.url;
   };
 
@@ -138,7 +137,8 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
           if (target === 'invoking') break;
           expect = target;
           reply = await send('POST', `/v1/executions/${encodeURIComponent(id)}/outcome`, {
-            token: TEST_TOKENS.pep, body: { status: target, detail: `chaos ${SEED}` },
+            token: TEST_TOKENS.pep,
+            body: { status: target, detail: `chaos ${SEED}` },
           });
         } else if (TERMINAL.has(k.state)) {
           if (!probeTerminal) break;
@@ -177,7 +177,7 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
             k.state = g.body.state;
           } else {
             anomalies.push(`${id}: GET answered ${g.status} ${g.text.slice(0, 200)}`);
-            await sleep(50);
+            await sleep(50); // a retry's pace
             continue;
           }
           break;
@@ -188,7 +188,8 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
 
   const controller = async () => {
     // Each life of the server carries real load before it dies, however slow the machine: a seeded
-    // random delay, and at least MIN_ACKS acknowledged records since the restart (bounded wait).
+    // random delay, and at least MIN_ACKS acknowledged records since the restart (bounded wait). The random
+    // delays here are the scenario (where in its work a kill lands), not waits for something to happen.
     const loaded = async () => {
       const mark = acks.length;
       const since = Date.now();
@@ -233,21 +234,26 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
     const url = ctl.server.url;
     assert.deepEqual(anomalies, [], 'clients saw only answers the contract allows');
     assert.equal(kills, KILLS);
-    assert.ok(epochAcks.every((n) => n >= MIN_ACKS), `every server life carried load before its kill (${epochAcks.join(', ')} acknowledged)`);
+    assert.ok(
+      epochAcks.every((n) => n >= MIN_ACKS),
+      `every server life carried load before its kill (${epochAcks.join(', ')} acknowledged)`,
+    );
 
     // 1. Every acknowledged record is there, unchanged.
     const snap = await assertLedgerVerifies(url, [held[0]!, held.at(-1)!]);
     const missing: string[] = [];
     const queue = [...acks];
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      for (let a = queue.pop(); a; a = queue.pop()) {
-        const g = await req(url, 'GET', `/v1/ledger/records/${a.seq}`, { token: TEST_TOKENS.auditor });
-        if (g.status !== 200 || g.body.hash !== a.hash || g.body.kind !== a.kind || g.body.execution_id !== a.execution_id) {
-          missing.push(`seq ${a.seq}: acknowledged ${a.kind} ${a.hash} of ${a.execution_id}, served ${g.status} ${g.text.slice(0, 200)}`);
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let a = queue.pop(); a; a = queue.pop()) {
+          const g = await req(url, 'GET', `/v1/ledger/records/${a.seq}`, { token: TEST_TOKENS.auditor });
+          if (g.status !== 200 || g.body.hash !== a.hash || g.body.kind !== a.kind || g.body.execution_id !== a.execution_id) {
+            missing.push(`seq ${a.seq}: acknowledged ${a.kind} ${a.hash} of ${a.execution_id}, served ${g.status} ${g.text.slice(0, 200)}`);
+          }
+          if (snap.records[a.seq]?.hash !== a.hash) missing.push(`seq ${a.seq}: export has ${snap.records[a.seq]?.hash}`);
         }
-        if (snap.records[a.seq]?.hash !== a.hash) missing.push(`seq ${a.seq}: export has ${snap.records[a.seq]?.hash}`);
-      }
-    }));
+      }),
+    );
     assert.deepEqual(missing, [], 'every acknowledged record survives every crash');
     // Every checkpoint held before a kill is extended by the final ledger.
     for (const cp of held) {
@@ -276,25 +282,30 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
     const byState: Record<string, number> = {};
     const wrong: string[] = [];
     const ids = [...known.entries()].filter(([, k]) => k.state !== 'none');
-    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
-      for (let i = w; i < ids.length; i += 16) {
-        const [id, k] = ids[i]!;
-        byState[k.state] = (byState[k.state] ?? 0) + 1;
-        const path = `/v1/executions/${encodeURIComponent(id)}`;
-        const g = await req(url, 'GET', `${path}?actor=${AGENT_Q}`, { token: TEST_TOKENS.auditor });
-        if (g.status !== 200 || g.body.state !== k.state) wrong.push(`${id}: acknowledged ${k.state}, now ${g.status} ${g.text.slice(0, 200)}`);
-        for (const s of k.acked) if (g.status === 200 && !g.body.records.includes(s)) wrong.push(`${id}: record ${s} not listed`);
-        if (k.state === 'invoking') {
-          const x = await req(url, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody(id, 'execute') });
-          if (x.status !== 409 || x.body?.error?.code !== 'EXECUTION_IN_FLIGHT') wrong.push(`${id}: invoking, execute answered ${x.status} ${x.text.slice(0, 200)}`);
-        } else if (TERMINAL.has(k.state)) {
-          const x = await req(url, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody(id, 'execute') });
-          if (x.status !== 409 || x.body?.error?.code !== 'EXECUTION_TERMINAL') wrong.push(`${id}: ${k.state}, execute answered ${x.status} ${x.text.slice(0, 200)}`);
-          const o = await req(url, 'POST', `${path}/outcome`, { token: TEST_TOKENS.pep, body: { status: 'committed' } });
-          if (o.status !== 409 || o.body?.error?.code !== 'EXECUTION_TERMINAL') wrong.push(`${id}: ${k.state}, outcome answered ${o.status} ${o.text.slice(0, 200)}`);
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, w) => {
+        for (let i = w; i < ids.length; i += 16) {
+          const [id, k] = ids[i]!;
+          byState[k.state] = (byState[k.state] ?? 0) + 1;
+          const path = `/v1/executions/${encodeURIComponent(id)}`;
+          const g = await req(url, 'GET', `${path}?actor=${AGENT_Q}`, { token: TEST_TOKENS.auditor });
+          if (g.status !== 200 || g.body.state !== k.state) wrong.push(`${id}: acknowledged ${k.state}, now ${g.status} ${g.text.slice(0, 200)}`);
+          for (const s of k.acked) if (g.status === 200 && !g.body.records.includes(s)) wrong.push(`${id}: record ${s} not listed`);
+          if (k.state === 'invoking') {
+            const x = await req(url, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody(id, 'execute') });
+            if (x.status !== 409 || x.body?.error?.code !== 'EXECUTION_IN_FLIGHT')
+              wrong.push(`${id}: invoking, execute answered ${x.status} ${x.text.slice(0, 200)}`);
+          } else if (TERMINAL.has(k.state)) {
+            const x = await req(url, 'POST', '/v1/decisions', { token: TEST_TOKENS.pep, body: readBody(id, 'execute') });
+            if (x.status !== 409 || x.body?.error?.code !== 'EXECUTION_TERMINAL')
+              wrong.push(`${id}: ${k.state}, execute answered ${x.status} ${x.text.slice(0, 200)}`);
+            const o = await req(url, 'POST', `${path}/outcome`, { token: TEST_TOKENS.pep, body: { status: 'committed' } });
+            if (o.status !== 409 || o.body?.error?.code !== 'EXECUTION_TERMINAL')
+              wrong.push(`${id}: ${k.state}, outcome answered ${o.status} ${o.text.slice(0, 200)}`);
+          }
         }
-      }
-    }));
+      }),
+    );
     assert.deepEqual(wrong, [], 'acknowledged execution states survive every crash');
     assert.ok((byState.invoking ?? 0) > 0, 'some acknowledged executions were left invoking');
     assert.ok((byState.committed ?? 0) + (byState.rejected ?? 0) + (byState.unknown ?? 0) > 0, 'some reached a terminal state');
@@ -302,14 +313,29 @@ test(`chaos (${STORE}): SIGKILL under load, ${KILLS} kills, ${CLIENTS} clients, 
     // 4. The refusals just written keep the ledger verifiable; a graceful stop still works.
     await assertLedgerVerifies(url, [held[0]!]);
     const summary = {
-      store: STORE, seed: SEED, clients: CLIENTS, kills, startup_kills: startupKills, executions, acknowledged: acks.length, unanswered,
-      ledger: snap.lines.length, acks_per_life: epochAcks, states: byState, load_ms: loadMs, total_ms: Date.now() - t0,
+      store: STORE,
+      seed: SEED,
+      clients: CLIENTS,
+      kills,
+      startup_kills: startupKills,
+      executions,
+      acknowledged: acks.length,
+      unanswered,
+      ledger: snap.lines.length,
+      acks_per_life: epochAcks,
+      states: byState,
+      load_ms: loadMs,
+      total_ms: Date.now() - t0,
     };
     process.stdout.write(`chaos summary ${JSON.stringify(summary)}\n`);
-    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, JSON.stringify({ ok: true, ...summary }) + '\n');
+    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, `${JSON.stringify({ ok: true, ...summary })}\n`);
   } catch (e) {
     process.stdout.write(`chaos failure (seed ${SEED}, ${kills} kills); server output tail:\n${ctl.server.output().slice(-4000)}\n`);
-    if (process.env.CHAOS_REPORT) appendFileSync(process.env.CHAOS_REPORT, JSON.stringify({ ok: false, seed: SEED, kills, error: String((e as Error)?.message ?? e).slice(0, 2000) }) + '\n');
+    if (process.env.CHAOS_REPORT)
+      appendFileSync(
+        process.env.CHAOS_REPORT,
+        `${JSON.stringify({ ok: false, seed: SEED, kills, error: String((e as Error)?.message ?? e).slice(0, 2000) })}\n`,
+      );
     throw e;
   } finally {
     ctl.stop = true;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
-import { readBody, req, sleep } from './harness.js';
+import { readBody, req } from './harness.js';
 
 const T = TEST_TOKENS;
 
@@ -29,13 +29,15 @@ function openSocket(url: string): Promise<Socket> {
 async function decisionsComplete(url: string, n: number, lanes: number, tag: string): Promise<number[]> {
   const statuses: number[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: lanes }, async () => {
-    while (next < n) {
-      const i = next++;
-      const r = await req(url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`${tag}-${i}`, 'propose'), timeoutMs: 15_000 });
-      statuses.push(r.status);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < n) {
+        const i = next++;
+        const r = await req(url, 'POST', '/v1/decisions', { token: T.pep, body: readBody(`${tag}-${i}`, 'propose'), timeoutMs: 15_000 });
+        statuses.push(r.status);
+      }
+    }),
+  );
   return statuses;
 }
 
@@ -46,12 +48,22 @@ function postChunked(url: string, path: string, token: string, chunks: Buffer[])
     // A fresh connection (agent: false): a pooled keep-alive socket the server is just closing would
     // reset before this request is read.
     let answered = false;
-    const r = request({ host, port, path, method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-      answered = true;
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const r = request(
+      {
+        host,
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      },
+      (res) => {
+        answered = true;
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     r.on('error', (e) => {
       // The server closes the connection after answering 413 while we may still be writing: that
       // is fine once the answer arrived; a connection lost without an answer fails the test (never hangs).
@@ -109,15 +121,20 @@ describe('limits', () => {
         const { host, port } = hostPort(s.url);
         if (i % 2 === 0) {
           // slowloris: an endless header section, one byte every 100 ms
-          sock.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nX-Slow: `);
+          await new Promise((r) => sock.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nX-Slow: `, r));
           timers.push(setInterval(() => sock.writable && sock.write('a'), 100));
         } else {
           // slow body: complete headers, a body that never finishes
-          sock.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nAuthorization: Bearer ${T.pep}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+          await new Promise((r) =>
+            sock.write(
+              `POST /v1/decisions HTTP/1.1\r\nHost: ${host}:${port}\r\nAuthorization: Bearer ${T.pep}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+              r,
+            ),
+          );
           timers.push(setInterval(() => sock.writable && sock.write(' '), 100));
         }
       }
-      await sleep(300);
+      // Every slow client is connected and its first bytes are out (each write above waited for its flush).
       const statuses = await decisionsComplete(s.url, 40, 4, 'slowloris');
       assert.deepEqual([...new Set(statuses)], [200], 'other clients are served while slow clients dribble');
       const audit = await req(s.url, 'GET', '/v1/ledger/checkpoint', { token: T.auditor });
@@ -144,7 +161,10 @@ describe('limits', () => {
     const o = await req(s.url, 'POST', '/v1/executions/too-large/outcome', { token: T.pep, rawBody: JSON.stringify({ status: 'committed', detail: pad }) });
     assert.equal(o.status, 413, o.text.slice(0, 300));
     // Just under the limit is not refused for its size.
-    const under = await req(s.url, 'POST', '/v1/decisions', { token: T.pep, rawBody: JSON.stringify({ ...readBody('under', 'propose'), pad: 'x'.repeat(1000) }) });
+    const under = await req(s.url, 'POST', '/v1/decisions', {
+      token: T.pep,
+      rawBody: JSON.stringify({ ...readBody('under', 'propose'), pad: 'x'.repeat(1000) }),
+    });
     assert.notEqual(under.status, 413);
     assert.equal((await req(s.url, 'POST', '/v1/decisions', { token: T.pep, body: readBody('after-413', 'propose') })).status, 200);
   });
@@ -163,7 +183,10 @@ describe('limits', () => {
     assert.equal(huge.status, 400, huge.text.slice(0, 300));
     assert.equal(huge.body.error.code, 'BINDING_TOO_DEEP');
     // Deep nesting outside the arguments is a plain schema refusal, not a crash.
-    const env = await req(s.url, 'POST', '/v1/decisions', { token: T.pep, rawBody: JSON.stringify(readBody('deep-env', 'propose')).replace('"supersedes":null', `"supersedes":${nest(100_000)}`) });
+    const env = await req(s.url, 'POST', '/v1/decisions', {
+      token: T.pep,
+      rawBody: JSON.stringify(readBody('deep-env', 'propose')).replace('"supersedes":null', `"supersedes":${nest(100_000)}`),
+    });
     assert.equal(env.status, 400, env.text.slice(0, 300));
     // The parser's stop (past 512 levels) is named by where it happens: only arguments get the binding code.
     assert.equal(env.body.error.code, 'ENVELOPE_INVALID');
@@ -211,7 +234,10 @@ describe('limits', () => {
     const read = await req(s.url, 'GET', `/v1/executions/long-actor?actor=${actor}`, { token: T.auditor });
     assert.equal(read.status, 404, read.text.slice(0, 300));
     assert.equal(read.body.error.code, 'EXECUTION_NOT_FOUND');
-    const reconcile = await req(s.url, 'POST', `/v1/executions/long-actor/reconcile?actor=${actor}`, { token: T.reconciler, body: { resolution: 'absent', evidence_ref: 'x' } });
+    const reconcile = await req(s.url, 'POST', `/v1/executions/long-actor/reconcile?actor=${actor}`, {
+      token: T.reconciler,
+      body: { resolution: 'absent', evidence_ref: 'x' },
+    });
     assert.equal(reconcile.status, 404, reconcile.text.slice(0, 300));
     assert.equal((await req(s.url, 'GET', '/readyz')).status, 200);
   });
@@ -227,7 +253,10 @@ describe('limits', () => {
       assert.equal(r.status, 200, r.text.slice(0, 300));
       assert.equal(r.body.records.length, 1000, `limit=${limit} is capped at 1000`);
       assert.equal(r.body.next, 1000);
-      assert.deepEqual(r.body.records.map((x: { seq: number }) => x.seq), Array.from({ length: 1000 }, (_, i) => i));
+      assert.deepEqual(
+        r.body.records.map((x: { seq: number }) => x.seq),
+        Array.from({ length: 1000 }, (_, i) => i),
+      );
     }
     const page2 = await req(s.url, 'GET', '/v1/ledger/records?from=1000&limit=1000', { token: T.auditor });
     assert.equal(page2.status, 200);

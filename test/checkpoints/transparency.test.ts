@@ -25,7 +25,9 @@ async function get(s: TestServer, path: string, token?: string): Promise<Respons
 async function putRoles(s: TestServer, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     const r = await fetch(`${s.url}/v1/entities/Role/r${i}`, {
-      method: 'PUT', headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' }, body: '{"attrs":{},"parents":[]}',
+      method: 'PUT',
+      headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' },
+      body: '{"attrs":{},"parents":[]}',
     });
     assert.equal(r.status, 200, await r.text());
   }
@@ -51,7 +53,10 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
     const verified = verifyNote(note, [vkey]);
     const body = parseCheckpoint(verified.text);
     // The note signs the same tree as the §6 checkpoint record.
-    assert.deepEqual({ origin: body.origin, size: body.size, root: body.root }, { origin: 'pdp.example.com/ledger', size: cp.size, root: hashToBytes(cp.root) });
+    assert.deepEqual(
+      { origin: body.origin, size: body.size, root: body.root },
+      { origin: 'pdp.example.com/ledger', size: cp.size, root: hashToBytes(cp.root) },
+    );
     assert.ok(cp.size > 256, `size ${cp.size}`);
 
     // Tiles: auditor only by default.
@@ -66,7 +71,15 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
     for (let i = 0; i < 256; i++) assert.deepEqual(hashes.subarray(i * 32, i * 32 + 32), hashToBytes(records[i]!.hash));
     const entries = decodeEntryBundle(Buffer.from(await (await get(s, '/ledger/tile/entries/000', t)).arrayBuffer()));
     assert.equal(entries.length, 256);
-    entries.forEach((e, i) => assert.equal('sha256:' + createHash('sha256').update(Buffer.from([0])).update(e).digest('hex'), records[i]!.hash));
+    entries.forEach((e, i) => {
+      assert.equal(
+        `sha256:${createHash('sha256')
+          .update(Buffer.from([0]))
+          .update(e)
+          .digest('hex')}`,
+        records[i]!.hash,
+      );
+    });
     // The partial tile of the checkpoint's size, and the level-1 tile above the first full one.
     const w = cp.size % 256;
     const partial = await get(s, `/ledger/tile/0/001.p/${w}`, t);
@@ -90,7 +103,8 @@ test('§16: the signed note, vkeys, tiles, entry bundles and tlog-proof of a led
 
     // `writ ledger tiles` writes the same bytes as static files (the store read offline: server stopped).
     const served = new Map<string, Buffer>();
-    for (const p of ['tile/0/000', 'tile/entries/000', `tile/0/001.p/${w}`, 'tile/1/000.p/1']) served.set(p, Buffer.from(await (await get(s, '/ledger/' + p, t)).arrayBuffer()));
+    for (const p of ['tile/0/000', 'tile/entries/000', `tile/0/001.p/${w}`, 'tile/1/000.p/1'])
+      served.set(p, Buffer.from(await (await get(s, `/ledger/${p}`, t)).arrayBuffer()));
     const config = join(out, '..', 'config.json');
     writeFileSync(config, readFileSync(s.configPath));
     await s.stop({ keepData: true });

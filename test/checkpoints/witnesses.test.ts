@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { WRIT_BIN, startTestServer, type TestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
 import { startWitness, witnessKeygen, type TestWitness } from '../helpers/witness.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { SIG_ED25519, encodeVkey, parseVkey, verifyNote } from '../../src/transparency/note.js';
 import { parseCheckpoint } from '../../src/transparency/checkpoint.js';
 import { TestLog } from '../witness/log-fixture.js';
@@ -24,7 +24,9 @@ const ORIGIN = 'test.example/ledger';
 async function putRoles(s: TestServer, from: number, n: number): Promise<void> {
   for (let i = from; i < from + n; i++) {
     const r = await fetch(`${s.url}/v1/entities/Role/r${i}`, {
-      method: 'PUT', headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' }, body: '{"attrs":{},"parents":[]}',
+      method: 'PUT',
+      headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' },
+      body: '{"attrs":{},"parents":[]}',
     });
     assert.equal(r.status, 200);
   }
@@ -32,16 +34,24 @@ async function putRoles(s: TestServer, from: number, n: number): Promise<void> {
 
 /** The served note once it carries cosignatures of all `witnesses` for the latest checkpoint. */
 async function cosignedNote(s: TestServer, logKey: string, witnesses: string[]): Promise<{ size: number; note: string }> {
-  return until(async () => {
-    const cp = (await (await fetch(`${s.url}/v1/ledger/checkpoint`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).json()) as { size: number };
-    const note = await (await fetch(`${s.url}/ledger/checkpoint`)).text();
-    const v = verifyNote(note, [parseVkey(logKey), ...witnesses.map(parseVkey)]);
-    const body = parseCheckpoint(v.text);
-    return body.size === cp.size && v.verified.length === 1 + witnesses.length ? { size: body.size, note } : undefined;
-  }, `cosignatures of ${witnesses.length} witnesses on the latest checkpoint`, 300);
+  return until(
+    async () => {
+      const cp = (await (await fetch(`${s.url}/v1/ledger/checkpoint`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).json()) as {
+        size: number;
+      };
+      const note = await (await fetch(`${s.url}/ledger/checkpoint`)).text();
+      const v = verifyNote(note, [parseVkey(logKey), ...witnesses.map(parseVkey)]);
+      const body = parseCheckpoint(v.text);
+      return body.size === cp.size && v.verified.length === 1 + witnesses.length ? { size: body.size, note } : undefined;
+    },
+    `cosignatures of ${witnesses.length} witnesses on the latest checkpoint`,
+    300,
+  );
 }
 
-test('§16 witnesses: submission, cosignatures in the note, a refusing and a dead witness, restarts of a witness and of the sidecar', { timeout: 120_000 }, async () => {
+test('§16 witnesses: submission, cosignatures in the note, a refusing and a dead witness, restarts of a witness and of the sidecar', {
+  timeout: 120_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'writ-witnesses-'));
   const dataDir = join(dir, 'data');
   const kg = spawnSync(process.execPath, [WRIT_BIN, 'keygen', '--data-dir', dataDir], { encoding: 'utf8' });
@@ -59,7 +69,12 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
   const config = {
     log_origin: ORIGIN,
     checkpoint: { every_records: 10, every_ms: 600_000 },
-    witnesses: [{ url: w1.url, vkey: w1Key }, { url: w2.url, vkey: w2Key }, { url: w3.url, vkey: w3Key }, { url: dead, vkey: witnessKeygen('dead.example/w', join(dir, 'dead.key')) }],
+    witnesses: [
+      { url: w1.url, vkey: w1Key },
+      { url: w2.url, vkey: w2Key },
+      { url: w3.url, vkey: w3Key },
+      { url: dead, vkey: witnessKeygen('dead.example/w', join(dir, 'dead.key')) },
+    ],
   };
   let s = await startTestServer({ dataDir, config });
   try {
@@ -69,7 +84,13 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     // The refusing witness's signature is never in the note.
     assert.ok(!first.note.includes('w3.example') && !first.note.includes('dead.example'), first.note);
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
-    assert.ok(metrics.includes(`writ_witness_cosigned_size{witness="${w1.url}"} ${first.size}`), metrics.split('\n').filter((l) => l.includes('witness')).join('\n'));
+    assert.ok(
+      metrics.includes(`writ_witness_cosigned_size{witness="${w1.url}"} ${first.size}`),
+      metrics
+        .split('\n')
+        .filter((l) => l.includes('witness'))
+        .join('\n'),
+    );
     assert.match(metrics, /writ_witness_submissions_total\{witness="http:\/\/127\.0\.0\.1:\d+",result="refused"\}/);
     assert.match(metrics, /result="unreachable"/);
 
@@ -88,7 +109,7 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     const third = await cosignedNote(s, logKey, [w1Key, w2Key]);
     assert.ok(third.size > second.size);
     // Each witness's state holds the size it cosigned last, durably.
-    const held = JSON.parse(readFileSync(join(dir, 'w2', 'logs', createHash('sha256').update(ORIGIN).digest('hex') + '.json'), 'utf8')) as { size: number };
+    const held = JSON.parse(readFileSync(join(dir, 'w2', 'logs', `${createHash('sha256').update(ORIGIN).digest('hex')}.json`), 'utf8')) as { size: number };
     assert.ok(held.size >= third.size);
 
     // An auditor holding only a policy checks the export against the cosigned note, offline.
@@ -100,7 +121,9 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
       writeFileSync(join(dir, 'policy'), policyText);
       writeFileSync(join(dir, 'note'), note);
       writeFileSync(join(dir, 'export.jsonl'), exportText);
-      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--note', join(dir, 'note'), '--policy', join(dir, 'policy')], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--note', join(dir, 'note'), '--policy', join(dir, 'policy')], {
+        encoding: 'utf8',
+      });
       return { status: r.status, out: r.stdout.trim() ? JSON.parse(r.stdout) : undefined, err: r.stderr };
     };
     const good = verify(policy('group two 2 W1 W2 W3\nquorum two'));
@@ -119,16 +142,20 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     assert.equal(verify(`log ${new TestLog(ORIGIN, 1).vkey}\nquorum none\n`).out.code, 'UNKNOWN_KEY');
     // An export shorter than the note's tree.
     const lines = exported.split('\n').filter(Boolean);
-    assert.equal(verify(policy('quorum none'), third.note, lines.slice(0, third.size - 1).join('\n') + '\n').out.code, 'TRUNCATED');
+    assert.equal(verify(policy('quorum none'), third.note, `${lines.slice(0, third.size - 1).join('\n')}\n`).out.code, 'TRUNCATED');
 
     // One record's tlog-proof, checked offline with the policy alone.
     const seq = 7;
-    const proofText = await (await fetch(`${s.url}/v1/ledger/proofs/inclusion?seq=${seq}&format=tlog-proof`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).text();
+    const proofText = await (
+      await fetch(`${s.url}/v1/ledger/proofs/inclusion?seq=${seq}&format=tlog-proof`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })
+    ).text();
     const checkProof = (recordLine: string, proof = proofText, policyText = policy('group two 2 W1 W2 W3\nquorum two')) => {
-      writeFileSync(join(dir, 'record.json'), recordLine + '\n');
+      writeFileSync(join(dir, 'record.json'), `${recordLine}\n`);
       writeFileSync(join(dir, 'proof'), proof);
       writeFileSync(join(dir, 'policy'), policyText);
-      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'record.json'), '--proof', join(dir, 'proof'), '--policy', join(dir, 'policy')], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'record.json'), '--proof', join(dir, 'proof'), '--policy', join(dir, 'policy')], {
+        encoding: 'utf8',
+      });
       return { status: r.status, out: r.stdout.trim() ? JSON.parse(r.stdout) : undefined, err: r.stderr };
     };
     const proved = checkProof(lines[seq]!);
@@ -136,7 +163,13 @@ test('§16 witnesses: submission, cosignatures in the note, a refusing and a dea
     assert.equal(proved.out.head, JSON.parse(lines[seq]!).hash);
     assert.equal(checkProof(lines[seq + 1]!).out.code, 'MALFORMED', 'another record than the proof is of');
     assert.equal(checkProof(lines[seq]!.replace('"seq":7', '"seq":7 ')).out.code, 'HASH_MISMATCH');
-    assert.equal(checkProof(lines[seq]!, proofText.replace(/^index 7$/m, 'index 7').replace(/\n([A-Za-z0-9+/]{43}=)\n/, (_, h: string) => `\n${h.startsWith('A') ? 'B' : 'A'}${h.slice(1)}\n`)).out.code, 'ROOT_MISMATCH');
+    assert.equal(
+      checkProof(
+        lines[seq]!,
+        proofText.replace(/^index 7$/m, 'index 7').replace(/\n([A-Za-z0-9+/]{43}=)\n/, (_, h: string) => `\n${h.startsWith('A') ? 'B' : 'A'}${h.slice(1)}\n`),
+      ).out.code,
+      'ROOT_MISMATCH',
+    );
     assert.equal(checkProof(lines[seq]!, proofText, policy('group all3 all W1 W2 W3\nquorum all3')).out.code, 'QUORUM_NOT_MET');
   } finally {
     await s.stop();

@@ -46,7 +46,6 @@ test('http_threads defaults to one per core beyond the first, at least 1, at mos
   });
 });
 
-
 test('fronts are threads where listen has reusePort (Node 22.12+, 23.1+, 24), else cluster processes', () => {
   for (const v of ['20.20.2', '22.11.0', '23.0.0']) assert.equal(frontThreadsSupported(v), false, v);
   for (const v of ['22.12.0', '22.23.5', '23.1.0', '24.22.3', '25.0.0']) assert.equal(frontThreadsSupported(v), true, v);
@@ -77,9 +76,19 @@ test('an unknown (misspelt) config key is named on stderr, not silently ignored'
 });
 
 test('a flag given empty is refused, not taken as "use the default" (an empty --database-url would serve from LMDB)', () => {
-  const flags = { listen: '--listen', policyDir: '--policy-dir', dataDir: '--data-dir', databaseUrl: '--database-url', signingKeyFile: '--signing-key-file' } as const;
+  const flags = {
+    listen: '--listen',
+    policyDir: '--policy-dir',
+    dataDir: '--data-dir',
+    databaseUrl: '--database-url',
+    signingKeyFile: '--signing-key-file',
+  } as const;
   for (const [key, flag] of Object.entries(flags)) {
-    assert.throws(() => loadConfig({ [key]: '' }), (e: Error & { code?: string }) => e.code === 'INVALID_REQUEST' && e.message.includes(`${flag} is empty`), flag);
+    assert.throws(
+      () => loadConfig({ [key]: '' }),
+      (e: Error & { code?: string }) => e.code === 'INVALID_REQUEST' && e.message.includes(`${flag} is empty`),
+      flag,
+    );
   }
   // WRIT_DATABASE_URL set but empty stays "unset", as an empty environment variable usually means.
   const before = process.env.WRIT_DATABASE_URL;
@@ -96,7 +105,8 @@ test('database_url: a postgres:// URL the driver cannot parse is refused at star
   for (const databaseUrl of ['postgres://writ:s3cret@127.0.0.1:99999/db', 'mysql://writ:s3cret@h/db']) {
     assert.throws(
       () => loadConfig({ databaseUrl }),
-      (e: Error & { code?: string }) => e.code === 'INVALID_REQUEST' && /database_url must be a postgres:\/\/user/.test(e.message) && !e.message.includes('s3cret'),
+      (e: Error & { code?: string }) =>
+        e.code === 'INVALID_REQUEST' && /database_url must be a postgres:\/\/user/.test(e.message) && !e.message.includes('s3cret'),
       databaseUrl,
     );
   }
@@ -106,23 +116,47 @@ test('database_url: a postgres:// URL the driver cannot parse is refused at star
 test('a token listed twice, plainly or by its SHA-256, is refused: its role would be whichever entry matched first', () => {
   const sha = (t: string) => createHash('sha256').update(t).digest('hex');
   const cases: unknown[][] = [
-    [{ token: 'a', role: 'auditor' }, { token: 'a', role: 'admin' }],
-    [{ token: 'a', role: 'auditor' }, { token_sha256: sha('a'), role: 'admin' }],
-    [{ token_sha256: sha('a').toUpperCase(), role: 'auditor' }, { token_sha256: sha('a'), role: 'auditor' }],
+    [
+      { token: 'a', role: 'auditor' },
+      { token: 'a', role: 'admin' },
+    ],
+    [
+      { token: 'a', role: 'auditor' },
+      { token_sha256: sha('a'), role: 'admin' },
+    ],
+    [
+      { token_sha256: sha('a').toUpperCase(), role: 'auditor' },
+      { token_sha256: sha('a'), role: 'auditor' },
+    ],
   ];
   for (const tokens of cases) {
     withConfigFile({ tokens }, (path) => {
-      assert.throws(() => loadConfig({ configPath: path }), (e: Error) => e.message.includes('tokens[1] is the same token as tokens[0]'), JSON.stringify(tokens));
+      assert.throws(
+        () => loadConfig({ configPath: path }),
+        (e: Error) => e.message.includes('tokens[1] is the same token as tokens[0]'),
+        JSON.stringify(tokens),
+      );
     });
   }
-  withConfigFile({ tokens: [{ token: 'a', role: 'auditor' }, { token: 'b', role: 'admin' }] }, (path) => {
-    assert.equal(loadConfig({ configPath: path }).config.tokens.length, 2);
-  });
+  withConfigFile(
+    {
+      tokens: [
+        { token: 'a', role: 'auditor' },
+        { token: 'b', role: 'admin' },
+      ],
+    },
+    (path) => {
+      assert.equal(loadConfig({ configPath: path }).config.tokens.length, 2);
+    },
+  );
 });
 
 test('writ serve names the listen address when its host does not resolve', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'writ-listen-'));
-  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', '256.1.1.1:8951', '--data-dir', dataDir], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', '256.1.1.1:8951', '--data-dir', dataDir], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   rmSync(dataDir, { recursive: true, force: true });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): getaddrinfo ENOTFOUND 256\.1\.1\.1/);
@@ -137,7 +171,10 @@ test('writ serve on a listen address already taken exits 1 naming it, and create
   const dir = mkdtempSync(join(tmpdir(), 'writ-taken-'));
   try {
     const dataDir = join(dir, 'data');
-    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /cannot start: the listen address \(config `listen` or --listen\): listen EADDRINUSE/);
     assert.equal(existsSync(dataDir), false, 'nothing is left behind');
@@ -196,8 +233,19 @@ test('public_url: an http(s) URL without credentials, query or fragment, kept wi
     withConfigFile({ public_url: given }, (path) => assert.equal(loadConfig({ configPath: path }).config.public_url, kept));
   }
   withConfigFile({}, (path) => assert.equal(loadConfig({ configPath: path }).config.public_url, null));
-  for (const bad of ['pdp.example.com', 'ftp://pdp.example.com', 'https://u:p@pdp.example.com', 'https://pdp.example.com/?a=1', 'https://pdp.example.com/#x', 'https://pdp.example.com/?', '', 42]) {
-    withConfigFile({ public_url: bad }, (path) => assert.throws(() => loadConfig({ configPath: path }), /public_url must be an http\(s\) URL/, JSON.stringify(bad)));
+  for (const bad of [
+    'pdp.example.com',
+    'ftp://pdp.example.com',
+    'https://u:p@pdp.example.com',
+    'https://pdp.example.com/?a=1',
+    'https://pdp.example.com/#x',
+    'https://pdp.example.com/?',
+    '',
+    42,
+  ]) {
+    withConfigFile({ public_url: bad }, (path) =>
+      assert.throws(() => loadConfig({ configPath: path }), /public_url must be an http\(s\) URL/, JSON.stringify(bad)),
+    );
   }
 });
 
@@ -261,10 +309,16 @@ test('log_format "json": every line writ serve says, on stdout and stderr, is on
   const dir = mkdtempSync(join(tmpdir(), 'writ-log-json-'));
   try {
     const path = join(dir, 'config.json');
-    writeFileSync(path, JSON.stringify({
-      listen: '127.0.0.1:0', data_dir: join(dir, 'data'), log_format: 'json', lsten: 'misspelt',
-      tokens: [{ token: 'a-token', role: 'auditor' }],
-    }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        listen: '127.0.0.1:0',
+        data_dir: join(dir, 'data'),
+        log_format: 'json',
+        lsten: 'misspelt',
+        tokens: [{ token: 'a-token', role: 'auditor' }],
+      }),
+    );
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'writ'), 'serve', '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -282,19 +336,35 @@ test('log_format "json": every line writ serve says, on stdout and stderr, is on
     assert.equal((await fetch(`${url}/healthz`)).status, 200);
     child.kill('SIGTERM');
     assert.equal(await exited, 0, stderr);
-    const parse = (text: string) => text.trim().split('\n').map((line) => {
-      const o = JSON.parse(line);
-      assert.deepEqual(Object.keys(o), ['ts', 'level', 'msg'], line);
-      assert.ok(!Number.isNaN(Date.parse(o.ts)), line);
-      assert.ok(!o.msg.startsWith('writ'), `the text's "writ:" prefix is dropped: ${line}`);
-      return o as { level: string; msg: string };
-    });
+    const parse = (text: string) =>
+      text
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const o = JSON.parse(line);
+          assert.deepEqual(Object.keys(o), ['ts', 'level', 'msg'], line);
+          assert.ok(!Number.isNaN(Date.parse(o.ts)), line);
+          assert.ok(!o.msg.startsWith('writ'), `the text's "writ:" prefix is dropped: ${line}`);
+          return o as { level: string; msg: string };
+        });
     const out = parse(stdout);
-    assert.ok(out.every((o) => o.level === 'info'), stdout);
-    assert.ok(out.some((o) => o.msg.startsWith('policies ')), stdout);
+    assert.ok(
+      out.every((o) => o.level === 'info'),
+      stdout,
+    );
+    assert.ok(
+      out.some((o) => o.msg.startsWith('policies ')),
+      stdout,
+    );
     const err = parse(stderr);
-    assert.ok(err.some((o) => o.level === 'warn' && /unknown key "lsten" is ignored/.test(o.msg)), stderr);
-    assert.ok(err.some((o) => o.level === 'info' && /^SIGTERM: finishing in-flight requests/.test(o.msg)), stderr);
+    assert.ok(
+      err.some((o) => o.level === 'warn' && /unknown key "lsten" is ignored/.test(o.msg)),
+      stderr,
+    );
+    assert.ok(
+      err.some((o) => o.level === 'info' && /^SIGTERM: finishing in-flight requests/.test(o.msg)),
+      stderr,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -315,7 +385,11 @@ test('WRIT_LOG_FORMAT=json holds where the config does not name a log_format; a 
 });
 
 test('jwt_issuers, tls_clients, tls_client_ca_file and delegated tokens are checked at start (docs/protocol.md §13)', () => {
-  const issuer = { issuer: 'https://idp.example.com', audience: 'https://writ.example.com', roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } };
+  const issuer = {
+    issuer: 'https://idp.example.com',
+    audience: 'https://writ.example.com',
+    roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } },
+  };
   withConfigFile({ jwt_issuers: [issuer] }, (path) => {
     const { config } = loadConfig({ configPath: path });
     assert.deepEqual(config.jwt_issuers[0]!.identity_types, { requester: 'User', actor: 'Agent' });
@@ -331,7 +405,8 @@ test('jwt_issuers, tls_clients, tls_client_ca_file and delegated tokens are chec
     [{ tokens: [{ token: 't', role: 'auditor', delegated: { audiences: ['a'] } }] }, /only a pep token is delegated/],
     [{ tokens: [{ token: 't', role: 'pep', actor: { type: 'Agent', id: 'g' }, delegated: { audiences: [] } }] }, /delegated/],
   ];
-  for (const [content, message] of refused) withConfigFile(content, (path) => assert.throws(() => loadConfig({ configPath: path }), message, JSON.stringify(content)));
+  for (const [content, message] of refused)
+    withConfigFile(content, (path) => assert.throws(() => loadConfig({ configPath: path }), message, JSON.stringify(content)));
   // A config with JWT issuers and no static tokens starts (`tokens` may be left out).
   const dir = mkdtempSync(join(tmpdir(), 'writ-config-test-'));
   try {

@@ -38,7 +38,15 @@ test('config: log_origin, public_tiles and witnesses (docs/protocol.md §16)', a
     [{ witnesses: [{ url: 'ftp://w', vkey: witness }] }, /witnesses\[0\]\.url/],
     [{ witnesses: [{ url: 'http://w', vkey: encodeVkey('w', SIG_ED25519, pub) }] }, /type 0x04/],
     [{ witnesses: [{ url: 'http://w', vkey: 'nonsense' }] }, /witnesses\[0\]\.vkey/],
-    [{ witnesses: [{ url: 'http://w', vkey: witness }, { url: 'http://v', vkey: witness }] }, /twice/],
+    [
+      {
+        witnesses: [
+          { url: 'http://w', vkey: witness },
+          { url: 'http://v', vkey: witness },
+        ],
+      },
+      /twice/,
+    ],
     [{ witnesses: [{ url: 'http://w', vkey: witness, extra: 1 }] }, /unknown key/],
   ] as const) {
     withConfigFile(bad, (path) => assert.throws(() => loadConfig({ configPath: path }), why, JSON.stringify(bad)));

@@ -41,7 +41,10 @@ test('an HR approver sees what it approves and approves it in the console', { sk
   for (const wrong of ['not-a-token', t.auditor]) {
     await page.getByLabel('Approver token').fill(wrong);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').filter({ hasText: /^unauthorized$/ }).waitFor();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /^unauthorized$/ })
+      .waitFor();
     assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0);
   }
   await page.getByLabel('Approver token').fill(t.approver);
@@ -52,16 +55,29 @@ test('an HR approver sees what it approves and approves it in the console', { sk
   assert.equal(await items.count(), 1);
   const item = items.first();
   const text = (await item.textContent())!;
-  for (const shown of ['Employee::"7721"', 'disable_sign_in', '{"employee_id":"7721"}', 'User::"manager-1842"', 'scheduled_employee_offboarding', 'hr-approval-required', '2026-08-24T17:00:00+07:00']) {
+  for (const shown of [
+    'Employee::"7721"',
+    'disable_sign_in',
+    '{"employee_id":"7721"}',
+    'User::"manager-1842"',
+    'scheduled_employee_offboarding',
+    'hr-approval-required',
+    '2026-08-24T17:00:00+07:00',
+  ]) {
     assert.ok(text.includes(shown), `the item shows ${shown}: ${text}`);
   }
   assert.equal(await page.getByLabel('Expires in (hours)').inputValue(), '24');
   await page.getByLabel('Expires in (hours)').fill('2');
   await item.getByRole('button', { name: 'Approve' }).click();
-  await item.getByRole('status').filter({ hasText: /^approved$/ }).waitFor();
+  await item
+    .getByRole('status')
+    .filter({ hasText: /^approved$/ })
+    .waitFor();
 
   // The approval is the one shown: its binding and digest, by this approver, for about two hours.
-  const view = await call(server, 'GET', `/v1/executions/${body.execution_id}?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, { token: t.auditor });
+  const view = await call(server, 'GET', `/v1/executions/${body.execution_id}?actor=${encodeURIComponent('Agent::"offboarding-agent-prod"')}`, {
+    token: t.auditor,
+  });
   assert.equal(view.body.approvals.length, 1, view.text);
   const approval = view.body.approvals[0];
   assert.equal(approval.valid, true);
@@ -73,6 +89,13 @@ test('an HR approver sees what it approves and approves it in the console', { sk
   assert.equal(executed.body.approval_used, approval.approval_id);
 
   const origin = new URL(server.url).origin;
-  assert.deepEqual(requests.filter((u) => new URL(u).origin !== origin), [], 'nothing loaded from outside the sidecar');
-  assert.deepEqual(consoleErrors.filter((e) => !/status of 40[13]/.test(e)), []);
+  assert.deepEqual(
+    requests.filter((u) => new URL(u).origin !== origin),
+    [],
+    'nothing loaded from outside the sidecar',
+  );
+  assert.deepEqual(
+    consoleErrors.filter((e) => !/status of 40[13]/.test(e)),
+    [],
+  );
 });

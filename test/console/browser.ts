@@ -17,20 +17,31 @@ export function findChromium(): string | undefined {
   return undefined;
 }
 
-export const NO_CHROMIUM = 'Chromium not found (install it: apt-get update && apt-get install -y chromium, or set CHROMIUM_PATH); the browser tests of the auditor console did not run';
+export const NO_CHROMIUM =
+  'Chromium not found (install it: apt-get update && apt-get install -y chromium, or set CHROMIUM_PATH); the browser tests of the auditor console did not run';
 
 export function launchChromium(executablePath: string): Promise<Browser> {
   return chromium.launch({
     executablePath,
     headless: true,
     // --no-sandbox: tests run as root; the rest keeps a closed-network machine from waiting on Google services.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage',
+    ],
   });
 }
 
 /** Collects every URL a page requests and every error it logs (console errors and uncaught exceptions) into the given arrays. */
 export function watchPage(page: Page, requests: string[], errors: string[]): void {
   page.on('request', (r) => requests.push(r.url()));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
 }

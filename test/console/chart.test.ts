@@ -14,7 +14,8 @@ test('decisions per minute by outcome; a truncated page leaves out its partly co
     decision(4, '2026-12-02T10:02:00Z', 'approval_required'),
   ];
   const whole = bucketsOf(records);
-  const at = (buckets: ReturnType<typeof bucketsOf>, hhmm: string) => buckets.find((b) => new Date(b.minute * 60_000).toISOString().slice(11, 16) === hhmm)?.counts;
+  const at = (buckets: ReturnType<typeof bucketsOf>, hhmm: string) =>
+    buckets.find((b) => new Date(b.minute * 60_000).toISOString().slice(11, 16) === hhmm)?.counts;
   assert.deepEqual(at(whole, '10:00'), { allow: 1, deny: 0, approval_required: 0 });
   assert.deepEqual(at(whole, '10:01'), { allow: 1, deny: 1, approval_required: 0 });
   assert.deepEqual(at(whole, '10:02'), { allow: 0, deny: 0, approval_required: 1 });
@@ -22,7 +23,10 @@ test('decisions per minute by outcome; a truncated page leaves out its partly co
   const truncated = bucketsOf(records, true);
   assert.equal(at(truncated, '10:00'), undefined);
   assert.deepEqual(at(truncated, '10:01'), { allow: 1, deny: 1, approval_required: 0 });
-  assert.equal(truncated.reduce((n, b) => n + b.counts.allow + b.counts.deny + b.counts.approval_required, 0), 3);
+  assert.equal(
+    truncated.reduce((n, b) => n + b.counts.allow + b.counts.deny + b.counts.approval_required, 0),
+    3,
+  );
 });
 
 test('a truncated page whose decisions all fall in one minute still draws it, marked partial', () => {
@@ -37,6 +41,12 @@ test('a truncated page whose decisions all fall in one minute still draws it, ma
   assert.equal(buckets.filter((b) => b.partial).length, 1);
   // Two minutes in the page: the oldest is still left out, and nothing is marked partial.
   const two = bucketsOf([...records, decision(1000, '2026-12-02T13:05:01Z', 'allow')], true);
-  assert.equal(two.reduce((n, b) => n + b.counts.allow + b.counts.deny, 0), 1);
-  assert.equal(two.some((b) => b.partial), false);
+  assert.equal(
+    two.reduce((n, b) => n + b.counts.allow + b.counts.deny, 0),
+    1,
+  );
+  assert.equal(
+    two.some((b) => b.partial),
+    false,
+  );
 });

@@ -21,7 +21,13 @@ import { checkpointPayload, keyPayload, signPayload } from '../../src/ledger/sig
 import { findChromium, launchChromium, NO_CHROMIUM, watchPage } from './browser.js';
 import { runBackgroundTraffic, runOffboardingStory, STORY_ACTOR, STORY_EXECUTION } from './story.js';
 
-interface Rec { seq: number; kind: string; ts: string; hash: string; [k: string]: unknown }
+interface Rec {
+  seq: number;
+  kind: string;
+  ts: string;
+  hash: string;
+  [k: string]: unknown;
+}
 
 const chromiumPath = findChromium();
 if (!chromiumPath) process.stderr.write(`SKIP: ${NO_CHROMIUM}\n`);
@@ -56,14 +62,22 @@ async function allRecords(filters = ''): Promise<Rec[]> {
 async function waitForRows(seqs: number[]): Promise<void> {
   await page.waitForFunction(
     (want) => JSON.stringify([...document.querySelectorAll('table.ledger tbody tr')].map((r) => Number((r as HTMLElement).dataset.seq))) === want,
-    JSON.stringify(seqs), { timeout: 15_000 },
+    JSON.stringify(seqs),
+    { timeout: 15_000 },
   );
 }
 
 /** A record's leaf hash (docs/protocol.md §6), for a forged record that is to pass the hash check. */
-const leafHashOf = (body: unknown) => 'sha256:' + createHash('sha256').update(Buffer.concat([Buffer.of(0), Buffer.from(jcs(body))])).digest('hex');
+const leafHashOf = (body: unknown) =>
+  `sha256:${createHash('sha256')
+    .update(Buffer.concat([Buffer.of(0), Buffer.from(jcs(body))]))
+    .digest('hex')}`;
 
-const newestFirst = (records: Rec[], n = 50) => records.slice(-n).map((r) => r.seq).reverse();
+const newestFirst = (records: Rec[], n = 50) =>
+  records
+    .slice(-n)
+    .map((r) => r.seq)
+    .reverse();
 
 async function verdictOf(item: Locator): Promise<string> {
   await item.getByRole('button', { name: 'Verify', exact: true }).click();
@@ -164,10 +178,16 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await timeline.waitFor();
     const records: Rec[] = [];
     for (const seq of view.records) records.push((await call(server, 'GET', `/v1/ledger/records/${seq}`, { token })).body);
-    assert.deepEqual(records.map((r) => r.kind), ['decision', 'approval', 'decision', 'decision', 'approval', 'decision', 'approval', 'decision', 'outcome', 'refusal']);
+    assert.deepEqual(
+      records.map((r) => r.kind),
+      ['decision', 'approval', 'decision', 'decision', 'approval', 'decision', 'approval', 'decision', 'outcome', 'refusal'],
+    );
     assert.equal(await items.count(), records.length);
     const shown = await items.evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.seq), (e as HTMLElement).dataset.kind]));
-    assert.deepEqual(shown, records.map((r) => [r.seq, r.kind]));
+    assert.deepEqual(
+      shown,
+      records.map((r) => [r.seq, r.kind]),
+    );
     for (const [i, r] of records.entries()) {
       const text = (await items.nth(i).textContent())!;
       assert.ok(text.includes(`#${r.seq}`) && text.includes(r.kind), `item ${i} names its seq and kind: ${text}`);
@@ -219,7 +239,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       await page.route('**/v1/ledger/proofs/inclusion?*', async (route) => {
         const res = await route.fetch();
         const proof = await res.json();
-        proof[field] = 'sha256:' + 'ab'.repeat(32);
+        proof[field] = `sha256:${'ab'.repeat(32)}`;
         await route.fulfill({ response: res, json: proof });
       });
       assert.equal(await verdictOf(first), `NOT verified: the inclusion proof names another ${field}`);
@@ -273,28 +293,41 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       const res = await route.fetch();
       const listing = await res.json();
       const body = {
-        v: 1, seq: latest.seq - 1, ts: '2026-08-24T10:00:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: next.key_id, public_key: next.public_key,
+        v: 1,
+        seq: latest.seq - 1,
+        ts: '2026-08-24T10:00:00Z',
+        kind: 'key',
+        prev: `sha256:${'0'.repeat(64)}`,
+        key_id: next.key_id,
+        public_key: next.public_key,
         signature: signPayload(current.privateKey, keyPayload({ key_id: next.key_id, public_key: next.public_key })),
       };
       listing.records.push({ ...body, hash: leafHashOf(body) });
       await route.fulfill({ response: res, json: listing });
     });
-    assert.equal(await verdictOf(first), `NOT verified: the checkpoint is signed by key ${current.key_id}, but the key in force at seq ${latest.seq} is ${next.key_id} (key record ${latest.seq - 1})`);
+    assert.equal(
+      await verdictOf(first),
+      `NOT verified: the checkpoint is signed by key ${current.key_id}, but the key in force at seq ${latest.seq} is ${next.key_id} (key record ${latest.seq - 1})`,
+    );
     await page.unrouteAll();
 
     // Checkpoints genuinely signed by the ledger's key but at odds with the one this page verified
     // before: an older one (a rollback), another root for the same size (a fork), and a larger one
     // that does not extend it (its consistency proof fails).
     const sizeNow = latest.size as number;
-    const olderRoot = (await call(server, 'GET', `/v1/ledger/proofs/consistency?from=${sizeNow - 5}&to=${sizeNow}`, { token: server.tokens.auditor })).body.from_root;
+    const olderRoot = (await call(server, 'GET', `/v1/ledger/proofs/consistency?from=${sizeNow - 5}&to=${sizeNow}`, { token: server.tokens.auditor })).body
+      .from_root;
     const signedCheckpoint = (size: number, root: string) => {
       const body = { ...latest, size, root, signature: signPayload(current.privateKey, checkpointPayload({ key_id: current.key_id, root, size })) };
       delete body.hash;
       return { ...body, hash: leafHashOf(body) };
     };
-    const forgedRoot = 'sha256:' + 'cd'.repeat(32);
+    const forgedRoot = `sha256:${'cd'.repeat(32)}`;
     for (const [forged, why] of [
-      [signedCheckpoint(sizeNow - 5, olderRoot), `the sidecar served checkpoint size ${sizeNow - 5}, older than size ${sizeNow} that this page verified before (a rollback)`],
+      [
+        signedCheckpoint(sizeNow - 5, olderRoot),
+        `the sidecar served checkpoint size ${sizeNow - 5}, older than size ${sizeNow} that this page verified before (a rollback)`,
+      ],
       [signedCheckpoint(sizeNow, forgedRoot), `two checkpoints of size ${sizeNow} with different roots (a fork)`],
       [signedCheckpoint(sizeNow + 1, forgedRoot), `the checkpoint of size ${sizeNow + 1} does not extend the one of size ${sizeNow} this page verified before`],
     ] as const) {
@@ -306,7 +339,9 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     // not "not yet checkpointed".
     const noCheckpoint = `NOT verified: the sidecar served no checkpoint, but this page verified one of size ${sizeNow} before (a rollback)`;
     const errorsBefore = consoleErrors.length;
-    await page.route('**/v1/ledger/checkpoint', (route) => route.fulfill({ status: 404, json: { error: { code: 'NOT_FOUND', message: 'no checkpoint yet' } } }));
+    await page.route('**/v1/ledger/checkpoint', (route) =>
+      route.fulfill({ status: 404, json: { error: { code: 'NOT_FOUND', message: 'no checkpoint yet' } } }),
+    );
     assert.equal(await verdictOf(first), noCheckpoint);
     await page.unrouteAll();
     // Chromium logs the 404 this test served on purpose; only that one is taken off the list.
@@ -334,7 +369,12 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     // A record served in another's place (#b asked, #a answered) would show #a twice and hide #b: refused.
     const [a, b] = view.records as number[];
     await page.route(`**/v1/ledger/records/${b}`, async (route) => {
-      const res = await route.fetch({ url: route.request().url().replace(new RegExp(`/${b}$`), `/${a}`) });
+      const res = await route.fetch({
+        url: route
+          .request()
+          .url()
+          .replace(new RegExp(`/${b}$`), `/${a}`),
+      });
       await route.fulfill({ response: res });
     });
     await page.getByRole('button', { name: 'Show' }).click();
@@ -350,13 +390,22 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     const proveAll = page.getByRole('button', { name: 'Prove every record' });
     await proveAll.click();
     // The button is disabled for the whole run (the handler disables it before any await).
-    await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Prove every record' && !b.disabled), undefined, { timeout: 30_000 });
-    await page.waitForFunction((n) => {
-      const texts = [...document.querySelectorAll('ol.timeline .verdict')].map((e) => e.textContent);
-      return texts.length === n && texts.every((x) => x === 'verified' || x === 'not yet checkpointed');
-    }, view.records.length, { timeout: 30_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Prove every record' && !b.disabled), undefined, {
+      timeout: 30_000,
+    });
+    await page.waitForFunction(
+      (n) => {
+        const texts = [...document.querySelectorAll('ol.timeline .verdict')].map((e) => e.textContent);
+        return texts.length === n && texts.every((x) => x === 'verified' || x === 'not yet checkpointed');
+      },
+      view.records.length,
+      { timeout: 30_000 },
+    );
     const verdicts = await items.getByRole('status').allTextContents();
-    assert.deepEqual(verdicts, view.records.map((seq: number) => (seq < (checkpoint.size as number) ? 'verified' : 'not yet checkpointed')));
+    assert.deepEqual(
+      verdicts,
+      view.records.map((seq: number) => (seq < (checkpoint.size as number) ? 'verified' : 'not yet checkpointed')),
+    );
   });
 
   await t.test('the Ledger view: rows, paging, filters and the chart', async () => {
@@ -405,7 +454,10 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await page.getByLabel('Execution id').fill(STORY_EXECUTION);
     await page.getByLabel('Execution id').dispatchEvent('change');
     const story = await allRecords(`&execution_id=${encodeURIComponent(STORY_EXECUTION)}`);
-    assert.deepEqual(story.map((r) => r.seq), view.records);
+    assert.deepEqual(
+      story.map((r) => r.seq),
+      view.records,
+    );
     await waitForRows(newestFirst(story));
     await page.getByLabel('Kind').selectOption('decision');
     await waitForRows(newestFirst(story.filter((r) => r.kind === 'decision')));
@@ -419,13 +471,24 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await waitForRows(newestFirst(await allRecords(`&actor=${encodeURIComponent(STORY_ACTOR)}`)));
     let reloads = 0;
     // (Verify itself lists the ledger's key records: `kind=key`.)
-    const countReloads = (req: { url(): string }) => { if (req.url().includes('/v1/ledger/records?') && !req.url().includes('kind=key')) reloads++; };
+    const countReloads = (req: { url(): string }) => {
+      if (req.url().includes('/v1/ledger/records?') && !req.url().includes('kind=key')) reloads++;
+    };
     page.on('request', countReloads);
     // The newest row lies past the checkpoint; the one before it is covered.
     const proved = page.locator('table.ledger tbody tr').nth(1);
     assert.equal(await page.getByLabel('Actor').evaluate((e) => e === document.activeElement), true, 'the filter still has the focus');
+    // What the pager says just after the app's own change listener ran (this one is added after it): a reload
+    // starts there, synchronously ('loading…'), and that listener also cancels the typing pause, so nothing
+    // else can start one later.
+    type Armed = { pagerAfterChange?: Promise<string> };
+    await page.getByLabel('Actor').evaluate((e) => {
+      (window as Armed).pagerAfterChange = new Promise((resolve) =>
+        e.addEventListener('change', () => resolve(document.querySelector('.pager [role=status]')?.textContent ?? ''), { once: true }),
+      );
+    });
     assert.equal(await verdictOf(proved), 'verified');
-    await new Promise((r) => setTimeout(r, 700));
+    assert.notEqual(await page.evaluate(() => (window as Armed).pagerAfterChange), 'loading…', 'the change event started no reload');
     assert.equal(await proved.getByRole('status').textContent(), 'verified', 'the verdict stays');
     assert.equal(reloads, 0, 'no reload of the rows');
     page.off('request', countReloads);
@@ -463,9 +526,11 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
   });
 
   await t.test('a supersede race: the loser shows its refusal, the superseded and the winner link each other', async () => {
-    const decide = (execution_id: string, supersedes: string | null) => call(server, 'POST', '/v1/decisions', {
-      token: server.tokens.pep, body: offboardingBody({ execution_id, envelope: { task_id: 'OFF-9000', supersedes } }),
-    });
+    const decide = (execution_id: string, supersedes: string | null) =>
+      call(server, 'POST', '/v1/decisions', {
+        token: server.tokens.pep,
+        body: offboardingBody({ execution_id, envelope: { task_id: 'OFF-9000', supersedes } }),
+      });
     assert.equal((await decide('OFF-9000:first', null)).status, 200);
     assert.equal((await decide('OFF-9000:retry', 'OFF-9000:first')).status, 200);
     const lost = await decide('OFF-9000:second-retry', 'OFF-9000:first');
@@ -484,7 +549,9 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     await page.getByLabel('Actor').fill(STORY_ACTOR);
     await page.getByRole('button', { name: 'Show' }).click();
     await page.getByText('never reserved', { exact: true }).waitFor();
-    assert.deepEqual(await items.evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.seq), (e as HTMLElement).dataset.kind])), [[refusal!.seq, 'refusal']]);
+    assert.deepEqual(await items.evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.seq), (e as HTMLElement).dataset.kind])), [
+      [refusal!.seq, 'refusal'],
+    ]);
     assert.equal(await page.getByRole('alert').count(), 0);
     assert.equal(await verdictOf(items.first()), 'not yet checkpointed');
     // Its refusal links to the execution it tried to supersede, whose timeline links to the winner.
@@ -504,7 +571,10 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
   await t.test('the page loaded nothing from elsewhere and logged no error', async () => {
     const foreign = requests.filter((u) => new URL(u).origin !== origin);
     assert.deepEqual(foreign, []);
-    assert.ok(requests.some((u) => u.endsWith('/console/favicon.svg')), 'the page serves its own favicon');
+    assert.ok(
+      requests.some((u) => u.endsWith('/console/favicon.svg')),
+      'the page serves its own favicon',
+    );
     // Not even the refused sign-ins: the console's session check answers 200 either way.
     assert.deepEqual(consoleErrors, []);
   });

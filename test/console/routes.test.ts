@@ -55,7 +55,7 @@ test('nothing else under /console/ is served', async () => {
   }
 });
 
-test('GET /console/session says whether the token is an auditor\'s, always with 200', async () => {
+test("GET /console/session says whether the token is an auditor's, always with 200", async () => {
   const ask = async (authorization?: string) => {
     const res = await app.request('/console/session', authorization ? { headers: { authorization } } : {});
     assert.equal(res.status, 200);

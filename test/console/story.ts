@@ -39,7 +39,8 @@ export async function runOffboardingStory(s: TestServer, at: (t: string) => void
   await approve(p);
   await decide(execute, 'allow');
   const outcome = await call(s, 'POST', `/v1/executions/${encodeURIComponent(propose.execution_id)}/outcome`, {
-    token: t.pep, body: { status: 'committed', confirmation: 'system_of_record', downstream_ref: 'idp:event:5521' },
+    token: t.pep,
+    body: { status: 'committed', confirmation: 'system_of_record', downstream_ref: 'idp:event:5521' },
   });
   assert.equal(outcome.status, 200, outcome.text);
 }

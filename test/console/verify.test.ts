@@ -29,8 +29,10 @@ test('JCS text of every admitted binding vector', () => {
 });
 
 test('JCS edge cases: escapes, key order by UTF-16 units, numbers, refusals', () => {
-  assert.equal(canonicalize({ b: [1, -0, 1.5, 1e21, 1e-7], a: 'x\u0001\n"\\\u2028é😀', '\u00e9': null, '\ud83d\ude00': true, '\uff01': false }),
-    '{"a":"x\\u0001\\n\\"\\\\\u2028é😀","b":[1,0,1.5,1e+21,1e-7],"é":null,"😀":true,"！":false}');
+  assert.equal(
+    canonicalize({ b: [1, -0, 1.5, 1e21, 1e-7], a: 'x\u0001\n"\\\u2028é😀', '\u00e9': null, '\ud83d\ude00': true, '\uff01': false }),
+    '{"a":"x\\u0001\\n\\"\\\\\u2028é😀","b":[1,0,1.5,1e+21,1e-7],"é":null,"😀":true,"！":false}',
+  );
   assert.throws(() => canonicalize({ a: '\ud800' }));
   assert.throws(() => canonicalize(Number.NaN));
   assert.throws(() => canonicalize({ a: () => 1 }));
@@ -48,7 +50,10 @@ test('leaf hashes of the ledger record vectors', async () => {
 });
 
 test('inclusion proofs of the Merkle vectors reach their roots, and altered ones do not', async () => {
-  const m = vectors('ledger/merkle.json') as { roots: Array<{ size: number; root: string }>; inclusion: Array<{ index: number; size: number; path: string[] }> };
+  const m = vectors('ledger/merkle.json') as {
+    roots: Array<{ size: number; root: string }>;
+    inclusion: Array<{ index: number; size: number; path: string[] }>;
+  };
   const roots = new Map(m.roots.map((r) => [r.size, r.root]));
   const leaf = (i: number) => new Uint8Array(createHash('sha256').update(String(i)).digest());
   let checked = 0;
@@ -56,12 +61,12 @@ test('inclusion proofs of the Merkle vectors reach their roots, and altered ones
     const root = roots.get(v.size);
     if (!root) continue;
     const path = v.path.map(hexBytes);
-    assert.equal('sha256:' + toHex((await rootFromInclusionProof(v.index, v.size, leaf(v.index), path))!), root, `index ${v.index} size ${v.size}`);
+    assert.equal(`sha256:${toHex((await rootFromInclusionProof(v.index, v.size, leaf(v.index), path))!)}`, root, `index ${v.index} size ${v.size}`);
     if (path.length) {
       const bent = path.map((p) => p.slice());
       bent[0]![0]! ^= 1;
       const reached = await rootFromInclusionProof(v.index, v.size, leaf(v.index), bent);
-      assert.notEqual(reached && 'sha256:' + toHex(reached), root);
+      assert.notEqual(reached && `sha256:${toHex(reached)}`, root);
       assert.equal(await rootFromInclusionProof(v.index, v.size, leaf(v.index), path.slice(1)), undefined, 'a short proof is refused');
     }
     checked++;
@@ -77,7 +82,10 @@ test('the checkpoint vector signature verifies with WebCrypto Ed25519; tampering
   assert.equal(await checkCheckpointSignature(cp, keys), undefined);
   assert.equal(await checkCheckpointSignature({ ...cp, size: 999 }, keys), 'bad checkpoint signature');
   assert.match((await checkCheckpointSignature(cp, []))!, /unknown key/);
-  assert.match((await checkCheckpointSignature(cp, [{ key_id: v.key_id, public_key: Buffer.alloc(32, 7).toString('base64') }]))!, /does not match its public key/);
+  assert.match(
+    (await checkCheckpointSignature(cp, [{ key_id: v.key_id, public_key: Buffer.alloc(32, 7).toString('base64') }]))!,
+    /does not match its public key/,
+  );
 });
 
 test('the key in force at a checkpoint: the signed chain of key records, a rotated-out key refused', async () => {
@@ -87,10 +95,19 @@ test('the key in force at a checkpoint: the signed chain of key records, a rotat
     return { privateKey, public_key: raw.toString('base64'), key_id: `ed25519:${createHash('sha256').update(raw).digest('hex').slice(0, 16)}` };
   };
   const sealed = async (body: Record<string, unknown>) => ({ ...body, hash: await leafHash(body) }) as unknown as LedgerRecord;
-  const keyRecord = (seq: number, k: ReturnType<typeof keyPair>, by?: ReturnType<typeof keyPair>) => sealed({
-    v: 1, seq, ts: '2026-08-24T08:30:00Z', kind: 'key', prev: 'sha256:' + '0'.repeat(64), key_id: k.key_id, public_key: k.public_key,
-    signature: by ? sign(null, Buffer.from('writ-key/1\n' + canonicalize({ key_id: k.key_id, public_key: k.public_key })), by.privateKey).toString('base64') : null,
-  });
+  const keyRecord = (seq: number, k: ReturnType<typeof keyPair>, by?: ReturnType<typeof keyPair>) =>
+    sealed({
+      v: 1,
+      seq,
+      ts: '2026-08-24T08:30:00Z',
+      kind: 'key',
+      prev: `sha256:${'0'.repeat(64)}`,
+      key_id: k.key_id,
+      public_key: k.public_key,
+      signature: by
+        ? sign(null, Buffer.from(`writ-key/1\n${canonicalize({ key_id: k.key_id, public_key: k.public_key })}`), by.privateKey).toString('base64')
+        : null,
+    });
   const a = keyPair();
   const b = keyPair();
   const chain = [await keyRecord(0, a), await keyRecord(40, b, a)];

@@ -21,7 +21,14 @@ const ADMIN: Caller = { role: 'admin', name: 'test-admin' };
 
 async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: Sidecar }> {
   const dir = mkdtempSync(join(tmpdir(), 'writ-entity-race-'));
-  const config: WritConfig = { ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0 };
+  const config: WritConfig = {
+    ...DEFAULTS,
+    tokens: [],
+    policy_dir: join(REPO, 'policies'),
+    data_dir: join(dir, 'data'),
+    evaluator_threads: 0,
+    http_threads: 0,
+  };
   const store = await Store.open({ dataDir: config.data_dir });
   const sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
   await sidecar.recordStartup();
@@ -46,7 +53,8 @@ async function replayEntities(store: Store): Promise<Array<{ seq: number; named:
     const key = `${r.uid.type}::${JSON.stringify(r.uid.id)}`;
     if (r.deleted) held.delete(key);
     else held.set(key, { uid: r.uid, attrs: r.attrs, parents: r.parents });
-    if (records[i + 1]?.entities_version !== r.entities_version) out.push({ seq: r.seq, named: r.entities_version, actual: entitiesVersionOf([...held.values()]) });
+    if (records[i + 1]?.entities_version !== r.entities_version)
+      out.push({ seq: r.seq, named: r.entities_version, actual: entitiesVersionOf([...held.values()]) });
   });
   return out;
 }
@@ -59,7 +67,7 @@ test('concurrent admin changes of different entities: every acknowledged change 
     for (const c of changes) assert.deepEqual((await sidecar.getEntity(c.type, c.id)).attrs, { level: c.level }, `${c.id} in round ${round}`);
   }
   for (const r of await replayEntities(store)) assert.equal(r.named, r.actual, `entity record ${r.seq} names the version the ledger gives`);
-  assert.equal(sidecar.entities.version, (await replayEntities(store)).at(-1)!.actual, 'the live entities are the ledger\'s');
+  assert.equal(sidecar.entities.version, (await replayEntities(store)).at(-1)!.actual, "the live entities are the ledger's");
 });
 
 test('an approval given while a change of its subject lands binds the subject as it is after that change (it stays valid)', async (t) => {
@@ -67,7 +75,13 @@ test('an approval given while a change of its subject lands binds the subject as
   const body = offboardingBody({ execution_id: 'OFF-9100:disable' });
   const proposed = await sidecar.decide(PEP, JSON.stringify(body));
   const subject = await sidecar.getEntity('Employee', '7721');
-  const approval = JSON.stringify({ actor: body.envelope.actor, execution_id: body.execution_id, binding: proposed.binding, envelope_digest: proposed.envelope_digest, expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+  const approval = JSON.stringify({
+    actor: body.envelope.actor,
+    execution_id: body.execution_id,
+    binding: proposed.binding,
+    envelope_digest: proposed.envelope_digest,
+    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+  });
   // The change is staged (in the store's open batch, not durable yet) when the approval is written.
   const change = sidecar.putEntity(ADMIN, 'Employee', '7721', JSON.stringify({ attrs: { ...subject.attrs, note: 'changed' }, parents: subject.parents }));
   for (let i = 0; i < 1000 && sidecar.entities.settled; i++) await Promise.resolve();
@@ -75,7 +89,9 @@ test('an approval given while a change of its subject lands binds the subject as
   const given = sidecar.approve(HR, approval);
   await change;
   const { approval_id } = (await given) as { approval_id: string };
-  const view = (await sidecar.getExecution(PEP.actor!, body.execution_id)) as { approvals: Array<{ approval_id: string; valid: boolean; invalid_reason?: string }> };
+  const view = (await sidecar.getExecution(PEP.actor!, body.execution_id)) as {
+    approvals: Array<{ approval_id: string; valid: boolean; invalid_reason?: string }>;
+  };
   const mine = view.approvals.find((a) => a.approval_id === approval_id)!;
   assert.equal(mine.valid, true, `the approval was given after the change it follows: ${JSON.stringify(mine)}`);
 });

@@ -19,14 +19,16 @@ import type { EntityJson } from '../../src/policy/entities.js';
 import { call, REPO, startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { newDeployment, startReplicas, type Deployment } from '../replicas/helpers.js';
 
 const t = TEST_TOKENS;
 const user = (id: string, name: string): EntityJson => ({ uid: { type: 'User', id }, attrs: { name }, parents: [] });
 
 test('entitiesFileChanges: seeds what is missing; then only what the edit changed, not what an admin changed', () => {
-  const a = user('a', 'A'), b = user('b', 'B'), c = user('c', 'C');
+  const a = user('a', 'A'),
+    b = user('b', 'B'),
+    c = user('c', 'C');
   const held = new Map<string, EntityJson>();
   const holds = (k: string) => held.get(k);
   // Nothing applied yet: seed what the store does not hold.
@@ -66,13 +68,18 @@ test('one sidecar: an edit of another entity keeps an admin change; an edit made
     const put = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ legal_hold: true }) });
     assert.equal(put.status, 200, put.text);
     // Someone adds a new hire to entities.json: applied, and the legal hold stays.
-    const entityRecords = async () => (await call(s!, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records as Array<{ uid: { id: string } }>;
+    const entityRecords = async () =>
+      (await call(s!, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records as Array<{ uid: { id: string } }>;
     const seeded = (await entityRecords()).length;
     editFile(dir, (es) => es.push(user('new-hire', 'N')));
     await until(async () => (await call(s!, 'GET', '/v1/entities/User/new-hire', { token: t.admin })).status === 200 || undefined, 'the new hire');
-    assert.equal((await employee(s)).attrs.legal_hold, true, 'the admin\'s legal hold survives an unrelated edit');
-    assert.deepEqual((await entityRecords()).slice(seeded).map((r) => r.uid.id), ['new-hire'], 'the edit is one record: the new hire');
-    assert.equal((await s.stop({ keepData: true })), 0);
+    assert.equal((await employee(s)).attrs.legal_hold, true, "the admin's legal hold survives an unrelated edit");
+    assert.deepEqual(
+      (await entityRecords()).slice(seeded).map((r) => r.uid.id),
+      ['new-hire'],
+      'the edit is one record: the new hire',
+    );
+    assert.equal(await s.stop({ keepData: true }), 0);
     s = undefined;
 
     // While stopped: the file renames the manager. At the next start the edit is applied; the hold stays.
@@ -86,7 +93,7 @@ test('one sidecar: an edit of another entity keeps an admin change; an edit made
     assert.equal((await employee(s)).attrs.legal_hold, true);
     // A restart with the file unchanged changes nothing.
     const before = (await call(s, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records.length;
-    assert.equal((await s.stop({ keepData: true })), 0);
+    assert.equal(await s.stop({ keepData: true }), 0);
     s = await startTestServer({ policyDir: dir, dataDir });
     assert.equal((await call(s, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records.length, before);
   } finally {
@@ -103,8 +110,13 @@ test('an edit the schema refuses is refused while running, once, and ledgered; t
   writeFileSync(join(dir, 'entities.json'), JSON.stringify([doc('d1', false)]));
   let s: TestServer | undefined = await startTestServer({ policyDir: dir });
   const dataDir = s.dataDir;
-  const rejections = async () => ((await call(s!, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records as Array<{ result: string; error?: { code: string; message: string } }>)
-    .filter((r) => r.result === 'rejected');
+  const rejections = async () =>
+    (
+      (await call(s!, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records as Array<{
+        result: string;
+        error?: { code: string; message: string };
+      }>
+    ).filter((r) => r.result === 'rejected');
   try {
     for (const [bad, detail] of [
       [[doc('d1', false), { uid: { type: 'Nope', id: 'x' }, attrs: {}, parents: [] }], /Nope/],
@@ -116,7 +128,9 @@ test('an edit the schema refuses is refused while running, once, and ledgered; t
       assert.equal(refused.error?.code, 'POLICY_INVALID');
       assert.match(refused.error!.message, /entities\.json not applied/);
       assert.match(refused.error!.message, detail);
-      // Two more polls: the same refused text is not judged (or ledgered) again.
+      // Two more polls: the same refused text is not judged (or ledgered) again. A fixed wait, kept: a poll that
+      // finds nothing new leaves no trace to wait on (no record, log line or metric), and what is tested is
+      // that nothing happens on those polls.
       await new Promise((r) => setTimeout(r, 600));
       assert.equal((await rejections()).length, before + 1, 'one refusal per edit');
       assert.equal((await call(s, 'GET', '/v1/entities/Nope/x', { token: t.admin })).status, 404, 'the undeclared entity is not taken');
@@ -153,9 +167,13 @@ test('replicas: an edit is applied once; the replica that polls last does not un
       e.attrs = { ...e.attrs, status: 'file-edit' };
     });
     await until(async () => (await employee(r1!)).attrs.status === 'file-edit' || undefined, 'the first replica applies the edit');
-    const put = await call(r1!, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ status: 'admin-after-edit', legal_hold: true }) });
+    const put = await call(r1!, 'PUT', '/v1/entities/Employee/7721', {
+      token: t.admin,
+      body: offboardingEmployee({ status: 'admin-after-edit', legal_hold: true }),
+    });
     assert.equal(put.status, 200, put.text);
-    // Give the second replica two of its polls (a change is loaded once two polls in a row agree).
+    // Give the second replica two of its polls (a change is loaded once two polls in a row agree). A fixed wait,
+    // kept: those polls must change nothing, and a poll that changes nothing leaves no trace to wait on.
     await new Promise((r) => setTimeout(r, 7000));
     for (const r of [r1!, r2!]) {
       const e = await employee(r);
@@ -163,7 +181,11 @@ test('replicas: an edit is applied once; the replica that polls last does not un
       assert.equal(e.attrs.legal_hold, true);
     }
     const records = (await call(r2!, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor })).body.records;
-    assert.equal(records.filter((r: { source: string; attrs?: { status?: string } }) => r.source === 'file' && r.attrs?.status === 'file-edit').length, 1, 'the edit is ledgered once');
+    assert.equal(
+      records.filter((r: { source: string; attrs?: { status?: string } }) => r.source === 'file' && r.attrs?.status === 'file-edit').length,
+      1,
+      'the edit is ledgered once',
+    );
   } finally {
     for (const r of [r1, r2]) await r?.stop();
     d.remove();

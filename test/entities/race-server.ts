@@ -16,7 +16,11 @@ export function startRaceServer(evaluatorToken: string): Promise<TestServer> {
 }
 
 /** The AuthZEN question both tests ask: may the offboarding agent disable Employee 7721's sign-in? */
-export const AUTHZEN_QUESTION = { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } };
+export const AUTHZEN_QUESTION = {
+  subject: { type: 'Agent', id: 'offboarding-agent-prod' },
+  action: { name: 'idp/disable_sign_in' },
+  resource: { type: 'Employee', id: '7721' },
+};
 
 /**
  * The decisions of an export (JSON Lines) that name another entities_version than the one in force at
@@ -32,7 +36,8 @@ export function staleDecisions(exportText: string): { decisions: number; stale: 
     if (r.kind === 'entity') inForce = r.entities_version;
     if (r.kind !== 'decision') continue;
     decisions++;
-    if (inForce !== undefined && r.entities_version !== inForce) stale.push(`seq ${r.seq} (${r.api ?? 'mcp'}) names ${r.entities_version}, in force ${inForce}`);
+    if (inForce !== undefined && r.entities_version !== inForce)
+      stale.push(`seq ${r.seq} (${r.api ?? 'mcp'}) names ${r.entities_version}, in force ${inForce}`);
   }
   return { decisions, stale };
 }

@@ -14,6 +14,7 @@ import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { EntityStore } from '../../src/entities/entity-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
+import { nextTurn } from '../helpers/wait.js';
 
 const EVALUATOR = 'starvation-evaluator';
 
@@ -36,9 +37,10 @@ test('decisions and evaluations are answered while an admin rewrites an entity a
     let answered = 0;
     const askers = Array.from({ length: 4 }, async (_, w) => {
       for (let i = 0; i < 40; i++) {
-        const r = w % 2 === 0
-          ? await call(server, 'POST', '/access/v1/evaluation', { token: EVALUATOR, body: authzen })
-          : await call(server, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `STARVE-${w}-${i}:x` }) });
+        const r =
+          w % 2 === 0
+            ? await call(server, 'POST', '/access/v1/evaluation', { token: EVALUATOR, body: authzen })
+            : await call(server, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `STARVE-${w}-${i}:x` }) });
         if (r.status === 200) answered++;
         else failures.push(`${r.status} ${r.text}`);
       }
@@ -64,11 +66,12 @@ test('EntityStore.hold(): entity writers wait until every hold is released, each
   const second = entities.hold();
   let writerWent = false;
   const writer = entities.unheld().then(() => (writerWent = true));
-  await new Promise((r) => setTimeout(r, 20));
+  // Only a release resolves unheld() (through promises): after a turn of the event loop it would have.
+  await nextTurn();
   assert.equal(writerWent, false, 'held: the writer waits');
   first();
   first(); // a second call of one release does not release another hold
-  await new Promise((r) => setTimeout(r, 20));
+  await nextTurn();
   assert.equal(writerWent, false, 'still held by the second');
   second();
   await writer;

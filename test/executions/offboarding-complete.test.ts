@@ -74,7 +74,13 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
   assert.equal((await call(s, 'GET', `/v1/executions/OFF-2048:a?actor=${ACTOR}`, { token: t().approver2 })).status, 404);
   const approval = await call(s, 'POST', '/v1/approvals', {
     token: t().approver,
-    body: { actor: a.envelope.actor, execution_id: a.execution_id, binding: proposed.binding, envelope_digest: proposed.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
+    body: {
+      actor: a.envelope.actor,
+      execution_id: a.execution_id,
+      binding: proposed.binding,
+      envelope_digest: proposed.envelope_digest,
+      expires_at: '2026-08-24T23:00:00+07:00',
+    },
   });
   assert.equal(approval.status, 201, approval.text);
   assert.deepEqual((await record(approval.body.record.seq)).caller, { role: 'approver', name: nameOf(t().approver) });
@@ -97,7 +103,13 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
 
   // Tool events while A is invoking: one record each, in order; malformed ones refused before any record.
   const events = await call(s, 'POST', '/v1/executions/OFF-2048:a/events', {
-    token: t().pep, body: { events: [{ type: 'idp.session:revoked', data: { sessions: 3 } }, { type: 'mailbox.locked', data: 'ok' }] },
+    token: t().pep,
+    body: {
+      events: [
+        { type: 'idp.session:revoked', data: { sessions: 3 } },
+        { type: 'mailbox.locked', data: 'ok' },
+      ],
+    },
   });
   assert.equal(events.status, 200, events.text);
   assert.equal(events.body.records.length, 2);
@@ -112,28 +124,44 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
   assert.equal(lossy.status, 400);
   assert.equal(lossy.body.error.code, 'BINDING_LOSSY_NUMBER');
   assert.equal(lossy.body.error.path, '/events/0/data/n');
-  const tooMany = await call(s, 'POST', '/v1/executions/OFF-2048:a/events', { token: t().pep, body: { events: Array.from({ length: 101 }, () => ({ type: 'x', data: null })) } });
+  const tooMany = await call(s, 'POST', '/v1/executions/OFF-2048:a/events', {
+    token: t().pep,
+    body: { events: Array.from({ length: 101 }, () => ({ type: 'x', data: null })) },
+  });
   assert.equal(tooMany.status, 400);
-  assert.equal((await call(s, 'POST', '/v1/executions/OFF-2048:a/events', { token: t().pep2, body: { events: [{ type: 'x', data: 1 }] } })).status, 404, "another PEP's execution is not found");
+  assert.equal(
+    (await call(s, 'POST', '/v1/executions/OFF-2048:a/events', { token: t().pep2, body: { events: [{ type: 'x', data: 1 }] } })).status,
+    404,
+    "another PEP's execution is not found",
+  );
 
   // The queue: A is invoking; not yet stuck, so a reconciler cannot end it.
   const queue = await call(s, 'GET', '/v1/executions?state=invoking', { token: t().reconciler });
   assert.equal(queue.status, 200, queue.text);
-  assert.deepEqual(queue.body.executions.map((e: { execution_id: string }) => e.execution_id), ['OFF-2048:a']);
+  assert.deepEqual(
+    queue.body.executions.map((e: { execution_id: string }) => e.execution_id),
+    ['OFF-2048:a'],
+  );
   assert.equal(queue.body.executions[0].tool, 'disable_sign_in');
   assert.equal(queue.body.executions[0].since, '2026-08-24T10:05:00.000Z');
   assert.equal(queue.body.next, null);
   assert.equal((await call(s, 'GET', '/v1/executions?state=invoking&older_than_s=60', { token: t().auditor })).body.executions.length, 0);
   assert.equal((await call(s, 'GET', '/v1/executions?state=invoking', { token: t().pep })).status, 403);
   assert.equal((await call(s, 'GET', '/v1/executions?state=committed', { token: t().reconciler })).status, 400);
-  const early = await call(s, 'POST', `/v1/executions/OFF-2048:a/reconcile?actor=${ACTOR}`, { token: t().reconciler, body: { resolution: 'committed', evidence_ref: 'hris:audit:1' } });
+  const early = await call(s, 'POST', `/v1/executions/OFF-2048:a/reconcile?actor=${ACTOR}`, {
+    token: t().reconciler,
+    body: { resolution: 'committed', evidence_ref: 'hris:audit:1' },
+  });
   assert.equal(early.status, 409);
   assert.equal(early.body.error.code, 'EXECUTION_NOT_UNKNOWN');
 
   // 15 minutes on, A is stuck: listed as older than 900 s, and a reconciler ends it.
   at('2026-08-24T17:20:00+07:00');
   assert.equal((await call(s, 'GET', '/v1/executions?state=invoking&older_than_s=900', { token: t().reconciler })).body.executions.length, 1);
-  const reconciled = await call(s, 'POST', `/v1/executions/OFF-2048:a/reconcile?actor=${ACTOR}`, { token: t().reconciler, body: { resolution: 'committed', evidence_ref: 'hris:audit:1' } });
+  const reconciled = await call(s, 'POST', `/v1/executions/OFF-2048:a/reconcile?actor=${ACTOR}`, {
+    token: t().reconciler,
+    body: { resolution: 'committed', evidence_ref: 'hris:audit:1' },
+  });
   assert.equal(reconciled.status, 200, reconciled.text);
   assert.equal(reconciled.body.state, 'reconciled');
   assert.deepEqual((await record(reconciled.body.record.seq)).caller, { role: 'reconciler', name: nameOf(t().reconciler) });
@@ -150,18 +178,27 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
   // Correlation: the decisions of one task, and of one trace.
   const byTask = await call(s, 'GET', '/v1/ledger/records?task_id=OFF-2048', { token: t().auditor });
   assert.equal(byTask.status, 200, byTask.text);
-  assert.deepEqual(byTask.body.records.map((r: { execution_id: string }) => r.execution_id), ['OFF-2048:a', 'OFF-2048:a', 'OFF-2048:b', 'OFF-2048:c']);
+  assert.deepEqual(
+    byTask.body.records.map((r: { execution_id: string }) => r.execution_id),
+    ['OFF-2048:a', 'OFF-2048:a', 'OFF-2048:b', 'OFF-2048:c'],
+  );
   const byTrace = await call(s, 'GET', '/v1/ledger/records?trace_id=4bf92f3577b34da6a3ce929d0e0e4736&kind=decision', { token: t().auditor });
   assert.equal(byTrace.body.records.length, 4, byTrace.text);
   assert.deepEqual((await call(s, 'GET', '/v1/ledger/records?task_id=OFF-9999', { token: t().auditor })).body, { records: [], next: null });
   assert.equal((await call(s, 'GET', '/v1/ledger/records?trace_id=xyz', { token: t().auditor })).status, 400);
 
   // Confirmation by the system of record: a committed, tool-reported outcome, once.
-  const read = { execution_id: 'read-1', phase: 'execute' as const, envelope: { ...a.envelope, execute_after: undefined, authoritative_event: undefined }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } };
+  const read = {
+    execution_id: 'read-1',
+    phase: 'execute' as const,
+    envelope: { ...a.envelope, execute_after: undefined, authoritative_event: undefined },
+    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+  };
   const readDecision = await decide(read);
   assert.equal(readDecision.decision, 'allow', JSON.stringify(readDecision));
   assert.equal((await call(s, 'POST', '/v1/executions/read-1/outcome', { token: t().pep, body: { status: 'committed' } })).status, 200);
-  const confirm = (id: string) => call(s, 'POST', `/v1/executions/${id}/confirm?actor=${ACTOR}`, { token: t().reconciler, body: { evidence_ref: 'hris:employee:7721@version-45' } });
+  const confirm = (id: string) =>
+    call(s, 'POST', `/v1/executions/${id}/confirm?actor=${ACTOR}`, { token: t().reconciler, body: { evidence_ref: 'hris:employee:7721@version-45' } });
   const confirmed = await confirm('read-1');
   assert.equal(confirmed.status, 200, confirmed.text);
   const confirmation = await record(confirmed.body.record.seq);
@@ -178,7 +215,8 @@ test('§17: callers named, one run per consequence, events, the queue, stuck rec
 test('§17: the queue pages oldest first, `next` going back as `from`', async () => {
   at('2026-08-24T18:00:00+07:00');
   const read = (id: string, n: number) => ({
-    execution_id: id, phase: 'execute' as const,
+    execution_id: id,
+    phase: 'execute' as const,
     envelope: { ...offboardingBody().envelope, execute_after: undefined, authoritative_event: undefined },
     action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721', n } },
   });
@@ -187,15 +225,28 @@ test('§17: the queue pages oldest first, `next` going back as `from`', async ()
   assert.equal((await decide(read('q-2', 2))).state, 'invoking');
   const first = await call(s, 'GET', '/v1/executions?state=invoking&limit=1', { token: t().reconciler });
   assert.equal(first.status, 200, first.text);
-  assert.deepEqual(first.body.executions.map((e: { execution_id: string }) => e.execution_id), ['q-1']);
+  assert.deepEqual(
+    first.body.executions.map((e: { execution_id: string }) => e.execution_id),
+    ['q-1'],
+  );
   assert.equal(typeof first.body.next, 'string');
   const second = await call(s, 'GET', `/v1/executions?state=invoking&limit=1&from=${first.body.next}`, { token: t().reconciler });
-  assert.deepEqual(second.body.executions.map((e: { execution_id: string }) => e.execution_id), ['q-2']);
+  assert.deepEqual(
+    second.body.executions.map((e: { execution_id: string }) => e.execution_id),
+    ['q-2'],
+  );
   assert.equal(second.body.next, null);
   assert.equal((await call(s, 'GET', '/v1/executions?state=invoking&from=bogus', { token: t().reconciler })).status, 400);
   // Ended by their outcomes, they leave the queue.
-  for (const id of ['q-1', 'q-2']) assert.equal((await call(s, 'POST', `/v1/executions/${id}/outcome`, { token: t().pep, body: { status: 'unknown' } })).status, 200);
+  for (const id of ['q-1', 'q-2'])
+    assert.equal((await call(s, 'POST', `/v1/executions/${id}/outcome`, { token: t().pep, body: { status: 'unknown' } })).status, 200);
   assert.equal((await call(s, 'GET', '/v1/executions?state=invoking', { token: t().reconciler })).body.executions.length, 0);
   const unknown = await call(s, 'GET', '/v1/executions?state=unknown', { token: t().auditor });
-  assert.deepEqual(unknown.body.executions.map((e: { execution_id: string; since: string }) => [e.execution_id, e.since]), [['q-1', '2026-08-24T11:01:00.000Z'], ['q-2', '2026-08-24T11:01:00.000Z']]);
+  assert.deepEqual(
+    unknown.body.executions.map((e: { execution_id: string; since: string }) => [e.execution_id, e.since]),
+    [
+      ['q-1', '2026-08-24T11:01:00.000Z'],
+      ['q-2', '2026-08-24T11:01:00.000Z'],
+    ],
+  );
 });

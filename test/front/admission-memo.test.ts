@@ -82,9 +82,18 @@ test('a refused body is refused every time: nothing of it is kept', () => {
   // A duplicate key inside an otherwise remembered action is still refused.
   admitDecision(caller, `{"execution_id":"d-0","phase":"execute","envelope":${envelopes[0]},"action":${actions[0]}}`);
   const duplicated = actions[0]!.replace('"limit":1', '"limit":1,"limit":1');
-  assert.throws(() => admitDecision(caller, `{"execution_id":"d-1","phase":"execute","envelope":${envelopes[0]},"action":${duplicated}}`), { code: 'BINDING_DUPLICATE_KEY' });
+  assert.throws(() => admitDecision(caller, `{"execution_id":"d-1","phase":"execute","envelope":${envelopes[0]},"action":${duplicated}}`), {
+    code: 'BINDING_DUPLICATE_KEY',
+  });
   // So is an envelope the schema refuses, or another actor's.
-  assert.throws(() => admitDecision(caller, `{"execution_id":"d-2","phase":"execute","envelope":${envelopes[0]!.replace('offboarding-agent-prod', 'someone-else')},"action":${actions[0]}}`), { code: 'ACTOR_MISMATCH' });
+  assert.throws(
+    () =>
+      admitDecision(
+        caller,
+        `{"execution_id":"d-2","phase":"execute","envelope":${envelopes[0]!.replace('offboarding-agent-prod', 'someone-else')},"action":${actions[0]}}`,
+      ),
+    { code: 'ACTOR_MISMATCH' },
+  );
 });
 
 test('views shared between requests cannot be changed by one of them', () => {

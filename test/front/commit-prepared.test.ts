@@ -33,13 +33,20 @@ const shared = (r: Record<string, unknown>) => Object.fromEntries(Object.entries
 async function openSidecar(prefix: string): Promise<{ config: WritConfig; store: Store; sidecar: Sidecar; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const config: WritConfig = {
-    ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), evaluator_threads: 0, http_threads: 0,
+    ...DEFAULTS,
+    tokens: [],
+    policy_dir: join(REPO, 'policies'),
+    data_dir: join(dir, 'data'),
+    evaluator_threads: 0,
+    http_threads: 0,
   };
   const store = await Store.open({ dataDir: config.data_dir });
   const sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
   await sidecar.recordStartup();
   return {
-    config, store, sidecar,
+    config,
+    store,
+    sidecar,
     async close() {
       await sidecar.close();
       await store.close();
@@ -57,7 +64,13 @@ describe('Sidecar.commitPrepared', () => {
   before(async () => {
     opened = await openSidecar('writ-commit-prepared-');
     ({ store, sidecar } = opened);
-    front = { engine: new PolicyEngine(loadPolicyDir(opened.config.policy_dir)), entities: sidecar.entities, clockFile: null, limits: DEFAULT_ADMISSION_LIMITS, evaluate: (e, i) => e.decide(i) };
+    front = {
+      engine: new PolicyEngine(loadPolicyDir(opened.config.policy_dir)),
+      entities: sidecar.entities,
+      clockFile: null,
+      limits: DEFAULT_ADMISSION_LIMITS,
+      evaluate: (e, i) => e.decide(i),
+    };
   });
   after(() => opened?.close());
 
@@ -83,7 +96,7 @@ describe('Sidecar.commitPrepared', () => {
   });
 
   test('entities that moved since the front evaluated: decided again, on the entities in force', async () => {
-    const stale: FrontState = { ...front, entities: { get: (k) => sidecar.entities.get(k), version: 'sha256:' + '0'.repeat(64) } };
+    const stale: FrontState = { ...front, entities: { get: (k) => sidecar.entities.get(k), version: `sha256:${'0'.repeat(64)}` } };
     const prepared = (await prepareDecision(stale, CALLER, read('front-2'), 0))!;
     const commit = await sidecar.commitPrepared(prepared.ask);
     assert.ok('response' in commit, 'not committed as prepared');
@@ -127,7 +140,12 @@ describe('Sidecar.commitPrepared', () => {
   });
 
   test('a supersedes is left to the sidecar', async () => {
-    const body = offboardingBody({ execution_id: 'front-5', phase: 'execute', envelope: { supersedes: 'front-4' }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+    const body = offboardingBody({
+      execution_id: 'front-5',
+      phase: 'execute',
+      envelope: { supersedes: 'front-4' },
+      action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+    });
     assert.equal(await prepareDecision(front, CALLER, JSON.stringify(body), 0), undefined);
   });
 });
@@ -138,7 +156,11 @@ describe('AuthzenService.recordPrepared', () => {
   let sidecar: Sidecar;
   let service: AuthzenService;
   const EVALUATOR: Caller = { role: 'evaluator', name: 'test-evaluator' };
-  const text = JSON.stringify({ subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'read' }, resource: { type: 'Employee', id: '7721' } });
+  const text = JSON.stringify({
+    subject: { type: 'Agent', id: 'offboarding-agent-prod' },
+    action: { name: 'read' },
+    resource: { type: 'Employee', id: '7721' },
+  });
   // An outcome the bundled policies never give for this request (they name no AuthZEN action): it shows
   // whether the sidecar recorded the front's outcome or evaluated the request itself.
   const fabricated: DecisionOutcome = { decision: 'allow', reasons: ['as-the-front-evaluated'], errors: [], obligations: [] };
@@ -168,17 +190,23 @@ describe('AuthzenService.recordPrepared', () => {
     const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared())) as any;
     assert.deepEqual([answer.decision, answer.context.reasons], [true, ['as-the-front-evaluated']]);
     const r = await recordOf(answer.context.decision_id);
-    assert.deepEqual([r.api, r.decision, r.reasons, r.now, r.entities_version], ['authzen', 'allow', ['as-the-front-evaluated'], '2026-08-24T08:30:00.000Z', sidecar.entities.version]);
+    assert.deepEqual(
+      [r.api, r.decision, r.reasons, r.now, r.entities_version],
+      ['authzen', 'allow', ['as-the-front-evaluated'], '2026-08-24T08:30:00.000Z', sidecar.entities.version],
+    );
     assert.equal(r.hash, recordHash(r));
   });
 
   test('entities or a policy set that moved since the front evaluated: evaluated again by the sidecar', async () => {
     const own = (await service.evaluate(EVALUATOR, text, false)) as any;
-    for (const over of [{ entitiesVersion: 'sha256:' + '0'.repeat(64) }, { policyVersion: 'sha256:' + '1'.repeat(64) }]) {
+    for (const over of [{ entitiesVersion: `sha256:${'0'.repeat(64)}` }, { policyVersion: `sha256:${'1'.repeat(64)}` }]) {
       const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared(over))) as any;
       assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons], JSON.stringify(over));
       const r = await recordOf(answer.context.decision_id);
-      assert.deepEqual([r.decision, r.entities_version, r.policy_version], [own.decision ? 'allow' : 'deny', sidecar.entities.version, sidecar.engine.policyVersion]);
+      assert.deepEqual(
+        [r.decision, r.entities_version, r.policy_version],
+        [own.decision ? 'allow' : 'deny', sidecar.entities.version, sidecar.engine.policyVersion],
+      );
     }
   });
 
@@ -198,6 +226,11 @@ describe('AuthzenService.recordPrepared', () => {
     // The members as the sidecar's own path builds them (authzenRecordOf), field for field.
     const request = admitAuthzen(EVALUATOR, text, false, DEFAULT_ADMISSION_LIMITS);
     const versions = { policy_version: sidecar.engine.policyVersion, entities_version: sidecar.entities.version };
-    assert.deepEqual(own, JSON.parse(JSON.stringify(authzenRecordOf(request.evaluations[0]!, fabricated, answer.context.decision_id, EVALUATOR, versions, '2026-08-24T08:30:00.000Z'))));
+    assert.deepEqual(
+      own,
+      JSON.parse(
+        JSON.stringify(authzenRecordOf(request.evaluations[0]!, fabricated, answer.context.decision_id, EVALUATOR, versions, '2026-08-24T08:30:00.000Z')),
+      ),
+    );
   });
 });

@@ -31,7 +31,12 @@ const delta = (a: Counts, b: Counts): Counts => ({ hit: b.hit - a.hit, miss: b.m
 
 /** A read of Employee 7721 under a fresh execution id; `task` varies only what the added forbid reads. */
 const read = (id: string, task = 'OFF-2048') =>
-  offboardingBody({ execution_id: id, phase: 'execute', envelope: { task_id: task }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+  offboardingBody({
+    execution_id: id,
+    phase: 'execute',
+    envelope: { task_id: task },
+    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+  });
 
 describe('evaluation counts on /metrics', () => {
   let dir: string;
@@ -42,7 +47,10 @@ describe('evaluation counts on /metrics', () => {
     cpSync(join(REPO, 'policies'), dir, { recursive: true });
     // A policy that reads a context string (as the bench's does): a decision whose task_id is new each
     // time is then answered from a residual program rather than the memo.
-    writeFileSync(join(dir, 'blocked-task.cedar'), '@id("blocked-task")\nforbid (principal, action == Action::"hris/read_employee", resource)\nwhen { context.task_id like "*-blocked" };\n');
+    writeFileSync(
+      join(dir, 'blocked-task.cedar'),
+      '@id("blocked-task")\nforbid (principal, action == Action::"hris/read_employee", resource)\nwhen { context.task_id like "*-blocked" };\n',
+    );
     const [fronts, plain] = await Promise.all([
       startTestServer({ policyDir: dir, config: { http_threads: 1 } }),
       startTestServer({ policyDir: dir, config: { http_threads: 0 } }),

@@ -14,7 +14,12 @@ const message = () => {
   return {
     method: 'POST',
     url: '/v1/executions/E-1/outcome?x=1',
-    headers: [['authorization', 'Bearer t'], ['content-type', 'application/json'], ['x-dup', 'a'], ['x-dup', 'b']] as Array<[string, string]>,
+    headers: [
+      ['authorization', 'Bearer t'],
+      ['content-type', 'application/json'],
+      ['x-dup', 'a'],
+      ['x-dup', 'b'],
+    ] as Array<[string, string]>,
     body: whole.subarray(2, whole.length - 2),
   };
 };
@@ -47,7 +52,14 @@ test('every other Request member is a real Request made from the same message', 
 
 test('a Hono app routes and reads it as it reads a web Request', async () => {
   const app = new Hono();
-  app.post('/v1/executions/:id/outcome', async (c) => c.json({ id: c.req.param('id'), x: c.req.query('x'), auth: c.req.header('authorization'), body: await c.req.raw.arrayBuffer().then((b) => new TextDecoder().decode(b)) }));
+  app.post('/v1/executions/:id/outcome', async (c) =>
+    c.json({
+      id: c.req.param('id'),
+      x: c.req.query('x'),
+      auth: c.req.header('authorization'),
+      body: await c.req.raw.arrayBuffer().then((b) => new TextDecoder().decode(b)),
+    }),
+  );
   const fromMessage = await app.fetch(forwardedRequest(message()));
   const m = message();
   const fromWeb = await app.fetch(new Request(`http://127.0.0.1${m.url}`, { method: m.method, headers: m.headers, body: m.body }));

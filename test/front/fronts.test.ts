@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
@@ -25,7 +25,12 @@ const FRONTS = 2;
 const ACTOR = offboardingBody().envelope.actor;
 
 const readBody = (id: string, phase: 'propose' | 'execute' = 'execute', subject = '7721') =>
-  offboardingBody({ execution_id: id, phase, envelope: { subject: { type: 'Employee', id: subject } }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: subject } } });
+  offboardingBody({
+    execution_id: id,
+    phase,
+    envelope: { subject: { type: 'Employee', id: subject } },
+    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: subject } },
+  });
 
 /** What must be equal between two servers' answers: everything but ids, ledger positions and hashes. */
 const VOLATILE = new Set(['decision_id', 'approval_id', 'approval_used', 'seq', 'ts', 'prev', 'hash', 'record', 'records', 'created_at', 'revoked_at']);
@@ -52,7 +57,11 @@ function verifyExport(text: string, keys: unknown, checkpoint: unknown): { statu
     writeFileSync(join(dir, 'export.jsonl'), text);
     writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys));
     writeFileSync(join(dir, 'cp.json'), JSON.stringify(checkpoint));
-    const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')],
+      { encoding: 'utf8' },
+    );
     let out: any;
     try {
       out = JSON.parse(r.stdout);
@@ -92,7 +101,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('the log names the fronts; the plain server has none', () => {
     // The fronts' line comes before the listening line, which scripts wait for and which stays as it was.
-    assert.match(fronts.output(), new RegExp(`writ serve: ${FRONTS} HTTP front ${FRONT_KIND} \\(http_threads\\)[^\\n]*\\nwrit serve: listening on http://127\\.0\\.0\\.1:\\d+\\n`), fronts.output());
+    assert.match(
+      fronts.output(),
+      new RegExp(`writ serve: ${FRONTS} HTTP front ${FRONT_KIND} \\(http_threads\\)[^\\n]*\\nwrit serve: listening on http://127\\.0\\.0\\.1:\\d+\\n`),
+      fronts.output(),
+    );
     assert.doesNotMatch(plain.output(), /HTTP front/, plain.output());
   });
 
@@ -103,7 +116,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const from = (await exportLedger(s)).records.length;
       const steps: Step[] = [];
       const step = async (method: string, path: string, token: string, body: unknown) => {
-        const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(s.url + path, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const text = await res.text();
         const parsed = JSON.parse(text);
         steps.push({ status: res.status, body: parsed, contentType: res.headers.get('content-type') });
@@ -117,7 +134,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const p = await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off' })); // approval_required
       setClock('2026-08-24T15:40:00+07:00');
       await step('POST', '/v1/approvals', t.approver, {
-        actor: ACTOR, execution_id: 'SEQ-off', binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00',
+        actor: ACTOR,
+        execution_id: 'SEQ-off',
+        binding: p.binding,
+        envelope_digest: p.envelope_digest,
+        expires_at: '2026-08-24T20:00:00+07:00',
       });
       setClock('2026-08-24T17:05:00+07:00');
       await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off', phase: 'execute' })); // allow with the approval
@@ -133,27 +154,55 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     assert.deepEqual(
       a.steps.map((x) => [x.status, x.body.decision ?? x.body.error?.code ?? x.body.state, x.body.state]),
       [
-        [200, 'allow', 'proposed'], [200, 'allow', 'invoking'], [200, 'deny', 'proposed'], [200, 'deny', 'proposed'], [200, 'approval_required', 'proposed'],
-        [201, undefined, undefined], [200, 'allow', 'invoking'], [409, 'EXECUTION_IN_FLIGHT', undefined], [200, 'committed', 'committed'],
-        [409, 'EXECUTION_IN_FLIGHT', undefined], [409, 'EXECUTION_CONFLICT', undefined], [403, 'ACTOR_MISMATCH', undefined],
+        [200, 'allow', 'proposed'],
+        [200, 'allow', 'invoking'],
+        [200, 'deny', 'proposed'],
+        [200, 'deny', 'proposed'],
+        [200, 'approval_required', 'proposed'],
+        [201, undefined, undefined],
+        [200, 'allow', 'invoking'],
+        [409, 'EXECUTION_IN_FLIGHT', undefined],
+        [200, 'committed', 'committed'],
+        [409, 'EXECUTION_IN_FLIGHT', undefined],
+        [409, 'EXECUTION_CONFLICT', undefined],
+        [403, 'ACTOR_MISMATCH', undefined],
       ].map(([status, what, state]) => [status, status === 201 ? undefined : what, state]),
       JSON.stringify(a.steps.map((x) => [x.status, x.body])),
     );
-    assert.deepEqual(a.steps.map((x) => stable(x.body)), b.steps.map((x) => stable(x.body)));
+    assert.deepEqual(
+      a.steps.map((x) => stable(x.body)),
+      b.steps.map((x) => stable(x.body)),
+    );
     // Same members in the same order, same media type.
-    assert.deepEqual(a.steps.map((x) => JSON.stringify(Object.keys(x.body))), b.steps.map((x) => JSON.stringify(Object.keys(x.body))));
-    assert.deepEqual(a.steps.map((x) => x.contentType), b.steps.map((x) => x.contentType));
+    assert.deepEqual(
+      a.steps.map((x) => JSON.stringify(Object.keys(x.body))),
+      b.steps.map((x) => JSON.stringify(Object.keys(x.body))),
+    );
+    assert.deepEqual(
+      a.steps.map((x) => x.contentType),
+      b.steps.map((x) => x.contentType),
+    );
     const allowed = a.steps[6]!.body;
     assert.equal(typeof allowed.approval_used, 'string');
 
     // The records the steps wrote: same kinds, same content (a front builds the record's canonical members itself).
     const ra = (await exportLedger(fronts)).records.slice(a.from).filter((r) => r.kind !== 'checkpoint');
     const rb = (await exportLedger(plain)).records.slice(b.from).filter((r) => r.kind !== 'checkpoint');
-    assert.deepEqual(ra.map((r) => r.kind), ['decision', 'decision', 'decision', 'decision', 'decision', 'approval', 'decision', 'refusal', 'outcome', 'refusal', 'refusal']);
-    assert.deepEqual(rb.map((r) => r.kind), ra.map((r) => r.kind));
+    assert.deepEqual(
+      ra.map((r) => r.kind),
+      ['decision', 'decision', 'decision', 'decision', 'decision', 'approval', 'decision', 'refusal', 'outcome', 'refusal', 'refusal'],
+    );
+    assert.deepEqual(
+      rb.map((r) => r.kind),
+      ra.map((r) => r.kind),
+    );
     assert.deepEqual(ra.map(stable), rb.map(stable));
     for (const [i, step] of a.steps.entries()) {
-      if (step.body.record) assert.ok(ra.some((r) => r.seq === step.body.record.seq && r.hash === step.body.record.hash), `step ${i}'s record is in the export`);
+      if (step.body.record)
+        assert.ok(
+          ra.some((r) => r.seq === step.body.record.seq && r.hash === step.body.record.hash),
+          `step ${i}'s record is in the export`,
+        );
     }
 
     // The export made with fronts verifies offline against the signed checkpoint, and an inclusion proof of a front's record holds.
@@ -182,7 +231,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const put = await call(fronts, 'PUT', '/v1/entities/Employee/7730', { token: t.admin, body: employee(hold) });
       assert.equal(put.status, 200, put.text);
       const body = offboardingBody({
-        execution_id: `HOLD-${i}`, phase: 'execute', envelope: { subject: { type: 'Employee', id: '7730' } }, action: { arguments: { employee_id: '7730' } },
+        execution_id: `HOLD-${i}`,
+        phase: 'execute',
+        envelope: { subject: { type: 'Employee', id: '7730' } },
+        action: { arguments: { employee_id: '7730' } },
       });
       const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
       assert.equal(r.status, 200, r.text);
@@ -205,7 +257,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const versions: Array<{ version: string; hold: boolean }> = [];
     const put = async (i: number) => {
       const hold = i % 2 === 1;
-      const r = await call(fronts, 'PUT', '/v1/entities/Employee/7731', { token: t.admin, body: offboardingEmployee({ employee_id: '7731', legal_hold: hold, status: `s-${i}` }) });
+      const r = await call(fronts, 'PUT', '/v1/entities/Employee/7731', {
+        token: t.admin,
+        body: offboardingEmployee({ employee_id: '7731', legal_hold: hold, status: `s-${i}` }),
+      });
       assert.equal(r.status, 200, r.text);
       versions.push({ version: r.body.entities_version, hold });
     };
@@ -221,7 +276,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       while (changing) {
         const known = versions.length - 1; // the last change answered before this request is sent
         const body = offboardingBody({
-          execution_id: `RACE-${n++}`, phase: 'execute', envelope: { subject: { type: 'Employee', id: '7731' } }, action: { arguments: { employee_id: '7731' } },
+          execution_id: `RACE-${n++}`,
+          phase: 'execute',
+          envelope: { subject: { type: 'Employee', id: '7731' } },
+          action: { arguments: { employee_id: '7731' } },
         });
         const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
         assert.equal(r.status, 200, r.text);
@@ -239,7 +297,8 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('a policy reload is honoured by the very next decision through the fronts', async () => {
     const t = fronts.tokens;
-    const policyLoads = async () => (await call(fronts, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((r: any) => r.result === 'loaded');
+    const policyLoads = async () =>
+      (await call(fronts, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((r: any) => r.result === 'loaded');
     const before = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-0') });
     assert.equal(before.body.decision, 'allow', before.text);
     const v1 = before.body.policy_version;
@@ -253,7 +312,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     }, 'the reload record');
     // The record is written just before the set is swapped in: wait for the swap on the sidecar (a pass-through probe).
     // (The start's load counts as the first `ok`.)
-    await until(async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([2-9]|\d\d)/) ? true : undefined), 'the swap');
+    await until(
+      async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([2-9]|\d\d)/) ? true : undefined),
+      'the swap',
+    );
     for (let i = 0; i < 4; i++) {
       const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody(`REL-1-${i}`) });
       assert.equal(r.status, 200, r.text);
@@ -269,7 +331,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const l = await policyLoads();
       return l.length > loads + 1 ? true : undefined;
     }, 'the second reload record');
-    await until(async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([3-9]|\d\d)/) ? true : undefined), 'the second swap');
+    await until(
+      async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([3-9]|\d\d)/) ? true : undefined),
+      'the second swap',
+    );
     const back = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-2') });
     assert.equal(back.body.policy_version, v1, back.text);
     assert.equal(back.body.decision, 'allow', back.text);
@@ -311,17 +376,23 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     assert.equal(p.refusals.length, 49);
 
     // 50 distinct ids at once: every one reserved once, in 50 distinct records.
-    const many = await Promise.all(Array.from({ length: 50 }, (_, i) => call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody(`CONC-M-${i}`) })));
-    assert.deepEqual(many.map((r) => r.status), many.map(() => 200), JSON.stringify(many.filter((r) => r.status !== 200).map((r) => r.body)));
+    const many = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody(`CONC-M-${i}`) })),
+    );
+    assert.deepEqual(
+      many.map((r) => r.status),
+      many.map(() => 200),
+      JSON.stringify(many.filter((r) => r.status !== 200).map((r) => r.body)),
+    );
     assert.equal(new Set(many.map((r) => r.body.record.seq)).size, 50);
   });
 
   test('other routes pass through unchanged: streaming export, proofs, 404, 405 with Allow, 401, 403', async () => {
     const t = fronts.tokens;
     // The export streams (no declared length) and ends with the records the sidecar holds.
-    const res = await fetch(fronts.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    const res = await fetch(`${fronts.url}/v1/ledger/export`, { headers: { authorization: `Bearer ${t.auditor}` } });
     assert.equal(res.status, 200);
-    const plainRes = await fetch(plain.url + '/v1/ledger/export', { headers: { authorization: `Bearer ${t.auditor}` } });
+    const plainRes = await fetch(`${plain.url}/v1/ledger/export`, { headers: { authorization: `Bearer ${t.auditor}` } });
     assert.equal(res.headers.get('content-type'), plainRes.headers.get('content-type'));
     await plainRes.text();
     const lines = (await res.text()).trim().split('\n');
@@ -333,7 +404,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const ranged = await call(fronts, 'GET', '/v1/ledger/export?from=2&to=5', { token: t.auditor });
     assert.deepEqual(ranged.text.trim().split('\n'), lines.slice(2, 5));
 
-    for (const [method, path, allow] of [['GET', '/v1/decisions', 'POST'], ['PUT', '/v1/executions/X-1/outcome', 'POST'], ['POST', '/healthz', 'GET, HEAD']] as const) {
+    for (const [method, path, allow] of [
+      ['GET', '/v1/decisions', 'POST'],
+      ['PUT', '/v1/executions/X-1/outcome', 'POST'],
+      ['POST', '/healthz', 'GET, HEAD'],
+    ] as const) {
       const r = await fetch(fronts.url + path, { method, headers: { authorization: `Bearer ${t.admin}` } });
       assert.equal(r.status, 405, `${method} ${path}`);
       assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
@@ -372,11 +447,20 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       ['bad phase', { token: t.pep, body: { ...readBody('BAD-3'), phase: 'run' } }],
       ['invalid envelope', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-4', envelope: { extra: 1 } }) }],
       ['execute_after without offset', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-5', envelope: { execute_after: '2026-08-24T17:00:00' } }) }],
-      ['lossy number', { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-6' })).replace('"employee_id":"7721"', '"employee_id":1.0') }],
-      ['duplicate key', { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-7' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"') }],
+      [
+        'lossy number',
+        { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-6' })).replace('"employee_id":"7721"', '"employee_id":1.0') },
+      ],
+      [
+        'duplicate key',
+        {
+          token: t.pep,
+          rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-7' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"'),
+        },
+      ],
       ['actor mismatch', { token: t.pep2, body: readBody('BAD-8') }],
       ['supersedes a missing execution', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-9', envelope: { supersedes: 'NOPE' } }) }],
-      ['over the body limit', { token: t.pep, rawBody: '{"a":"' + 'x'.repeat(1024 * 1024 + 10) + '"}' }],
+      ['over the body limit', { token: t.pep, rawBody: `{"a":"${'x'.repeat(1024 * 1024 + 10)}"}` }],
     ];
     for (const [what, init] of cases) {
       const a = await call(fronts, 'POST', '/v1/decisions', init);
@@ -387,7 +471,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     }
     // No content-type at all (call() would add one).
     const untyped = async (s: TestServer) => {
-      const res = await fetch(s.url + '/v1/decisions', { method: 'POST', headers: { authorization: `Bearer ${t.pep}` }, body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))) });
+      const res = await fetch(`${s.url}/v1/decisions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.pep}` },
+        body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))),
+      });
       return { status: res.status, body: await res.json() };
     };
     const [ua, ub] = [await untyped(fronts), await untyped(plain)];
@@ -397,7 +485,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('refusals answered before any route are counted on /metrics, by the sidecar alone and through the fronts', async () => {
     const series = (text: string, name: string): number => {
-      const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
       return line === undefined ? 0 : Number(line.slice(name.length + 1));
     };
     const UNROUTED = 'writ_http_requests_total{route="unrouted",status="400"}';
@@ -413,7 +501,9 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       for (const a of answers) assert.match(a.answer, /^HTTP\/1\.1 400 [^\r]*\r\n[\s\S]*"code":"INVALID_REQUEST"/, a.answer);
       // A front posts its count to the sidecar: it lands a moment after the answer.
       let after = '';
-      await until(async () => (series((after = await scrape()), UNROUTED) - series(before, UNROUTED) >= 3 ? true : undefined), 'the counts', 50).catch(() => undefined);
+      await until(async () => (series((after = await scrape()), UNROUTED) - series(before, UNROUTED) >= 3 ? true : undefined), 'the counts', 50).catch(
+        () => undefined,
+      );
       assert.equal(series(after, UNROUTED) - series(before, UNROUTED), 3, `${s === plain ? 'plain' : 'fronts'}: ${after}`);
       assert.equal(series(after, INVALID) - series(before, INVALID), 3);
     }
@@ -426,7 +516,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       `POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${fronts.tokens.pep}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
     const half = Math.floor(json.length / 2);
-    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(b.length.toString(16) + '\r\n'), b, Buffer.from('\r\n')]);
+    const chunk = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
     const r = await rawExchange(fronts.url, head, [chunk(json.subarray(0, half)), chunk(json.subarray(half)), Buffer.from('0\r\n\r\n')]);
     assert.equal(r.error, undefined, r.answer);
     assert.match(r.answer, /^HTTP\/1\.1 200 /, r.answer);
@@ -449,11 +539,15 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       assert.match(r.answer, /\r\nconnection: close\r\n/i, path);
     }
     // The same with a chunked body (no declared length): the sidecar finds out while reading, through the front.
-    const frame = Buffer.concat([Buffer.from((64 * 1024).toString(16) + '\r\n'), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
+    const frame = Buffer.concat([Buffer.from(`${(64 * 1024).toString(16)}\r\n`), Buffer.alloc(64 * 1024, 0x20), Buffer.from('\r\n')]);
     for (const s of [fronts, plain]) {
       const head = `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
       const r = await rawExchange(s.url, head, { chunk: frame, total: 32 * frame.length });
-      assert.equal(r.error, undefined, `chunked (${s === fronts ? 'fronts' : 'plain'}): reset (${r.error}) after ${r.sentBytes} bytes; answer so far: ${r.answer.slice(0, 200)}`);
+      assert.equal(
+        r.error,
+        undefined,
+        `chunked (${s === fronts ? 'fronts' : 'plain'}): reset (${r.error}) after ${r.sentBytes} bytes; answer so far: ${r.answer.slice(0, 200)}`,
+      );
       assert.match(r.answer, /^HTTP\/1\.1 413 /, r.answer.slice(0, 200));
       assert.match(r.answer, /"code":"PAYLOAD_TOO_LARGE"/);
     }
@@ -462,7 +556,11 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('a second sidecar on the port of one with fronts fails to start instead of sharing the port', async () => {
     // A sidecar with fronts on the port of one with fronts, or of one without; and one without on the port of one with.
-    for (const [held, threads] of [[fronts, FRONTS], [fronts, 0], [plain, FRONTS]] as const) {
+    for (const [held, threads] of [
+      [fronts, FRONTS],
+      [fronts, 0],
+      [plain, FRONTS],
+    ] as const) {
       const { port } = new URL(held.url);
       await assert.rejects(
         startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }),
@@ -496,14 +594,21 @@ describe('a single HTTP front (http_threads: 1) is a thread on every Node, alone
       assert.equal(o.status, 200, o.text);
       assert.equal(o.body.state, 'committed');
       const ledger = await call(s, 'GET', '/v1/ledger/records?execution_id=ONE-1', { token: s.tokens.auditor });
-      assert.deepEqual(ledger.body.records.map((r: any) => r.kind), ['decision', 'outcome']);
+      assert.deepEqual(
+        ledger.body.records.map((r: any) => r.kind),
+        ['decision', 'outcome'],
+      );
       assert.equal(ledger.body.records[0].hash, d.body.record.hash);
       const { port } = new URL(s.url);
       for (const threads of [1, 0]) {
-        await assert.rejects(startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }), (e: Error) => {
-          assert.match(e.message, /EADDRINUSE|in use/i, e.message);
-          return true;
-        }, `http_threads ${threads} on the port of a single front`);
+        await assert.rejects(
+          startTestServer({ config: { listen: `127.0.0.1:${port}`, http_threads: threads } }),
+          (e: Error) => {
+            assert.match(e.message, /EADDRINUSE|in use/i, e.message);
+            return true;
+          },
+          `http_threads ${threads} on the port of a single front`,
+        );
       }
       assert.equal((await call(s, 'GET', '/healthz')).status, 200);
     } finally {
@@ -537,6 +642,7 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
       };
       const burst = Array.from({ length: 80 }, (_, i) => decide(`TERM-${i}`));
       const trickle = Array.from({ length: 20 }, async (_, i) => {
+        // Arrivals spread over the stop (one every 5 ms): the pace is the scenario, not a wait for something.
         await new Promise((r) => setTimeout(r, 5 * i));
         return decide(`TERM-late-${i}`);
       });
@@ -545,7 +651,9 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
       assert.equal(code, 0, s.output());
       const acked = results.filter((r) => r.status === 200).map((r) => r.body);
       // (Diagnostic, not a timing assertion: how many were answered after SIGTERM.)
-      process.stdout.write(`# SIGTERM test: ${acked.length} answered, ${answeredAfterTerm} of them after SIGTERM, ${results.length - acked.length} refused or cut off\n`);
+      process.stdout.write(
+        `# SIGTERM test: ${acked.length} answered, ${answeredAfterTerm} of them after SIGTERM, ${results.length - acked.length} refused or cut off\n`,
+      );
       assert.ok(acked.length >= 1);
       for (const r of results) {
         // Refused or cut off while stopping; never an error page, never an allow without its record.
@@ -616,7 +724,10 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
     // One fixed PDP time for both, so the records' `now` compare equal.
     writeFileSync(join(dir, 'now'), '2026-08-24T15:30:00+07:00');
     const clockFile = join(dir, 'now');
-    [fronts, plain] = await Promise.all([startTestServer({ policyDir: dir, clockFile, config: config(FRONTS) }), startTestServer({ policyDir: dir, clockFile, config: config(0) })]);
+    [fronts, plain] = await Promise.all([
+      startTestServer({ policyDir: dir, clockFile, config: config(FRONTS) }),
+      startTestServer({ policyDir: dir, clockFile, config: config(0) }),
+    ]);
   });
   after(async () => {
     const codes = await Promise.all([fronts?.stop(), plain?.stop()]);
@@ -627,7 +738,11 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
   const records = async (s: TestServer) => {
     const r = await call(s, 'GET', '/v1/ledger/export', { token: TOKENS.auditor });
     assert.equal(r.status, 200, r.text);
-    return r.text.trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.kind === 'decision');
+    return r.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((x) => x.kind === 'decision');
   };
   const user = (id: string) => ({ type: 'user', id });
   const doc = (id: string) => ({ type: 'doc', id });
@@ -640,16 +755,26 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
       const steps: Step[] = [];
       const step = async (path: string, body: unknown, token = TOKENS.evaluator, rawBody?: string) => {
         const res = await fetch(s.url + path, {
-          method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': `rq-${steps.length}` }, body: rawBody ?? JSON.stringify(body),
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': `rq-${steps.length}` },
+          body: rawBody ?? JSON.stringify(body),
         });
-        steps.push({ status: res.status, body: JSON.parse(await res.text()), requestId: res.headers.get('x-request-id'), contentType: res.headers.get('content-type') });
+        steps.push({
+          status: res.status,
+          body: JSON.parse(await res.text()),
+          requestId: res.headers.get('x-request-id'),
+          contentType: res.headers.get('content-type'),
+        });
       };
       await step('/access/v1/evaluation', read('bob', 'secret'));
       await step('/access/v1/evaluation', read('alice', 'secret'));
       await step('/access/v1/evaluation', { subject: user('alice'), action: { name: 'write' }, resource: doc('public'), context: { size: 50 } }); // approval_required
       await step('/access/v1/evaluations', { evaluations: [read('bob', 'secret'), read('alice', 'secret'), read('alice', 'public')] });
       for (const semantic of ['deny_on_first_deny', 'permit_on_first_permit']) {
-        await step('/access/v1/evaluations', { evaluations: [read('alice', 'secret'), read('bob', 'secret'), read('alice', 'public')], options: { evaluations_semantic: semantic } });
+        await step('/access/v1/evaluations', {
+          evaluations: [read('alice', 'secret'), read('bob', 'secret'), read('alice', 'public')],
+          options: { evaluations_semantic: semantic },
+        });
       }
       await step('/access/v1/evaluation', read('alice', 'public'), TOKENS.pep); // a pep asking about its own actor
       await step('/access/v1/evaluation', read('bob', 'public'), TOKENS.pep); // ACTOR_MISMATCH
@@ -659,19 +784,42 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
     };
     const a = await story(fronts);
     const b = await story(plain);
-    assert.deepEqual(a.steps.map((x) => x.status), [200, 200, 200, 200, 200, 200, 200, 403, 400, 400], JSON.stringify(a.steps));
-    assert.deepEqual(a.steps.map((x) => stable(x.body)), b.steps.map((x) => stable(x.body)));
+    assert.deepEqual(
+      a.steps.map((x) => x.status),
+      [200, 200, 200, 200, 200, 200, 200, 403, 400, 400],
+      JSON.stringify(a.steps),
+    );
+    assert.deepEqual(
+      a.steps.map((x) => stable(x.body)),
+      b.steps.map((x) => stable(x.body)),
+    );
     // Same members in the same order.
-    assert.deepEqual(a.steps.map((x) => JSON.stringify(Object.keys(x.body))), b.steps.map((x) => JSON.stringify(Object.keys(x.body))));
-    assert.deepEqual(a.steps.map((x) => [x.requestId, x.contentType]), b.steps.map((x) => [x.requestId, x.contentType]));
-    assert.deepEqual(a.steps.slice(0, 3).map((x) => [x.body.decision, x.body.context.obligations?.length]), [[true, undefined], [false, undefined], [false, 1]]);
+    assert.deepEqual(
+      a.steps.map((x) => JSON.stringify(Object.keys(x.body))),
+      b.steps.map((x) => JSON.stringify(Object.keys(x.body))),
+    );
+    assert.deepEqual(
+      a.steps.map((x) => [x.requestId, x.contentType]),
+      b.steps.map((x) => [x.requestId, x.contentType]),
+    );
+    assert.deepEqual(
+      a.steps.slice(0, 3).map((x) => [x.body.decision, x.body.context.obligations?.length]),
+      [
+        [true, undefined],
+        [false, undefined],
+        [false, 1],
+      ],
+    );
     const ra = (await records(fronts)).slice(a.from);
     const rb = (await records(plain)).slice(b.from);
     // 3 singles, 3 in the batch, 1 and 2 where the semantics stopped, the pep's 1; nothing for the refusals.
     assert.equal(ra.length, 10);
     assert.deepEqual(ra.map(stable), rb.map(stable));
     const ids = a.steps.flatMap((x) => (x.body.evaluations ?? [x.body]).map((d: any) => d.context?.decision_id)).filter(Boolean);
-    assert.deepEqual(ra.map((r) => r.decision_id), ids);
+    assert.deepEqual(
+      ra.map((r) => r.decision_id),
+      ids,
+    );
   });
 
   test('an entity change is honoured by the very next evaluation through the fronts', async () => {

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, WRIT_BIN } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -30,16 +31,27 @@ test('entity changes while the HTTP fronts start: every start comes up and every
   for (let round = 0; round < 4; round++) {
     const dir = mkdtempSync(join(tmpdir(), 'writ-front-start-'));
     const port = await freePort();
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({
-      listen: `127.0.0.1:${port}`, policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), http_threads: 2,
-      tokens: [{ token: 'start-race-admin', role: 'admin' }],
-    }));
+    writeFileSync(
+      join(dir, 'config.json'),
+      JSON.stringify({
+        listen: `127.0.0.1:${port}`,
+        policy_dir: join(REPO, 'policies'),
+        data_dir: join(dir, 'data'),
+        http_threads: 2,
+        tokens: [{ token: 'start-race-admin', role: 'admin' }],
+      }),
+    );
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     let exitCode: number | null | undefined;
-    const exited = new Promise<void>((r) => child.on('exit', (code) => ((exitCode = code), r())));
+    const exited = new Promise<void>((r) =>
+      child.on('exit', (code) => {
+        exitCode = code;
+        r();
+      }),
+    );
     try {
       const deadline = Date.now() + 30_000;
       while (!(await accepts(port))) {
@@ -53,7 +65,8 @@ test('entity changes while the HTTP fronts start: every start comes up and every
         for (;;) {
           try {
             const r = await fetch(`http://127.0.0.1:${port}${path}`, {
-              method: 'PUT', headers: { authorization: 'Bearer start-race-admin', 'content-type': 'application/json' },
+              method: 'PUT',
+              headers: { authorization: 'Bearer start-race-admin', 'content-type': 'application/json' },
               body: JSON.stringify({ attrs: { round }, parents: [] }),
             });
             return r.status;
@@ -61,7 +74,7 @@ test('entity changes while the HTTP fronts start: every start comes up and every
             const code = (e as { cause?: { code?: string } }).cause?.code;
             const starting = !/listening on/.test(out) && (code === 'ECONNREFUSED' || code === 'ECONNRESET');
             if (!starting || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? e}\n${out}`);
-            await new Promise((r) => setTimeout(r, 5));
+            await new Promise((r) => setTimeout(r, 5)); // a retry's pace while the port is not ours yet
           }
         }
       };
@@ -70,7 +83,12 @@ test('entity changes while the HTTP fronts start: every start comes up and every
         statuses.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => putOnce(`/v1/entities/User/start-race-${burst}-${i}`)))));
       }
       assert.deepEqual([...new Set(statuses)], [200], `round ${round}:\n${out}`);
-      await new Promise((r) => setTimeout(r, 500));
+      // The start ends one way or the other: it says it listens, or it exits (a front that died starting).
+      await waitUntil(
+        () => /listening on/.test(out) || exitCode !== undefined,
+        () => `round ${round}: the start to end:\n${out}`,
+        30_000,
+      );
       assert.equal(exitCode, undefined, `round ${round}: the sidecar exited:\n${out}`);
       assert.match(out, /listening on/);
     } finally {

@@ -57,7 +57,12 @@ test('config refusals name what is wrong', () => {
     [{ ...base, log_format: 'xml' }, /log_format/],
     [{ ...base, listen: 'nowhere' }, /listen must be "host:port"/],
   ];
-  for (const [doc, why] of bad) assert.throws(() => check(doc), (e: unknown) => e instanceof GatewayConfigError && why.test((e as Error).message), JSON.stringify(doc));
+  for (const [doc, why] of bad)
+    assert.throws(
+      () => check(doc),
+      (e: unknown) => e instanceof GatewayConfigError && why.test((e as Error).message),
+      JSON.stringify(doc),
+    );
 });
 
 test('2026-07-28 routing headers: derived from the body, checked against it', () => {
@@ -68,13 +73,22 @@ test('2026-07-28 routing headers: derived from the body, checked against it', ()
   assert.match(routingMismatch(call, headers({ 'mcp-method': 'tools/call', 'mcp-name': 'echo' }))!, /MCP-Protocol-Version header is required/);
   assert.match(routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-29', 'mcp-method': 'tools/call', 'mcp-name': 'echo' }))!, /names 2026-07-29/);
   assert.match(routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-name': 'echo' }))!, /Mcp-Method header is required/);
-  assert.match(routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list', 'mcp-name': 'echo' }))!, /Mcp-Method header names "tools\/list"/);
+  assert.match(
+    routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list', 'mcp-name': 'echo' }))!,
+    /Mcp-Method header names "tools\/list"/,
+  );
   assert.match(routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' }))!, /Mcp-Name header is required/);
-  assert.match(routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'secret' }))!, /Mcp-Name header names "secret"/);
+  assert.match(
+    routingMismatch(call, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'secret' }))!,
+    /Mcp-Name header names "secret"/,
+  );
   // A name outside printable ASCII rides Base64-encoded, both ways.
   const wide = { ...call, params: { ...call.params, name: 'écho' } };
   assert.equal(routingHeaderValue('écho'), `=?base64?${Buffer.from('écho').toString('base64')}?=`);
-  assert.equal(routingMismatch(wide, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': routingHeaderValue('écho') })), undefined);
+  assert.equal(
+    routingMismatch(wide, headers({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': routingHeaderValue('écho') })),
+    undefined,
+  );
   // Notifications need no headers, but ones sent must match.
   const note = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } };
   assert.equal(routingMismatch(note, headers({})), undefined);

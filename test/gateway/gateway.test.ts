@@ -18,7 +18,7 @@ import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '
 import { startIdp, type TestIdp } from '../helpers/oidc.js';
 import { REPO, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { tempDir } from '../pep/helpers.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 import type { RunningGateway } from '../../src/gateway/gateway.js';
 import { EVERYTHING, PUBLIC_URL, linesOf, messagesOf, rawSession, resource, startHttpUpstream, startPdp, startTestGateway, type Upstream } from './helpers.js';
 
@@ -37,7 +37,13 @@ const effectsDoomed = join(t.dir, 'effects-doomed.jsonl');
 const tokens: Record<string, string> = {};
 
 before(async () => {
-  idp = await startIdp({ clients: [{ id: 'mcp-client', scope: 'mcp' }, { id: 'other-client', scope: 'mcp' }, { id: 'no-scope', scope: 'other' }] });
+  idp = await startIdp({
+    clients: [
+      { id: 'mcp-client', scope: 'mcp' },
+      { id: 'other-client', scope: 'mcp' },
+      { id: 'no-scope', scope: 'other' },
+    ],
+  });
   [pdp, sdk1, sdk2, doomed] = await Promise.all([
     startPdp(idp.issuer, SERVERS),
     startHttpUpstream('sdk1-http-server.mjs', { SEEN_FILE: seen1, EFFECTS_FILE: effects1 }),
@@ -45,7 +51,8 @@ before(async () => {
     startHttpUpstream('sdk1-http-server.mjs', { EFFECTS_FILE: effectsDoomed }),
   ]);
   gw = await startTestGateway({
-    pdpUrl: pdp.url, issuer: idp.issuer,
+    pdpUrl: pdp.url,
+    issuer: idp.issuer,
     servers: {
       sdk1: { url: sdk1.url, headers: { 'x-upstream-key': 'configured-upstream-secret' } },
       sdk2: { url: sdk2.url },
@@ -79,7 +86,9 @@ async function sdk1Client(name: string, token: string): Promise<Client> {
 }
 
 async function recordsOf(executionId: string): Promise<any[]> {
-  const r = await fetch(`${pdp.url}/v1/ledger/records?execution_id=${encodeURIComponent(executionId)}&limit=100`, { headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` } });
+  const r = await fetch(`${pdp.url}/v1/ledger/records?execution_id=${encodeURIComponent(executionId)}&limit=100`, {
+    headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` },
+  });
   const body = (await r.json()) as any;
   if (!Array.isArray(body.records)) throw new Error(`ledger: ${r.status} ${JSON.stringify(body)}`);
   return body.records;
@@ -88,22 +97,37 @@ async function recordsOf(executionId: string): Promise<any[]> {
 /** The execution's state at the PDP once it is no longer `invoking`. */
 async function settledState(executionId: string): Promise<string> {
   return until(async () => {
-    const r = await fetch(`${pdp.url}/v1/executions/${encodeURIComponent(executionId)}?actor=${encodeURIComponent('Agent::"mcp-client"')}`, { headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` } });
+    const r = await fetch(`${pdp.url}/v1/executions/${encodeURIComponent(executionId)}?actor=${encodeURIComponent('Agent::"mcp-client"')}`, {
+      headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` },
+    });
     const body = (await r.json()) as any;
     if (r.status !== 200) throw new Error(`execution: ${r.status} ${JSON.stringify(body)}`);
     return body.state === 'invoking' ? undefined : (body.state as string);
   }, `execution ${executionId} to end`);
 }
 
-test('RFC 9728 metadata, and every refusal before MCP: no token, another server\'s token, no scope, a bad Origin', async () => {
+test("RFC 9728 metadata, and every refusal before MCP: no token, another server's token, no scope, a bad Origin", async () => {
   const meta = await fetch(`${gw.url}/.well-known/oauth-protected-resource/mcp/sdk1`);
   assert.equal(meta.status, 200);
   assert.deepEqual(await meta.json(), {
-    resource: `${PUBLIC_URL}/mcp/sdk1`, authorization_servers: [idp.issuer], bearer_methods_supported: ['header'],
-    resource_name: 'sdk1 (through writ gateway)', scopes_supported: ['mcp'],
+    resource: `${PUBLIC_URL}/mcp/sdk1`,
+    authorization_servers: [idp.issuer],
+    bearer_methods_supported: ['header'],
+    resource_name: 'sdk1 (through writ gateway)',
+    scopes_supported: ['mcp'],
   });
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
-  const post = (headers: Record<string, string>) => fetch(endpoint('sdk1'), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+  });
+  const post = (headers: Record<string, string>) =>
+    fetch(endpoint('sdk1'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body,
+    });
   const metadataUrl = `${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp/sdk1`;
 
   const none = await post({});
@@ -113,7 +137,10 @@ test('RFC 9728 metadata, and every refusal before MCP: no token, another server\
   const wrongAudience = await post({ authorization: `Bearer ${tokens['mcp-client sdk2']}` });
   assert.equal(wrongAudience.status, 401);
   const challenge = wrongAudience.headers.get('www-authenticate')!;
-  assert.match(challenge, /^Bearer error="invalid_token", error_description="aud: [^"]*", resource_metadata="https:\/\/gw\.test\/\.well-known\/oauth-protected-resource\/mcp\/sdk1"/);
+  assert.match(
+    challenge,
+    /^Bearer error="invalid_token", error_description="aud: [^"]*", resource_metadata="https:\/\/gw\.test\/\.well-known\/oauth-protected-resource\/mcp\/sdk1"/,
+  );
 
   const forged = await post({ authorization: `Bearer ${tokens['mcp-client sdk1']!.slice(0, -4)}AAAA` });
   assert.equal(forged.status, 401);
@@ -121,7 +148,10 @@ test('RFC 9728 metadata, and every refusal before MCP: no token, another server\
 
   const noScope = await post({ authorization: `Bearer ${tokens['no-scope sdk1']}` });
   assert.equal(noScope.status, 403);
-  assert.match(noScope.headers.get('www-authenticate')!, /^Bearer error="insufficient_scope", error_description="[^"]*", resource_metadata="[^"]*", scope="mcp"$/);
+  assert.match(
+    noScope.headers.get('www-authenticate')!,
+    /^Bearer error="insufficient_scope", error_description="[^"]*", resource_metadata="[^"]*", scope="mcp"$/,
+  );
 
   const badOrigin = await post({ authorization: `Bearer ${tokens['mcp-client sdk1']}`, origin: 'https://evil.example' });
   assert.equal(badOrigin.status, 403);
@@ -133,7 +163,7 @@ test('RFC 9728 metadata, and every refusal before MCP: no token, another server\
   assert.equal((await fetch(`${gw.url}/mcp/nope`, { method: 'POST' })).status, 404);
 });
 
-test('SDK 1.x client → gateway → SDK 1.x server over Streamable HTTP: list filtered, calls decided on the token\'s identity, bound and ledgered; no token reaches the upstream', async () => {
+test("SDK 1.x client → gateway → SDK 1.x server over Streamable HTTP: list filtered, calls decided on the token's identity, bound and ledgered; no token reaches the upstream", async () => {
   const client = await sdk1Client('sdk1', tokens['mcp-client sdk1']!);
   try {
     const { tools } = await client.listTools();
@@ -167,23 +197,36 @@ test('SDK 1.x client → gateway → SDK 1.x server over Streamable HTTP: list f
     assert.equal(h['x-upstream-key'], 'configured-upstream-secret', 'it gets the configured headers');
     assert.ok(!JSON.stringify(h).includes(tokens['mcp-client sdk1']!.split('.')[1]!), 'nor the client token anywhere');
   }
-  assert.ok(headers.some((h) => h['mcp-session-id']), 'the upstream session is the gateway\'s own');
+  assert.ok(
+    headers.some((h) => h['mcp-session-id']),
+    "the upstream session is the gateway's own",
+  );
 });
 
-test('sessions belong to who opened them: another client\'s token on that session id is 404; so is an unknown id', async () => {
+test("sessions belong to who opened them: another client's token on that session id is 404; so is an unknown id", async () => {
   const mine = await rawSession(endpoint('sdk1'), tokens['mcp-client sdk1']!);
   const ok = await mine.request('tools/list');
   assert.equal(ok.status, 200);
   const theirs = await fetch(endpoint('sdk1'), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['other-client sdk1']}`, 'mcp-session-id': mine.id },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${tokens['other-client sdk1']}`,
+      'mcp-session-id': mine.id,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hijack' } } }),
   });
   assert.equal(theirs.status, 404);
   assert.equal(((await theirs.json()) as any).error.code, -32001);
   const unknown = await fetch(endpoint('sdk1'), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': 'no-such-session' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${tokens['mcp-client sdk1']}`,
+      'mcp-session-id': 'no-such-session',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }),
   });
   assert.equal(unknown.status, 404);
@@ -191,14 +234,24 @@ test('sessions belong to who opened them: another client\'s token on that sessio
   // A message the server might read otherwise (a repeated member) is refused whole, and answered.
   const repeated = await fetch(endpoint('sdk1'), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': mine.id },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${tokens['mcp-client sdk1']}`,
+      'mcp-session-id': mine.id,
+    },
     body: '{"jsonrpc":"2.0","id":5,"method":"tools/list","method":"tools/call","params":{"name":"secret"}}',
   });
   assert.equal(repeated.status, 200);
   assert.equal((await messagesOf(repeated))[0].error.code, -32600);
   const badId = await fetch(endpoint('sdk1'), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': mine.id },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${tokens['mcp-client sdk1']}`,
+      'mcp-session-id': mine.id,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: { no: 1 }, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } }),
   });
   assert.equal((await messagesOf(badId))[0].error.code, -32600);
@@ -215,7 +268,10 @@ test('SDK 2.x client at 2026-07-28 → gateway → SDK 2.x server: stateless req
   await client.connect(new Transport2(new URL(endpoint('sdk2')), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk2']}` } } }));
   try {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((x) => x.name), ['echo']);
+    assert.deepEqual(
+      tools.map((x) => x.name),
+      ['echo'],
+    );
     const r = (await client.callTool({ name: 'echo', arguments: { text: 'modern' } })) as any;
     assert.deepEqual(r.content, [{ type: 'text', text: 'echo2:modern' }], JSON.stringify(r));
     const denied = (await client.callTool({ name: 'secret', arguments: {} })) as any;
@@ -224,11 +280,21 @@ test('SDK 2.x client at 2026-07-28 → gateway → SDK 2.x server: stateless req
   } finally {
     await client.close();
   }
-  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
   const send = (headers: Record<string, string>) =>
     fetch(endpoint('sdk2'), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk2']}`, 'mcp-protocol-version': '2026-07-28', ...headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${tokens['mcp-client sdk2']}`,
+        'mcp-protocol-version': '2026-07-28',
+        ...headers,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: meta } }),
     });
   const wrongName = await send({ 'mcp-method': 'tools/call', 'mcp-name': 'secret' });
@@ -292,7 +358,11 @@ test('PDP down: PDP_UNAVAILABLE, readable, and the tool never runs; /readyz says
   try {
     const before = linesOf(effects1).length;
     const client = new Client({ name: 'gateway-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${down.url}/mcp/sdk1`), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${down.url}/mcp/sdk1`), {
+        requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}` } },
+      }),
+    );
     const r = (await client.callTool({ name: 'echo', arguments: { text: 'nope' } })) as any;
     await client.close();
     assert.equal(r.isError, true);
@@ -320,20 +390,29 @@ test('operations: /healthz, /readyz, /metrics count calls and refusals', async (
   assert.match(metrics, /writ_gateway_upstream_seconds_count\{server="sdk1"\} [1-9]/);
 });
 
-test('graceful stop: a call in flight finishes, its outcome is recorded, then the gateway closes; a session another replica opened is unknown here', { timeout: 30_000 }, async () => {
+test('graceful stop: a call in flight finishes, its outcome is recorded, then the gateway closes; a session another replica opened is unknown here', {
+  timeout: 30_000,
+}, async () => {
   const own = await startTestGateway({ pdpUrl: pdp.url, issuer: idp.issuer, servers: { sdk1: { url: sdk1.url } } });
   // Two replicas behind one load balancer: a session of one is answered by the other as the MCP spec
   // answers an unknown session.
   const elsewhere = await rawSession(`${own.url}/mcp/sdk1`, tokens['mcp-client sdk1']!);
   const here = await fetch(endpoint('sdk1'), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens['mcp-client sdk1']}`, 'mcp-session-id': elsewhere.id },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${tokens['mcp-client sdk1']}`,
+      'mcp-session-id': elsewhere.id,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
   });
   assert.equal(here.status, 404);
   await here.text();
   const client = new Client({ name: 'gateway-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${own.url}/mcp/sdk1`), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${own.url}/mcp/sdk1`), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk1']}` } } }),
+  );
   const before = linesOf(effects1).filter((e) => e.tool === 'slow').length;
   const call = client.callTool({ name: 'slow', arguments: { ms: 300 } });
   await until(async () => linesOf(effects1).filter((e) => e.tool === 'slow').length > before || undefined, 'the slow tool to start');
@@ -341,21 +420,42 @@ test('graceful stop: a call in flight finishes, its outcome is recorded, then th
   const r = (await call) as any;
   assert.deepEqual(r.content, [{ type: 'text', text: 'slow done' }]);
   await stopped;
-  const run = linesOf(effects1).filter((e) => e.tool === 'slow').at(-1)!;
+  const run = linesOf(effects1)
+    .filter((e) => e.tool === 'slow')
+    .at(-1)!;
   assert.equal(await settledState(run.execution_id), 'committed');
   await client.close().catch(() => undefined);
 });
 
 const INSPECTOR = join(REPO, 'node_modules', '@modelcontextprotocol', 'inspector', 'clients', 'launcher', 'build', 'index.js');
 
-test('the MCP Inspector CLI over HTTP with a bearer header: tools listed as the policy allows (secret hidden), a call, a refusal it shows', { timeout: 120_000 }, async () => {
+test('the MCP Inspector CLI over HTTP with a bearer header: tools listed as the policy allows (secret hidden), a call, a refusal it shows', {
+  timeout: 120_000,
+}, async () => {
   const inspect = async (name: string, args: string[]): Promise<any> => {
     // execFile, not spawnSync: the gateway answering the Inspector runs in this process.
-    const r: { stdout: string; stderr: string } = await promisify(execFile)(process.execPath, [
-      INSPECTOR, '--cli', endpoint(name), '--transport', 'http', '--header', `Authorization: Bearer ${tokens[`mcp-client ${name}`]}`, '--format', 'json', '--quiet', ...args,
-    ], { env: { ...process.env, HOME: t.dir, MCP_INSPECTOR_SECRET_STORE: 'memory' }, timeout: 60_000 }).catch((e) => e);
+    const r: { stdout: string; stderr: string } = await promisify(execFile)(
+      process.execPath,
+      [
+        INSPECTOR,
+        '--cli',
+        endpoint(name),
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${tokens[`mcp-client ${name}`]}`,
+        '--format',
+        'json',
+        '--quiet',
+        ...args,
+      ],
+      { env: { ...process.env, HOME: t.dir, MCP_INSPECTOR_SECRET_STORE: 'memory' }, timeout: 60_000 },
+    ).catch((e) => e);
     // A tool result with isError makes the Inspector exit non-zero; it still prints the result.
-    const line = r.stdout.trim().split('\n').find((l) => l.startsWith('{"result"'));
+    const line = r.stdout
+      .trim()
+      .split('\n')
+      .find((l) => l.startsWith('{"result"'));
     assert.ok(line, r.stdout + r.stderr);
     return JSON.parse(line).result;
   };
@@ -371,7 +471,9 @@ test('the MCP Inspector CLI over HTTP with a bearer header: tools listed as the 
 test('HTTPS like writ serve: tls_cert_file and tls_key_file', async () => {
   const fixtures = join(REPO, 'test', 'pep', 'fixtures');
   const tlsGw = await startTestGateway({
-    pdpUrl: pdp.url, issuer: idp.issuer, servers: { sdk1: { url: sdk1.url } },
+    pdpUrl: pdp.url,
+    issuer: idp.issuer,
+    servers: { sdk1: { url: sdk1.url } },
     extra: { tls_cert_file: join(fixtures, 'test-pdp.cert.pem'), tls_key_file: join(fixtures, 'test-pdp.key.pem') },
   });
   try {
@@ -381,7 +483,9 @@ test('HTTPS like writ serve: tls_cert_file and tls_key_file', async () => {
       httpsRequest(`${tlsGw.url}/.well-known/oauth-protected-resource/mcp/sdk1`, { ca }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     assert.equal(status, 200);
   } finally {

@@ -54,10 +54,16 @@ export async function startHttpUpstream(file: string, env: Record<string, string
   return { url, child, stop: () => void child.kill() };
 }
 
-export async function startTestGateway(o: { pdpUrl: string; issuer: string; servers: Record<string, unknown>; extra?: Record<string, unknown> }): Promise<RunningGateway> {
+export async function startTestGateway(o: {
+  pdpUrl: string;
+  issuer: string;
+  servers: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+}): Promise<RunningGateway> {
   const cfg = checkGatewayConfig(
     {
-      listen: '127.0.0.1:0', public_url: PUBLIC_URL,
+      listen: '127.0.0.1:0',
+      public_url: PUBLIC_URL,
       pdp: { url: o.pdpUrl, token_file: 'gateway.token' },
       jwt_issuers: [{ issuer: o.issuer }],
       authorization_servers: [o.issuer],
@@ -72,13 +78,23 @@ export async function startTestGateway(o: { pdpUrl: string; issuer: string; serv
   return startGateway(cfg, { log: () => undefined, pdpTimeoutMs: 3_000 });
 }
 
-export const linesOf = (file: string): any[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+export const linesOf = (file: string): any[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 /** The JSON-RPC messages of a Streamable HTTP answer (JSON or SSE). */
 export async function messagesOf(res: Response): Promise<any[]> {
   const text = await res.text();
   if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-    return text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)));
   }
   if (text === '') return [];
   const v = JSON.parse(text);
@@ -86,11 +102,26 @@ export async function messagesOf(res: Response): Promise<any[]> {
 }
 
 /** A raw MCP session over Streamable HTTP at the 2025-11-25 revision. */
-export async function rawSession(url: string, token: string): Promise<{ id: string; request(method: string, params?: unknown, headers?: Record<string, string>): Promise<{ status: number; messages: any[] }> }> {
+export async function rawSession(
+  url: string,
+  token: string,
+): Promise<{ id: string; request(method: string, params?: unknown, headers?: Record<string, string>): Promise<{ status: number; messages: any[] }> }> {
   let seq = 0;
   const post = async (body: unknown, headers: Record<string, string>) =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, ...headers }, body: JSON.stringify(body) });
-  const init = await post({ jsonrpc: '2.0', id: ++seq, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { tasks: {} }, clientInfo: { name: 'raw', version: '1' } } }, {});
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, ...headers },
+      body: JSON.stringify(body),
+    });
+  const init = await post(
+    {
+      jsonrpc: '2.0',
+      id: ++seq,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: { tasks: {} }, clientInfo: { name: 'raw', version: '1' } },
+    },
+    {},
+  );
   if (init.status !== 200) throw new Error(`initialize: ${init.status} ${await init.text()}`);
   const id = init.headers.get('mcp-session-id')!;
   await messagesOf(init);

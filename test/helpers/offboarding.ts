@@ -10,8 +10,13 @@ import { call, offboardingBody, type TestServer } from './server.js';
 /** The subject's Employee entity (7721) with `over` applied to its attributes. */
 export const offboardingEmployee = (over: Record<string, unknown>) => ({
   attrs: {
-    employee_id: '7721', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } },
-    termination_event: 'hris:termination:99108', terminates_at: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00Z' } }, ...over,
+    employee_id: '7721',
+    status: 'active',
+    legal_hold: false,
+    manager: { __entity: { type: 'User', id: 'manager-1842' } },
+    termination_event: 'hris:termination:99108',
+    terminates_at: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00Z' } },
+    ...over,
   },
   parents: [],
 });
@@ -30,7 +35,13 @@ export function offboardingSteps(s: TestServer) {
   const approve = async (p: { binding: string; envelope_digest: string }) => {
     const r = await call(s, 'POST', '/v1/approvals', {
       token: t.approver,
-      body: { actor: propose.envelope.actor, execution_id: propose.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
+      body: {
+        actor: propose.envelope.actor,
+        execution_id: propose.execution_id,
+        binding: p.binding,
+        envelope_digest: p.envelope_digest,
+        expires_at: '2026-08-24T23:00:00+07:00',
+      },
     });
     assert.equal(r.status, 201, r.text);
     return r.body.approval_id as string;

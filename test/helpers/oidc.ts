@@ -35,7 +35,12 @@ export async function startIdp(o: { clients: Array<{ id: string; scope: string }
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(issuer, {
     clients: o.clients.map((c) => ({
-      client_id: c.id, client_secret: CLIENT_SECRET, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: c.scope,
+      client_id: c.id,
+      client_secret: CLIENT_SECRET,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      scope: c.scope,
       id_token_signed_response_alg: 'ES256',
     })),
     scopes: [...new Set(o.clients.flatMap((c) => c.scope.split(' ')))],
@@ -77,7 +82,10 @@ export async function startIdp(o: { clients: Array<{ id: string; scope: string }
     async clientToken(client, t) {
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client}:${CLIENT_SECRET}`).toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client}:${CLIENT_SECRET}`).toString('base64')}`,
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope: t.scope, resource: t.resource }).toString(),
       });
       const body = (await res.json()) as { access_token?: string };
@@ -89,8 +97,7 @@ export async function startIdp(o: { clients: Array<{ id: string; scope: string }
       const kid = k.kid ?? `test-${extra.length + 1}`;
       const pair = await generateKeyPair(alg, { extractable: true });
       extra.push({ ...(await exportJWK(pair.publicKey)), kid, alg, use: 'sig' });
-      return (claims, header = {}) =>
-        new SignJWT(claims).setProtectedHeader({ alg, kid, typ: 'at+jwt', ...header }).sign(pair.privateKey);
+      return (claims, header = {}) => new SignJWT(claims).setProtectedHeader({ alg, kid, typ: 'at+jwt', ...header }).sign(pair.privateKey);
     },
     serveJwk(jwk) {
       extra.push(jwk);

@@ -74,8 +74,15 @@ export async function startPostgres(): Promise<TestPostgres> {
   run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
   const start = () =>
     run(join(bin, 'pg_ctl'), [
-      '-D', data, '-l', join(root, 'server.log'), '-w', '-t', '30',
-      '-o', `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200 -c shared_buffers=32MB`,
+      '-D',
+      data,
+      '-l',
+      join(root, 'server.log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200 -c shared_buffers=32MB`,
       'start',
     ]);
   start();

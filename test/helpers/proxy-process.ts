@@ -132,7 +132,7 @@ export function spawnProxy(opts: ProxyProcessOptions): ProxyProcess {
     child,
     lines,
     stderr: () => err,
-    send: (line) => child.stdin.write(line + '\n'),
+    send: (line) => child.stdin.write(`${line}\n`),
     answerLine,
     answer: async (id, ms) => JSON.parse(await answerLine(id, ms)) as JsonRpcAnswer,
     answersById: () => {

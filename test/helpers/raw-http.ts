@@ -5,7 +5,11 @@
 import { connect } from 'node:net';
 
 /** A raw HTTP/1.1 exchange: writes `head` (+ `body` chunks, paced), collects everything until the server closes. */
-export function rawExchange(url: string, head: string, body: { chunk: Buffer; total: number } | Buffer[] = []): Promise<{ answer: string; error?: string; sentBytes: number }> {
+export function rawExchange(
+  url: string,
+  head: string,
+  body: { chunk: Buffer; total: number } | Buffer[] = [],
+): Promise<{ answer: string; error?: string; sentBytes: number }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);
@@ -32,7 +36,8 @@ export function rawExchange(url: string, head: string, body: { chunk: Buffer; to
         for (const b of body) socket.write(b);
         return;
       }
-      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile.
+      // Keep sending, a chunk every few ms, whatever the server has answered meanwhile: a slow sender is what
+      // the callers test (an answer that comes while the body is still arriving), so the pace is fixed.
       const pump = () => {
         if (socket.destroyed || !socket.writable || sent >= body.total) return;
         const n = Math.min(body.chunk.length, body.total - sent);

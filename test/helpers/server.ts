@@ -13,7 +13,13 @@ export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const WRIT_BIN = join(REPO, 'bin', 'writ');
 
 export interface TestTokens {
-  pep: string; pep2: string; approver: string; approver2: string; auditor: string; reconciler: string; admin: string;
+  pep: string;
+  pep2: string;
+  approver: string;
+  approver2: string;
+  auditor: string;
+  reconciler: string;
+  admin: string;
 }
 
 export interface TestServer {
@@ -39,8 +45,13 @@ export interface TestServerOptions {
 }
 
 export const TEST_TOKENS: TestTokens = {
-  pep: 'test-pep-token', pep2: 'test-pep2-token', approver: 'test-approver-token', approver2: 'test-approver2-token',
-  auditor: 'test-auditor-token', reconciler: 'test-reconciler-token', admin: 'test-admin-token',
+  pep: 'test-pep-token',
+  pep2: 'test-pep2-token',
+  approver: 'test-approver-token',
+  approver2: 'test-approver2-token',
+  auditor: 'test-auditor-token',
+  reconciler: 'test-reconciler-token',
+  admin: 'test-admin-token',
 };
 
 const matrixDatabases = new Map<string, string>();
@@ -106,12 +117,25 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     if (!keep && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   return {
-    url, tokens: t, dataDir, configPath, child,
+    url,
+    tokens: t,
+    dataDir,
+    configPath,
+    child,
     output: () => out,
     async stop(o = {}) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
-      const code = await Promise.race([exited, new Promise<number | null>((r) => (timer = setTimeout(() => { child.kill('SIGKILL'); r(-9); }, 15_000)))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<number | null>(
+          (r) =>
+            (timer = setTimeout(() => {
+              child.kill('SIGKILL');
+              r(-9);
+            }, 15_000)),
+        ),
+      ]);
       clearTimeout(timer);
       cleanup(o.keepData);
       return code;
@@ -139,7 +163,9 @@ export async function call(
   let res: Response;
   try {
     res = await fetch(server.url + path, {
-      method, headers, ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
+      method,
+      headers,
+      ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
       ...(body !== undefined ? { body: body as NonNullable<RequestInit['body']> } : {}),
     });
   } catch (e) {
@@ -158,7 +184,9 @@ export async function call(
 }
 
 /** The offboarding envelope of the contract, with overrides. */
-export function offboardingBody(over: { execution_id?: string; phase?: 'propose' | 'execute'; envelope?: Record<string, unknown>; action?: Record<string, unknown> } = {}) {
+export function offboardingBody(
+  over: { execution_id?: string; phase?: 'propose' | 'execute'; envelope?: Record<string, unknown>; action?: Record<string, unknown> } = {},
+) {
   return {
     execution_id: over.execution_id ?? 'OFF-2048:disable-sign-in',
     phase: over.phase ?? 'propose',

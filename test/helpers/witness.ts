@@ -17,7 +17,18 @@ export function witnessKeygen(name: string, out: string): string {
 }
 
 export async function startWitness(o: { key: string; logs: string[]; state: string; listen?: string }): Promise<TestWitness> {
-  const args = [WRIT_BIN, 'witness', 'serve', '--key', o.key, '--state', o.state, '--listen', o.listen ?? '127.0.0.1:0', ...o.logs.flatMap((l) => ['--log', l])];
+  const args = [
+    WRIT_BIN,
+    'witness',
+    'serve',
+    '--key',
+    o.key,
+    '--state',
+    o.state,
+    '--listen',
+    o.listen ?? '127.0.0.1:0',
+    ...o.logs.flatMap((l) => ['--log', l]),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -35,7 +46,8 @@ export async function startWitness(o: { key: string; logs: string[]; state: stri
     exited.then((code) => reject(new Error(`witness exited with ${code} before listening:\n${out}`)));
   });
   return {
-    url, child,
+    url,
+    child,
     output: () => out,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

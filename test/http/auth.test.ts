@@ -12,28 +12,46 @@ const table = new TokenTable([
   { token: 'named-reconciler', role: 'reconciler', name: 'ops-oncall' },
 ]);
 const code = (fn: () => unknown) => {
-  try { fn(); } catch (e) { return (e as { code: string }).code; }
+  try {
+    fn();
+  } catch (e) {
+    return (e as { code: string }).code;
+  }
   return 'none';
 };
 
 test('plain and SHA-256-configured tokens authenticate to their role and identity', () => {
   assert.deepEqual(table.authenticate('Bearer plain-pep'), { role: 'pep', name: `sha256:${sha('plain-pep').slice(0, 16)}`, actor: { type: 'Agent', id: 'a' } });
-  assert.deepEqual(table.authenticate('bearer hashed-approver'), { role: 'approver', name: `sha256:${sha('hashed-approver').slice(0, 16)}`, principal: { type: 'User', id: 'hr' } });
+  assert.deepEqual(table.authenticate('bearer hashed-approver'), {
+    role: 'approver',
+    name: `sha256:${sha('hashed-approver').slice(0, 16)}`,
+    principal: { type: 'User', id: 'hr' },
+  });
   assert.equal(table.authenticate('Bearer hashed-auditor').role, 'auditor');
 });
 
-test('records name a caller by its token entry\'s name, else by the first 16 hex of its token\'s SHA-256 (§17)', () => {
+test("records name a caller by its token entry's name, else by the first 16 hex of its token's SHA-256 (§17)", () => {
   assert.deepEqual(recordCaller(table.authenticate('Bearer named-reconciler')), { role: 'reconciler', name: 'ops-oncall' });
   // A token configured by its digest gets the same name as the same token configured in plain.
   assert.deepEqual(recordCaller(table.authenticate('Bearer hashed-auditor')), { role: 'auditor', name: `sha256:${sha('hashed-auditor').slice(0, 16)}` });
 });
 
 test('missing, malformed and unknown tokens are UNAUTHENTICATED; the wrong role is FORBIDDEN_ROLE', () => {
-  for (const h of [undefined, '', 'Bearer', 'Basic plain-pep', 'Bearer plain-pep extra', 'Bearer plain-pe', 'Bearer ' + sha('hashed-approver')]) {
-    assert.equal(code(() => table.authenticate(h)), 'UNAUTHENTICATED', String(h));
+  for (const h of [undefined, '', 'Bearer', 'Basic plain-pep', 'Bearer plain-pep extra', 'Bearer plain-pe', `Bearer ${sha('hashed-approver')}`]) {
+    assert.equal(
+      code(() => table.authenticate(h)),
+      'UNAUTHENTICATED',
+      String(h),
+    );
   }
-  assert.equal(code(() => requireRole({ role: 'auditor', name: 'a' }, ['pep'])), 'FORBIDDEN_ROLE');
-  assert.equal(code(() => requireRole({ role: 'pep', name: 'p' }, ['pep', 'auditor'])), 'none');
+  assert.equal(
+    code(() => requireRole({ role: 'auditor', name: 'a' }, ['pep'])),
+    'FORBIDDEN_ROLE',
+  );
+  assert.equal(
+    code(() => requireRole({ role: 'pep', name: 'p' }, ['pep', 'auditor'])),
+    'none',
+  );
 });
 
 test('a delegated static token is a pep that speaks for others: without identity_token its decisions are 401', async () => {
@@ -49,9 +67,18 @@ test('a delegated static token is a pep that speaks for others: without identity
 });
 
 test('requireRole picks the first role a route admits among several; none is FORBIDDEN_ROLE', () => {
-  const held = [{ role: 'pep' as const, name: 'p', actor: { type: 'Agent', id: 'a' } }, { role: 'auditor' as const, name: 'a' }];
+  const held = [
+    { role: 'pep' as const, name: 'p', actor: { type: 'Agent', id: 'a' } },
+    { role: 'auditor' as const, name: 'a' },
+  ];
   assert.equal(requireRole(held, ['auditor']).role, 'auditor');
   assert.equal(requireRole(held, ['pep', 'auditor']).role, 'pep');
-  assert.equal(code(() => requireRole(held, ['admin'])), 'FORBIDDEN_ROLE');
-  assert.equal(code(() => requireRole([], ['admin'])), 'FORBIDDEN_ROLE');
+  assert.equal(
+    code(() => requireRole(held, ['admin'])),
+    'FORBIDDEN_ROLE',
+  );
+  assert.equal(
+    code(() => requireRole([], ['admin'])),
+    'FORBIDDEN_ROLE',
+  );
 });

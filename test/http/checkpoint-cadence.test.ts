@@ -16,14 +16,20 @@ const CADENCE = { checkpoint: { every_records: 5, every_ms: 600_000 } };
 async function assertCadence(servers: TestServer[]): Promise<void> {
   const t = TEST_TOKENS;
   for (let round = 0; round < 3; round++) {
-    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) =>
-      call(servers[i % servers.length]!, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `CADENCE-${round}-${i}:x` }) })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        call(servers[i % servers.length]!, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: `CADENCE-${round}-${i}:x` }) }),
+      ),
+    );
     for (const a of answers) assert.equal(a.status, 200, a.text);
   }
   const server = servers[0]!;
   {
     const exported = await call(server, 'GET', '/v1/ledger/export', { token: t.auditor });
-    const records = exported.text.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; kind: string; size?: number });
+    const records = exported.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { seq: number; kind: string; size?: number });
     const checkpoints = records.filter((r) => r.kind === 'checkpoint');
     const firstDecision = records.find((r) => r.kind === 'decision')!.seq;
     // From the first decision on, every write is one record: the checkpoints come every 5 of them.

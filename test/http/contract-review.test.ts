@@ -15,7 +15,7 @@ import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { offboardingEmployee, offboardingSteps } from '../helpers/offboarding.js';
+import { offboardingSteps } from '../helpers/offboarding.js';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
 
 for (const httpThreads of [1, 0]) {
@@ -107,7 +107,8 @@ for (const httpThreads of [1, 0]) {
         assert.deepEqual([bad.body.error.code, bad.body.error.path], ['INVALID_REQUEST', path], JSON.stringify(attrs));
       }
       const good = await put('/v1/entities/Acme::Emp/e2', {
-        attrs: { manager: { __entity: { type: 'User', id: 'u1' } }, limit: { __extn: { fn: 'decimal', arg: '1.5' } } }, parents: [],
+        attrs: { manager: { __entity: { type: 'User', id: 'u1' } }, limit: { __extn: { fn: 'decimal', arg: '1.5' } } },
+        parents: [],
       });
       assert.equal(good.status, 200, good.text);
 
@@ -129,13 +130,15 @@ for (const httpThreads of [1, 0]) {
       const t = s.tokens;
       for (const type of ['if', 'true', 'Acme::in', '__cedar::X', 'has']) {
         const d = await call(s, 'POST', '/v1/decisions', {
-          token: t.pep, body: offboardingBody({ execution_id: `REV-type-${type.replace(/:/g, '.')}`, envelope: { subject: { type, id: '1' } } }),
+          token: t.pep,
+          body: offboardingBody({ execution_id: `REV-type-${type.replace(/:/g, '.')}`, envelope: { subject: { type, id: '1' } } }),
         });
         assert.equal(d.status, 400, `${type}: ${d.text}`);
         assert.deepEqual([d.body.error.code, d.body.error.path], ['ENVELOPE_INVALID', '/envelope/subject/type']);
       }
       const fine = await call(s, 'POST', '/v1/decisions', {
-        token: t.pep, body: offboardingBody({ execution_id: 'REV-type-ok', envelope: { subject: { type: 'Acme::ifx', id: '1' } } }),
+        token: t.pep,
+        body: offboardingBody({ execution_id: 'REV-type-ok', envelope: { subject: { type: 'Acme::ifx', id: '1' } } }),
       });
       assert.equal(fine.status, 200, fine.text);
       const entity = await call(s, 'PUT', '/v1/entities/like/1', { token: t.admin, body: { attrs: {}, parents: [] } });
@@ -144,7 +147,12 @@ for (const httpThreads of [1, 0]) {
 
     test('§8: a trailing slash is another path — 404 NOT_FOUND, not 405', async () => {
       const t = s.tokens;
-      for (const [method, path] of [['POST', '/v1/decisions/'], ['GET', '/v1/executions/x/'], ['GET', '/healthz/'], ['POST', '/access/v1/evaluation/']] as const) {
+      for (const [method, path] of [
+        ['POST', '/v1/decisions/'],
+        ['GET', '/v1/executions/x/'],
+        ['GET', '/healthz/'],
+        ['POST', '/access/v1/evaluation/'],
+      ] as const) {
         const r = await call(s, method, path, { token: t.pep, ...(method === 'POST' ? { body: {} } : {}) });
         assert.equal(r.status, 404, `${method} ${path}: ${r.text}`);
         assert.equal(r.body.error.code, 'NOT_FOUND');
@@ -168,13 +176,15 @@ for (const httpThreads of [1, 0]) {
       const until = Date.now() + 3_000;
       const refused: string[] = [];
       let decided = 0;
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        while (Date.now() < until) {
-          const a = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
-          if (a.status === 200) decided++;
-          else refused.push(a.text);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (Date.now() < until) {
+            const a = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
+            if (a.status === 200) decided++;
+            else refused.push(a.text);
+          }
+        }),
+      );
       assert.deepEqual(refused.slice(0, 3), [], `${refused.length} of ${decided + refused.length} refused`);
       const exec = await call(s, 'GET', `/v1/executions/${id}`, { token: t.pep });
       assert.equal(exec.body.records.length, 1 + decided);
@@ -184,13 +194,19 @@ for (const httpThreads of [1, 0]) {
     test('§4: an execution lists every record naming it, a refusal from before it was reserved included', async () => {
       const t = s.tokens;
       const id = `REV-early-refusal-${httpThreads}`;
-      const refused = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id, envelope: { supersedes: 'REV-never-reserved' } }) });
+      const refused = await call(s, 'POST', '/v1/decisions', {
+        token: t.pep,
+        body: offboardingBody({ execution_id: id, envelope: { supersedes: 'REV-never-reserved' } }),
+      });
       assert.equal(refused.status, 404, refused.text);
       const reserved = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ execution_id: id }) });
       assert.equal(reserved.status, 200, reserved.text);
       const exec = await call(s, 'GET', `/v1/executions/${id}`, { token: t.pep });
       const ledger = await call(s, 'GET', `/v1/ledger/records?execution_id=${id}`, { token: t.auditor });
-      assert.deepEqual(exec.body.records, ledger.body.records.map((r: { seq: number }) => r.seq));
+      assert.deepEqual(
+        exec.body.records,
+        ledger.body.records.map((r: { seq: number }) => r.seq),
+      );
       assert.equal(exec.body.records.length, 2);
       assert.equal(ledger.body.records[0].kind, 'refusal');
     });
@@ -202,7 +218,13 @@ for (const httpThreads of [1, 0]) {
         assert.deepEqual([r.status, r.body.error?.code, r.body.error?.path], [400, 'INVALID_REQUEST', '/execution_id'], r.text);
         const approval = await call(s, 'POST', '/v1/approvals', {
           token: t.approver,
-          body: { actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: id, binding: 'writ-bind/1:sha256:' + '0'.repeat(64), envelope_digest: 'sha256:' + '0'.repeat(64), expires_at: new Date(Date.now() + 60_000).toISOString() },
+          body: {
+            actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+            execution_id: id,
+            binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
+            envelope_digest: `sha256:${'0'.repeat(64)}`,
+            expires_at: new Date(Date.now() + 60_000).toISOString(),
+          },
         });
         assert.equal(approval.status, 400, approval.text);
       }
@@ -214,7 +236,12 @@ for (const httpThreads of [1, 0]) {
 
     test('§8: a JSON body declared in a charset other than UTF-8 is 415; UTF-8 in any spelling is fine', async () => {
       const t = s.tokens;
-      for (const [type, status] of [['application/json; charset=utf-16', 415], ['application/json;charset=latin1', 415], ['application/json; charset="UTF-8"', 200], ['application/json; charset=utf8', 200]] as const) {
+      for (const [type, status] of [
+        ['application/json; charset=utf-16', 415],
+        ['application/json;charset=latin1', 415],
+        ['application/json; charset="UTF-8"', 200],
+        ['application/json; charset=utf8', 200],
+      ] as const) {
         const body = JSON.stringify(offboardingBody({ execution_id: `REV-charset-${status}-${type.length}` }));
         const r = await call(s, 'POST', '/v1/decisions', { token: t.pep, rawBody: body, headers: { 'content-type': type } });
         assert.equal(r.status, status, `${type}: ${r.text}`);
@@ -227,15 +254,26 @@ for (const httpThreads of [1, 0]) {
       const { hostname, port } = new URL(s.url);
       const send = (token: string | undefined, body: string) =>
         new Promise<{ status: number; text: string }>((resolve, reject) => {
-          const req = http.request({
-            host: hostname, port, method: 'POST', path: '/v1/decisions', agent,
-            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-          }, (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (text += c));
-            res.on('end', () => resolve({ status: res.statusCode!, text }));
-          });
+          const req = http.request(
+            {
+              host: hostname,
+              port,
+              method: 'POST',
+              path: '/v1/decisions',
+              agent,
+              headers: {
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+                ...(token ? { authorization: `Bearer ${token}` } : {}),
+              },
+            },
+            (res) => {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => (text += c));
+              res.on('end', () => resolve({ status: res.statusCode!, text }));
+            },
+          );
           req.on('error', reject);
           req.end(body);
         });
@@ -260,7 +298,10 @@ for (const httpThreads of [1, 0]) {
           const started = Date.now();
           const socket = net.connect(Number(port), hostname, () => socket.write(bytes));
           let text = '';
-          const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer within ${waitMs} ms to ${bytes.slice(0, 60)}`)); }, waitMs);
+          const timer = setTimeout(() => {
+            socket.destroy();
+            reject(new Error(`no answer within ${waitMs} ms to ${bytes.slice(0, 60)}`));
+          }, waitMs);
           socket.setEncoding('latin1');
           socket.on('data', (c: string) => {
             text += c;
@@ -381,7 +422,10 @@ for (const httpThreads of [1, 0]) {
       const upTo = everything.body.next ?? Infinity; // the first page of the actor's records, whatever follows it
       const decisions = everything.body.records.filter((r: { kind: string }) => r.kind === 'decision');
       assert.ok(decisions.length > 0);
-      assert.deepEqual(combined.body.records.filter((r: { seq: number }) => r.seq < upTo), decisions);
+      assert.deepEqual(
+        combined.body.records.filter((r: { seq: number }) => r.seq < upTo),
+        decisions,
+      );
     });
   });
 }

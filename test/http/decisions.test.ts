@@ -50,8 +50,11 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(typeof proposed.body.record.seq, 'number');
 
     const approvalBody = {
-      actor: { type: 'Agent', id: 'offboarding-agent-prod' }, execution_id: 'OFF-2048:disable-sign-in',
-      binding: proposed.body.binding, envelope_digest: proposed.body.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00',
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+      execution_id: 'OFF-2048:disable-sign-in',
+      binding: proposed.body.binding,
+      envelope_digest: proposed.body.envelope_digest,
+      expires_at: '2026-08-24T20:00:00+07:00',
     };
     // An approver outside HR may approve, but that does not satisfy the policy.
     const itApproval = await call(s, 'POST', '/v1/approvals', { token: t.approver2, body: approvalBody });
@@ -79,7 +82,10 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'EXECUTION_IN_FLIGHT');
 
-    const done = await call(s, 'POST', '/v1/executions/OFF-2048:disable-sign-in/outcome', { token: t.pep, body: { status: 'committed', downstream_ref: 'idp:audit:1' } });
+    const done = await call(s, 'POST', '/v1/executions/OFF-2048:disable-sign-in/outcome', {
+      token: t.pep,
+      body: { status: 'committed', downstream_ref: 'idp:audit:1' },
+    });
     assert.equal(done.status, 200, done.text);
     assert.equal(done.body.state, 'committed');
     const twice = await call(s, 'POST', '/v1/executions/OFF-2048:disable-sign-in/outcome', { token: t.pep, body: { status: 'committed' } });
@@ -103,17 +109,42 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
   test('a changed fact invalidates an approval; legal hold denies', async () => {
     const t = s.tokens;
     setClock('2026-08-24T15:30:00+07:00');
-    const body = offboardingBody({ execution_id: 'OFF-3000:disable', envelope: { subject: { type: 'Employee', id: '7722' } }, action: { arguments: { employee_id: '7722' } } });
+    const body = offboardingBody({
+      execution_id: 'OFF-3000:disable',
+      envelope: { subject: { type: 'Employee', id: '7722' } },
+      action: { arguments: { employee_id: '7722' } },
+    });
     // Employee 7722 is created by the admin for this test.
-    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
+    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', {
+      token: t.admin,
+      body: {
+        attrs: { ...TERMINATION, employee_id: '7722', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
+        parents: [],
+      },
+    });
     assert.equal(put.status, 200, put.text);
     const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
     assert.equal(p.body.decision, 'approval_required', p.text);
-    const a = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' } });
+    const a = await call(s, 'POST', '/v1/approvals', {
+      token: t.approver,
+      body: {
+        actor: body.envelope.actor,
+        execution_id: body.execution_id,
+        binding: p.body.binding,
+        envelope_digest: p.body.envelope_digest,
+        expires_at: '2026-08-24T23:00:00+07:00',
+      },
+    });
     assert.equal(a.status, 201);
     setClock('2026-08-24T17:30:00+07:00');
     // The subject's record changes: the approval no longer counts.
-    const changed = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
+    const changed = await call(s, 'PUT', '/v1/entities/Employee/7722', {
+      token: t.admin,
+      body: {
+        attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
+        parents: [],
+      },
+    });
     assert.equal(changed.status, 200);
     assert.notEqual(changed.body.entities_version, put.body.entities_version);
     const e1 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
@@ -122,8 +153,23 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(v.body.approvals[0].valid, false);
     assert.equal(v.body.approvals[0].invalid_reason, 'subject_changed');
     // Legal hold: deny, even with a fresh approval.
-    await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: { attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: true, manager: { __entity: { type: 'User', id: 'manager-1842' } } }, parents: [] } });
-    const a2 = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' } });
+    await call(s, 'PUT', '/v1/entities/Employee/7722', {
+      token: t.admin,
+      body: {
+        attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: true, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
+        parents: [],
+      },
+    });
+    const a2 = await call(s, 'POST', '/v1/approvals', {
+      token: t.approver,
+      body: {
+        actor: body.envelope.actor,
+        execution_id: body.execution_id,
+        binding: p.body.binding,
+        envelope_digest: p.body.envelope_digest,
+        expires_at: '2026-08-24T23:00:00+07:00',
+      },
+    });
     assert.equal(a2.status, 201);
     const e2 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
     assert.equal(e2.body.decision, 'deny', e2.text);
@@ -148,10 +194,16 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     // Another call than OFF-2048's, which ran: the same one would be a duplicate consequence (§17).
     const body = offboardingBody({ execution_id: 'OFF-4000:disable', action: { arguments: { employee_id: '7721', ticket: 'OFF-4000' } } });
     const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
-    const base = { actor: body.envelope.actor, execution_id: body.execution_id, binding: p.body.binding, envelope_digest: p.body.envelope_digest, expires_at: '2026-08-24T20:00:00+07:00' };
+    const base = {
+      actor: body.envelope.actor,
+      execution_id: body.execution_id,
+      binding: p.body.binding,
+      envelope_digest: p.body.envelope_digest,
+      expires_at: '2026-08-24T20:00:00+07:00',
+    };
     for (const wrong of [
-      { ...base, binding: 'writ-bind/1:sha256:' + '0'.repeat(64) },
-      { ...base, envelope_digest: 'sha256:' + '0'.repeat(64) },
+      { ...base, binding: `writ-bind/1:sha256:${'0'.repeat(64)}` },
+      { ...base, envelope_digest: `sha256:${'0'.repeat(64)}` },
       { ...base, execution_id: 'OFF-4000:other' },
       { ...base, actor: { type: 'Agent', id: 'other-agent' } },
     ]) {
@@ -201,7 +253,10 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     const conflict = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('R-1', { employee_id: '7722' }, 'propose') });
     assert.equal(conflict.status, 409);
     assert.equal(conflict.body.error.code, 'EXECUTION_CONFLICT');
-    const envConflict = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...read('R-1', undefined, 'propose'), envelope: { ...read('R-1').envelope, purpose: 'other' } } });
+    const envConflict = await call(s, 'POST', '/v1/decisions', {
+      token: t.pep,
+      body: { ...read('R-1', undefined, 'propose'), envelope: { ...read('R-1').envelope, purpose: 'other' } },
+    });
     assert.equal(envConflict.body.error.code, 'EXECUTION_CONFLICT');
     // Another actor's token cannot see or act on it, and cannot claim another actor.
     const other = await call(s, 'GET', '/v1/executions/R-1', { token: t.pep2 });
@@ -226,19 +281,33 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
   test('unknown outcome, reconciliation and supersession', async () => {
     const t = s.tokens;
     const read = (id: string, supersedes: string | null = null) =>
-      offboardingBody({ execution_id: id, phase: 'execute', envelope: { supersedes }, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+      offboardingBody({
+        execution_id: id,
+        phase: 'execute',
+        envelope: { supersedes },
+        action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+      });
     assert.equal((await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-1') })).body.state, 'invoking');
     const unknown = await call(s, 'POST', '/v1/executions/U-1/outcome', { token: t.pep, body: { status: 'unknown', detail: 'timeout' } });
     assert.equal(unknown.body.state, 'unknown');
     const retry = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-1') });
     assert.equal(retry.body.error.code, 'EXECUTION_TERMINAL');
-    const notUnknown = await call(s, 'POST', `/v1/executions/R-1/reconcile?actor=${AGENT}`, { token: t.reconciler, body: { resolution: 'absent', evidence_ref: 'x' } });
+    const notUnknown = await call(s, 'POST', `/v1/executions/R-1/reconcile?actor=${AGENT}`, {
+      token: t.reconciler,
+      body: { resolution: 'absent', evidence_ref: 'x' },
+    });
     assert.equal(notUnknown.status, 409);
-    const cannot = await call(s, 'POST', `/v1/executions/U-1/reconcile?actor=${AGENT}`, { token: t.reconciler, body: { resolution: 'could_not_determine', evidence_ref: 'x' } });
+    const cannot = await call(s, 'POST', `/v1/executions/U-1/reconcile?actor=${AGENT}`, {
+      token: t.reconciler,
+      body: { resolution: 'could_not_determine', evidence_ref: 'x' },
+    });
     assert.equal(cannot.status, 400);
     assert.equal(cannot.body.error.code, 'INVALID_REQUEST');
     assert.equal((await call(s, 'GET', '/v1/executions/U-1', { token: t.pep })).body.state, 'unknown');
-    const rec = await call(s, 'POST', `/v1/executions/U-1/reconcile?actor=${AGENT}`, { token: t.reconciler, body: { resolution: 'absent', evidence_ref: 'hris:audit:7' } });
+    const rec = await call(s, 'POST', `/v1/executions/U-1/reconcile?actor=${AGENT}`, {
+      token: t.reconciler,
+      body: { resolution: 'absent', evidence_ref: 'hris:audit:7' },
+    });
     assert.equal(rec.status, 200, rec.text);
     assert.equal(rec.body.state, 'reconciled');
     const v = await call(s, 'GET', '/v1/executions/U-1', { token: t.pep });
@@ -271,15 +340,26 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     await bad({ token: t.auditor, body: offboardingBody() }, 403, 'FORBIDDEN_ROLE');
     await bad({ token: t.pep, rawBody: '{"execution_id":' }, 400, 'INVALID_JSON');
     await bad({ token: t.pep, rawBody: JSON.stringify(offboardingBody()), headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE');
-    await bad({ token: t.pep, rawBody: '{"a":"' + 'x'.repeat(1024 * 1024 + 10) + '"}' }, 413, 'PAYLOAD_TOO_LARGE');
+    await bad({ token: t.pep, rawBody: `{"a":"${'x'.repeat(1024 * 1024 + 10)}"}` }, 413, 'PAYLOAD_TOO_LARGE');
     const { execution_id: _drop, ...noId } = offboardingBody();
     await bad({ token: t.pep, body: noId }, 400, 'INVALID_REQUEST');
     await bad({ token: t.pep, body: offboardingBody({ envelope: { execute_after: '2026-02-30T10:00:00Z' } }) }, 400, 'ENVELOPE_INVALID');
     await bad({ token: t.pep, body: offboardingBody({ envelope: { extra: 1 } }) }, 400, 'ENVELOPE_INVALID');
     await bad({ token: t.pep, body: offboardingBody({ envelope: { requester: { type: 'User', id: 'm', x: 1 } } }) }, 400, 'ENVELOPE_INVALID');
-    const lossy = await bad({ token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'B-1' })).replace('"employee_id":"7721"', '"employee_id":1.0') }, 400, 'BINDING_LOSSY_NUMBER');
+    const lossy = await bad(
+      { token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'B-1' })).replace('"employee_id":"7721"', '"employee_id":1.0') },
+      400,
+      'BINDING_LOSSY_NUMBER',
+    );
     assert.equal(lossy.body.error.path, '/action/arguments/employee_id');
-    await bad({ token: t.pep, rawBody: JSON.stringify(offboardingBody({ execution_id: 'B-2' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"') }, 400, 'BINDING_DUPLICATE_KEY');
+    await bad(
+      {
+        token: t.pep,
+        rawBody: JSON.stringify(offboardingBody({ execution_id: 'B-2' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"'),
+      },
+      400,
+      'BINDING_DUPLICATE_KEY',
+    );
     await bad({ token: t.pep, rawBody: Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]) }, 400, 'INVALID_JSON');
     await bad({ token: t.pep }, 404, 'EXECUTION_NOT_FOUND', '/v1/executions/never-seen', 'GET');
     await bad({ token: t.auditor }, 404, 'NOT_FOUND', '/v1/nothing-here', 'GET');
@@ -299,7 +379,10 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
       'writ_refusals_total{code="BINDING_LOSSY_NUMBER"}',
       'writ_refusals_total{code="PAYLOAD_TOO_LARGE"}',
     ]) {
-      assert.ok(metrics.text.split('\n').some((line) => line.startsWith(`${series} `) && Number(line.slice(series.length + 1)) >= 1), series);
+      assert.ok(
+        metrics.text.split('\n').some((line) => line.startsWith(`${series} `) && Number(line.slice(series.length + 1)) >= 1),
+        series,
+      );
     }
     const openapi = await call(s, 'GET', '/openapi.json');
     assert.ok(openapi.body.paths['/v1/decisions']);
@@ -330,7 +413,11 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
       writeFileSync(join(dir, 'export.jsonl'), exported.text);
       writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys.body));
       writeFileSync(join(dir, 'cp.json'), JSON.stringify(cp.body));
-      const r = spawnSync(process.execPath, [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')],
+        { encoding: 'utf8' },
+      );
       assert.equal(r.status, 0, r.stdout + r.stderr);
       const out = JSON.parse(r.stdout);
       assert.equal(out.ok, true);

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { call, offboardingBody, startTestServer, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const LIMITS = { object_members: 50, array_elements: 50, total_members: 200, string_length: 1000 };
 const AGENT = { type: 'Agent', id: 'offboarding-agent-prod' };
@@ -36,20 +36,40 @@ for (const httpThreads of [1, 0]) {
 
     test('admission limits refuse arguments, envelope and AuthZEN bodies with LIMIT_EXCEEDED and the pointer of the first excess', async () => {
       const before = refusalsOf((await call(s, 'GET', '/metrics')).text, 'LIMIT_EXCEEDED');
-      const wide = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'wide-1', action: { arguments: wideArguments(51) } }) });
+      const wide = await call(s, 'POST', '/v1/decisions', {
+        token: s.tokens.pep,
+        body: offboardingBody({ execution_id: 'wide-1', action: { arguments: wideArguments(51) } }),
+      });
       assert.equal(wide.status, 400, wide.text);
       assert.deepEqual(wide.body.error.code, 'LIMIT_EXCEEDED');
       assert.equal(wide.body.error.path, '/action/arguments/m50');
-      const long = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'wide-2', action: { arguments: { note: 'x'.repeat(1001) } } }) });
+      const long = await call(s, 'POST', '/v1/decisions', {
+        token: s.tokens.pep,
+        body: offboardingBody({ execution_id: 'wide-2', action: { arguments: { note: 'x'.repeat(1001) } } }),
+      });
       assert.deepEqual([long.status, long.body.error?.code, long.body.error?.path], [400, 'LIMIT_EXCEEDED', '/action/arguments/note']);
       const refs = Array.from({ length: 51 }, (_, i) => `ref-${i}`);
-      const envelope = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'wide-3', envelope: { evidence_refs: refs } }) });
+      const envelope = await call(s, 'POST', '/v1/decisions', {
+        token: s.tokens.pep,
+        body: offboardingBody({ execution_id: 'wide-3', envelope: { evidence_refs: refs } }),
+      });
       assert.deepEqual([envelope.status, envelope.body.error?.code, envelope.body.error?.path], [400, 'LIMIT_EXCEEDED', '/envelope/evidence_refs/50']);
       // AuthZEN: properties and context (a pep token may ask about its own actor).
-      const ask = (extra: Record<string, unknown>) => ({ subject: { ...AGENT, properties: {} }, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' }, ...extra });
-      const props = await call(s, 'POST', '/access/v1/evaluation', { token: s.tokens.pep, body: ask({ subject: { ...AGENT, properties: wideArguments(51) } }) });
+      const ask = (extra: Record<string, unknown>) => ({
+        subject: { ...AGENT, properties: {} },
+        action: { name: 'idp/disable_sign_in' },
+        resource: { type: 'Employee', id: '7721' },
+        ...extra,
+      });
+      const props = await call(s, 'POST', '/access/v1/evaluation', {
+        token: s.tokens.pep,
+        body: ask({ subject: { ...AGENT, properties: wideArguments(51) } }),
+      });
       assert.deepEqual([props.status, props.body.error?.code, props.body.error?.path], [400, 'LIMIT_EXCEEDED', '/subject/properties/m50']);
-      const context = await call(s, 'POST', '/access/v1/evaluations', { token: s.tokens.pep, body: { evaluations: [ask({}), ask({ context: { list: Array.from({ length: 51 }, (_, i) => i) } })] } });
+      const context = await call(s, 'POST', '/access/v1/evaluations', {
+        token: s.tokens.pep,
+        body: { evaluations: [ask({}), ask({ context: { list: Array.from({ length: 51 }, (_, i) => i) } })] },
+      });
       assert.deepEqual([context.status, context.body.error?.code, context.body.error?.path], [400, 'LIMIT_EXCEEDED', '/evaluations/1/context/list/50']);
       // Nothing of them reached the ledger, and each is counted as a refusal.
       const records = await call(s, 'GET', '/v1/ledger/records?limit=1000', { token: s.tokens.auditor });
@@ -82,7 +102,9 @@ for (const httpThreads of [1, 0]) {
       ];
       for (const [method, path, token, body] of asks) {
         const res = await fetch(`${s.url}${path}`, {
-          method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}),
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+          ...(body ? { body: JSON.stringify(body) } : {}),
         });
         await res.arrayBuffer();
         assert.equal(res.headers.get('cache-control'), 'no-store', `${method} ${path} (${res.status})`);
@@ -95,20 +117,26 @@ for (const httpThreads of [1, 0]) {
       const { port, hostname } = new URL(s.url);
       const held: Socket = connect(Number(port), hostname);
       await new Promise((resolve) => held.once('connect', resolve));
-      held.write(`POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{"execution_id":`);
+      held.write(
+        `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{"execution_id":`,
+      );
       const limited = await until(async () => {
         const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: `over-${Math.random()}` }) });
         return r.status === 429 ? r : undefined;
       }, 'a 429 for the caller whose share is held');
       assert.equal(limited.body.error.code, 'RATE_LIMITED');
       const again = await fetch(`${s.url}/access/v1/evaluation`, {
-        method: 'POST', headers: { authorization: `Bearer ${s.tokens.pep}`, 'content-type': 'application/json' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${s.tokens.pep}`, 'content-type': 'application/json' },
         body: JSON.stringify({ subject: AGENT, action: { name: 'idp/disable_sign_in' }, resource: { type: 'Employee', id: '7721' } }),
       });
       assert.equal(again.status, 429);
       assert.equal(again.headers.get('retry-after'), '1');
       // Another PEP decides meanwhile.
-      const other = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep2, body: offboardingBody({ execution_id: 'other-1', envelope: { actor: { type: 'Agent', id: 'other-agent' } } }) });
+      const other = await call(s, 'POST', '/v1/decisions', {
+        token: s.tokens.pep2,
+        body: offboardingBody({ execution_id: 'other-1', envelope: { actor: { type: 'Agent', id: 'other-agent' } } }),
+      });
       assert.equal(other.status, 200, other.text);
       // The held request ends (refused: its body is not JSON); the caller's share is free again.
       const answered = new Promise<Buffer>((resolve) => held.once('data', resolve));
@@ -125,15 +153,33 @@ for (const httpThreads of [1, 0]) {
 
     test('one PEP sends wide requests while another decides: the other is always served, the wide ones are answered or rate-limited', async () => {
       const hostile = Array.from({ length: 24 }, (_, i) =>
-        call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: `hostile-${i}`, action: { arguments: { blob: 'y'.repeat(1000), rows: Array.from({ length: 40 }, () => 'z'.repeat(1000)) } } }) }));
+        call(s, 'POST', '/v1/decisions', {
+          token: s.tokens.pep,
+          body: offboardingBody({
+            execution_id: `hostile-${i}`,
+            action: { arguments: { blob: 'y'.repeat(1000), rows: Array.from({ length: 40 }, () => 'z'.repeat(1000)) } },
+          }),
+        }),
+      );
       const victim: Array<Awaited<ReturnType<typeof call>>> = [];
       for (let i = 0; i < 10; i++) {
-        victim.push(await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep2, body: offboardingBody({ execution_id: `victim-${i}`, envelope: { actor: { type: 'Agent', id: 'other-agent' } } }) }));
+        victim.push(
+          await call(s, 'POST', '/v1/decisions', {
+            token: s.tokens.pep2,
+            body: offboardingBody({ execution_id: `victim-${i}`, envelope: { actor: { type: 'Agent', id: 'other-agent' } } }),
+          }),
+        );
       }
       const answered = await Promise.all(hostile);
-      assert.deepEqual(victim.map((r) => r.status), Array(10).fill(200));
+      assert.deepEqual(
+        victim.map((r) => r.status),
+        Array(10).fill(200),
+      );
       const codes = answered.map((r) => (r.status === 200 ? 200 : `${r.status} ${r.body.error?.code}`));
-      assert.ok(codes.every((c) => c === 200 || c === '429 RATE_LIMITED'), JSON.stringify(codes));
+      assert.ok(
+        codes.every((c) => c === 200 || c === '429 RATE_LIMITED'),
+        JSON.stringify(codes),
+      );
       assert.equal(codes.length, 24);
     });
   });

@@ -22,11 +22,14 @@ after(async () => {
 function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(s.url);
-    const req = request({ host: u.hostname, port: u.port, method, path, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      { host: u.hostname, port: u.port, method, path, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     if (body) req.write(body);
     req.end();
@@ -48,13 +51,29 @@ function mutations(rng: () => number): Buffer[] {
     out.push(b);
   }
   // Wrong types at every known field.
-  const body = JSON.parse(valid);
   const wrongs = [null, 1, 1.5, -0, true, 'x', [], {}, [1, 2], { type: 'User' }, '2026-02-30T10:00:00Z', 'a'.repeat(5000)];
   const paths = [
-    ['execution_id'], ['phase'], ['envelope'], ['envelope', 'task_id'], ['envelope', 'purpose'], ['envelope', 'requester'],
-    ['envelope', 'actor'], ['envelope', 'subject'], ['envelope', 'execute_after'], ['envelope', 'evidence_refs'],
-    ['envelope', 'supersedes'], ['envelope', 'traceparent'], ['action'], ['action', 'server'], ['action', 'tool'], ['action', 'arguments'],
-    ['envelope', 'requester', 'type'], ['envelope', 'requester', 'id'], ['envelope', 'unknown_field'], ['unknown_top'], ['action', 'extra'],
+    ['execution_id'],
+    ['phase'],
+    ['envelope'],
+    ['envelope', 'task_id'],
+    ['envelope', 'purpose'],
+    ['envelope', 'requester'],
+    ['envelope', 'actor'],
+    ['envelope', 'subject'],
+    ['envelope', 'execute_after'],
+    ['envelope', 'evidence_refs'],
+    ['envelope', 'supersedes'],
+    ['envelope', 'traceparent'],
+    ['action'],
+    ['action', 'server'],
+    ['action', 'tool'],
+    ['action', 'arguments'],
+    ['envelope', 'requester', 'type'],
+    ['envelope', 'requester', 'id'],
+    ['envelope', 'unknown_field'],
+    ['unknown_top'],
+    ['action', 'extra'],
   ];
   for (const p of paths) {
     for (const w of wrongs) {
@@ -67,11 +86,26 @@ function mutations(rng: () => number): Buffer[] {
   }
   // Deep nesting, in the arguments and elsewhere.
   for (const depth of [65, 100, 1000, 100000]) {
-    out.push(Buffer.from(valid.replace('"employee_id":"7721"', '"employee_id":' + '['.repeat(depth) + ']'.repeat(depth))));
-    out.push(Buffer.from('{"execution_id":' + '['.repeat(depth) + ']'.repeat(depth) + '}'));
+    out.push(Buffer.from(valid.replace('"employee_id":"7721"', `"employee_id":${'['.repeat(depth)}${']'.repeat(depth)}`)));
+    out.push(Buffer.from(`{"execution_id":${'['.repeat(depth)}${']'.repeat(depth)}}`));
   }
   // Hostile numbers and strings in the arguments.
-  for (const tok of ['1.0', '1e400', '-1e400', '9007199254740993', '0.30000000000000004', '1e-7', 'NaN', 'Infinity', '01', '.5', '1.', '"\\ud800"', '"\\u00"', '"\\x41"']) {
+  for (const tok of [
+    '1.0',
+    '1e400',
+    '-1e400',
+    '9007199254740993',
+    '0.30000000000000004',
+    '1e-7',
+    'NaN',
+    'Infinity',
+    '01',
+    '.5',
+    '1.',
+    '"\\ud800"',
+    '"\\u00"',
+    '"\\x41"',
+  ]) {
     out.push(Buffer.from(valid.replace('"employee_id":"7721"', `"employee_id":${tok}`)));
   }
   // Duplicate keys everywhere.
@@ -79,13 +113,13 @@ function mutations(rng: () => number): Buffer[] {
   out.push(Buffer.from(valid.replace('"task_id":"OFF-2048"', '"task_id":"OFF-2048","task_id":"OFF-2049"')));
   // Garbage.
   for (let i = 0; i < 100; i++) out.push(Buffer.from(Array.from({ length: Math.floor(rng() * 200) }, () => Math.floor(rng() * 256))));
-  out.push(Buffer.from(''), Buffer.from('null'), Buffer.from('[]'), Buffer.from('"x"'), Buffer.from('{}'), Buffer.from('\uFEFF' + valid));
+  out.push(Buffer.from(''), Buffer.from('null'), Buffer.from('[]'), Buffer.from('"x"'), Buffer.from('{}'), Buffer.from(`\uFEFF${valid}`));
   return out;
 }
 
 test('≥ 1000 hostile requests: 4xx with a contract code, never 5xx; /readyz stays 200', async () => {
   let seed = 7;
-  const rng = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const rng = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const bodies = mutations(rng);
   const routes: Array<[string, string, string]> = [
     ['POST', '/v1/decisions', s.tokens.pep],
@@ -117,18 +151,24 @@ test('≥ 1000 hostile requests: 4xx with a contract code, never 5xx; /readyz st
     assert.equal(r.status, 415, type);
     sent++;
   }
-  for (const auth of ['', 'Bearer', 'Basic abc', 'Bearer ' + 'x'.repeat(10000), 'bearer  ' + s.tokens.pep + 'x']) {
+  for (const auth of ['', 'Bearer', 'Basic abc', `Bearer ${'x'.repeat(10000)}`, `bearer  ${s.tokens.pep}x`]) {
     const r = await raw('POST', '/v1/decisions', { ...(auth ? { authorization: auth } : {}), 'content-type': 'application/json' }, Buffer.from(valid));
     assert.equal(r.status, 401, auth.slice(0, 20));
     sent++;
   }
   // Random query strings on auditor routes.
   await fc.assert(
-    fc.asyncProperty(fc.constantFrom('/v1/ledger/records', '/v1/ledger/proofs/inclusion', '/v1/ledger/proofs/consistency', '/v1/ledger/records/', '/v1/executions/x'), fc.string(), async (path, q) => {
-      const r = await raw('GET', path + '?' + encodeURIComponent(q).replace(/%3D/g, '=').replace(/%26/g, '&') + '&seq=' + encodeURIComponent(q), { authorization: `Bearer ${s.tokens.auditor}` });
-      sent++;
-      assert.ok(r.status < 500, `${path}?${q}: ${r.status} ${r.text.slice(0, 200)}`);
-    }),
+    fc.asyncProperty(
+      fc.constantFrom('/v1/ledger/records', '/v1/ledger/proofs/inclusion', '/v1/ledger/proofs/consistency', '/v1/ledger/records/', '/v1/executions/x'),
+      fc.string(),
+      async (path, q) => {
+        const r = await raw('GET', `${path}?${encodeURIComponent(q).replace(/%3D/g, '=').replace(/%26/g, '&')}&seq=${encodeURIComponent(q)}`, {
+          authorization: `Bearer ${s.tokens.auditor}`,
+        });
+        sent++;
+        assert.ok(r.status < 500, `${path}?${q}: ${r.status} ${r.text.slice(0, 200)}`);
+      },
+    ),
     { numRuns: 100, seed: 11 },
   );
   assert.ok(sent >= 1000, `sent ${sent}`);

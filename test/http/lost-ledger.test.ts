@@ -66,7 +66,7 @@ test('a missing key file for a ledger that has keys: refused, and no fresh key i
   }
 });
 
-test('a key put in a fresh data dir before the first start is the ledger\'s first key', async () => {
+test("a key put in a fresh data dir before the first start is the ledger's first key", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'writ-prekey-'));
   try {
     mkdirSync(dataDir, { recursive: true });
@@ -77,7 +77,10 @@ test('a key put in a fresh data dir before the first start is the ledger\'s firs
     const s = await startTestServer({ dataDir });
     try {
       const keys = await call(s, 'GET', '/v1/ledger/keys', { token: s.tokens.auditor });
-      assert.deepEqual(keys.body.keys.map((k: { key_id: string }) => k.key_id), [keyId]);
+      assert.deepEqual(
+        keys.body.keys.map((k: { key_id: string }) => k.key_id),
+        [keyId],
+      );
     } finally {
       await s.stop();
     }

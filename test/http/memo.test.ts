@@ -49,6 +49,9 @@ describe('decision memo over HTTP', () => {
     const records = await call(s, 'GET', '/v1/ledger/records?kind=decision', { token: t.auditor });
     assert.equal(records.status, 200, records.text);
     const ours = records.body.records.filter((r: { execution_id: string }) => r.execution_id.startsWith('MEMO-'));
-    assert.deepEqual(ours.map((r: { decision: string }) => r.decision), ['allow', 'allow', 'deny', 'allow']);
+    assert.deepEqual(
+      ours.map((r: { decision: string }) => r.decision),
+      ['allow', 'allow', 'deny', 'allow'],
+    );
   });
 });

@@ -23,12 +23,44 @@ let dir: string;
 
 const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 function makeCa(name: string): void {
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`);
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+  );
 }
 function makeClient(name: string, ca: string, uri: string): { cert: string; key: string } {
   writeFileSync(join(dir, `${name}.ext`), `subjectAltName=URI:${uri}\nextendedKeyUsage=clientAuth\n`);
   openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.pem`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  );
   return { cert: readFileSync(join(dir, `${name}.pem`), 'utf8'), key: readFileSync(join(dir, `${name}.key`), 'utf8') };
 }
 
@@ -48,15 +80,25 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 function httpsCall(url: string, method: string, path: string, o: { client?: Client; token?: string; body?: unknown }): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const text = o.body === undefined ? undefined : JSON.stringify(o.body);
-    const req = httpsRequest(new URL(path, url), {
-      method, ca: SERVER_CA, agent: false, ...(o.client ? { cert: o.client.cert, key: o.client.key } : {}),
-      headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(text !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } : {}) },
-    }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (data += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: data ? JSON.parse(data) : undefined }));
-    });
+    const req = httpsRequest(
+      new URL(path, url),
+      {
+        method,
+        ca: SERVER_CA,
+        agent: false,
+        ...(o.client ? { cert: o.client.cert, key: o.client.key } : {}),
+        headers: {
+          ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
+          ...(text !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } : {}),
+        },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: data ? JSON.parse(data) : undefined }));
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -66,7 +108,10 @@ for (const httpThreads of [0, 1]) {
   test(`client certificates authenticate by URI SAN (http_threads ${httpThreads})`, async () => {
     const s = await startTestServer({
       config: {
-        http_threads: httpThreads, tls_cert_file: SERVER_CERT, tls_key_file: SERVER_KEY, tls_client_ca_file: join(dir, 'ca.pem'),
+        http_threads: httpThreads,
+        tls_cert_file: SERVER_CERT,
+        tls_key_file: SERVER_KEY,
+        tls_client_ca_file: join(dir, 'ca.pem'),
         tls_clients: [
           { uri: AGENT, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
           { uri: AUDITOR, role: 'auditor' },

@@ -15,7 +15,8 @@ import { rawExchange } from '../helpers/raw-http.js';
  *  collects everything the server sends until it ends (or resets) the connection. */
 function rawOversizedRequest(url: string, path: string, token: string, bodyBytes: number): Promise<{ answer: string; error?: string; sentBytes: number }> {
   const { hostname } = new URL(url);
-  const head = `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\n` +
+  const head =
+    `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`;
   return rawExchange(url, head, { chunk: Buffer.alloc(64 * 1024, 0x20), total: bodyBytes });
 }
@@ -61,7 +62,12 @@ describe('what a new user tripped on', () => {
     assert.match(put.body.error.message, /%E9/);
     const get = await call(s, 'GET', '/v1/entities/Employee/%25E9', { token: s.tokens.admin });
     assert.equal(get.status, 404, `nothing was stored under the raw text %E9: ${get.text}`);
-    for (const [method, path] of [['GET', '/v1/executions/a%zz'], ['POST', '/v1/approvals/%C3%28/revoke'], ['GET', '/v1/entities/%/x'], ['GET', '/nope/%FF']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/executions/a%zz'],
+      ['POST', '/v1/approvals/%C3%28/revoke'],
+      ['GET', '/v1/entities/%/x'],
+      ['GET', '/nope/%FF'],
+    ]) {
       const r = await call(s, method!, path!, { token: s.tokens.auditor });
       assert.equal(r.status, 400, `${method} ${path}: ${r.text}`);
       assert.equal(r.body.error.code, 'INVALID_REQUEST');

@@ -55,7 +55,10 @@ test('the offboarding story, end to end', async () => {
   const stale = await decide(execute);
   assert.equal(stale.decision, 'approval_required');
   const view = await call(s, 'GET', `/v1/executions/${encodeURIComponent(propose.execution_id)}`, { token: t.pep });
-  assert.deepEqual(view.body.approvals.map((a: { approval_id: string; valid: boolean; invalid_reason?: string }) => [a.approval_id, a.valid, a.invalid_reason]), [[first, false, 'subject_changed']]);
+  assert.deepEqual(
+    view.body.approvals.map((a: { approval_id: string; valid: boolean; invalid_reason?: string }) => [a.approval_id, a.valid, a.invalid_reason]),
+    [[first, false, 'subject_changed']],
+  );
 
   // 16:50 (recorded later) — legal places a hold: deny, even with a fresh approval.
   await call(s, 'PUT', '/v1/entities/Employee/7721', { token: t.admin, body: offboardingEmployee({ status: 'termination_delayed', legal_hold: true }) });
@@ -73,7 +76,8 @@ test('the offboarding story, end to end', async () => {
   assert.equal(allowed.approval_used, third);
   assert.equal(allowed.state, 'invoking');
   const outcome = await call(s, 'POST', `/v1/executions/${encodeURIComponent(propose.execution_id)}/outcome`, {
-    token: t.pep, body: { status: 'committed', confirmation: 'system_of_record', downstream_ref: 'idp:event:5521' },
+    token: t.pep,
+    body: { status: 'committed', confirmation: 'system_of_record', downstream_ref: 'idp:event:5521' },
   });
   assert.equal(outcome.status, 200, outcome.text);
   assert.equal(outcome.body.state, 'committed');
@@ -82,14 +86,26 @@ test('the offboarding story, end to end', async () => {
   const records = await call(s, 'GET', `/v1/ledger/records?execution_id=${encodeURIComponent(propose.execution_id)}&limit=100`, { token: t.auditor });
   const kinds = records.body.records.map((r: { kind: string; decision?: string }) => (r.decision ? `${r.kind}:${r.decision}` : r.kind));
   assert.deepEqual(kinds, [
-    'decision:approval_required', 'approval', 'decision:deny', 'decision:approval_required', 'approval', 'decision:deny', 'approval', 'decision:allow', 'outcome',
+    'decision:approval_required',
+    'approval',
+    'decision:deny',
+    'decision:approval_required',
+    'approval',
+    'decision:deny',
+    'approval',
+    'decision:allow',
+    'outcome',
   ]);
   const allowRecord = records.body.records[7];
   assert.equal(allowRecord.approval_used, third);
   assert.deepEqual(
     allowRecord.approvals.map((a: { approval_id: string; valid: boolean }) => [a.approval_id, a.valid]),
     // The second approval was given under the hold; lifting it changed the record again.
-    [[first, false], [second, false], [third, true]],
+    [
+      [first, false],
+      [second, false],
+      [third, true],
+    ],
   );
   const entityRecords = await call(s, 'GET', '/v1/ledger/records?kind=entity&limit=1000', { token: t.auditor });
   assert.ok(entityRecords.body.records.filter((r: { uid: { id: string } }) => r.uid.id === '7721').length >= 4);

@@ -11,7 +11,7 @@ import { appendFileSync, cpSync, mkdtempSync, readFileSync, renameSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 let s: TestServer;
 let dir: string;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 let s: TestServer;
 let dir: string;
@@ -63,8 +63,13 @@ test('policy edits are swapped in and ledgered; a broken edit keeps the old set 
   const metrics = await call(s, 'GET', '/metrics');
   assert.match(metrics.text, /writ_policy_reloads_total\{result="failed"\} [1-9]/);
   assert.equal((await call(s, 'GET', '/readyz')).status, 200);
-  const loaded = (await call(s, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((x: { result: string }) => x.result === 'loaded');
-  assert.deepEqual(loaded.map((x: { policy_version: string }) => x.policy_version), [v1, v2]);
+  const loaded = (await call(s, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter(
+    (x: { result: string }) => x.result === 'loaded',
+  );
+  assert.deepEqual(
+    loaded.map((x: { policy_version: string }) => x.policy_version),
+    [v1, v2],
+  );
   rmSync(join(policies(), 'broken.cedar'));
   rmSync(join(policies(), 'extra.cedar'));
 });
@@ -90,7 +95,9 @@ test('entities.json edits become entity records and move entities_version', asyn
   writeFileSync(file, '[{"uid": ');
   const rejected = await until(async () => {
     const r = await call(s, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor });
-    return r.body.records.find((x: { result: string; error?: { message: string } }) => x.result === 'rejected' && /entities\.json not applied/.test(x.error?.message ?? ''));
+    return r.body.records.find(
+      (x: { result: string; error?: { message: string } }) => x.result === 'rejected' && /entities\.json not applied/.test(x.error?.message ?? ''),
+    );
   }, 'the rejected entities.json record');
   assert.equal(rejected.error.code, 'POLICY_INVALID');
   assert.equal((await call(s, 'GET', '/v1/entities/User/new-hire', { token: t.auditor })).status, 200, 'the entities in force are unchanged');

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, offboardingBody, REPO, startTestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 
@@ -51,12 +52,20 @@ test('SIGTERM checkpoint, restart continuity, consistency across the restart', a
       // A restart does not reuse an execution id: the acknowledged invoking ones still refuse execute.
       const again = await call(s2, 'POST', '/v1/decisions', {
         token: s2.tokens.pep,
-        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+        body: offboardingBody({
+          execution_id: 'RS-0',
+          phase: 'execute',
+          action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+        }),
       });
       assert.equal(again.status, 200, 'RS-0 was only proposed, so execute is fine');
       const inflight = await call(s2, 'POST', '/v1/decisions', {
         token: s2.tokens.pep,
-        body: offboardingBody({ execution_id: 'RS-0', phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+        body: offboardingBody({
+          execution_id: 'RS-0',
+          phase: 'execute',
+          action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+        }),
       });
       assert.equal(inflight.body.error.code, 'EXECUTION_IN_FLIGHT');
     } finally {
@@ -82,24 +91,29 @@ test('`npm start` hands SIGTERM to writ itself: a clean stop, not an orphan hold
   const dataDir = mkdtempSync(join(tmpdir(), 'writ-npm-start-'));
   try {
     const port = await freePort();
-    const npm = spawn('npm', ['start', '--silent', '--', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const npm = spawn('npm', ['start', '--silent', '--', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     npm.stdout!.on('data', (d) => (output += d));
     npm.stderr!.on('data', (d) => (output += d));
     const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
-    const deadline = Date.now() + 60_000;
-    while (!output.includes('writ serve: listening on')) {
-      assert.ok(Date.now() < deadline, `writ did not start under npm start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      () => output.includes('writ serve: listening on'),
+      () => `writ to start under npm start:\n${output}`,
+      60_000,
+      100,
+    );
     npm.kill('SIGTERM');
     await exited;
     // writ got the signal (its own words), wrote its checkpoint and is gone: nothing runs on this data dir.
-    const stopBy = Date.now() + 30_000;
-    while (runningWith(dataDir).length > 0) {
-      assert.ok(Date.now() < stopBy, `still running after SIGTERM to npm: ${runningWith(dataDir).join(', ')}\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      () => runningWith(dataDir).length === 0,
+      () => `writ to stop after SIGTERM to npm; still running: ${runningWith(dataDir).join(', ')}\n${output}`,
+      30_000,
+      100,
+    );
     assert.match(output, /SIGTERM: finishing in-flight requests, writing a final checkpoint/);
   } finally {
     for (const pid of runningWith(dataDir)) process.kill(pid, 'SIGKILL');
@@ -130,7 +144,10 @@ test('shutdown_delay_ms: after SIGTERM /readyz answers 503 at once while decisio
   let ready = 200;
   while (ready === 200 && Date.now() - t0 < 1500) ready = (await call(s, 'GET', '/readyz')).status;
   assert.equal(ready, 503, 'readyz fails while draining');
-  const late = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: 'DRAIN-1', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }) });
+  const late = await call(s, 'POST', '/v1/decisions', {
+    token: s.tokens.pep,
+    body: offboardingBody({ execution_id: 'DRAIN-1', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } }),
+  });
   assert.equal(late.status, 200, late.text);
   assert.ok(Date.now() - t0 < 2000, 'answered within the delay');
   assert.equal(await exited, 0);

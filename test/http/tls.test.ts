@@ -15,26 +15,39 @@ import { generateKeyPairSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { offboardingBody, REPO, startTestServer, TEST_TOKENS, WRIT_BIN } from '../helpers/server.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const CERT_FILE = join(REPO, 'test', 'fixtures', 'tls', 'cert.pem');
 const KEY_FILE = join(REPO, 'test', 'fixtures', 'tls', 'key.pem');
 const CA = readFileSync(CERT_FILE, 'utf8');
 
 /** One HTTPS exchange that trusts only the fixture certificate. */
-function httpsCall(url: string, method: string, path: string, o: { token?: string; body?: unknown } = {}): Promise<{ status: number; body: any; protocol: string }> {
+function httpsCall(
+  url: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown } = {},
+): Promise<{ status: number; body: any; protocol: string }> {
   return new Promise((resolve, reject) => {
     const text = o.body === undefined ? undefined : JSON.stringify(o.body);
-    const req = httpsRequest(new URL(path, url), {
-      method, ca: CA,
-      headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(text !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } : {}) },
-    }, (res) => {
-      let data = '';
-      const protocol = (res.socket as TLSSocket).getProtocol() ?? ''; // read now: the socket goes back to the agent at the end
-      res.setEncoding('utf8');
-      res.on('data', (d) => (data += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(data), protocol }));
-    });
+    const req = httpsRequest(
+      new URL(path, url),
+      {
+        method,
+        ca: CA,
+        headers: {
+          ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
+          ...(text !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } : {}),
+        },
+      },
+      (res) => {
+        let data = '';
+        const protocol = (res.socket as TLSSocket).getProtocol() ?? ''; // read now: the socket goes back to the agent at the end
+        res.setEncoding('utf8');
+        res.on('data', (d) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(data), protocol }));
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -63,7 +76,12 @@ for (const httpThreads of [0, 1, 2]) {
         assert.match(health.protocol, /^TLSv1\.[23]$/);
         const decided = await httpsCall(s.url, 'POST', '/v1/decisions', {
           token: s.tokens.pep,
-          body: offboardingBody({ execution_id: `tls-${httpThreads}`, phase: 'execute', action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } }, envelope: { subject: { type: 'Employee', id: '7721' } } }),
+          body: offboardingBody({
+            execution_id: `tls-${httpThreads}`,
+            phase: 'execute',
+            action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
+            envelope: { subject: { type: 'Employee', id: '7721' } },
+          }),
         });
         assert.equal(decided.status, 200, JSON.stringify(decided.body));
         assert.equal(decided.body.decision, 'allow');
@@ -89,10 +107,17 @@ test('a replica waiting for its database answers over HTTPS on its address too',
   try {
     const configPath = join(dir, 'config.json');
     // Nobody listens on port 1: the database is unreachable, so the replica waits for it, serving meanwhile.
-    writeFileSync(configPath, JSON.stringify({
-      listen: '127.0.0.1:0', data_dir: join(dir, 'data'), database_url: 'postgres://writ@127.0.0.1:1/writ', tls_cert_file: CERT_FILE, tls_key_file: KEY_FILE,
-      tokens: [{ token: TEST_TOKENS.auditor, role: 'auditor' }],
-    }));
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        listen: '127.0.0.1:0',
+        data_dir: join(dir, 'data'),
+        database_url: 'postgres://writ@127.0.0.1:1/writ',
+        tls_cert_file: CERT_FILE,
+        tls_key_file: KEY_FILE,
+        tokens: [{ token: TEST_TOKENS.auditor, role: 'auditor' }],
+      }),
+    );
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (b) => (out += b));
@@ -137,7 +162,7 @@ describe('TLS settings that cannot serve stop the start', () => {
     }
   });
 
-  test('a missing file, or a key that is not the certificate\'s, is named and nothing is created', () => {
+  test("a missing file, or a key that is not the certificate's, is named and nothing is created", () => {
     const missing = serveWith({ tls_cert_file: join(tmpdir(), 'writ-no-such-cert.pem'), tls_key_file: KEY_FILE });
     assert.equal(missing.status, 1, missing.stderr);
     assert.match(missing.stderr, /cannot read tls_cert_file .*writ-no-such-cert\.pem/);

@@ -24,7 +24,7 @@ const envelope = (over: Record<string, unknown> = {}) => ({
 const visible = (body: unknown, token = s.tokens.pep) => call(s, 'POST', '/v1/tools/visible', { token, body });
 const ledgerSize = async () => (await call(s, 'GET', '/readyz')).body.ledger_size as number;
 
-test('the manager\'s agent sees what it may call (or may after approval); another requester, a legal hold or an unknown tool hide it', async () => {
+test("the manager's agent sees what it may call (or may after approval); another requester, a legal hold or an unknown tool hide it", async () => {
   const before = await ledgerSize();
   const idp = await visible({ envelope: envelope(), server: 'idp', tools: ['disable_sign_in', 'delete_account'] });
   assert.equal(idp.status, 200, idp.text);
@@ -42,10 +42,14 @@ test('the manager\'s agent sees what it may call (or may after approval); anothe
 });
 
 test('an entity change moves the answer at once (the cache follows the entities version)', async () => {
-  const ask = async () => (await visible({ envelope: envelope({ subject: { type: 'Employee', id: '7721' } }), server: 'idp', tools: ['disable_sign_in'] })).body.visible;
+  const ask = async () =>
+    (await visible({ envelope: envelope({ subject: { type: 'Employee', id: '7721' } }), server: 'idp', tools: ['disable_sign_in'] })).body.visible;
   assert.deepEqual(await ask(), ['disable_sign_in']);
   const current = await call(s, 'GET', '/v1/entities/Employee/7721', { token: s.tokens.admin });
-  const put = await call(s, 'PUT', '/v1/entities/Employee/7721', { token: s.tokens.admin, body: { attrs: { ...current.body.attrs, legal_hold: true }, parents: current.body.parents } });
+  const put = await call(s, 'PUT', '/v1/entities/Employee/7721', {
+    token: s.tokens.admin,
+    body: { attrs: { ...current.body.attrs, legal_hold: true }, parents: current.body.parents },
+  });
   assert.equal(put.status, 200, put.text);
   assert.deepEqual(await ask(), []);
   await call(s, 'PUT', '/v1/entities/Employee/7721', { token: s.tokens.admin, body: { attrs: current.body.attrs, parents: current.body.parents } });

@@ -98,7 +98,10 @@ test('a witness line torn by a crash is skipped; the store still matches the las
     const after = latestWitnessed(witness)!;
     assert.ok(after.seq > whole.seq, JSON.stringify({ after, whole }));
     const lines = readFileSync(join(witness, WITNESS_FILE), 'utf8').split('\n');
-    assert.ok(lines.some((l) => l.startsWith('{"from_a_crash"') && l.endsWith('"seq":99')), 'the fragment stays, ended by a newline');
+    assert.ok(
+      lines.some((l) => l.startsWith('{"from_a_crash"') && l.endsWith('"seq":99')),
+      'the fragment stays, ended by a newline',
+    );
     rmSync(config, { force: true });
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -117,13 +120,16 @@ test('a checkpoint made durable but never witnessed (a crash between the two) is
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     assert.ok(lines.length >= 2, lines.join('\n'));
     const lost = JSON.parse(lines.at(-1)!) as { seq: number };
-    writeFileSync(file, lines.slice(0, -1).join('\n') + '\n');
+    writeFileSync(file, `${lines.slice(0, -1).join('\n')}\n`);
     const s = await startTestServer({ dataDir: data, config: { witness_dir: witness } });
     try {
       const ledger = await call(s, 'GET', '/v1/ledger/records?kind=checkpoint&limit=1000', { token: s.tokens.auditor });
       const witnessed = readFileSync(file, 'utf8').trimEnd().split('\n');
       for (const record of ledger.body.records as Array<{ seq: number }>) {
-        assert.ok(witnessed.some((l) => JSON.parse(l).seq === record.seq), `checkpoint ${record.seq} is witnessed`);
+        assert.ok(
+          witnessed.some((l) => JSON.parse(l).seq === record.seq),
+          `checkpoint ${record.seq} is witnessed`,
+        );
       }
       assert.ok(witnessed.some((l) => JSON.parse(l).seq === lost.seq));
       assert.equal(new Set(witnessed).size, witnessed.length, 'no line twice');

@@ -16,21 +16,37 @@ let spec: JwtIssuerSpec;
 let sign: Awaited<ReturnType<TestIdp['addKey']>>;
 
 before(async () => {
-  idp = await startIdp({ clients: [{ id: 'agent-7', scope: 'writ.pep writ.audit other' }, { id: 'nobody', scope: 'other' }] });
-  [spec] = checkJwtIssuers([{
-    issuer: idp.issuer, audience: AUD,
-    roles: {
-      'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } },
-      'writ.audit': { role: 'auditor' },
-      'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
+  idp = await startIdp({
+    clients: [
+      { id: 'agent-7', scope: 'writ.pep writ.audit other' },
+      { id: 'nobody', scope: 'other' },
+    ],
+  });
+  [spec] = checkJwtIssuers([
+    {
+      issuer: idp.issuer,
+      audience: AUD,
+      roles: {
+        'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } },
+        'writ.audit': { role: 'auditor' },
+        'writ.approve': { role: 'approver', principal: { type: 'User', claim: 'sub' } },
+      },
     },
-  }]) as [JwtIssuerSpec];
+  ]) as [JwtIssuerSpec];
   sign = await idp.addKey({ kid: 'minted-1' });
 });
 after(() => idp.stop());
 
 const nowS = () => Math.floor(Date.now() / 1000);
-const claims = (extra: Record<string, unknown> = {}) => ({ iss: idp.issuer, aud: AUD, sub: 'u-1', iat: nowS(), exp: nowS() + 300, scope: 'writ.audit', ...extra });
+const claims = (extra: Record<string, unknown> = {}) => ({
+  iss: idp.issuer,
+  aud: AUD,
+  sub: 'u-1',
+  iat: nowS(),
+  exp: nowS() + 300,
+  scope: 'writ.audit',
+  ...extra,
+});
 
 /** The refusal a verification ends in: its code, status and message. */
 async function refusal(p: Promise<unknown>): Promise<{ code: string; status: number; message: string; challenge?: string }> {
@@ -49,7 +65,10 @@ test('a token from the IdP (client credentials, resource indicator) verifies by 
   const ok = await v.verify(token);
   assert.equal(ok.claims.client_id, 'agent-7');
   const callers = grantedCallers(ok);
-  assert.deepEqual(callers.map((c) => c.role), ['pep', 'auditor']);
+  assert.deepEqual(
+    callers.map((c) => c.role),
+    ['pep', 'auditor'],
+  );
   assert.deepEqual(callers[0]!.actor, { type: 'Agent', id: 'agent-7' });
   assert.equal(callers[0]!.identity.method, 'jwt');
   assert.equal(callers[0]!.identity.iss, idp.issuer);
@@ -57,7 +76,9 @@ test('a token from the IdP (client credentials, resource indicator) verifies by 
   assert.equal(typeof callers[0]!.identity.jti, 'string');
   // `scp` as an array (Entra ID, Okta) grants the same way.
   const scp = await v.verify(await sign(claims({ scope: undefined, scp: ['writ.approve'] })));
-  assert.deepEqual(grantedCallers(scp), [{ role: 'approver', principal: { type: 'User', id: 'u-1' }, identity: { method: 'jwt', iss: idp.issuer, sub: 'u-1', exp: scp.claims.exp } }]);
+  assert.deepEqual(grantedCallers(scp), [
+    { role: 'approver', principal: { type: 'User', id: 'u-1' }, identity: { method: 'jwt', iss: idp.issuer, sub: 'u-1', exp: scp.claims.exp } },
+  ]);
 });
 
 test('a valid token whose scopes map to no role holds no role', async () => {
@@ -69,18 +90,26 @@ test('a valid token whose scopes map to no role holds no role', async () => {
 test('every check refuses with 401 invalid_token naming the check, never quoting the token', async () => {
   const v = new JwtVerifier([spec]);
   const cases: Array<[string, Promise<string>, RegExp]> = [
-    ['wrong aud (the IdP\'s token for another resource)', idp.clientToken('agent-7', { scope: 'writ.pep', resource: 'https://other.test' }), /^aud:/],
+    ["wrong aud (the IdP's token for another resource)", idp.clientToken('agent-7', { scope: 'writ.pep', resource: 'https://other.test' }), /^aud:/],
     ['expired beyond the leeway', sign(claims({ exp: nowS() - 61 })), /^exp:/],
     ['no exp', sign(claims({ exp: undefined })), /exp/],
     ['not yet valid', sign(claims({ nbf: nowS() + 120 })), /^nbf:/],
     ['issued in the future', sign(claims({ iat: nowS() + 120 })), /^iat:/],
     ['unknown issuer', sign(claims({ iss: 'https://evil.test' })), /^iss:/],
     ['no subject', sign(claims({ sub: undefined })), /^sub:/],
-    ['tampered payload', sign(claims()).then((t) => {
-      const [h, , s] = t.split('.');
-      return `${h}.${base64url.encode(JSON.stringify(claims({ scope: 'writ.pep writ.audit writ.approve' })))}.${s}`;
-    }), /^signature:/],
-    ['alg none', Promise.resolve(`${base64url.encode(JSON.stringify({ alg: 'none', kid: 'minted-1' }))}.${base64url.encode(JSON.stringify(claims()))}.`), /^alg:/],
+    [
+      'tampered payload',
+      sign(claims()).then((t) => {
+        const [h, , s] = t.split('.');
+        return `${h}.${base64url.encode(JSON.stringify(claims({ scope: 'writ.pep writ.audit writ.approve' })))}.${s}`;
+      }),
+      /^signature:/,
+    ],
+    [
+      'alg none',
+      Promise.resolve(`${base64url.encode(JSON.stringify({ alg: 'none', kid: 'minted-1' }))}.${base64url.encode(JSON.stringify(claims()))}.`),
+      /^alg:/,
+    ],
   ];
   for (const [name, made, check] of cases) {
     const token = await made;
@@ -106,7 +135,11 @@ test('HMAC is refused: signed with the public key as secret, or with a symmetric
     const input = `${base64url.encode(JSON.stringify({ alg: 'HS256', kid }))}.${base64url.encode(JSON.stringify(claims()))}`;
     return `${input}.${base64url.encode(createHmac('sha256', key).update(input).digest())}`;
   };
-  for (const token of [hs('rsa-pub', pem), hs('sym', secret), await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', kid: 'sym' }).sign(new TextEncoder().encode(secret))]) {
+  for (const token of [
+    hs('rsa-pub', pem),
+    hs('sym', secret),
+    await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', kid: 'sym' }).sign(new TextEncoder().encode(secret)),
+  ]) {
     const r = await refusal(v.verify(token));
     assert.equal(r.code, 'UNAUTHENTICATED');
     assert.match(r.message, /^alg: "HS256" is not allowed/);
@@ -119,7 +152,9 @@ test('an unknown kid is fetched again at most once per 30 s per issuer, whatever
   await v.verify(await sign(claims()));
   const before = idp.jwksFetches();
   const rogue = await generateKeyPair('ES256');
-  const forged = await Promise.all(Array.from({ length: 1000 }, (_, i) => new SignJWT(claims()).setProtectedHeader({ alg: 'ES256', kid: `forged-${i}` }).sign(rogue.privateKey)));
+  const forged = await Promise.all(
+    Array.from({ length: 1000 }, (_, i) => new SignJWT(claims()).setProtectedHeader({ alg: 'ES256', kid: `forged-${i}` }).sign(rogue.privateKey)),
+  );
   const answers = await Promise.all(forged.map((t) => refusal(v.verify(t))));
   assert.ok(answers.every((r) => r.code === 'UNAUTHENTICATED' && /^kid:/.test(r.message)));
   assert.ok(idp.jwksFetches() - before <= 1, `${idp.jwksFetches() - before} JWKS fetches for one burst`);
@@ -171,7 +206,9 @@ test('discovery falls back to RFC 8414 metadata, and refuses metadata naming ano
 
 test('the IdP down: keys held keep working; with none held, 503 IDENTITY_UNAVAILABLE', async () => {
   const down = await startIdp({ clients: [{ id: 'agent-7', scope: 'writ.pep' }] });
-  const [downSpec] = checkJwtIssuers([{ issuer: down.issuer, audience: AUD, roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } }]) as [JwtIssuerSpec];
+  const [downSpec] = checkJwtIssuers([
+    { issuer: down.issuer, audience: AUD, roles: { 'writ.pep': { role: 'pep', actor: { type: 'Agent', claim: 'client_id' } } } },
+  ]) as [JwtIssuerSpec];
   const held = new JwtVerifier([downSpec]);
   const first = await down.clientToken('agent-7', { scope: 'writ.pep', resource: AUD });
   const second = await down.clientToken('agent-7', { scope: 'writ.pep', resource: AUD });
@@ -186,7 +223,8 @@ test('the IdP down: keys held keep working; with none held, 503 IDENTITY_UNAVAIL
 
 test('a delegated identity token names the requester (sub) and the actor (act.sub, else client_id, else azp)', async () => {
   const v = new JwtVerifier([{ ...spec, identity_types: { requester: 'Employee', actor: 'Agent' } }]);
-  const id = async (extra: Record<string, unknown>) => delegatedIdentityOf(await v.verify(await sign(claims({ aud: 'https://gw.test', ...extra })), ['https://gw.test']));
+  const id = async (extra: Record<string, unknown>) =>
+    delegatedIdentityOf(await v.verify(await sign(claims({ aud: 'https://gw.test', ...extra })), ['https://gw.test']));
   assert.deepEqual((await id({ act: { sub: 'agent-a' }, client_id: 'c' })).actor, { type: 'Agent', id: 'agent-a' });
   assert.deepEqual((await id({ client_id: 'c', azp: 'z' })).actor, { type: 'Agent', id: 'c' });
   const viaAzp = await id({ azp: 'z' });

@@ -14,24 +14,29 @@ import { join } from 'node:path';
 import { REPO, WRIT_BIN, startTestServer } from '../helpers/server.js';
 
 const GOPATH = '/usr/share/gocode';
-const goMissing = spawnSync('go', ['version'], { encoding: 'utf8' }).status !== 0
-  ? 'the Go toolchain is not installed (apt-get install golang-go)'
-  : !existsSync(join(GOPATH, 'src/golang.org/x/mod/sumdb/tlog/tile.go'))
-    ? `golang.org/x/mod sources are not in ${GOPATH} (apt-get install golang-golang-x-mod-dev)`
-    : undefined;
+const goMissing =
+  spawnSync('go', ['version'], { encoding: 'utf8' }).status !== 0
+    ? 'the Go toolchain is not installed (apt-get install golang-go)'
+    : !existsSync(join(GOPATH, 'src/golang.org/x/mod/sumdb/tlog/tile.go'))
+      ? `golang.org/x/mod sources are not in ${GOPATH} (apt-get install golang-golang-x-mod-dev)`
+      : undefined;
 
-test('Go sumdb/note and sumdb/tlog accept writ\'s signed checkpoint, tiles, entry bundles and proofs', { timeout: 180_000, skip: goMissing }, async () => {
+test("Go sumdb/note and sumdb/tlog accept writ's signed checkpoint, tiles, entry bundles and proofs", { timeout: 180_000, skip: goMissing }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'writ-go-'));
   const s = await startTestServer({ config: { checkpoint: { every_records: 50, every_ms: 600_000 } } });
   let stopped = false;
   try {
     for (let i = 0; i < 300; i++) {
       const r = await fetch(`${s.url}/v1/entities/Role/r${i}`, {
-        method: 'PUT', headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' }, body: '{"attrs":{},"parents":[]}',
+        method: 'PUT',
+        headers: { authorization: `Bearer ${s.tokens.admin}`, 'content-type': 'application/json' },
+        body: '{"attrs":{},"parents":[]}',
       });
       assert.equal(r.status, 200);
     }
-    const keys = (await (await fetch(`${s.url}/v1/ledger/keys`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).json()) as { keys: Array<{ vkey: string }> };
+    const keys = (await (await fetch(`${s.url}/v1/ledger/keys`, { headers: { authorization: `Bearer ${s.tokens.auditor}` } })).json()) as {
+      keys: Array<{ vkey: string }>;
+    };
     const vkey = keys.keys[0]!.vkey;
     const config = join(dir, 'config.json');
     writeFileSync(config, readFileSync(s.configPath));

@@ -35,7 +35,37 @@ test('every JCS text of an object scans as canonical', () => {
   );
 });
 
-const NASTY = ['"', '\\', ' ', ',', ':', '{', '}', '[', ']', '0', '1', '.', 'e', 'E', '-', '+', 'u', 'n', '/', '\t', '\n', '\u0000', '\ud800', '\udc00', 'é', 'a', 'A', 'F', 'f'];
+const NASTY = [
+  '"',
+  '\\',
+  ' ',
+  ',',
+  ':',
+  '{',
+  '}',
+  '[',
+  ']',
+  '0',
+  '1',
+  '.',
+  'e',
+  'E',
+  '-',
+  '+',
+  'u',
+  'n',
+  '/',
+  '\t',
+  '\n',
+  '\u0000',
+  '\ud800',
+  '\udc00',
+  'é',
+  'a',
+  'A',
+  'F',
+  'f',
+];
 
 test('near-misses of canonical lines are judged exactly like the reference', () => {
   fc.assert(

@@ -14,10 +14,7 @@ test('a signed chain_break from the last good record verifies', () => {
 
 test('a chain_break signed by an unknown key, with a forged reason, or naming another record fails', () => {
   const bad = (records: Rec[]) => verifyExportSync(linesOf(records)) as { ok: boolean; seq: number; code: string };
-  assert.deepEqual(
-    (({ ok, seq, code }) => ({ ok, seq, code }))(bad(withBreak(25, ATTACKER_KEY))),
-    { ok: false, seq: 26, code: 'UNKNOWN_KEY' },
-  );
+  assert.deepEqual((({ ok, seq, code }) => ({ ok, seq, code }))(bad(withBreak(25, ATTACKER_KEY))), { ok: false, seq: 26, code: 'UNKNOWN_KEY' });
   const forged = bad(withBreak(25, fixtureKeyAt(25), (r) => (r.reason = 'nothing to see here')));
   assert.equal(forged.code, 'BAD_SIGNATURE');
   assert.equal(forged.seq, 26);

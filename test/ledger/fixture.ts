@@ -138,7 +138,14 @@ export function buildRecords(): Rec[] {
         break;
       default:
         if (n % 8 === 3) append('entity', { uid: { type: 'Employee', id: String(7700 + n) }, attrs: { active: false }, parents: [] });
-        else append('approval', { approval_id: `apr-${n}`, execution_id: executionId, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: tsOf(10_000) });
+        else
+          append('approval', {
+            approval_id: `apr-${n}`,
+            execution_id: executionId,
+            actor,
+            approver: { type: 'User', id: 'hr-5519' },
+            expires_at: tsOf(10_000),
+          });
     }
   }
   return records;
@@ -186,8 +193,16 @@ export function withBreak(lastGood: number, key: TestKey, edit: (r: Rec) => void
   const kept = buildRecords().slice(0, lastGood + 1);
   const reason = 'operator repair after a torn write';
   const brk: Rec = {
-    v: 1, seq: lastGood + 1, ts: '2026-08-24T09:00:00.000Z', kind: 'chain_break', prev: kept[lastGood]!.hash,
-    last_good_seq: lastGood, last_good_hash: kept[lastGood]!.hash, dropped_from_seq: lastGood + 1, reason, key_id: key.keyId,
+    v: 1,
+    seq: lastGood + 1,
+    ts: '2026-08-24T09:00:00.000Z',
+    kind: 'chain_break',
+    prev: kept[lastGood]!.hash,
+    last_good_seq: lastGood,
+    last_good_hash: kept[lastGood]!.hash,
+    dropped_from_seq: lastGood + 1,
+    reason,
+    key_id: key.keyId,
     signature: signPayload(key.privateKey, chainBreakPayload({ last_good_hash: kept[lastGood]!.hash as string, last_good_seq: lastGood, reason })),
   };
   edit(brk);

@@ -27,13 +27,41 @@ export function merkleVectors() {
   const reader = memoryReader(leaves1000);
   const sizes = [...Array.from({ length: 17 }, (_, i) => i + 1), 1000];
   const inclusionCases: Array<[number, number]> = [
-    [0, 1], [0, 2], [1, 2], [2, 5], [4, 5], [0, 7], [6, 7], [5, 8], [8, 9], [10, 17], [16, 17], [0, 1000], [511, 1000], [512, 1000], [999, 1000],
+    [0, 1],
+    [0, 2],
+    [1, 2],
+    [2, 5],
+    [4, 5],
+    [0, 7],
+    [6, 7],
+    [5, 8],
+    [8, 9],
+    [10, 17],
+    [16, 17],
+    [0, 1000],
+    [511, 1000],
+    [512, 1000],
+    [999, 1000],
   ];
   const consistencyCases: Array<[number, number]> = [
-    [1, 2], [1, 8], [2, 5], [3, 5], [4, 8], [5, 8], [6, 7], [7, 17], [8, 17], [16, 17], [1, 1000], [500, 1000], [512, 1000], [999, 1000],
+    [1, 2],
+    [1, 8],
+    [2, 5],
+    [3, 5],
+    [4, 8],
+    [5, 8],
+    [6, 7],
+    [7, 17],
+    [8, 17],
+    [16, 17],
+    [1, 1000],
+    [500, 1000],
+    [512, 1000],
+    [999, 1000],
   ];
   return {
-    about: 'RFC 9162 Merkle tree hashes as writ computes them (docs/protocol.md §6): leaves are used as given; interior nodes SHA-256(0x01‖l‖r); proofs are hex.',
+    about:
+      'RFC 9162 Merkle tree hashes as writ computes them (docs/protocol.md §6): leaves are used as given; interior nodes SHA-256(0x01‖l‖r); proofs are hex.',
     leaf_recipe: 'leaf i = SHA-256(decimal text of i), e.g. leaf 0 = SHA-256("0"), written sha256:<hex>',
     leaves_first_3: [0, 1, 2].map((i) => bytesToHash(vectorLeaf(i))),
     empty_root: bytesToHash(rootAt(0, memoryReader([]))),
@@ -49,13 +77,37 @@ export function merkleVectors() {
     // Inputs a verifier must refuse (found by checking against transparency-dev/merkle's RFC 6962
     // cases): every one here is malformed, so each must verify as false. Hex may be empty.
     malformed: [
-      { check: 'consistency', m: 0, n: 1, root_m: bytesToHash(rootAt(0, memoryReader([]))).slice(7), root_n: 'ab', path: [], why: 'new root is 1 byte, old size 0' },
-      { check: 'consistency', m: 0, n: 1, root_m: bytesToHash(rootAt(0, memoryReader([]))).slice(7), root_n: '', path: [], why: 'new root is empty, old size 0' },
+      {
+        check: 'consistency',
+        m: 0,
+        n: 1,
+        root_m: bytesToHash(rootAt(0, memoryReader([]))).slice(7),
+        root_n: 'ab',
+        path: [],
+        why: 'new root is 1 byte, old size 0',
+      },
+      {
+        check: 'consistency',
+        m: 0,
+        n: 1,
+        root_m: bytesToHash(rootAt(0, memoryReader([]))).slice(7),
+        root_n: '',
+        path: [],
+        why: 'new root is empty, old size 0',
+      },
       { check: 'consistency', m: 1, n: 1, root_m: '', root_n: '', path: [], why: 'equal sizes, empty roots' },
       { check: 'consistency', m: 2, n: 2, root_m: 'ab'.repeat(33), root_n: 'ab'.repeat(33), path: [], why: 'equal sizes, 33-byte roots' },
       { check: 'inclusion', index: 0, size: 1, leaf: '', root: '', path: [], why: 'empty leaf and root, size-1 tree, empty proof' },
       { check: 'inclusion', index: 0, size: 1, leaf: 'ab'.repeat(31), root: 'ab'.repeat(31), path: [], why: '31-byte leaf and root, size-1 tree, empty proof' },
-      { check: 'inclusion', index: 0, size: 2, leaf: '', root: bytesToHash(rootAt(2, reader)).slice(7), path: [hex([vectorLeaf(1)])[0]], why: 'empty leaf with a real sibling and root' },
+      {
+        check: 'inclusion',
+        index: 0,
+        size: 2,
+        leaf: '',
+        root: bytesToHash(rootAt(2, reader)).slice(7),
+        path: [hex([vectorLeaf(1)])[0]],
+        why: 'empty leaf with a real sibling and root',
+      },
     ],
   };
 }
@@ -76,7 +128,7 @@ export function recordVectors() {
     bodies.push({ v: 1, seq, ts: `2026-08-24T08:30:0${seq}.000Z`, kind, prev, ...fields } as UnsealedRecord);
   };
   push('key', { key_id: key.key_id, public_key: key.public_key, signature: null });
-  push('policy', { policy_version: 'sha256:' + '1'.repeat(64) });
+  push('policy', { policy_version: `sha256:${'1'.repeat(64)}` });
   push('decision', {
     actor: { type: 'Agent', id: 'a-1' },
     arguments: { '10': 'integer-like keys sort as text', amount: 12.5, count: 3, note: 'é😀\u2028"quoted"', z: null },
@@ -114,7 +166,7 @@ export function allVectors(): Record<string, unknown> {
   return { 'merkle.json': merkleVectors(), 'records.json': recordVectors(), 'checkpoint.json': checkpointVector() };
 }
 
-export const vectorText = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
+export const vectorText = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--write')) {
   mkdirSync(VECTOR_DIR, { recursive: true });

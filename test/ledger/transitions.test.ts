@@ -14,7 +14,13 @@ import fc from 'fast-check';
 import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
 import { isWritError } from '../../src/errors.js';
 import {
-  applyConfirmation, applyOutcome, applyReconcile, checkDecisionAllowed, checkEventsAllowed, stateAfterDecision, type Execution,
+  applyConfirmation,
+  applyOutcome,
+  applyReconcile,
+  checkDecisionAllowed,
+  checkEventsAllowed,
+  stateAfterDecision,
+  type Execution,
 } from '../../src/executions/machine.js';
 import { recordHash, ZERO_HASH } from '../../src/ledger/record.js';
 import { verifyExportSync } from '../../src/ledger/verify.js';
@@ -42,9 +48,20 @@ type Op =
 
 const exec = fc.integer({ min: 0, max: IDS.length - 1 });
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('decide' as const), exec, phase: fc.constantFrom('propose' as const, 'execute' as const), tool: fc.constantFrom('read' as const, 'disable' as const) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('decide' as const),
+      exec,
+      phase: fc.constantFrom('propose' as const, 'execute' as const),
+      tool: fc.constantFrom('read' as const, 'disable' as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('approve' as const), exec }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('outcome' as const), exec, status: fc.constantFrom('committed' as const, 'rejected' as const, 'unknown' as const) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant('outcome' as const), exec, status: fc.constantFrom('committed' as const, 'rejected' as const, 'unknown' as const) }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('reconcile' as const), exec, resolution: fc.constantFrom('committed' as const, 'absent' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('confirm' as const), exec }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('events' as const), exec, count: fc.integer({ min: 1, max: 3 }) }) },
@@ -53,13 +70,20 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 function body(i: number, phase: 'propose' | 'execute', tool: 'read' | 'disable'): string {
   return JSON.stringify({
-    execution_id: IDS[i], phase,
+    execution_id: IDS[i],
+    phase,
     envelope: {
-      task_id: `T-${i}`, purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' }, actor: ACTOR,
+      task_id: `T-${i}`,
+      purpose: 'scheduled_employee_offboarding',
+      requester: { type: 'User', id: 'manager-1842' },
+      actor: ACTOR,
       subject: { type: 'Employee', id: '7721' },
     },
     // Each execution its own call (no duplicate-consequence between them), whatever tool it asks.
-    action: tool === 'read' ? { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721', n: i } } : { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721', n: i } },
+    action:
+      tool === 'read'
+        ? { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721', n: i } }
+        : { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721', n: i } },
   });
 }
 
@@ -85,7 +109,13 @@ async function run(sidecar: Sidecar, clockFile: string, ops: Op[]): Promise<void
         break;
       }
       case 'approve':
-        if (bound[o.exec]) await tolerate(sidecar.approve(HR, JSON.stringify({ actor: ACTOR, execution_id: IDS[o.exec], ...bound[o.exec], expires_at: new Date(clock + 3600_000).toISOString() })));
+        if (bound[o.exec])
+          await tolerate(
+            sidecar.approve(
+              HR,
+              JSON.stringify({ actor: ACTOR, execution_id: IDS[o.exec], ...bound[o.exec], expires_at: new Date(clock + 3600_000).toISOString() }),
+            ),
+          );
         break;
       case 'outcome':
         await tolerate(sidecar.outcome(PEP, IDS[o.exec]!, JSON.stringify({ status: o.status })));
@@ -97,7 +127,9 @@ async function run(sidecar: Sidecar, clockFile: string, ops: Op[]): Promise<void
         await tolerate(sidecar.confirm(ACTOR, IDS[o.exec]!, JSON.stringify({ evidence_ref: 'sor:1' }), RECONCILER));
         break;
       case 'events':
-        await tolerate(sidecar.events(PEP, IDS[o.exec]!, JSON.stringify({ events: Array.from({ length: o.count }, (_, k) => ({ type: `step.${k}`, data: { k } })) })));
+        await tolerate(
+          sidecar.events(PEP, IDS[o.exec]!, JSON.stringify({ events: Array.from({ length: o.count }, (_, k) => ({ type: `step.${k}`, data: { k } })) })),
+        );
         break;
       case 'tick':
         clock += o.minutes * 60_000;
@@ -113,7 +145,12 @@ type Rec = Record<string, unknown> & { kind: string; seq: number };
 function firstForbidden(records: Rec[]): number | undefined {
   const executions = new Map<string, Execution>();
   for (const r of records) {
-    if (typeof r.execution_id !== 'string' || r.actor === undefined || !['decision', 'outcome', 'reconciliation', 'confirmation', 'event', 'approval'].includes(r.kind)) continue;
+    if (
+      typeof r.execution_id !== 'string' ||
+      r.actor === undefined ||
+      !['decision', 'outcome', 'reconciliation', 'confirmation', 'event', 'approval'].includes(r.kind)
+    )
+      continue;
     const key = `${jcs(r.actor)}\n${r.execution_id}`;
     const e = executions.get(key);
     try {
@@ -124,8 +161,19 @@ function firstForbidden(records: Rec[]): number | undefined {
           const state = stateAfterDecision(phase, r.decision as 'allow');
           if (r.state !== state) return r.seq;
           executions.set(key, {
-            ...(e ?? { execution_id: r.execution_id, actor: ACTOR, binding: '', envelope_digest: '', subject: ACTOR, server: '', tool: '', approvals: [], records: [] }),
-            state, since: 'x',
+            ...(e ?? {
+              execution_id: r.execution_id,
+              actor: ACTOR,
+              binding: '',
+              envelope_digest: '',
+              subject: ACTOR,
+              server: '',
+              tool: '',
+              approvals: [],
+              records: [],
+            }),
+            state,
+            since: 'x',
           });
           break;
         }
@@ -184,7 +232,8 @@ function mutationsOf(r: Rec): Array<[string, (r: Rec) => Rec]> {
     m.push(['denied propose', (x) => ({ ...x, phase: 'propose', decision: 'deny', state: 'proposed' })]);
   }
   if (r.kind === 'outcome') for (const s of ['committed', 'rejected', 'unknown']) if (s !== r.status) m.push([`status → ${s}`, (x) => ({ ...x, status: s })]);
-  if (r.kind === 'outcome' && r.status === 'committed') m.push(['confirmed by the system of record at once', (x) => ({ ...x, confirmation: 'system_of_record' })]);
+  if (r.kind === 'outcome' && r.status === 'committed')
+    m.push(['confirmed by the system of record at once', (x) => ({ ...x, confirmation: 'system_of_record' })]);
   return m;
 }
 
@@ -196,9 +245,15 @@ test('random request sequences verify; every re-sealed single-record mutation §
       const dir = mkdtempSync(join(tmpdir(), 'writ-transitions-'));
       const clockFile = join(dir, 'now');
       const config: WritConfig = {
-        ...DEFAULTS, tokens: [], listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), clock_file: clockFile,
+        ...DEFAULTS,
+        tokens: [],
+        listen: '127.0.0.1:0',
+        policy_dir: join(REPO, 'policies'),
+        data_dir: join(dir, 'data'),
+        clock_file: clockFile,
         // No checkpoint inside the export: a re-sealed chain is then wrong only in its history.
-        checkpoint: { every_records: 1_000_000, every_ms: 3_600_000 }, stuck_after_s: 600,
+        checkpoint: { every_records: 1_000_000, every_ms: 3_600_000 },
+        stuck_after_s: 600,
       };
       writeFileSync(clockFile, '2026-08-24T10:30:00Z');
       const running = await startSidecar(config, { devTokens: false, log: () => undefined });
@@ -224,7 +279,11 @@ test('random request sequences verify; every re-sealed single-record mutation §
             assert.equal(verdict.ok, true, `seq ${at} ${what}: ${JSON.stringify(verdict)}`);
           } else {
             illegal++;
-            assert.deepEqual({ ok: verdict.ok, seq: (verdict as { seq?: number }).seq, code: (verdict as { code?: string }).code }, { ok: false, seq: expected, code: 'ILLEGAL_TRANSITION' }, `seq ${at} ${what}`);
+            assert.deepEqual(
+              { ok: verdict.ok, seq: (verdict as { seq?: number }).seq, code: (verdict as { code?: string }).code },
+              { ok: false, seq: expected, code: 'ILLEGAL_TRANSITION' },
+              `seq ${at} ${what}`,
+            );
           }
         }
       }

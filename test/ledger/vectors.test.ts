@@ -21,7 +21,10 @@ test('verify(vector): Merkle roots, inclusion and consistency proofs check out',
   const v = JSON.parse(readVector('merkle.json'));
   const rootOf = (size: number) => hashToBytes(v.roots.find((r: { size: number }) => r.size === size).root);
   assert.equal(v.roots.length, 18);
-  assert.deepEqual(v.roots.map((r: { size: number }) => r.size), [...Array.from({ length: 17 }, (_, i) => i + 1), 1000]);
+  assert.deepEqual(
+    v.roots.map((r: { size: number }) => r.size),
+    [...Array.from({ length: 17 }, (_, i) => i + 1), 1000],
+  );
   assert.equal(v.roots[0].root, v.leaves_first_3[0], 'the root of one leaf is the leaf');
   for (const c of v.inclusion) {
     verifyInclusion(c.index, c.size, vectorLeaf(c.index), fromHex(c.path), rootOf(c.size));

@@ -15,7 +15,7 @@ import { recordLine, sealRecord } from '../../src/ledger/record.js';
 import { ATTACKER_KEY, ROTATED_KEY, fixtureKeyAt, linesOf, rootOf, signCheckpoint, withBreak } from './fixture.js';
 import { BOTH_KEYS, CHECKPOINTS, HELD_31, LINES, N, RECORDS, TAMPERS } from './tampers.js';
 
-const EXPORT = Buffer.from(LINES.join('\n') + '\n', 'utf8');
+const EXPORT = Buffer.from(`${LINES.join('\n')}\n`, 'utf8');
 const HEAD = RECORDS[N - 1]!.hash as string;
 
 // Started once and shared by every verification here (each answers in order, so that is safe).
@@ -67,7 +67,7 @@ async function assertSameVerdict(bytes: Buffer, opts: VerifyOptions, label: stri
   return expected;
 }
 
-const exportOf = (lines: string[]) => Buffer.from(lines.map((l) => l + '\n').join(''), 'utf8');
+const exportOf = (lines: string[]) => Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
 
 test('examineBlock links every line to the one before, except the first and the key and checkpoint records', () => {
   const findings = examineBlock(EXPORT);
@@ -103,9 +103,21 @@ test('held checkpoints whose seq falls on an ordinary (linked) record are checke
   const cases: Array<[string, Record<string, unknown>, unknown]> = [
     ['seq and hash of record 45', { ...HELD_31, seq, hash: RECORDS[seq]!.hash }, { ok: true, records: N, head: HEAD }],
     ['hash of another record', { ...HELD_31, seq, hash: RECORDS[seq - 1]!.hash }, { code: 'HASH_MISMATCH', seq }],
-    ['signature by another key', { ...HELD_31, seq, signature: signCheckpoint(ATTACKER_KEY, 40, HELD_31.root as string).signature }, { code: 'BAD_SIGNATURE', seq }],
-    ['size 37 with its true root', { kind: 'checkpoint', size, root: root37, ...signCheckpoint(fixtureKeyAt(seq), size, root37), seq }, { ok: true, records: N, head: HEAD }],
-    ['size 37 with the root of 40', { kind: 'checkpoint', size, root: HELD_31.root, ...signCheckpoint(ROTATED_KEY, size, HELD_31.root as string), seq }, { code: 'ROOT_MISMATCH', seq }],
+    [
+      'signature by another key',
+      { ...HELD_31, seq, signature: signCheckpoint(ATTACKER_KEY, 40, HELD_31.root as string).signature },
+      { code: 'BAD_SIGNATURE', seq },
+    ],
+    [
+      'size 37 with its true root',
+      { kind: 'checkpoint', size, root: root37, ...signCheckpoint(fixtureKeyAt(seq), size, root37), seq },
+      { ok: true, records: N, head: HEAD },
+    ],
+    [
+      'size 37 with the root of 40',
+      { kind: 'checkpoint', size, root: HELD_31.root, ...signCheckpoint(ROTATED_KEY, size, HELD_31.root as string), seq },
+      { code: 'ROOT_MISMATCH', seq },
+    ],
   ];
   for (const [name, checkpoint, expect] of cases) {
     const verdict = await assertSameVerdict(EXPORT, { checkpoint }, name);
@@ -132,18 +144,18 @@ test('line framing at the byte level: newlines, blank lines, CRLF, bytes that ar
   const extra = sealRecord({ v: 1, seq: N, ts: '2026-08-24T09:00:00.000Z', kind: 'outcome', prev: HEAD, detail: 'replacement \uFFFD char' });
   const cases: Array<[string, Buffer]> = [
     ['no newline after the last line', Buffer.from(text.slice(0, -1))],
-    ['one blank line at the end', Buffer.from(text + '\n')],
-    ['blank lines at the end', Buffer.from(text + '\n\n\n')],
-    ['a blank line in the middle', Buffer.from(LINES.slice(0, 30).join('\n') + '\n\n' + LINES.slice(30).join('\n') + '\n')],
-    ['CRLF line endings', Buffer.from(LINES.join('\r\n') + '\r\n')],
+    ['one blank line at the end', Buffer.from(`${text}\n`)],
+    ['blank lines at the end', Buffer.from(`${text}\n\n\n`)],
+    ['a blank line in the middle', Buffer.from(`${LINES.slice(0, 30).join('\n')}\n\n${LINES.slice(30).join('\n')}\n`)],
+    ['CRLF line endings', Buffer.from(`${LINES.join('\r\n')}\r\n`)],
     ['an invalid UTF-8 byte', notUtf8],
-    ['a genuine U+FFFD', Buffer.from(text + recordLine(extra) + '\n', 'utf8')],
+    ['a genuine U+FFFD', Buffer.from(`${text}${recordLine(extra)}\n`, 'utf8')],
     ['empty', Buffer.alloc(0)],
     ['a single newline', Buffer.from('\n')],
     ['a single line without a newline', Buffer.from(LINES[0]!)],
   ];
   for (const [name, bytes] of cases) await assertSameVerdict(bytes, {}, name);
-  assert.deepEqual(await parallelVerdict(Buffer.from(text + recordLine(extra) + '\n'), {}, CONFIGS[0]!), { ok: true, records: N + 1, head: extra.hash });
+  assert.deepEqual(await parallelVerdict(Buffer.from(`${text}${recordLine(extra)}\n`), {}, CONFIGS[0]!), { ok: true, records: N + 1, head: extra.hash });
 });
 
 /** Lines as bytes, split on \n (the empty segment after a final \n is not a line). */
@@ -213,7 +225,11 @@ test('a read error: the same outcome as sequentially — the failure in what was
         throw eio();
       })(),
     );
-  const outcome = (p: Promise<VerifyResult>) => p.then((r) => r, (err: NodeJS.ErrnoException) => err.code);
+  const outcome = (p: Promise<VerifyResult>) =>
+    p.then(
+      (r) => r,
+      (err: NodeJS.ErrnoException) => err.code,
+    );
   for (const missing of [3, 10, 20, 40, -1]) {
     const bytes = exportOf(LINES.filter((_, i) => i !== missing));
     for (const failAt of [700, 5000, 9000, 13_000, 20_000, 30_000]) {

@@ -89,8 +89,20 @@ test('verifyExport accepts async iterables and stops at the first failure', asyn
 });
 
 test('ts: every RFC 3339 UTC spelling verifies (re-signed), and MALFORMED names the record and why', () => {
-  for (const ts of ['2026-08-24T10:00:00Z', '2026-08-24T10:00:00.1Z', '2026-08-24T10:00:00.123456789Z', '2028-02-29T23:59:59.999Z', '1970-01-01T00:00:00.000Z']) {
-    const lines = linesOf(rechain(clone(RECORDS).map((r, i) => (i === 7 ? { ...r, ts } : r)), 0, fixtureKeyAt));
+  for (const ts of [
+    '2026-08-24T10:00:00Z',
+    '2026-08-24T10:00:00.1Z',
+    '2026-08-24T10:00:00.123456789Z',
+    '2028-02-29T23:59:59.999Z',
+    '1970-01-01T00:00:00.000Z',
+  ]) {
+    const lines = linesOf(
+      rechain(
+        clone(RECORDS).map((r, i) => (i === 7 ? { ...r, ts } : r)),
+        0,
+        fixtureKeyAt,
+      ),
+    );
     const result = verifyExportSync(lines);
     assert.equal(result.ok, true, `${ts}: ${result.ok ? '' : result.message}`);
   }

@@ -21,7 +21,10 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const NPX = process.platform === 'win32' ? 'npx.cmd' : 'npx';
 const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
-  name: string; version: string; dependencies: Record<string, string>; devDependencies: Record<string, string>;
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
 };
 
 let work: string;
@@ -29,7 +32,12 @@ let tarball: string;
 let installDir: string;
 
 function run(cmd: string, args: string[], cwd: string, timeout = 300_000): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' } });
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout,
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+  });
   return r;
 }
 const show = (r: SpawnSyncReturns<string>) => `exit ${r.status} ${r.signal ?? ''}\n${r.stdout}\n${r.stderr}`;
@@ -58,14 +66,28 @@ after(() => {
 });
 
 test('the tarball ships the built code, bin, policies, schemas and docs — no tests, no benches, no sources', () => {
-  const list = spawnSync('tar', ['tzf', tarball], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+  const list = spawnSync('tar', ['tzf', tarball], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^package\//, ''));
   for (const f of [
-    'bin/writ', 'dist/src/cli/index.js', 'dist/src/pep/index.js', 'dist/src/pep/index.d.ts', 'docs/protocol.md', 'policies/offboarding.cedar',
-    'schemas/envelope.json', 'README.md', 'package.json', 'LICENSE',
+    'bin/writ',
+    'dist/src/cli/index.js',
+    'dist/src/pep/index.js',
+    'dist/src/pep/index.d.ts',
+    'docs/protocol.md',
+    'policies/offboarding.cedar',
+    'schemas/envelope.json',
+    'README.md',
+    'package.json',
+    'LICENSE',
     // The console's page and assets, where the built code looks for them (an installed package has no src/).
-    'dist/src/console/static/index.html', 'dist/src/console/static/console.css', 'dist/src/console/web/app.js',
+    'dist/src/console/static/index.html',
+    'dist/src/console/static/console.css',
+    'dist/src/console/web/app.js',
     // What the README and docs/protocol.md point at: the AuthZEN example and the vectors.
-    'examples/authzen-todo/README.md', 'vectors/binding/numbers.json',
+    'examples/authzen-todo/README.md',
+    'vectors/binding/numbers.json',
   ]) {
     assert.ok(list.includes(f), `ships ${f}`);
   }
@@ -110,7 +132,12 @@ test('npx writ serve on the bundled example, then npx writ verify of its export'
     const ready = await fetch(`${url}/readyz`);
     assert.equal(ready.status, 200);
     // The auditor console is served from the package (its files are found beside the built code).
-    for (const [path, type] of [['/console/', 'text/html'], ['/console/console.css', 'text/css'], ['/console/app.js', 'text/javascript'], ['/favicon.ico', 'image/svg+xml']] as const) {
+    for (const [path, type] of [
+      ['/console/', 'text/html'],
+      ['/console/console.css', 'text/css'],
+      ['/console/app.js', 'text/javascript'],
+      ['/favicon.ico', 'image/svg+xml'],
+    ] as const) {
       const asset = await fetch(`${url}${path}`);
       assert.equal(asset.status, 200, `${path}: ${await asset.clone().text()}`);
       assert.ok(asset.headers.get('content-type')?.startsWith(type), `${path}: ${asset.headers.get('content-type')}`);
@@ -121,10 +148,14 @@ test('npx writ serve on the bundled example, then npx writ verify of its export'
       method: 'POST',
       headers: { authorization: `Bearer ${tokens.pep}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        execution_id: 'PKG-1:disable-sign-in', phase: 'propose',
+        execution_id: 'PKG-1:disable-sign-in',
+        phase: 'propose',
         envelope: {
-          task_id: 'PKG-1', purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: 'manager-1842' },
-          actor: { type: 'Agent', id: 'offboarding-agent-prod' }, subject: { type: 'Employee', id: '7721' },
+          task_id: 'PKG-1',
+          purpose: 'scheduled_employee_offboarding',
+          requester: { type: 'User', id: 'manager-1842' },
+          actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+          subject: { type: 'Employee', id: '7721' },
         },
         action: { server: 'idp', tool: 'disable_sign_in', arguments: { employee_id: '7721' } },
       }),
@@ -157,27 +188,33 @@ test('npx writ serve on the bundled example, then npx writ verify of its export'
 });
 
 test("import { guardMcpServer } from 'writ/pep' runs, and its types check (a wrong option is a type error)", () => {
-  const runtime = run(process.execPath, ['--input-type=module', '-e', "import { guardMcpServer, PdpClient } from 'writ/pep'; console.log(typeof guardMcpServer, typeof PdpClient)"], installDir);
+  const runtime = run(
+    process.execPath,
+    ['--input-type=module', '-e', "import { guardMcpServer, PdpClient } from 'writ/pep'; console.log(typeof guardMcpServer, typeof PdpClient)"],
+    installDir,
+  );
   assert.equal(runtime.status, 0, show(runtime));
   assert.equal(runtime.stdout.trim(), 'function function');
 
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
   const compilerOptions = { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: [] };
-  writeFileSync(join(installDir, 'good.ts'), [
-    "import { guardMcpServer, type GuardOptions } from 'writ/pep';",
-    "const options: GuardOptions = { pdp: 'http://127.0.0.1:8700', token: 'dev-pep', server: 'idp' };",
-    'export const guard: (server: Parameters<typeof guardMcpServer>[0]) => unknown = (server) => guardMcpServer(server, options);',
-    // An McpServer from another copy of the SDK (a project on another 1.x release) has private members
-    // of its own class: the guard takes it by shape.
-    'class OtherSdkMcpServer { private readonly _registeredTools = {}; readonly server = {}; size() { return Object.keys(this._registeredTools).length; } }',
-    'export const other = () => guardMcpServer(new OtherSdkMcpServer(), options);',
-    '',
-  ].join('\n'));
-  writeFileSync(join(installDir, 'bad.ts'), [
-    "import { type GuardOptions } from 'writ/pep';",
-    "export const options: GuardOptions = { pdp: 8700, token: 'dev-pep', server: 'idp' };",
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(installDir, 'good.ts'),
+    [
+      "import { guardMcpServer, type GuardOptions } from 'writ/pep';",
+      "const options: GuardOptions = { pdp: 'http://127.0.0.1:8700', token: 'dev-pep', server: 'idp' };",
+      'export const guard: (server: Parameters<typeof guardMcpServer>[0]) => unknown = (server) => guardMcpServer(server, options);',
+      // An McpServer from another copy of the SDK (a project on another 1.x release) has private members
+      // of its own class: the guard takes it by shape.
+      'class OtherSdkMcpServer { private readonly _registeredTools = {}; readonly server = {}; size() { return Object.keys(this._registeredTools).length; } }',
+      'export const other = () => guardMcpServer(new OtherSdkMcpServer(), options);',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(installDir, 'bad.ts'),
+    ["import { type GuardOptions } from 'writ/pep';", "export const options: GuardOptions = { pdp: 8700, token: 'dev-pep', server: 'idp' };", ''].join('\n'),
+  );
   writeFileSync(join(installDir, 'tsconfig.good.json'), JSON.stringify({ compilerOptions, files: ['good.ts'] }));
   writeFileSync(join(installDir, 'tsconfig.bad.json'), JSON.stringify({ compilerOptions, files: ['bad.ts'] }));
   const good = run(process.execPath, [tsc, '-p', 'tsconfig.good.json'], installDir);

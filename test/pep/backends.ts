@@ -34,7 +34,16 @@ async function http(base: string, method: string, path: string, token: string, b
   return { status: res.status, body: parsed as any };
 }
 
-const FS_READ = new Set(['read_text_file', 'read_file', 'read_multiple_files', 'list_directory', 'list_allowed_directories', 'get_file_info', 'directory_tree', 'search_files']);
+const FS_READ = new Set([
+  'read_text_file',
+  'read_file',
+  'read_multiple_files',
+  'list_directory',
+  'list_allowed_directories',
+  'get_file_info',
+  'directory_tree',
+  'search_files',
+]);
 const MEMORY_USE = new Set(['read_graph', 'search_nodes', 'open_nodes', 'create_entities', 'create_relations', 'add_observations', 'delete_entities']);
 
 /** test/pep/policies/pep.cedar, transcribed for the fake PDP. */
@@ -50,7 +59,11 @@ export function mirroredPolicy(i: PolicyInput): PolicyAnswer {
   if (i.server === 'memory') {
     if (i.tool === 'delete_entities') return { decision: 'deny', reasons: ['memory-no-delete'] };
     if (i.tool === 'add_observations' && i.approvals.length === 0) {
-      return { decision: 'approval_required', reasons: ['memory-observations-need-hr'], obligations: [{ policy: 'memory-observations-need-hr', approver_group: 'Role::"hr"' }] };
+      return {
+        decision: 'approval_required',
+        reasons: ['memory-observations-need-hr'],
+        obligations: [{ policy: 'memory-observations-need-hr', approver_group: 'Role::"hr"' }],
+      };
     }
     return MEMORY_USE.has(i.tool) ? { decision: 'allow', reasons: ['memory-use'] } : { decision: 'deny' };
   }

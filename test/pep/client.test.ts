@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { test } from 'node:test';
 import { PdpClient, parseDefaults, envelopeFromDefaults, resolvePointer } from '../../src/pep/index.js';
 import { callContext } from '../../src/pep/context.js';
@@ -14,8 +14,11 @@ import { rawMember } from '../../src/util/rawjson.js';
 import { isWritError } from '../../src/errors.js';
 import { envelope } from './helpers.js';
 import { REPO } from '../helpers/server.js';
+import { waitUntil } from '../helpers/wait.js';
 
-async function serve(handler: (body: string, url: string, res: import('node:http').ServerResponse) => void): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+async function serve(
+  handler: (body: string, url: string, res: import('node:http').ServerResponse) => void,
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
@@ -48,12 +51,19 @@ test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are P
     } else if (mode === 'bad-decision') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"decision":"maybe"}');
     } else if (mode === 'allow-other-execution' || mode === 'allow-not-invoking' || mode === 'allow-ok') {
-      const answer = { decision: 'allow', execution_id: mode === 'allow-other-execution' ? 'someone-else' : body.execution_id, state: mode === 'allow-not-invoking' ? 'proposed' : 'invoking', arguments: {}, reasons: [], obligations: [] };
+      const answer = {
+        decision: 'allow',
+        execution_id: mode === 'allow-other-execution' ? 'someone-else' : body.execution_id,
+        state: mode === 'allow-not-invoking' ? 'proposed' : 'invoking',
+        arguments: {},
+        reasons: [],
+        obligations: [],
+      };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     }
   });
   try {
-    const c = new PdpClient({ url: s.url + '/', token: 'tok', timeoutMs: 300 });
+    const c = new PdpClient({ url: `${s.url}/`, token: 'tok', timeoutMs: 300 });
     // An allow for another execution, or one that did not move it to invoking, licenses nothing.
     for (const m of ['503', 'hang', 'garbage', 'bad-decision', 'allow-other-execution', 'allow-not-invoking']) {
       mode = m;
@@ -76,21 +86,29 @@ test('PdpClient: 5xx, timeouts, unreadable answers and refused connections are P
   assert.throws(() => new PdpClient({ url: 'ftp://x', token: 't' }), TypeError);
 });
 
-test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer past the idle-connection limit still arrives; a connection the server closed while idle is not reused', { timeout: 30_000 }, async () => {
+test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer past the idle-connection limit still arrives; a connection the server closed while idle is not reused', {
+  timeout: 30_000,
+}, async () => {
   let mode = '';
   const s = await serve((_b, _u, res) => {
     if (mode === 'cut') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.write('{"decision":');
-      setTimeout(() => res.socket?.destroy(), 20);
+      // Cut once the first bytes are out.
+      res.write('{"decision":', () => res.socket?.destroy());
     } else {
       const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: [], obligations: [] }));
-      if (mode === 'slow') setTimeout(answer, 2_600); // past the client's 2 s idle-connection limit
+      // A fixed delay is what this case tests: an answer slower than the client's 2 s idle-connection limit.
+      if (mode === 'slow') setTimeout(answer, 2_600);
       else answer();
     }
   });
   // The server drops idle connections quickly: a client that reused one it had closed would fail.
   s.server.keepAliveTimeout = 300;
+  const open = new Set<Socket>();
+  s.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   try {
     const c = new PdpClient({ url: s.url, token: 'tok', timeoutMs: 10_000 });
     mode = 'cut';
@@ -101,7 +119,7 @@ test('PdpClient: an answer cut off mid-body is PDP_UNAVAILABLE; a slow answer pa
     mode = '';
     for (let i = 0; i < 3; i++) {
       assert.equal((await c.decide(body)).ok, true);
-      await new Promise((r) => setTimeout(r, 400)); // longer than the server keeps the connection
+      await waitUntil(() => open.size === 0, 'the server to close the idle connection');
     }
   } finally {
     await s.close();
@@ -114,7 +132,9 @@ test('PdpClient over https: a PDP whose certificate the process trusts answers; 
   const certFile = join(fixtures, 'test-pdp.cert.pem');
   const server = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(join(fixtures, 'test-pdp.key.pem')) }, (req, res) => {
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: ['over-tls'], obligations: [] })));
+    req.on('end', () =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'deny', reasons: ['over-tls'], obligations: [] })),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -127,7 +147,10 @@ test('PdpClient over https: a PDP whose certificate the process trusts answers; 
     const script = `const { PdpClient } = await import(${JSON.stringify(client)});
       const r = await new PdpClient({ url: ${JSON.stringify(url)}, token: 'tok', timeoutMs: 5000 }).decide(${JSON.stringify(body)});
       process.stdout.write(JSON.stringify(r));`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: certFile }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: certFile },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     await new Promise((r) => child.once('close', r));
@@ -151,7 +174,16 @@ test('PdpClient: raw arguments are spliced verbatim; outcome retries and treats 
       return void res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":{"code":"EXECUTION_TERMINAL","message":"t"}}');
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ decision: 'allow', execution_id: 'e1', state: 'invoking', arguments: { a: 1 }, reasons: ['p'], obligations: [], binding: 'b', envelope_digest: 'd' }),
+      JSON.stringify({
+        decision: 'allow',
+        execution_id: 'e1',
+        state: 'invoking',
+        arguments: { a: 1 },
+        reasons: ['p'],
+        obligations: [],
+        binding: 'b',
+        envelope_digest: 'd',
+      }),
     );
   });
   try {
@@ -201,7 +233,10 @@ test('defaults: plain envelope, extended form with pointers and per-tool layers,
   assert.equal(e.purpose, 'special');
   assert.equal(e.task_id, 'T-7');
   assert.equal(envelopeFromDefaults(d, 'other', args).purpose, 'pep_tests');
-  assert.throws(() => envelopeFromDefaults(d, 'x', { employee_id: 1.5, on_behalf_of: { type: 'User', id: 'm' } }), (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && err.path === '/employee_id');
+  assert.throws(
+    () => envelopeFromDefaults(d, 'x', { employee_id: 1.5, on_behalf_of: { type: 'User', id: 'm' } }),
+    (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && err.path === '/employee_id',
+  );
   assert.throws(() => parseDefaults({ envelope: {}, from_arguments: { subject: 'no-slash' } }), /JSON pointer/);
   assert.throws(() => parseDefaults({ envelope: {}, extra: 1 }), /unknown key/);
   assert.equal(resolvePointer({ a: [{ b: 1 }] }, '/a/0/b'), 1);
@@ -214,7 +249,10 @@ test('defaults: plain envelope, extended form with pointers and per-tool layers,
   assert.deepEqual(c2, { envelope: envelope(), executionId: 'id-2' });
   const c3 = callContext(undefined, d, 'a/b', args);
   assert.match(String(c3.executionId), /^px:[0-9a-f-]{36}$/);
-  assert.throws(() => callContext({}, undefined, 't', {}), (err) => isWritError(err) && err.code === 'MISSING_CONTEXT');
+  assert.throws(
+    () => callContext({}, undefined, 't', {}),
+    (err) => isWritError(err) && err.code === 'MISSING_CONTEXT',
+  );
 });
 
 test('rawMember cuts exact member texts and flags repeated keys', () => {

@@ -19,7 +19,10 @@ const ID_PATH = 'params._meta["io.writ/execution_id"]';
 const fx = fakePdpPerTestFile();
 
 const decisionsFor = (pred: (body: Record<string, any>) => boolean) =>
-  fx.pdp.log.filter((e) => e.path === '/v1/decisions').map((e) => JSON.parse(e.body) as Record<string, any>).filter(pred);
+  fx.pdp.log
+    .filter((e) => e.path === '/v1/decisions')
+    .map((e) => JSON.parse(e.body) as Record<string, any>)
+    .filter(pred);
 
 test('callContext: an envelope without an id gets a fresh id only with defaults; else MISSING_CONTEXT naming the id', () => {
   const env = envelope({ task_id: 'CTX-1' });
@@ -28,7 +31,10 @@ test('callContext: an envelope without an id gets a fresh id only with defaults;
     (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && err.path === ID_PATH && err.message.includes(ID_PATH),
   );
   // An id that is present but undefined counts as absent.
-  assert.throws(() => callContext({ 'io.writ/envelope': env, 'io.writ/execution_id': undefined }, undefined, 't', {}), (err) => isWritError(err) && err.path === ID_PATH);
+  assert.throws(
+    () => callContext({ 'io.writ/envelope': env, 'io.writ/execution_id': undefined }, undefined, 't', {}),
+    (err) => isWritError(err) && err.path === ID_PATH,
+  );
   const d = parseDefaults({ envelope: envelope(), execution_id_prefix: 'opt-in' });
   const c = callContext({ 'io.writ/envelope': env }, d, 't', {});
   assert.deepEqual(c.envelope, env, "the client's envelope wins over the defaults");
@@ -36,7 +42,10 @@ test('callContext: an envelope without an id gets a fresh id only with defaults;
   assert.notEqual(callContext({ 'io.writ/envelope': env }, d, 't', {}).executionId, c.executionId, 'fresh per call');
   // Unchanged: both given → as given; neither and no defaults → MISSING_CONTEXT about the envelope.
   assert.deepEqual(callContext({ 'io.writ/envelope': env, 'io.writ/execution_id': 'x-1' }, undefined, 't', {}), { envelope: env, executionId: 'x-1' });
-  assert.throws(() => callContext(undefined, undefined, 't', {}), (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && /no envelope/.test(err.message));
+  assert.throws(
+    () => callContext(undefined, undefined, 't', {}),
+    (err) => isWritError(err) && err.code === 'MISSING_CONTEXT' && /no envelope/.test(err.message),
+  );
 });
 
 /** Runs `writ proxy` around the hostile fixture, sends `lines`, returns the answers by id and the exit code. */
@@ -46,7 +55,12 @@ function proxySession(lines: string[], ids: number[], effects: string, defaults?
 }
 
 const envOnlyCall = (id: number, key: string, task: string) =>
-  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'apply', arguments: { key }, _meta: { 'io.writ/envelope': envelope({ task_id: task }) } } });
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'apply', arguments: { key }, _meta: { 'io.writ/envelope': envelope({ task_id: task }) } },
+  });
 
 test('writ proxy without defaults: envelope but no execution id → MISSING_CONTEXT; nothing reaches the PDP or the tool', { timeout: 30_000 }, async () => {
   const effects = join(fx.dir, 'e-proxy-nodef.jsonl');
@@ -79,7 +93,14 @@ test('writ proxy with --defaults: envelope but no execution id → the client en
 async function guardRig(defaults?: Record<string, unknown>) {
   const server = new McpServer({ name: 'ctx', version: '1.0.0' });
   const ran: string[] = [];
-  guardMcpServer(server, { pdp: fx.pdp.url, token: fx.pdp.tokens.pep, server: 'inproc', callTimeoutMs: 5000, log: () => undefined, ...(defaults ? { defaults } : {}) });
+  guardMcpServer(server, {
+    pdp: fx.pdp.url,
+    token: fx.pdp.tokens.pep,
+    server: 'inproc',
+    callTimeoutMs: 5000,
+    log: () => undefined,
+    ...(defaults ? { defaults } : {}),
+  });
   server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => {
     ran.push(text);
     return { content: [{ type: 'text', text: `echo:${text}` }] };

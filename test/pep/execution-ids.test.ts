@@ -6,12 +6,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshExecutionId } from '../../src/pep/context.js';
+import { waitUntil } from '../helpers/wait.js';
 
 test('fresh execution ids are unique, valid for the contract, and sort in the order they were made', async () => {
   const ids: string[] = [];
   for (let i = 0; i < 2000; i++) {
     ids.push(freshExecutionId());
-    if (i % 500 === 0) await new Promise((r) => setTimeout(r, 2)); // across milliseconds too
+    // Across milliseconds too: on to the next one (waiting for the clock to move, not for a fixed time).
+    if (i % 500 === 0) {
+      const made = Date.now();
+      await waitUntil(() => Date.now() > made, 'the next millisecond', 1_000, 1);
+    }
   }
   assert.equal(new Set(ids).size, ids.length);
   for (const id of ids) {

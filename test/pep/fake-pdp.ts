@@ -100,14 +100,22 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
       const id = parsed.execution_id;
       const action = parsed.action as { server: string; tool: string; arguments: Record<string, unknown> } | undefined;
       if (typeof id !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(id) || !action) return err(400, 'INVALID_REQUEST');
-      if (!env || typeof env !== 'object' || typeof env.task_id !== 'string' || !env.actor || !env.subject || !env.requester || typeof env.purpose !== 'string') {
+      if (
+        !env ||
+        typeof env !== 'object' ||
+        typeof env.task_id !== 'string' ||
+        !env.actor ||
+        !env.subject ||
+        !env.requester ||
+        typeof env.purpose !== 'string'
+      ) {
         return err(400, 'ENVELOPE_INVALID');
       }
       const ea = env.actor as Uid;
       if (ea.type !== actor.type || ea.id !== actor.id) return err(403, 'ACTOR_MISMATCH');
       if (typeof action.arguments !== 'object' || action.arguments === null || Array.isArray(action.arguments)) return err(400, 'INVALID_REQUEST');
       const admitted = admit(action.arguments);
-      const binding = 'writ-bind/1:' + sha256Tagged('writ-bind/1\n' + jcs({ arguments: admitted, server: action.server, tool: action.tool }));
+      const binding = `writ-bind/1:${sha256Tagged(`writ-bind/1\n${jcs({ arguments: admitted, server: action.server, tool: action.tool })}`)}`;
       const envelope_digest = digestOf('writ-envelope/1\n', env);
       const k = key(actor, id);
       let ex = executions.get(k);
@@ -158,7 +166,7 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
       if (auth !== 'fake-approver') return err(403, 'FORBIDDEN_ROLE');
       const a = parsed.actor as Uid;
       const ex = a && executions.get(key(a, String(parsed.execution_id)));
-      if (!ex || ex.state !== 'proposed' || ex.binding !== parsed.binding || ex.envelope_digest !== parsed.envelope_digest) return err(409, 'APPROVAL_STALE');
+      if (ex?.state !== 'proposed' || ex.binding !== parsed.binding || ex.envelope_digest !== parsed.envelope_digest) return err(409, 'APPROVAL_STALE');
       const approval_id = `ap-${++approvalSeq}`;
       ex.approvals.push({ approval_id, approver: { type: 'User', id: 'hr-5519' }, expires_at: String(parsed.expires_at) });
       return { status: 201, json: { approval_id } };
@@ -188,7 +196,15 @@ export async function startFakePdp(opts: FakePdpOptions = {}): Promise<FakePdp> 
         return { status: 200, json: { execution_id: id, state: ex.state } };
       }
       if (!m[2] && req.method === 'GET') {
-        const out: Record<string, unknown> = { execution_id: id, actor: ex.actor, state: ex.state, binding: ex.binding, envelope_digest: ex.envelope_digest, approvals: ex.approvals, records: [] };
+        const out: Record<string, unknown> = {
+          execution_id: id,
+          actor: ex.actor,
+          state: ex.state,
+          binding: ex.binding,
+          envelope_digest: ex.envelope_digest,
+          approvals: ex.approvals,
+          records: [],
+        };
         if (ex.resolution) out.resolution = ex.resolution;
         if (ex.supersedes) out.supersedes = ex.supersedes;
         if (ex.superseded_by) out.superseded_by = ex.superseded_by;

@@ -84,4 +84,3 @@ export async function startGate(upstream: string): Promise<Gate> {
       }),
   };
 }
-

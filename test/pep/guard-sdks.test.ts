@@ -65,11 +65,14 @@ function addTools(server: { registerTool: (...a: any[]) => unknown }, seen: Seen
 async function connect2(factory: () => any, pin: boolean): Promise<{ client: any; instances: any[]; close(): Promise<void> }> {
   const instances: any[] = [];
   const [ct, st] = InMemory2.createLinkedPair();
-  const handle: any = serveStdio(() => {
-    const s = factory();
-    instances.push(s);
-    return s;
-  }, { transport: st } as any);
+  const handle: any = serveStdio(
+    () => {
+      const s = factory();
+      instances.push(s);
+      return s;
+    },
+    { transport: st } as any,
+  );
   const versionNegotiation = pin ? { mode: { pin: '2026-07-28' } } : { mode: 'legacy' };
   const client = new Client2({ name: 't2', version: '1.0.0' }, { versionNegotiation } as any);
   await client.connect(ct);
@@ -150,7 +153,9 @@ async function run(flavour: Flavour): Promise<Record<string, unknown>> {
   return out;
 }
 
-test('the guard decides and records alike on SDK 1.x and SDK 2.x (at 2026-07-28 and 2025-11-25): a tool that ran is never "not run"', { timeout: 60_000 }, async () => {
+test('the guard decides and records alike on SDK 1.x and SDK 2.x (at 2026-07-28 and 2025-11-25): a tool that ran is never "not run"', {
+  timeout: 60_000,
+}, async () => {
   const results: Record<string, Record<string, unknown>> = {};
   for (const f of FLAVOURS) results[f] = await run(f);
   const tagged = (f: Flavour) => f.replace(/[^a-z0-9]/gi, '');
@@ -167,11 +172,19 @@ test('the guard decides and records alike on SDK 1.x and SDK 2.x (at 2026-07-28 
   });
   for (const f of FLAVOURS) assert.deepEqual(results[f], expected(f), f);
   // The ledger says why each ended as it did: the throw is unknown, the validation refusal did not run.
-  const boom = await pdp.http('GET', `/v1/ledger/records?execution_id=${encodeURIComponent(`sdk-${tagged('2.x/2026-07-28')}-boom`)}&limit=100`, pdp.tokens.auditor!);
+  const boom = await pdp.http(
+    'GET',
+    `/v1/ledger/records?execution_id=${encodeURIComponent(`sdk-${tagged('2.x/2026-07-28')}-boom`)}&limit=100`,
+    pdp.tokens.auditor!,
+  );
   const outcome = boom.body.records.find((rec: any) => rec.kind === 'outcome');
   assert.equal(outcome.status, 'unknown');
   assert.match(outcome.detail, /the tool threw: exploded after acting/);
-  const invalid = await pdp.http('GET', `/v1/ledger/records?execution_id=${encodeURIComponent(`sdk-${tagged('2.x/2026-07-28')}-invalid`)}&limit=100`, pdp.tokens.auditor!);
+  const invalid = await pdp.http(
+    'GET',
+    `/v1/ledger/records?execution_id=${encodeURIComponent(`sdk-${tagged('2.x/2026-07-28')}-invalid`)}&limit=100`,
+    pdp.tokens.auditor!,
+  );
   assert.match(invalid.body.records.find((rec: any) => rec.kind === 'outcome').detail, /the tool did not run/);
 });
 
@@ -207,11 +220,16 @@ test('SDK 2.x: a client that cancels a running tool — the tool sees ctx.mcpReq
   }
 });
 
-test('SDK 1.x experimental tasks under the guard: decided before the task is made, invoking while it works, its end sets the outcome', { timeout: 30_000 }, async () => {
+test('SDK 1.x experimental tasks under the guard: decided before the task is made, invoking while it works, its end sets the outcome', {
+  timeout: 30_000,
+}, async () => {
   const { InMemoryTaskStore } = await import('@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js');
   const { CreateTaskResultSchema, CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
   const taskStore = new InMemoryTaskStore();
-  const server: any = new McpServer1({ name: 'sdk1-tasks', version: '1.0.0' }, { capabilities: { tasks: { requests: { tools: { call: {} } } } }, taskStore } as any);
+  const server: any = new McpServer1({ name: 'sdk1-tasks', version: '1.0.0' }, {
+    capabilities: { tasks: { requests: { tools: { call: {} } } } },
+    taskStore,
+  } as any);
   guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'sdk', log: () => undefined });
   const made: Record<string, string> = {};
   server.experimental.tasks.registerToolTask(
@@ -239,7 +257,10 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
       ['cancelled', (id) => taskStore.updateTaskStatus(id, 'cancelled', 'stopped by hand'), 'unknown', /was cancelled: stopped by hand/],
     ];
     for (const [end] of ends) {
-      const created = await client.request({ method: 'tools/call', params: { name: 'job', arguments: { end }, task: { ttl: 60_000 }, _meta: meta(`gt-${end}`) } }, CreateTaskResultSchema);
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'job', arguments: { end }, task: { ttl: 60_000 }, _meta: meta(`gt-${end}`) } },
+        CreateTaskResultSchema,
+      );
       assert.equal(created.task.taskId, made[end]);
       assert.equal((await pdp.execution(`gt-${end}`)).body.state, 'invoking', `${end}: invoking while the task works`);
     }
@@ -250,7 +271,10 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
       assert.match(recs.body.records.find((r: any) => r.kind === 'outcome').detail, detail, end);
     }
     // Denied: no task is ever made.
-    const denied = await client.request({ method: 'tools/call', params: { name: 'forbidden', arguments: {}, task: { ttl: 60_000 }, _meta: meta('gt-denied') } }, CallToolResultSchema);
+    const denied = await client.request(
+      { method: 'tools/call', params: { name: 'forbidden', arguments: {}, task: { ttl: 60_000 }, _meta: meta('gt-denied') } },
+      CallToolResultSchema,
+    );
     assert.equal(decisionOf(denied)?.code, 'DENIED');
   } finally {
     await client.close();
@@ -259,7 +283,9 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
   }
 });
 
-test('tools/list under the guard (both SDKs) lists only what this caller could call; a hidden tool called anyway is still denied', { timeout: 60_000 }, async () => {
+test('tools/list under the guard (both SDKs) lists only what this caller could call; a hidden tool called anyway is still denied', {
+  timeout: 60_000,
+}, async () => {
   for (const f of FLAVOURS) {
     const r = await rig(f);
     try {
@@ -267,7 +293,10 @@ test('tools/list under the guard (both SDKs) lists only what this caller could c
       assert.deepEqual(listed.tools.map((x: any) => x.name).sort(), ['boom', 'echo', 'fail', 'later', 'strict'], f);
       // Without an envelope (and without defaults) the guard cannot judge: the list is the server's.
       const all = await r.client.listTools();
-      assert.ok(all.tools.some((x: any) => x.name === 'forbidden'), f);
+      assert.ok(
+        all.tools.some((x: any) => x.name === 'forbidden'),
+        f,
+      );
       const denied = await r.client.callTool({ name: 'forbidden', arguments: {}, _meta: meta(`sdk-list-${f.replace(/[^a-z0-9]/gi, '')}`) });
       assert.equal(decisionOf(denied)?.code, 'DENIED', f);
       assert.ok(!r.seen.some((s) => s.tool === 'forbidden'), f);
@@ -277,7 +306,9 @@ test('tools/list under the guard (both SDKs) lists only what this caller could c
   }
 });
 
-test('a tool under the guard seals its own events (emitToolEvents), on SDK 1.x and 2.x, before its outcome; outside a guarded call it refuses', { timeout: 60_000 }, async () => {
+test('a tool under the guard seals its own events (emitToolEvents), on SDK 1.x and 2.x, before its outcome; outside a guarded call it refuses', {
+  timeout: 60_000,
+}, async () => {
   for (const f of FLAVOURS) {
     const r = await rig(f);
     const tag = f.replace(/[^a-z0-9]/gi, '');
@@ -293,7 +324,11 @@ test('a tool under the guard seals its own events (emitToolEvents), on SDK 1.x a
       const res = await r.client.callTool({ name: 'lock_mailbox', arguments: { mailbox: 'm@x' }, _meta: meta(`sdk-ev-${tag}`) });
       assert.equal(res.isError, undefined, JSON.stringify(res));
       const recs = (await pdp.http('GET', `/v1/ledger/records?execution_id=sdk-ev-${tag}&limit=100`, pdp.tokens.auditor!)).body.records;
-      assert.deepEqual(recs.map((x: any) => x.kind), ['decision', 'event', 'outcome'], f);
+      assert.deepEqual(
+        recs.map((x: any) => x.kind),
+        ['decision', 'event', 'outcome'],
+        f,
+      );
       assert.deepEqual(recs[1].event, { type: 'mailbox.locked', data: { mailbox: 'm@x' } });
     } finally {
       await r.close();

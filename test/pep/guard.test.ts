@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -28,6 +28,9 @@ interface Rig {
   close(): Promise<void>;
 }
 
+/** Releases the `hang` tool's calls: each answers only when the test lets it (after the guard gave up: a late answer). */
+const hanging: Array<() => void> = [];
+
 function addTools(server: McpServer, calls: Rig['calls']): void {
   server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => {
     calls.push({ tool: 'echo', args: { text } });
@@ -43,7 +46,7 @@ function addTools(server: McpServer, calls: Rig['calls']): void {
   });
   server.registerTool('hang', { inputSchema: { text: z.string() } }, async ({ text }) => {
     calls.push({ tool: 'hang', args: { text } });
-    await new Promise((r) => setTimeout(r, 2500));
+    await new Promise<void>((r) => hanging.push(r));
     return { content: [{ type: 'text', text: 'late' }] };
   });
   server.registerTool('forbidden', {}, async () => {
@@ -101,7 +104,9 @@ for (const order of ['before', 'after'] as const) {
   });
 }
 
-test('outcomes: isError → rejected, throw → unknown, timeout → unknown (late answer recorded, not delivered), invalid input → rejected', { timeout: 20_000 }, async () => {
+test('outcomes: isError → rejected, throw → unknown, timeout → unknown (late answer recorded, not delivered), invalid input → rejected', {
+  timeout: 20_000,
+}, async () => {
   const r = await rig('before');
   try {
     const state = (id: string) => pdp.executions.get(`Agent::"offboarding-agent-prod"/${id}`)?.state;
@@ -120,6 +125,7 @@ test('outcomes: isError → rejected, throw → unknown, timeout → unknown (la
     const hang = await r.client.callTool({ name: 'hang', arguments: { text: 'x' }, _meta: meta('g-hang') });
     assert.equal(decisionOf(hang)?.code, 'OUTCOME_UNKNOWN');
     assert.equal(state('g-hang'), 'unknown');
+    for (const answer of hanging.splice(0)) answer();
     const ex = pdp.executions.get('Agent::"offboarding-agent-prod"/g-hang')!;
     assert.ok(await waitFor(() => ex.outcomes.length >= 2, 10_000), 'the late answer was posted');
     assert.equal(ex.outcomes[1]!.status, 'committed');
@@ -199,15 +205,25 @@ test('guardMcpServer refuses timeouts that Node would turn into 1 ms, before it 
   const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
   for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
     assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: bad }), /callTimeoutMs must be a whole number of milliseconds/);
-    assert.throws(() => guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'inproc', pdpTimeoutMs: bad }), /timeoutMs must be a whole number of milliseconds/);
+    assert.throws(
+      () => guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'inproc', pdpTimeoutMs: bad }),
+      /timeoutMs must be a whole number of milliseconds/,
+    );
   }
   // A server name no decision request may carry (as writ proxy refuses it at start).
   for (const bad of ['a/b', 'x'.repeat(200)]) {
-    assert.throws(() => guardMcpServer(server, { pdp: client, server: bad }), /guardMcpServer: server (must not contain "\/"|must be at most 128 characters) \(action\.server of a decision request\)/);
+    assert.throws(
+      () => guardMcpServer(server, { pdp: client, server: bad }),
+      /guardMcpServer: server (must not contain "\/"|must be at most 128 characters) \(action\.server of a decision request\)/,
+    );
   }
   // Defaults whose envelope members could never pass §2 (as writ proxy refuses them at start).
   for (const bad of [{ task_id: 5 }, { bogus: 1 }, { execute_after: '2026-02-30T10:00:00Z' }]) {
-    assert.throws(() => guardMcpServer(server, { pdp: client, server: 'inproc', defaults: envelope(bad) }), /guardMcpServer: defaults envelope\.\S*:? .*\(ENVELOPE_INVALID\)/, JSON.stringify(bad));
+    assert.throws(
+      () => guardMcpServer(server, { pdp: client, server: 'inproc', defaults: envelope(bad) }),
+      /guardMcpServer: defaults envelope\.\S*:? .*\(ENVELOPE_INVALID\)/,
+      JSON.stringify(bad),
+    );
   }
   // Nothing was wrapped by the refused calls: the first good one still guards.
   guardMcpServer(server, { pdp: client, server: 'inproc', callTimeoutMs: 2 ** 31 - 1 });
@@ -238,7 +254,9 @@ test('guardMcpServer is callable once; a low-level tools/call handler installed 
   }
 });
 
-test('a number JSON cannot carry (Infinity, NaN) is refused BINDING_UNREPRESENTABLE before the PDP is asked, never sent as null', { timeout: 20_000 }, async () => {
+test('a number JSON cannot carry (Infinity, NaN) is refused BINDING_UNREPRESENTABLE before the PDP is asked, never sent as null', {
+  timeout: 20_000,
+}, async () => {
   const r = await rig('before');
   try {
     const before = pdp.log.length;
@@ -253,7 +271,10 @@ test('a number JSON cannot carry (Infinity, NaN) is refused BINDING_UNREPRESENTA
   }
   const client = new PdpClient({ url: pdp.url, token: pdp.tokens.pep });
   const nan = await client.decide({
-    execution_id: 'g-nan', phase: 'execute', envelope: envelope(), action: { server: 'inproc', tool: 'echo', arguments: { deep: [1, { x: Number.NaN }] } },
+    execution_id: 'g-nan',
+    phase: 'execute',
+    envelope: envelope(),
+    action: { server: 'inproc', tool: 'echo', arguments: { deep: [1, { x: Number.NaN }] } },
   });
   assert.equal(nan.ok, false);
   if (!nan.ok) assert.deepEqual([nan.error.code, nan.error.path], ['BINDING_UNREPRESENTABLE', '/action/arguments/deep/1/x']);

@@ -153,12 +153,4 @@ export function decisionOf(result: unknown): Record<string, unknown> | undefined
   return (result as { _meta?: Record<string, Record<string, unknown>> })?._meta?.['io.writ/decision'];
 }
 
-/** Polls `check` until it returns a truthy value or `ms` elapse (then returns the last value). */
-export async function waitFor<T>(check: () => Promise<T> | T, ms = 10_000, every = 50): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
+export { waitFor } from '../helpers/wait.js';

@@ -40,17 +40,26 @@ function configFile(): string {
 }
 
 function inspect(era: string, args: string[]): { status: number | null; json: any; stderr: string } {
-  const r = spawnSync(process.execPath, [INSPECTOR, '--cli', '--config', configFile(), '--server', 'hris-behind-writ', '--protocol-era', era, '--format', 'json', '--quiet', ...args], {
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { ...process.env, HOME: t.dir, MCP_INSPECTOR_SECRET_STORE: 'memory' },
-  });
-  const line = r.stdout.trim().split('\n').find((l) => l.startsWith('{"result"'));
+  const r = spawnSync(
+    process.execPath,
+    [INSPECTOR, '--cli', '--config', configFile(), '--server', 'hris-behind-writ', '--protocol-era', era, '--format', 'json', '--quiet', ...args],
+    {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, HOME: t.dir, MCP_INSPECTOR_SECRET_STORE: 'memory' },
+    },
+  );
+  const line = r.stdout
+    .trim()
+    .split('\n')
+    .find((l) => l.startsWith('{"result"'));
   return { status: r.status, json: line ? JSON.parse(line) : undefined, stderr: r.stderr };
 }
 
 for (const era of ['legacy', 'modern']) {
-  test(`MCP Inspector CLI (${era} era) runs writ proxy from the example mcpServers entry: tools, an allowed call, a refusal it can show`, { timeout: 120_000 }, () => {
+  test(`MCP Inspector CLI (${era} era) runs writ proxy from the example mcpServers entry: tools, an allowed call, a refusal it can show`, {
+    timeout: 120_000,
+  }, () => {
     const list = inspect(era, ['--method', 'tools/list']);
     assert.equal(list.status, 0, list.stderr);
     // One policy hides and blocks (§15): `forbidden`, which no policy permits, is not listed — and still refused when called.

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { PdpClient } from '../../src/pep/client.js';
 import { runGuardedCall } from '../../src/pep/core.js';
 import { startBackend, type Backend } from './backends.js';
 import { startGate } from './gate.js';
 import { HOSTILE, meta, readEffects } from './helpers.js';
+import { waitFor, waitUntil } from '../helpers/wait.js';
 import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -47,11 +47,7 @@ test('an allow that comes after the PEP gave up ends the execution as rejected (
     await gate.heldAnswer(id);
     assert.equal((await real.execution(id)).body.state, 'invoking', 'the PDP allowed meanwhile');
     gate.release(id);
-    let state = '';
-    for (let i = 0; i < 100 && state !== 'rejected'; i++) {
-      await sleep(50);
-      state = (await real.execution(id)).body.state;
-    }
+    const state = await waitFor(async () => (await real.execution(id)).body.state === 'rejected' && 'rejected', 5_000);
     assert.equal(state, 'rejected', logs.join('\n'));
     assert.equal(dispatched, 0, 'the tool never ran');
     const outcome = gate.log.find((e) => e.path === `/v1/executions/${id}/outcome`);
@@ -61,8 +57,7 @@ test('an allow that comes after the PEP gave up ends the execution as rejected (
     // The PEP logs once the PDP's answer to that outcome is back, which can trail the state the loop above
     // saw change (the PDP commits before its answer reaches the PEP): wait for the line, not race it.
     const logged = () => logs.some((l) => l.includes(`execution ${id} was allowed after the PEP's timeout`) && l.endsWith('outcome rejected recorded'));
-    for (let i = 0; i < 100 && !logged(); i++) await sleep(50);
-    assert.ok(logged(), `no log line of the late allow: ${JSON.stringify(logs)}`);
+    assert.ok(await waitFor(logged, 5_000), `no log line of the late allow: ${JSON.stringify(logs)}`);
   } finally {
     await gate.stop();
   }
@@ -72,9 +67,17 @@ test('writ proxy told to stop (stdin closed) still ends a late allow as rejected
   const gate = await startGate(real.url);
   const dir = mkdtempSync(join(tmpdir(), 'writ-late-proxy-'));
   const effects = join(dir, 'effects.jsonl');
+  const childExited = join(dir, 'child-exited');
   const p = spawnProxy({
-    args: proxyArgs({ pdpUrl: gate.url, token: real.tokens.pep, server: 'hostile', dir, extra: ['--pdp-timeout', '300'], command: [process.execPath, HOSTILE] }),
-    env: { HOSTILE_EFFECTS: effects },
+    args: proxyArgs({
+      pdpUrl: gate.url,
+      token: real.tokens.pep,
+      server: 'hostile',
+      dir,
+      extra: ['--pdp-timeout', '300'],
+      command: [process.execPath, HOSTILE],
+    }),
+    env: { HOSTILE_EFFECTS: effects, HOSTILE_EXITED: childExited },
     killAfterMs: 20_000,
   });
   try {
@@ -87,7 +90,7 @@ test('writ proxy told to stop (stdin closed) still ends a late allow as rejected
     assert.equal((await real.execution(id)).body.state, 'invoking', 'the PDP allowed meanwhile');
     // The client is done: stdin closes, the child exits — and the proxy waits for the late answer.
     const stopped = p.stop();
-    await sleep(700);
+    await waitUntil(() => existsSync(childExited), 'the server to exit on stdin end');
     gate.release(id);
     assert.equal(await stopped, 0);
     assert.equal((await real.execution(id)).body.state, 'rejected', p.stderr());
@@ -128,14 +131,10 @@ test('an outcome the PDP cannot take (restarting) is retried in the background u
     assert.ok('result' in answer && answer.result.isError !== true, 'the client gets the tool result');
     assert.equal((await real.execution(id)).body.state, 'invoking', 'the three immediate attempts failed');
     failing = false;
-    let state = '';
-    for (let i = 0; i < 100 && state !== 'committed'; i++) {
-      await sleep(50);
-      state = (await real.execution(id)).body.state;
-    }
+    const state = await waitFor(async () => (await real.execution(id)).body.state === 'committed' && 'committed', 5_000);
     assert.equal(state, 'committed', logs.join('\n'));
-    await sleep(50);
-    assert.ok(logs.some((l) => l.includes(`outcome committed of execution ${id} recorded after retries`)), logs.join('\n'));
+    // The PEP logs once the PDP's answer is back, which can trail the state seen above.
+    assert.ok(await waitFor(() => logs.some((l) => l.includes(`outcome committed of execution ${id} recorded after retries`)), 5_000), logs.join('\n'));
   } finally {
     forwarder.closeAllConnections();
     forwarder.close();

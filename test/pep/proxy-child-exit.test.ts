@@ -44,7 +44,9 @@ function outcomesPosted(gate: Gate, id: string): Array<Record<string, unknown>> 
 }
 
 for (const kind of ['fake', 'real'] as const) {
-  test(`child exits while a call waits for the PDP → unknown (not dispatched); a later call → SERVER_EXITED before the PDP (${kind} PDP)`, { timeout: 60_000 }, async () => {
+  test(`child exits while a call waits for the PDP → unknown (not dispatched); a later call → SERVER_EXITED before the PDP (${kind} PDP)`, {
+    timeout: 60_000,
+  }, async () => {
     const b = backends[kind]!;
     const gate = await startGate(b.url);
     const tag = `${kind}-${Date.now().toString(36)}`;
@@ -103,7 +105,11 @@ for (const kind of ['fake', 'real'] as const) {
         assert.equal(outs[0]!.status, 'unknown');
         assert.match(String(outs[0]!.detail), /before the call was dispatched/);
       }
-      assert.deepEqual(readEffects(effects).map((e) => e.execution_id), [exitId], 'only the call that reached the child had an effect');
+      assert.deepEqual(
+        readEffects(effects).map((e) => e.execution_id),
+        [exitId],
+        'only the call that reached the child had an effect',
+      );
       assert.doesNotMatch(p.stderr(), /internal error/);
 
       // With a server again: the refused call's id was never used, so it runs; the unknown one is terminal.
@@ -116,7 +122,10 @@ for (const kind of ['fake', 'real'] as const) {
       } finally {
         assert.equal(await q.stop(), 0);
       }
-      assert.deepEqual(readEffects(effects).map((e) => e.execution_id), [exitId, lateId]);
+      assert.deepEqual(
+        readEffects(effects).map((e) => e.execution_id),
+        [exitId, lateId],
+      );
     } finally {
       gate.release(heldId);
       if (!stopped) await p.stop();
@@ -141,23 +150,29 @@ test('a call arriving between the child exit and the close of its pipes is refus
     const exitId = `cx-${tag}-exit`;
     const lateId = `cx-${tag}-late`;
     p.send(callLine(1, { key: 'boom', mode: 'commit-then-exit' }, exitId));
-    const pid = Number(await waitFor(() => {
-      try {
-        return readFileSync(pidFile, 'utf8').trim();
-      } catch {
-        return '';
-      }
-    }));
+    const pid = Number(
+      await waitFor(() => {
+        try {
+          return readFileSync(pidFile, 'utf8').trim();
+        } catch {
+          return '';
+        }
+      }),
+    );
     assert.ok(pid > 0);
     // Once the pid is gone the proxy has reaped the child (and seen its exit); its pipes are still open.
-    const gone = await waitFor(() => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 10_000, 10);
+    const gone = await waitFor(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      10_000,
+      10,
+    );
     assert.ok(gone, 'the server exited');
     assert.equal(p.lines.length, 0, 'call 1 is not answered yet: the pipes are still open');
     p.send(callLine(2, { key: 'late', mode: 'clean' }, lateId));
@@ -172,7 +187,10 @@ test('a call arriving between the child exit and the close of its pipes is refus
     assert.ok(Date.now() - started < 20_000, `answered and exited in ${Date.now() - started} ms, not when the grandchild ends`);
     assert.match(p.stderr(), /its stdout is still open/);
     assert.equal((await b.execution(lateId)).status, 404);
-    assert.deepEqual(readEffects(effects).map((e) => e.execution_id), [exitId]);
+    assert.deepEqual(
+      readEffects(effects).map((e) => e.execution_id),
+      [exitId],
+    );
   } finally {
     await p.stop();
     await gate.stop();

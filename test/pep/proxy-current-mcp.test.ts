@@ -30,7 +30,15 @@ async function connect(pin: '2026-07-28' | 'legacy', opts: { pdpUrl?: string; ef
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [WRIT_BIN, 'proxy', process.execPath, SDK2_SERVER],
-    env: { ...(process.env as Record<string, string>), WRIT_PDP: opts.pdpUrl ?? pdp.url, WRIT_TOKEN_FILE: tokenFile, WRIT_SERVER: 'sdk', WRIT_PDP_TIMEOUT: '3000', WRIT_CALL_TIMEOUT: '1500', SDK2_EFFECTS: opts.effects },
+    env: {
+      ...(process.env as Record<string, string>),
+      WRIT_PDP: opts.pdpUrl ?? pdp.url,
+      WRIT_TOKEN_FILE: tokenFile,
+      WRIT_SERVER: 'sdk',
+      WRIT_PDP_TIMEOUT: '3000',
+      WRIT_CALL_TIMEOUT: '1500',
+      SDK2_EFFECTS: opts.effects,
+    },
     stderr: 'pipe',
   });
   const versionNegotiation = pin === 'legacy' ? { mode: 'legacy' } : { mode: { pin } };
@@ -39,10 +47,19 @@ async function connect(pin: '2026-07-28' | 'legacy', opts: { pdpUrl?: string; ef
   return client;
 }
 
-const effectsOf = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+const effectsOf = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 for (const pin of ['2026-07-28', 'legacy'] as const) {
-  test(`SDK 2.x client (${pin}) and server behind writ proxy: allowed calls run once with the execution id; every refusal shape is read, not thrown`, { timeout: 60_000 }, async () => {
+  test(`SDK 2.x client (${pin}) and server behind writ proxy: allowed calls run once with the execution id; every refusal shape is read, not thrown`, {
+    timeout: 60_000,
+  }, async () => {
     const effects = join(t.dir, `effects-${pin}.jsonl`);
     const client = await connect(pin, { effects });
     const tag = pin === 'legacy' ? 'l' : 'm';
@@ -80,8 +97,15 @@ for (const pin of ['2026-07-28', 'legacy'] as const) {
       assert.equal((await pdp.execution(`cm-${tag}-slow`)).body.state, 'unknown');
 
       const ran = effectsOf(effects);
-      assert.deepEqual(ran.map((e) => e.tool), ['echo', 'fail', 'boom', 'slow'], 'denied and refused calls never reached the tool');
-      assert.deepEqual(ran.map((e) => e.execution_id), [`cm-${tag}-echo`, `cm-${tag}-fail`, `cm-${tag}-boom`, `cm-${tag}-slow`]);
+      assert.deepEqual(
+        ran.map((e) => e.tool),
+        ['echo', 'fail', 'boom', 'slow'],
+        'denied and refused calls never reached the tool',
+      );
+      assert.deepEqual(
+        ran.map((e) => e.execution_id),
+        [`cm-${tag}-echo`, `cm-${tag}-fail`, `cm-${tag}-boom`, `cm-${tag}-slow`],
+      );
     } finally {
       await client.close();
     }
@@ -108,11 +132,17 @@ test('a tool that reports its events in _meta["io.writ/events"]: writ proxy seal
     const res = await client.callTool({ name: 'lock_mailbox', arguments: { mailbox: 'dana@example.com' }, _meta: meta('cm-events') });
     assert.deepEqual(res.content, [{ type: 'text', text: 'locked' }]);
     const recs = (await pdp.http('GET', '/v1/ledger/records?execution_id=cm-events&limit=100', pdp.tokens.auditor!)).body.records;
-    assert.deepEqual(recs.map((r: any) => r.kind), ['decision', 'event', 'event', 'outcome']);
-    assert.deepEqual(recs.filter((r: any) => r.kind === 'event').map((r: any) => r.event), [
-      { type: 'mailbox.locked', data: { mailbox: 'dana@example.com' } },
-      { type: 'sessions.revoked', data: { count: 3 } },
-    ]);
+    assert.deepEqual(
+      recs.map((r: any) => r.kind),
+      ['decision', 'event', 'event', 'outcome'],
+    );
+    assert.deepEqual(
+      recs.filter((r: any) => r.kind === 'event').map((r: any) => r.event),
+      [
+        { type: 'mailbox.locked', data: { mailbox: 'dana@example.com' } },
+        { type: 'sessions.revoked', data: { count: 3 } },
+      ],
+    );
   } finally {
     await client.close();
   }

@@ -29,8 +29,13 @@ test('every proxy option can come from the environment; the command needs no --'
   writeFileSync(defaults, JSON.stringify(envelope()));
   const effects = join(fx.dir, 'e-env.jsonl');
   const env = {
-    WRIT_PDP: fx.pdp.url, WRIT_TOKEN_FILE: tokenFile, WRIT_SERVER: 'from-env', WRIT_DEFAULTS: defaults,
-    WRIT_CALL_TIMEOUT: '5000', WRIT_PDP_TIMEOUT: '5000', HOSTILE_EFFECTS: effects,
+    WRIT_PDP: fx.pdp.url,
+    WRIT_TOKEN_FILE: tokenFile,
+    WRIT_SERVER: 'from-env',
+    WRIT_DEFAULTS: defaults,
+    WRIT_CALL_TIMEOUT: '5000',
+    WRIT_PDP_TIMEOUT: '5000',
+    HOSTILE_EFFECTS: effects,
   };
   const before = fx.pdp.log.length;
   const r = await session([process.execPath, HOSTILE], env, [callLine(1, '{"key":"k"}')], [1]);

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startBackend, type Backend } from './backends.js';
 import { startGate } from './gate.js';
 import { proxyArgs, spawnProxy } from '../helpers/proxy-process.js';
@@ -33,7 +32,9 @@ function callLine(id: number, args: string, executionId: string): string {
   return `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"apply","arguments":${args},"_meta":${JSON.stringify(meta(executionId))}}}`;
 }
 
-test('a cancellation sent while the PDP decides stops the call: never dispatched, its execution rejected (not invoked); for a refused call it is dropped', { timeout: 60_000 }, async () => {
+test('a cancellation sent while the PDP decides stops the call: never dispatched, its execution rejected (not invoked); for a refused call it is dropped', {
+  timeout: 60_000,
+}, async () => {
   const gate = await startGate(real.url);
   const tag = Date.now().toString(36);
   const effects = join(t.dir, `order-${tag}.jsonl`);
@@ -64,7 +65,9 @@ test('a cancellation sent while the PDP decides stops the call: never dispatched
     p.send(callLine(3, '{"key":"x","key":"y"}', refused));
     await gate.heldAnswer(refused);
     p.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}');
-    await sleep(100);
+    // The proxy reads its input in order: once a ping sent after the cancellation is answered, it has the cancellation.
+    p.send('{"jsonrpc":"2.0","id":6,"method":"ping"}');
+    await p.answer(6);
     gate.release(refused);
     assert.equal((await p.answer(3)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
     p.send('{"jsonrpc":"2.0","id":4,"method":"ping"}');
@@ -76,12 +79,16 @@ test('a cancellation sent while the PDP decides stops the call: never dispatched
   }
 });
 
-test('a call inside a batch is admitted from its own bytes: a repeated key or a lossy number is refused, the tool never runs', { timeout: 60_000 }, async () => {
+test('a call inside a batch is admitted from its own bytes: a repeated key or a lossy number is refused, the tool never runs', {
+  timeout: 60_000,
+}, async () => {
   const tag = Date.now().toString(36);
   const effects = join(t.dir, `batch-${tag}.jsonl`);
   const p = proxyVia(real.url, effects);
   try {
-    p.send(`[${callLine(1, '{"key":"a","key":"b"}', `bat-1-${tag}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}, ${callLine(3, '{"key":"c","n":1.0}', `bat-3-${tag}`)}]`);
+    p.send(
+      `[${callLine(1, '{"key":"a","key":"b"}', `bat-1-${tag}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}, ${callLine(3, '{"key":"c","n":1.0}', `bat-3-${tag}`)}]`,
+    );
     assert.equal((await p.answer(1)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
     assert.deepEqual((await p.answer(2)).result, {});
     assert.equal((await p.answer(3)).result._meta['io.writ/decision'].code, 'BINDING_LOSSY_NUMBER');
@@ -90,28 +97,41 @@ test('a call inside a batch is admitted from its own bytes: a repeated key or a 
     assert.equal((await p.answer(4)).result._meta['io.writ/decision'].code, 'BINDING_DUPLICATE_KEY');
     p.send(`[${callLine(5, '{"key":"ok","mode":"clean"}', `bat-5-${tag}`)}]`);
     assert.equal((await p.answer(5)).result.content[0].text, 'applied ok');
-    assert.deepEqual(readEffects(effects).map((e) => e.key), ['ok']);
+    assert.deepEqual(
+      readEffects(effects).map((e) => e.key),
+      ['ok'],
+    );
   } finally {
     await p.stop();
   }
 });
 
-test('a tools/call whose id is null, a boolean or an object is answered Invalid Request (id null); neither the PDP nor the server sees it', { timeout: 60_000 }, async () => {
+test('a tools/call whose id is null, a boolean or an object is answered Invalid Request (id null); neither the PDP nor the server sees it', {
+  timeout: 60_000,
+}, async () => {
   const gate = await startGate(real.url);
   const tag = Date.now().toString(36);
   const effects = join(t.dir, `badid-${tag}.jsonl`);
   const p = proxyVia(gate.url, effects);
   try {
     for (const id of ['null', 'true', '{"o":1}']) {
-      p.send(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"apply","arguments":{"key":"one"},"_meta":${JSON.stringify(meta(`badid-${tag}`))}}}`);
+      p.send(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"apply","arguments":{"key":"one"},"_meta":${JSON.stringify(meta(`badid-${tag}`))}}}`,
+      );
       const answer = await p.answer(null);
       assert.equal((answer as { error?: { code?: number } }).error?.code, -32600, JSON.stringify(answer));
-      p.lines.splice(p.lines.findIndex((l) => JSON.parse(l).id === null), 1);
+      p.lines.splice(
+        p.lines.findIndex((l) => JSON.parse(l).id === null),
+        1,
+      );
     }
     // A good call afterwards still works, and is the only one either side saw.
     p.send(callLine(7, '{"key":"two"}', `badid-ok-${tag}`));
     await p.answer(7);
-    assert.deepEqual(gate.log.filter((e) => e.path === '/v1/decisions').map((e) => e.executionId), [`badid-ok-${tag}`]);
+    assert.deepEqual(
+      gate.log.filter((e) => e.path === '/v1/decisions').map((e) => e.executionId),
+      [`badid-ok-${tag}`],
+    );
     assert.equal(readEffects(effects).length, 1);
   } finally {
     p.child.stdin.end();

@@ -32,7 +32,9 @@ async function outcomeRecord(id: string): Promise<any> {
   return r.body.records.find((rec: any) => rec.kind === 'outcome');
 }
 
-test('2025-11-25: server-everything\'s task tool behind writ proxy — invoking while it works, committed when it completes, though the client never polls', { timeout: 60_000 }, async () => {
+test("2025-11-25: server-everything's task tool behind writ proxy — invoking while it works, committed when it completes, though the client never polls", {
+  timeout: 60_000,
+}, async () => {
   const s = await connectProxy({ pdpUrl: pdp.url, token: pdp.tokens.pep, server: 'everything', command: [process.execPath, EVERYTHING, 'stdio'], dir: t.dir });
   try {
     // The proxy passes the server's tasks capability through: it no longer refuses what it advertises.
@@ -85,13 +87,30 @@ test('2025-11-25: a task the client cancels ends its execution unknown; a denied
 });
 
 test('a proxy killed mid-task leaves the execution invoking: a retry is refused in flight', { timeout: 60_000 }, async () => {
-  const p = spawnProxy({ args: proxyArgs({ pdpUrl: pdp.url, token: pdp.tokens.pep, server: 'everything', dir: t.dir, command: [process.execPath, EVERYTHING, 'stdio'] }), ignoreStdinErrors: true });
+  const p = spawnProxy({
+    args: proxyArgs({ pdpUrl: pdp.url, token: pdp.tokens.pep, server: 'everything', dir: t.dir, command: [process.execPath, EVERYTHING, 'stdio'] }),
+    ignoreStdinErrors: true,
+  });
   const id = 'task-everything-killed';
   try {
-    p.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { tasks: {} }, clientInfo: { name: 'raw', version: '1' } } }));
+    p.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: { tasks: {} }, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    );
     await p.answer(1);
     p.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-    p.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'simulate-research-query', arguments: { topic: 'k' }, task: { ttl: 60_000 }, _meta: meta(id) } }));
+    p.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'simulate-research-query', arguments: { topic: 'k' }, task: { ttl: 60_000 }, _meta: meta(id) },
+      }),
+    );
     const created = await p.answer(2);
     assert.ok(created.result.task.taskId);
     p.child.kill('SIGKILL');
@@ -110,9 +129,15 @@ test('a proxy killed mid-task leaves the execution invoking: a retry is refused 
   }
 });
 
-test('2026-07-28 tasks extension: the task handle passes on (resultType "task"); tasks/get\'s inline result or error sets the outcome', { timeout: 60_000 }, async () => {
+test('2026-07-28 tasks extension: the task handle passes on (resultType "task"); tasks/get\'s inline result or error sets the outcome', {
+  timeout: 60_000,
+}, async () => {
   const p = spawnProxy({ args: proxyArgs({ pdpUrl: pdp.url, token: pdp.tokens.pep, server: 'sdk', dir: t.dir, command: [process.execPath, TASKS_2026] }) });
-  const envelopeMeta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+  const envelopeMeta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  };
   const ends: Array<[string, string, RegExp]> = [
     ['completed', 'committed', /completed/],
     ['completed_error', 'rejected', /completed/],
@@ -123,7 +148,14 @@ test('2026-07-28 tasks extension: the task handle passes on (resultType "task");
   try {
     let n = 10;
     for (const [end] of ends) {
-      p.send(JSON.stringify({ jsonrpc: '2.0', id: ++n, method: 'tools/call', params: { name: 'job', arguments: { end }, _meta: { ...envelopeMeta, ...meta(`t26-${end}`) } } }));
+      p.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: ++n,
+          method: 'tools/call',
+          params: { name: 'job', arguments: { end }, _meta: { ...envelopeMeta, ...meta(`t26-${end}`) } },
+        }),
+      );
       const a = await p.answer(n);
       assert.equal(a.result.resultType, 'task', `${end}: the handle reaches the client as the server sent it`);
       assert.equal(await stateOf(`t26-${end}`), 'invoking');
@@ -133,7 +165,14 @@ test('2026-07-28 tasks extension: the task handle passes on (resultType "task");
       assert.match((await outcomeRecord(`t26-${end}`)).detail, detail, end);
     }
     // A refusal the proxy writes on 2026-07-28 is a complete result.
-    p.send(JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'forbidden', arguments: {}, _meta: { ...envelopeMeta, ...meta('t26-denied') } } }));
+    p.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 99,
+        method: 'tools/call',
+        params: { name: 'forbidden', arguments: {}, _meta: { ...envelopeMeta, ...meta('t26-denied') } },
+      }),
+    );
     const denied = await p.answer(99);
     assert.equal(denied.result.resultType, 'complete');
     assert.equal(denied.result._meta['io.writ/decision'].code, 'DENIED');

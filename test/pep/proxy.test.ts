@@ -55,7 +55,9 @@ test('every message except tools/call passes through byte for byte, both directi
   }
 });
 
-test('a line the child might read differently never reaches it: bare CRs are taken out, non-JSON and repeated keys are refused', { timeout: 30_000 }, async () => {
+test('a line the child might read differently never reaches it: bare CRs are taken out, non-JSON and repeated keys are refused', {
+  timeout: 30_000,
+}, async () => {
   const effects = join(fx.dir, 'e-frame.jsonl');
   const p = rawProxy({ effects });
   const errors = () => p.lines.map((l) => JSON.parse(l)).filter((m) => m.id === null && m.error);
@@ -70,7 +72,10 @@ test('a line the child might read differently never reaches it: bare CRs are tak
     const echo = JSON.parse(await p.answerLine(5));
     assert.equal(echo.result.line, '{"jsonrpc":"2.0","id":5,"method":"test/echo"}');
     await waitFor(() => errors().length === 3, 5_000);
-    assert.deepEqual(errors().map((m) => m.error.code), [-32700, -32700, -32600]);
+    assert.deepEqual(
+      errors().map((m) => m.error.code),
+      [-32700, -32700, -32600],
+    );
     assert.ok(!p.lines.some((l) => JSON.parse(l).id === 2 || JSON.parse(l).id === 1), 'nothing of the CR-joined line reached the child');
     assert.equal(readEffects(effects).length, 0, 'no tool ran');
   } finally {
@@ -128,7 +133,13 @@ test('refusals: deny, approval_required then approval, 4xx codes, missing contex
     const res = await fetch(`${fx.pdp.url}/v1/approvals`, {
       method: 'POST',
       headers: { authorization: `Bearer ${fx.pdp.tokens.approver}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ actor: envelope().actor, execution_id: 'ref-appr', binding: ar.binding, envelope_digest: ar.envelope_digest, expires_at: '2099-01-01T00:00:00Z' }),
+      body: JSON.stringify({
+        actor: envelope().actor,
+        execution_id: 'ref-appr',
+        binding: ar.binding,
+        envelope_digest: ar.envelope_digest,
+        expires_at: '2099-01-01T00:00:00Z',
+      }),
     });
     assert.equal(res.status, 201);
     p.send(callLine(3, '{"key":"y"}', meta('ref-appr'), 'needs_approval'));
@@ -151,7 +162,10 @@ test('refusals: deny, approval_required then approval, 4xx codes, missing contex
     p.send(`[${callLine(7, '{"key":"b"}')},{"jsonrpc":"2.0","id":8,"method":"ping"}]`);
     assert.equal(JSON.parse(await p.answerLine(7)).result._meta['io.writ/decision'].code, 'MISSING_CONTEXT');
     assert.deepEqual(JSON.parse(await p.answerLine(8)).result, {});
-    assert.deepEqual(readEffects(effects).map((e) => e.key), ['y']);
+    assert.deepEqual(
+      readEffects(effects).map((e) => e.key),
+      ['y'],
+    );
     assert.match(p.stderr(), /dropped a tools\/call sent as a notification/);
   } finally {
     await p.stop();
@@ -173,7 +187,10 @@ test('--defaults builds the envelope (pointers into the arguments) with a fresh 
     p.send(callLine(2, '{"key":"a","employee":{"id":7721},"ticket":"T-9","mode":"clean"}'));
     assert.equal(JSON.parse(await p.answerLine(1)).result.content[0].text, 'applied a');
     assert.equal(JSON.parse(await p.answerLine(2)).result.content[0].text, 'applied a');
-    const bodies = fx.pdp.log.slice(before).filter((e) => e.path === '/v1/decisions').map((e) => JSON.parse(e.body));
+    const bodies = fx.pdp.log
+      .slice(before)
+      .filter((e) => e.path === '/v1/decisions')
+      .map((e) => JSON.parse(e.body));
     assert.equal(bodies.length, 2);
     for (const b of bodies) {
       assert.deepEqual(b.envelope.subject, { type: 'Employee', id: '7721' });
@@ -229,12 +246,16 @@ test('the child exits mid-call: the call is answered unknown, outcome unknown po
   assert.equal(readEffects(effects).length, 1);
 });
 
-test('a malformed answer from the server (no result or error, a null result, a non-boolean or repeated isError) is an unknown outcome, never committed', { timeout: 30_000 }, async () => {
+test('a malformed answer from the server (no result or error, a null result, a non-boolean or repeated isError) is an unknown outcome, never committed', {
+  timeout: 30_000,
+}, async () => {
   const effects = join(fx.dir, 'e-malformed.jsonl');
   const p = rawProxy({ effects });
   try {
     const modes = ['no-result', 'null-result', 'bad-iserror', 'dup-iserror'];
-    modes.forEach((mode, i) => p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`))));
+    modes.forEach((mode, i) => {
+      p.send(callLine(i + 1, `{"key":"m${i}","mode":"${mode}"}`, meta(`malformed-${mode}`)));
+    });
     for (const [i, mode] of modes.entries()) {
       const line = await p.answerLine(i + 1);
       const r = JSON.parse(line).result;
@@ -250,7 +271,9 @@ test('a malformed answer from the server (no result or error, a null result, a n
   }
 });
 
-test('a tools/call whose params repeat a member, are not an object or name no tool is refused as a tool result (INVALID_REQUEST), the PDP not asked', { timeout: 30_000 }, async () => {
+test('a tools/call whose params repeat a member, are not an object or name no tool is refused as a tool result (INVALID_REQUEST), the PDP not asked', {
+  timeout: 30_000,
+}, async () => {
   const effects = join(fx.dir, 'e-badparams.jsonl');
   const p = rawProxy({ effects });
   try {
@@ -259,7 +282,11 @@ test('a tools/call whose params repeat a member, are not an object or name no to
     p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"apply","arguments":{"key":"a"},"name":"other","_meta":${m}}}`);
     p.send('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1,2]}');
     p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7,"arguments":{},"_meta":${m}}}`);
-    const expected: Array<[number, string | null, RegExp]> = [[1, null, /repeats a member/], [2, null, /no params object/], [3, 'bad-params-1', /no tool name/]];
+    const expected: Array<[number, string | null, RegExp]> = [
+      [1, null, /repeats a member/],
+      [2, null, /no params object/],
+      [3, 'bad-params-1', /no tool name/],
+    ];
     for (const [id, exec, why] of expected) {
       const r = JSON.parse(await p.answerLine(id)).result;
       assert.equal(r.isError, true);
@@ -293,13 +320,22 @@ test('usage errors exit 2', { timeout: 60_000 }, async () => {
   assert.equal(noScheme.code, 2);
   assert.match(noScheme.err, /--pdp \(or WRIT_PDP\) must be an http\(s\) URL/);
   // Timeouts that Node's timers would turn into 1 ms are refused, not run with.
-  for (const [opt, v] of [['--call-timeout', '0'], ['--call-timeout', '2147483648'], ['--pdp-timeout', '1e3'], ['--pdp-timeout', '99999999999']]) {
+  for (const [opt, v] of [
+    ['--call-timeout', '0'],
+    ['--call-timeout', '2147483648'],
+    ['--pdp-timeout', '1e3'],
+    ['--pdp-timeout', '99999999999'],
+  ]) {
     const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', opt!, v!, '--', 'x']);
     assert.equal(bad.code, 2, `${opt} ${v}`);
     assert.match(bad.err, new RegExp(`${opt} must be a whole number of milliseconds from 1 to 2147483647`));
   }
   // A server name no decision request may carry is refused at start, not on every call.
-  for (const [name, why] of [['a/b', /must not contain "\/"/], ['', /required|must not be empty/], ['x'.repeat(129), /at most 128/]] as const) {
+  for (const [name, why] of [
+    ['a/b', /must not contain "\/"/],
+    ['', /required|must not be empty/],
+    ['x'.repeat(129), /at most 128/],
+  ] as const) {
     const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', name, '--', 'x']);
     assert.equal(bad.code, 2, JSON.stringify(name));
     assert.match(bad.err, why);
@@ -309,7 +345,11 @@ test('usage errors exit 2', { timeout: 60_000 }, async () => {
   assert.match(badDefaults.err, new RegExp(`--defaults ${WRIT_BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
   // Defaults whose envelope members could never pass §2 are refused at start, naming the member.
   const defaultsDir = mkdtempSync(join(tmpdir(), 'writ-proxy-defaults-'));
-  for (const [doc, member] of [[{ task_id: 1 }, /envelope\.task_id/], [{ envelope: {}, tools: { t: { envelope: { execute_after: '2026-02-30T10:00:00Z' } } } }, /tools\.t\.envelope\.execute_after/], [{ tenant: 'x' }, /envelope/]] as const) {
+  for (const [doc, member] of [
+    [{ task_id: 1 }, /envelope\.task_id/],
+    [{ envelope: {}, tools: { t: { envelope: { execute_after: '2026-02-30T10:00:00Z' } } } }, /tools\.t\.envelope\.execute_after/],
+    [{ tenant: 'x' }, /envelope/],
+  ] as const) {
     const file = join(defaultsDir, 'defaults.json');
     writeFileSync(file, JSON.stringify(doc));
     const bad = await run(['--pdp', fx.pdp.url, '--token-file', WRIT_BIN, '--server', 's', '--defaults', file, '--', 'x']);

@@ -25,8 +25,7 @@ export async function runFilesystem(b: Backend, tag: string): Promise<void> {
     assert.deepEqual(await proxied.client.listTools(), await bare.client.listTools(), 'tools/list identical');
 
     let n = 0;
-    const viaProxy = (name: string, args: Record<string, unknown>) =>
-      proxied.client.callTool({ name, arguments: args, _meta: meta(`fs-${tag}-${++n}`) });
+    const viaProxy = (name: string, args: Record<string, unknown>) => proxied.client.callTool({ name, arguments: args, _meta: meta(`fs-${tag}-${++n}`) });
     for (const [name, args] of [
       ['read_text_file', { path: join(sandbox, 'a.txt') }],
       ['list_directory', { path: sandbox }],

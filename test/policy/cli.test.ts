@@ -71,8 +71,18 @@ test('a case the sidecar would refuse, or with a misspelt member, fails instead 
     'p.cedar': '@id("read") permit(principal, action, resource);',
     'entities.json': STORY_ENTITIES,
     'tests/cases.json': JSON.stringify([
-      { name: 'unknown envelope field', now: '2026-01-01T00:00:00Z', request: { ...body, envelope: { ...body.envelope, bogus: 1 } }, expect: { decision: 'allow' } },
-      { name: 'lossy number', now: '2026-01-01T00:00:00Z', request: { ...body, action: { server: 's', tool: 'read', arguments: {} } }, expect: { decision: 'allow' } },
+      {
+        name: 'unknown envelope field',
+        now: '2026-01-01T00:00:00Z',
+        request: { ...body, envelope: { ...body.envelope, bogus: 1 } },
+        expect: { decision: 'allow' },
+      },
+      {
+        name: 'lossy number',
+        now: '2026-01-01T00:00:00Z',
+        request: { ...body, action: { server: 's', tool: 'read', arguments: {} } },
+        expect: { decision: 'allow' },
+      },
       { name: 'misspelt reasons', now: '2026-01-01T00:00:00Z', request: body, expect: { decision: 'allow', reason: ['nope'] } },
       { name: 'misspelt expect', now: '2026-01-01T00:00:00Z', request: body, expext: { decision: 'allow' } },
       { name: 'fine', now: '2026-01-01T00:00:00Z', request: body, expect: { decision: 'allow', reasons: ['read'] } },
@@ -161,7 +171,10 @@ test('approvals in a test case count unless expired; approved_at defaults to now
     const r = writ('test', '--dir', dir);
     assert.equal(r.status, 1, r.stdout);
     assert.equal(r.lines.at(-1), '4 passed, 1 failed');
-    assert.ok(r.lines.some((l) => /expires before given/.test(l) && /approved_at must be before expires_at/.test(l)), r.stdout);
+    assert.ok(
+      r.lines.some((l) => /expires before given/.test(l) && /approved_at must be before expires_at/.test(l)),
+      r.stdout,
+    );
   } finally {
     cleanup();
   }
@@ -234,7 +247,12 @@ test('usage errors exit 2; --help exits 0', () => {
   assert.equal(writ().status, 2);
   assert.equal(writ('test', '--nope').status, 2);
   // An option of another subcommand is refused, not ignored.
-  for (const args of [['validate', '--coverage'], ['validate', '--check'], ['fmt', '--json'], ['test', '--check']]) {
+  for (const args of [
+    ['validate', '--coverage'],
+    ['validate', '--check'],
+    ['fmt', '--json'],
+    ['test', '--check'],
+  ]) {
     const r = writ(...args, '--dir', BUNDLED_DIR);
     assert.equal(r.status, 2, args.join(' '));
     assert.match(r.stderr, new RegExp(`writ policy ${args[0]}: ${args[1]} is not an option of ${args[0]}`));
@@ -248,7 +266,9 @@ test('test files and folders behind symlinks are run (as the policy loader follo
   const { dir, cleanup } = tempPolicyDir({
     'p.cedar': '@id("read") permit(principal, action == Action::"s/read", resource);',
     'entities.json': STORY_ENTITIES,
-    'real/cases.json': JSON.stringify([{ name: 'linked file', now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow', reasons: ['read'] } }]),
+    'real/cases.json': JSON.stringify([
+      { name: 'linked file', now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow', reasons: ['read'] } },
+    ]),
     'real/more/cases.json': JSON.stringify([{ name: 'linked folder', now: '2026-01-01T00:00:00Z', request: request('write'), expect: { decision: 'deny' } }]),
   });
   try {
@@ -274,7 +294,8 @@ test('writ with no command is a usage error: usage on stderr, exit 2', () => {
 test('writ policy test: one bad case fails alone — a repeated key, a missing name, a lax timestamp, supersedes as the server sees it', () => {
   const superseding = request('read') as { envelope: Record<string, unknown> };
   superseding.envelope.supersedes = 'X-0';
-  const ok = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow' }, ...extra });
+  const ok = (name: string, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ name, now: '2026-01-01T00:00:00Z', request: request('read'), expect: { decision: 'allow' }, ...extra });
   const cases = [
     ok('first'),
     // A repeated key in one case's arguments: the sidecar would refuse that request; the other cases still run.
@@ -286,7 +307,11 @@ test('writ policy test: one bad case fails alone — a repeated key, a missing n
     ok('envelope.supersedes without the state', { request: superseding }),
     ok('a state that is none', { request: superseding, supersedes: { state: 'nonsense' } }),
     ok('a resolution before reconciliation', { request: superseding, supersedes: { state: 'unknown', resolution: 'absent' } }),
-    ok('the superseded execution is unknown', { request: superseding, supersedes: { state: 'unknown' }, expect: { decision: 'deny', reasons: ['no-retry-of-unknown'] } }),
+    ok('the superseded execution is unknown', {
+      request: superseding,
+      supersedes: { state: 'unknown' },
+      expect: { decision: 'deny', reasons: ['no-retry-of-unknown'] },
+    }),
     ok('the superseded execution was reconciled absent', { request: superseding, supersedes: { state: 'reconciled', resolution: 'absent' } }),
   ];
   const { dir, cleanup } = tempPolicyDir({
@@ -308,7 +333,7 @@ test('writ policy test: one bad case fails alone — a repeated key, a missing n
       'PASS last',
       'FAIL tests/cases.json[3]: INVALID_REQUEST: name: expected a non-empty string',
       'FAIL lower-case t and z: INVALID_REQUEST: now: expected a strict RFC 3339 timestamp with an offset, e.g. 2026-08-24T17:00:00+07:00',
-      'FAIL supersedes without envelope.supersedes: INVALID_REQUEST: supersedes: the request\'s envelope.supersedes names no execution',
+      "FAIL supersedes without envelope.supersedes: INVALID_REQUEST: supersedes: the request's envelope.supersedes names no execution",
       'FAIL envelope.supersedes without the state: INVALID_REQUEST: supersedes: the request supersedes X-0; give the state the server would find it in: "supersedes": {"state", "resolution"?}',
       'FAIL a state that is none: INVALID_REQUEST: supersedes.state: expected one of proposed, invoking, committed, rejected, unknown, reconciled',
       'FAIL a resolution before reconciliation: INVALID_REQUEST: supersedes.resolution: only a reconciled execution has one',

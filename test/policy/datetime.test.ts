@@ -34,11 +34,18 @@ test('a Date takes the same text as its ISO string through the checked path; a y
     const d = new Date(Math.floor(Math.random() * 253402300799999)); // 1970 .. 9999-12-31T23:59:59.999Z
     assert.equal(cedarDatetime(d).__extn.arg, cedarDatetimeText(d.toISOString()), d.toISOString());
   }
-  assert.throws(() => cedarDatetime(new Date(Date.UTC(10000, 0, 1))), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
+  assert.throws(
+    () => cedarDatetime(new Date(Date.UTC(10000, 0, 1))),
+    (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+  );
 });
 
 test('timestamps without an offset or out of shape are refused', () => {
   for (const bad of ['2026-08-24T10:00:00', '2026-08-24', '2026-08-24T10:00Z', '2026-08-24T10:00:00+0700', '']) {
-    assert.throws(() => cedarDatetimeText(bad), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST', bad);
+    assert.throws(
+      () => cedarDatetimeText(bad),
+      (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+      bad,
+    );
   }
 });

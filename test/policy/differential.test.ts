@@ -35,8 +35,17 @@ const E = (type: string, id: string) => ({ __entity: { type, id } });
 const ROLES = ['hr', 'legal', 'ops', 'managers', 'staff'];
 const USERS = ['alice', 'bob', 'carol', 'dave', 'req1', 'req2'];
 const TOOLS = ['s/t', 's/u', 's/v', 'idp/disable_sign_in'];
-const DTS = ['2026-08-24T09:00:00Z', '2026-08-24T10:00:00Z', '2026-08-24T10:30:00.250Z', '2026-08-24T17:00:00+07:00',
-  '2026-08-24T12:00:00-02:30', '2026-08-25T00:00:00Z', '2026-01-01T00:00:00Z', '2026-08-24T10:00:00.5+00:00', '2026-08-24t11:00:00z'];
+const DTS = [
+  '2026-08-24T09:00:00Z',
+  '2026-08-24T10:00:00Z',
+  '2026-08-24T10:30:00.250Z',
+  '2026-08-24T17:00:00+07:00',
+  '2026-08-24T12:00:00-02:30',
+  '2026-08-25T00:00:00Z',
+  '2026-01-01T00:00:00Z',
+  '2026-08-24T10:00:00.5+00:00',
+  '2026-08-24t11:00:00z',
+];
 const DLIT = ['2026-08-24', '2026-08-24T10:00:00Z', '2026-08-24T11:00:00+0100', '2026-08-24T09:59:59.999Z', '2026-01-01', '2026-08-25T00:00:00Z'];
 const DUR = ['1h', '30m', '2h30m', '1d', '-1h', '90s', '0ms'];
 
@@ -49,32 +58,36 @@ function randomStore(): EntityJson[] {
   });
   for (const u of USERS) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.7)) attrs['level'] = int(0, 5);
-    if (chance(0.6)) attrs['dept'] = pick(['eng', 'hr', 'legal']);
-    if (chance(0.5)) attrs['manager'] = E('User', pick([...USERS, 'ghost']));
-    if (chance(0.3)) attrs['profile'] = { active: chance(0.5), since: { __extn: { fn: 'datetime', arg: pick(['2020-01-01', '2026-08-24T00:00:00Z']) } } };
-    if (chance(0.3)) attrs['groups'] = [E('Role', pick(ROLES)), E('Role', pick(ROLES))];
+    if (chance(0.7)) attrs.level = int(0, 5);
+    if (chance(0.6)) attrs.dept = pick(['eng', 'hr', 'legal']);
+    if (chance(0.5)) attrs.manager = E('User', pick([...USERS, 'ghost']));
+    if (chance(0.3)) attrs.profile = { active: chance(0.5), since: { __extn: { fn: 'datetime', arg: pick(['2020-01-01', '2026-08-24T00:00:00Z']) } } };
+    if (chance(0.3)) attrs.groups = [E('Role', pick(ROLES)), E('Role', pick(ROLES))];
     const parents: Uid[] = [];
     for (const r of ROLES) if (chance(0.25)) parents.push({ type: 'Role', id: r });
     es.push({ uid: { type: 'User', id: u }, attrs, parents });
   }
   for (const a of ['a1', 'a2']) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.8)) attrs['trusted'] = chance(0.6);
-    if (chance(0.5)) attrs['owner'] = E('User', pick(USERS));
-    if (chance(0.3)) attrs['limit'] = { __extn: { fn: 'decimal', arg: pick(['10.5', '100.0', '0.25']) } };
+    if (chance(0.8)) attrs.trusted = chance(0.6);
+    if (chance(0.5)) attrs.owner = E('User', pick(USERS));
+    if (chance(0.3)) attrs.limit = { __extn: { fn: 'decimal', arg: pick(['10.5', '100.0', '0.25']) } };
     es.push({ uid: { type: 'Agent', id: a }, attrs, parents: chance(0.4) ? [{ type: 'Role', id: 'ops' }] : [] });
   }
   es.push({ uid: { type: 'Folder', id: 'root' }, attrs: {}, parents: [] });
   for (const f of ['f1', 'f2']) {
-    es.push({ uid: { type: 'Folder', id: f }, attrs: chance(0.3) ? { owner: E('User', pick(USERS)) } : {}, parents: chance(0.7) ? [{ type: 'Folder', id: 'root' }] : [] });
+    es.push({
+      uid: { type: 'Folder', id: f },
+      attrs: chance(0.3) ? { owner: E('User', pick(USERS)) } : {},
+      parents: chance(0.7) ? [{ type: 'Folder', id: 'root' }] : [],
+    });
   }
   for (const d of ['d1', 'd2']) {
     const attrs: Record<string, unknown> = {};
-    if (chance(0.7)) attrs['secret'] = chance(0.5);
-    if (chance(0.6)) attrs['owner'] = E('User', pick([...USERS, 'ghost']));
-    if (chance(0.5)) attrs['classification'] = pick(['public', 'internal', 'restricted']);
-    if (chance(0.4)) attrs['labels'] = [pick(['pii', 'hr', 'x']), pick(['pii', 'legal'])];
+    if (chance(0.7)) attrs.secret = chance(0.5);
+    if (chance(0.6)) attrs.owner = E('User', pick([...USERS, 'ghost']));
+    if (chance(0.5)) attrs.classification = pick(['public', 'internal', 'restricted']);
+    if (chance(0.4)) attrs.labels = [pick(['pii', 'hr', 'x']), pick(['pii', 'legal'])];
     es.push({ uid: { type: 'Doc', id: d }, attrs, parents: chance(0.7) ? [{ type: 'Folder', id: pick(['f1', 'f2']) }] : [] });
   }
   if (chance(0.5)) {
@@ -92,10 +105,10 @@ function updatedStore(es: EntityJson[]): EntityJson[] {
     if (chance(0.5)) {
       const later = e.uid.type === 'Role' ? ROLES.slice(ROLES.indexOf(e.uid.id) + 1) : ROLES;
       e.parents = chance(0.5) || later.length === 0 ? [] : [e.uid.type === 'Doc' ? { type: 'Folder', id: 'f2' } : { type: 'Role', id: pick(later) }];
-    } else if (e.uid.type === 'User') e.attrs['level'] = int(0, 5);
-    else if (e.uid.type === 'Doc') e.attrs['secret'] = !e.attrs['secret'];
-    else if (e.uid.type === 'Agent') e.attrs['trusted'] = !e.attrs['trusted'];
-    else e.attrs['tier'] = int(1, 3);
+    } else if (e.uid.type === 'User') e.attrs.level = int(0, 5);
+    else if (e.uid.type === 'Doc') e.attrs.secret = !e.attrs.secret;
+    else if (e.uid.type === 'Agent') e.attrs.trusted = !e.attrs.trusted;
+    else e.attrs.tier = int(1, 3);
   }
   return out;
 }
@@ -136,7 +149,8 @@ const ATOMS: Array<() => string> = [
   () => `context has approver && context.approver.level > ${int(0, 4)}`,
   () => `context has approver && context.approver != context.requester`,
   () => `context.approvals.isEmpty()`,
-  () => `context.approvals.contains({approver: User::"${pick(USERS)}", approved_at: datetime("2026-08-24T08:00:00Z"), expires_at: datetime("2026-08-25T08:00:00Z")})`,
+  () =>
+    `context.approvals.contains({approver: User::"${pick(USERS)}", approved_at: datetime("2026-08-24T08:00:00Z"), expires_at: datetime("2026-08-25T08:00:00Z")})`,
   () => `context has supersedes && context.supersedes.state == "${pick(['unknown', 'rejected'])}"`,
   () => `context has supersedes && context.supersedes has resolution && context.supersedes.resolution == "absent"`,
   () => `context.supersedes.state == "unknown"`,
@@ -182,7 +196,8 @@ const ATOMS: Array<() => string> = [
   () => `context.task_id like "${pick(['T-*', 'X\\*', '*\u{1F600}', 'T-\u{e9}'])}"`,
   () => `context.binding == "writ-bind/1:sha256:${'1'.repeat(64)}"`,
   () => `context has authoritative_event && context.authoritative_event == context.task_id`,
-  () => `context.approvals.contains({approver: User::"${pick(USERS)}", approved_at: datetime("2026-08-24T0${int(0, 3)}:00:00Z"), expires_at: datetime("2026-08-25T08:00:00Z")})`,
+  () =>
+    `context.approvals.contains({approver: User::"${pick(USERS)}", approved_at: datetime("2026-08-24T0${int(0, 3)}:00:00Z"), expires_at: datetime("2026-08-25T08:00:00Z")})`,
   () => `context.arguments == {${pick(['n: 1', 'n: 2, mode: "live"', ''])}}`,
   () => `context.arguments.tags == ["x", "y"]`,
   () => `context.evidence_refs == ["ticket:1", "ticket:3"]`,
@@ -192,11 +207,28 @@ const ATOMS: Array<() => string> = [
 ];
 
 function expr(depth: number): string {
-  if (depth <= 0 || chance(0.5)) return (chance(0.15) ? '!' : '') + '(' + pick(ATOMS)() + ')';
+  if (depth <= 0 || chance(0.5)) return `${chance(0.15) ? '!' : ''}(${pick(ATOMS)()})`;
   return `(${expr(depth - 1)} ${pick(['&&', '||'])} ${expr(depth - 1)})`;
 }
-const scopeP = () => pick(['principal', 'principal', 'principal', `principal == Agent::"${pick(['a1', 'a2'])}"`, `principal in Role::"${pick(ROLES)}"`, 'principal is Agent', 'principal is User']);
-const scopeR = () => pick(['resource', 'resource', 'resource', `resource == Doc::"${pick(['d1', 'd2', 'd3'])}"`, `resource in Folder::"${pick(['f1', 'root'])}"`, 'resource is Doc']);
+const scopeP = () =>
+  pick([
+    'principal',
+    'principal',
+    'principal',
+    `principal == Agent::"${pick(['a1', 'a2'])}"`,
+    `principal in Role::"${pick(ROLES)}"`,
+    'principal is Agent',
+    'principal is User',
+  ]);
+const scopeR = () =>
+  pick([
+    'resource',
+    'resource',
+    'resource',
+    `resource == Doc::"${pick(['d1', 'd2', 'd3'])}"`,
+    `resource in Folder::"${pick(['f1', 'root'])}"`,
+    'resource is Doc',
+  ]);
 function scopeA(): string {
   const r = random();
   if (r < 0.25) return 'action';
@@ -236,41 +268,61 @@ function randomPolicies(caseNo: number): GenPolicy[] {
     text += `${permit ? 'permit' : 'forbid'}(${scopeP()}, ${scopeA()}, ${scopeR()})`;
     for (let c = int(0, 2); c > 0; c--) text += ` ${chance(0.7) ? 'when' : 'unless'} { ${expr(2)} }`;
     if (group && chance(0.6)) text += ` unless { context has approver && context.approver in ${group} }`;
-    out.push({ file, id, text: text + ';', ...(group ? { group } : {}) });
+    out.push({ file, id, text: `${text};`, ...(group ? { group } : {}) });
   }
   return out;
 }
 
 interface Shape {
-  actor: Uid; server: string; tool: string; subject: Uid; requester: Uid; purpose: string; phase: 'propose' | 'execute';
-  args: Record<string, unknown>; evidence?: string[]; event?: string; hasExecAfter: boolean;
-  supersedes?: DecisionInput['supersedes']; approvals: ValidApproval[];
+  actor: Uid;
+  server: string;
+  tool: string;
+  subject: Uid;
+  requester: Uid;
+  purpose: string;
+  phase: 'propose' | 'execute';
+  args: Record<string, unknown>;
+  evidence?: string[];
+  event?: string;
+  hasExecAfter: boolean;
+  supersedes?: DecisionInput['supersedes'];
+  approvals: ValidApproval[];
 }
 
 let approvalCounter = 0;
 function randomShape(): Shape {
   const [server, tool] = pick(TOOLS).split('/') as [string, string];
   const args: Record<string, unknown> = {};
-  if (chance(0.6)) args['n'] = int(0, 5);
-  if (chance(0.5)) args['amount'] = { __extn: { fn: 'decimal', arg: pick(['0.5', '10.5', '12.25', '99.9999', '1000.1']) } };
-  if (chance(0.3)) args['tags'] = chance(0.5) ? ['urgent'] : ['x', 'y'];
-  if (chance(0.3)) args['mode'] = pick(['dry-run', 'live']);
-  if (chance(0.2)) args['opts'] = chance(0.5) ? { force: chance(0.5) } : {};
+  if (chance(0.6)) args.n = int(0, 5);
+  if (chance(0.5)) args.amount = { __extn: { fn: 'decimal', arg: pick(['0.5', '10.5', '12.25', '99.9999', '1000.1']) } };
+  if (chance(0.3)) args.tags = chance(0.5) ? ['urgent'] : ['x', 'y'];
+  if (chance(0.3)) args.mode = pick(['dry-run', 'live']);
+  if (chance(0.2)) args.opts = chance(0.5) ? { force: chance(0.5) } : {};
   const shape: Shape = {
-    actor: { type: 'Agent', id: pick(['a1', 'a1', 'a2']) }, server, tool,
+    actor: { type: 'Agent', id: pick(['a1', 'a1', 'a2']) },
+    server,
+    tool,
     subject: { type: 'Doc', id: pick(['d1', 'd1', 'd2', 'd3']) },
     requester: { type: 'User', id: pick(['req1', 'req2', 'alice', 'ghost']) },
     purpose: pick(['testing', 'offboarding', 'scheduled_employee_offboarding']),
     phase: pick(['propose', 'execute'] as const),
-    args, hasExecAfter: chance(0.5), approvals: [],
+    args,
+    hasExecAfter: chance(0.5),
+    approvals: [],
   };
   if (chance(0.5)) shape.evidence = chance(0.5) ? ['hris:employee:7721@version-44'] : ['ticket:1', 'ticket:3'];
   if (chance(0.4)) shape.event = pick(['hris:termination:99108', 'manual']);
-  if (chance(0.2)) shape.supersedes = { execution_id: 'E-1', state: pick(['unknown', 'rejected', 'reconciled']), ...(chance(0.5) ? { resolution: pick(['committed', 'absent'] as const) } : {}) };
+  if (chance(0.2))
+    shape.supersedes = {
+      execution_id: 'E-1',
+      state: pick(['unknown', 'rejected', 'reconciled']),
+      ...(chance(0.5) ? { resolution: pick(['committed', 'absent'] as const) } : {}),
+    };
   const hours = new Set<number>();
   for (let k = chance(0.35) ? int(1, 3) : 0; k > 0; k--) {
     let h: number;
-    do h = int(0, 9); while (hours.has(h));
+    do h = int(0, 9);
+    while (hours.has(h));
     hours.add(h);
     shape.approvals.push({
       approval_id: `ap-${++approvalCounter}`,
@@ -288,16 +340,27 @@ function randomShape(): Shape {
 function requestOf(s: Shape): Omit<DecisionInput, 'entities'> {
   const envelope: Record<string, unknown> = {
     task_id: pick(['T-1', 'T-2', 'X-blocked', 'T-99', 'ab', 'X*', 'T-\u00e9', 'T-\u{1F600}', 'hris:termination:99108']),
-    purpose: s.purpose, requester: s.requester,
+    purpose: s.purpose,
+    requester: s.requester,
   };
-  if (s.hasExecAfter) envelope['execute_after'] = pick(DTS);
-  if (s.evidence) envelope['evidence_refs'] = s.evidence;
-  if (s.event !== undefined) envelope['authoritative_event'] = s.event;
-  const now = new Date(pick(['2026-08-24T09:00:00Z', '2026-08-24T10:00:00Z', '2026-08-24T10:00:00.500Z', '2026-08-24T16:59:59Z', '2026-08-25T01:00:00Z', '2025-12-31T23:00:00Z']));
+  if (s.hasExecAfter) envelope.execute_after = pick(DTS);
+  if (s.evidence) envelope.evidence_refs = s.evidence;
+  if (s.event !== undefined) envelope.authoritative_event = s.event;
+  const now = new Date(
+    pick(['2026-08-24T09:00:00Z', '2026-08-24T10:00:00Z', '2026-08-24T10:00:00.500Z', '2026-08-24T16:59:59Z', '2026-08-25T01:00:00Z', '2025-12-31T23:00:00Z']),
+  );
   return {
-    actor: s.actor, server: s.server, tool: s.tool, subject: s.subject, envelope, phase: s.phase,
-    binding: 'writ-bind/1:sha256:' + pick(['0', '1', 'a']).repeat(64), cedarArguments: s.args as DecisionInput['cedarArguments'], now,
-    approvals: s.approvals, ...(s.supersedes ? { supersedes: s.supersedes } : {}),
+    actor: s.actor,
+    server: s.server,
+    tool: s.tool,
+    subject: s.subject,
+    envelope,
+    phase: s.phase,
+    binding: `writ-bind/1:sha256:${pick(['0', '1', 'a']).repeat(64)}`,
+    cedarArguments: s.args as DecisionInput['cedarArguments'],
+    now,
+    approvals: s.approvals,
+    ...(s.supersedes ? { supersedes: s.supersedes } : {}),
   };
 }
 
@@ -306,7 +369,7 @@ function requestOf(s: Shape): Omit<DecisionInput, 'entities'> {
 /** RFC 3339 → Cedar's datetime text (`±hhmm`, three fraction digits when there is a fraction). */
 function cedarTime(text: string) {
   const m = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(text)!;
-  const fraction = m[3] === undefined ? '' : '.' + (m[3] + '000').slice(0, 3);
+  const fraction = m[3] === undefined ? '' : `.${(`${m[3]}000`).slice(0, 3)}`;
   return { __extn: { fn: 'datetime', arg: `${m[1]}T${m[2]}${fraction}${m[4] ? 'Z' : m[5]! + m[6]! + m[7]!}` } };
 }
 const entityValue = (u: Uid) => ({ __entity: { type: u.type, id: u.id } });
@@ -314,15 +377,22 @@ const entityValue = (u: Uid) => ({ __entity: { type: u.type, id: u.id } });
 function referenceContext(req: Omit<DecisionInput, 'entities'>, approver?: Uid): Record<string, unknown> {
   const env = req.envelope;
   const context: Record<string, unknown> = {
-    requester: entityValue(env['requester'] as Uid), task_id: env['task_id'], purpose: env['purpose'], phase: req.phase,
-    server: req.server, tool: req.tool, binding: req.binding, arguments: req.cedarArguments,
-    evidence_refs: env['evidence_refs'] ?? [], now: { __extn: { fn: 'datetime', arg: req.now.toISOString() } },
+    requester: entityValue(env.requester as Uid),
+    task_id: env.task_id,
+    purpose: env.purpose,
+    phase: req.phase,
+    server: req.server,
+    tool: req.tool,
+    binding: req.binding,
+    arguments: req.cedarArguments,
+    evidence_refs: env.evidence_refs ?? [],
+    now: { __extn: { fn: 'datetime', arg: req.now.toISOString() } },
     approvals: req.approvals.map((a) => ({ approver: entityValue(a.approver), approved_at: cedarTime(a.approved_at), expires_at: cedarTime(a.expires_at) })),
   };
-  if (env['execute_after'] !== undefined) context['execute_after'] = cedarTime(env['execute_after'] as string);
-  if (env['authoritative_event'] !== undefined) context['authoritative_event'] = env['authoritative_event'];
-  if (approver) context['approver'] = entityValue(approver);
-  if (req.supersedes) context['supersedes'] = req.supersedes;
+  if (env.execute_after !== undefined) context.execute_after = cedarTime(env.execute_after as string);
+  if (env.authoritative_event !== undefined) context.authoritative_event = env.authoritative_event;
+  if (approver) context.approver = entityValue(approver);
+  if (req.supersedes) context.supersedes = req.supersedes;
   return context;
 }
 
@@ -334,8 +404,11 @@ interface CedarAnswer {
 
 function evaluateWhole(policies: GenPolicy[], store: EntityJson[], req: Omit<DecisionInput, 'entities'>, context: Record<string, unknown>): CedarAnswer {
   const answer = cedar.isAuthorized({
-    principal: req.actor, action: { type: 'Action', id: `${req.server}/${req.tool}` }, resource: req.subject,
-    context: context as cedar.Context, entities: store as cedar.Entities,
+    principal: req.actor,
+    action: { type: 'Action', id: `${req.server}/${req.tool}` },
+    resource: req.subject,
+    context: context as cedar.Context,
+    entities: store as cedar.Entities,
     policies: { staticPolicies: Object.fromEntries(policies.map((p) => [p.id, p.text])) },
   });
   if (answer.type !== 'success') return { decision: 'deny', reasons: [], errored: true };
@@ -355,19 +428,37 @@ function referenceDecision(policies: GenPolicy[], store: EntityJson[], req: Omit
   const earliestFirst = [...req.approvals].sort((a, b) => Date.parse(a.approved_at) - Date.parse(b.approved_at));
   for (const approval of earliestFirst) {
     const r = evaluateWhole(policies, store, req, referenceContext(req, approval.approver));
-    if (r.decision === 'allow' && !r.errored) return { decision: 'allow', reasons: r.reasons.sort(), errors: false, obligations: [], approval_used: approval.approval_id };
+    if (r.decision === 'allow' && !r.errored)
+      return { decision: 'allow', reasons: r.reasons.sort(), errors: false, obligations: [], approval_used: approval.approval_id };
   }
   const context = referenceContext(req);
   const base = evaluateWhole(policies, store, req, context);
-  const deny = (errors: boolean, reasons: string[]): Comparable => ({ decision: 'deny', reasons: reasons.sort(), errors, obligations: [], approval_used: null });
+  const deny = (errors: boolean, reasons: string[]): Comparable => ({
+    decision: 'deny',
+    reasons: reasons.sort(),
+    errors,
+    obligations: [],
+    approval_used: null,
+  });
   if (base.errored) return deny(true, base.decision === 'deny' ? base.reasons : []);
   if (base.decision === 'allow') return { decision: 'allow', reasons: base.reasons.sort(), errors: false, obligations: [], approval_used: null };
   const groupOf = new Map(policies.map((p) => [p.id, p.group]));
   const determining = base.reasons;
   if (determining.length > 0 && determining.every((id) => groupOf.get(id) !== undefined)) {
-    const relaxed = evaluateWhole(policies.filter((p) => !determining.includes(p.id)), store, req, context);
+    const relaxed = evaluateWhole(
+      policies.filter((p) => !determining.includes(p.id)),
+      store,
+      req,
+      context,
+    );
     if (relaxed.decision === 'allow' && !relaxed.errored) {
-      return { decision: 'approval_required', reasons: [...determining].sort(), errors: false, obligations: determining.map((id) => `${id}|${groupOf.get(id)}`).sort(), approval_used: null };
+      return {
+        decision: 'approval_required',
+        reasons: [...determining].sort(),
+        errors: false,
+        obligations: determining.map((id) => `${id}|${groupOf.get(id)}`).sort(),
+        approval_used: null,
+      };
     }
   }
   return deny(false, determining);
@@ -375,8 +466,11 @@ function referenceDecision(policies: GenPolicy[], store: EntityJson[], req: Omit
 
 function comparable(o: DecisionOutcome): Comparable {
   return {
-    decision: o.decision, reasons: [...o.reasons].sort(), errors: o.errors.length > 0,
-    obligations: o.obligations.map((x) => `${x.policy}|${x.approver_group}`).sort(), approval_used: o.approval_used ?? null,
+    decision: o.decision,
+    reasons: [...o.reasons].sort(),
+    errors: o.errors.length > 0,
+    obligations: o.obligations.map((x) => `${x.policy}|${x.approver_group}`).sort(),
+    approval_used: o.approval_used ?? null,
   };
 }
 
@@ -416,7 +510,7 @@ test(`differential: every engine configuration and an evaluator thread answer as
           for (const [name, engine] of Object.entries(engines)) assert.deepEqual(comparable(engine.decide(input)), expected, `${name}: ${replay}`);
           assert.deepEqual(comparable(await pool.decide(threaded, input)), expected, `thread: ${replay}`);
         }
-        residualAnswers += engines['memo']!.residualAnswers + engines['tinyMemo']!.residualAnswers;
+        residualAnswers += engines.memo!.residualAnswers + engines.tinyMemo!.residualAnswers;
       } finally {
         cleanup();
       }
@@ -425,6 +519,7 @@ test(`differential: every engine configuration and an evaluator thread answer as
     await pool.close();
   }
   // The sample reached every kind of answer and the residual programs answered some: each path was compared.
-  for (const kind of ['allow', 'deny', 'approval_required', 'deny+errors']) assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} in the sample: ${JSON.stringify([...seen])}`);
+  for (const kind of ['allow', 'deny', 'approval_required', 'deny+errors'])
+    assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} in the sample: ${JSON.stringify([...seen])}`);
   assert.ok(residualAnswers > 0, 'no decision was answered by a residual program');
 });

@@ -15,8 +15,10 @@ function engineFor(files: Record<string, string>): PolicyEngine {
 }
 
 const PERMIT_ALL = '@id("permit-all") permit(principal, action, resource);';
-const NEEDS_HR = '@id("needs-hr") @requires_approval("Role::\\"hr\\"") forbid(principal, action, resource) unless { context has approver && context.approver in Role::"hr" };';
-const NEEDS_LEGAL = '@id("needs-legal") @requires_approval("Role::\\"legal\\"") forbid(principal, action, resource) unless { context has approver && context.approver in Role::"legal" };';
+const NEEDS_HR =
+  '@id("needs-hr") @requires_approval("Role::\\"hr\\"") forbid(principal, action, resource) unless { context has approver && context.approver in Role::"hr" };';
+const NEEDS_LEGAL =
+  '@id("needs-legal") @requires_approval("Role::\\"legal\\"") forbid(principal, action, resource) unless { context has approver && context.approver in Role::"legal" };';
 const PLAIN_FORBID = '@id("plain") forbid(principal, action, resource) when { context.arguments.n == 1 };';
 
 function approval(id: string, approver: string, approvedAt: string): ValidApproval {
@@ -50,7 +52,7 @@ test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
     phase: 'execute',
     server: 's',
     tool: 't',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64),
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
     arguments: { n: 1 },
     evidence_refs: ['e1'],
     now: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00.000Z' } },
@@ -76,8 +78,8 @@ test('buildCedarContext maps the envelope as docs/protocol.md §2', () => {
 
 test('optional context fields are absent, evidence_refs is an empty set, when the envelope lacks them', () => {
   const ctx = buildCedarContext(input({ envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'req' }, execute_after: null } }));
-  assert.deepEqual(ctx['evidence_refs'], []);
-  assert.deepEqual(ctx['approvals'], []);
+  assert.deepEqual(ctx.evidence_refs, []);
+  assert.deepEqual(ctx.approvals, []);
   for (const key of ['execute_after', 'authoritative_event', 'approver', 'supersedes']) assert.ok(!(key in ctx), key);
 });
 
@@ -137,7 +139,10 @@ test('approvals given in the same millisecond are tried in the order they were g
   const extraHr = { uid: { type: 'User', id: 'carol' }, attrs: {}, parents: [{ type: 'Role', id: 'hr' }] };
   const entities = new StaticEntitySource([...ENTITIES, extraHr]);
   const at = '2026-08-24T08:00:00.000Z';
-  for (const [first, second] of [['z-given-first', 'a-given-second'], ['a-given-first', 'z-given-second']] as const) {
+  for (const [first, second] of [
+    ['z-given-first', 'a-given-second'],
+    ['a-given-first', 'z-given-second'],
+  ] as const) {
     const approvals = [approval(first, 'carol', at), approval(second, 'alice', '2026-08-24T10:00:00+02:00')];
     assert.equal(engine.decide(input({ approvals, entities })).approval_used, first);
   }
@@ -228,13 +233,18 @@ test('the bundled story: propose, early execute, approved execute, legal hold, w
         execute_after: '2026-08-24T17:00:00+07:00',
       },
       phase,
-      binding: 'writ-bind/1:sha256:' + '1'.repeat(64),
+      binding: `writ-bind/1:sha256:${'1'.repeat(64)}`,
       cedarArguments: { employee_id: subject },
       now: new Date(now),
       approvals,
       entities,
     });
-  const hr = { approval_id: 'ap-1', approver: { type: 'User', id: 'hr-5519' }, approved_at: '2026-08-24T15:40:00+07:00', expires_at: '2026-08-25T15:40:00+07:00' };
+  const hr = {
+    approval_id: 'ap-1',
+    approver: { type: 'User', id: 'hr-5519' },
+    approved_at: '2026-08-24T15:40:00+07:00',
+    expires_at: '2026-08-25T15:40:00+07:00',
+  };
   const it = { ...hr, approval_id: 'ap-it', approver: { type: 'User', id: 'it-3001' } };
   const proposed = story('propose', '2026-08-24T15:30:00+07:00', []);
   assert.equal(proposed.decision, 'approval_required');

@@ -11,8 +11,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
-import { PolicyEngine, type DecisionInput } from '../../src/policy/engine.js';
+import type { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
+import type { PolicyEngine, DecisionInput } from '../../src/policy/engine.js';
 import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.js';
 import { input, withEngines } from './helpers.js';
 import { prng } from '../helpers/prng.js';
@@ -20,7 +20,10 @@ import { prng } from '../helpers/prng.js';
 const ref = (type: string, id: string) => ({ __entity: { type, id } });
 
 /** The engines every check runs on: narrowed, not narrowed, without a memo; and one behind an evaluator thread. */
-async function withAllEngines(policies: Record<string, string>, fn: (engines: PolicyEngine[], pool: EvaluatorPool, threaded: PolicyEngine) => Promise<void>): Promise<void> {
+async function withAllEngines(
+  policies: Record<string, string>,
+  fn: (engines: PolicyEngine[], pool: EvaluatorPool, threaded: PolicyEngine) => Promise<void>,
+): Promise<void> {
   await withEngines(policies, async ({ narrowed, reference, memoOff, threaded, pool }) => fn([narrowed, reference, memoOff], pool, threaded));
 }
 
@@ -40,14 +43,24 @@ test('a forbid reached through an attribute applies whoever the requester is (th
   await withAllEngines(policies, async (engines, pool, threaded) => {
     for (const requester of ['manager-1842', 'manager-2090']) {
       const call = input({
-        server: 'idp', tool: 'disable_sign_in', subject: { type: 'Employee', id: '7721' },
-        envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: requester } }, entities: new StaticEntitySource(store),
+        server: 'idp',
+        tool: 'disable_sign_in',
+        subject: { type: 'Employee', id: '7721' },
+        envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: requester } },
+        entities: new StaticEntitySource(store),
       });
       for (const engine of engines) assert.deepEqual([engine.decide(call).decision, engine.decide(call).reasons], ['deny', ['manager-suspended']], requester);
       const viaThread = await pool.decide(threaded, call);
       assert.deepEqual([viaThread.decision, viaThread.reasons], ['deny', ['manager-suspended']], `${requester} on a thread`);
       // AuthZEN names the request directly: the same reach.
-      const request = { principal: { type: 'Agent', id: 'a1' }, action: 'idp/disable_sign_in', resource: { type: 'Employee', id: '7721' }, context: {}, requestEntities: [], entities: new StaticEntitySource(store) };
+      const request = {
+        principal: { type: 'Agent', id: 'a1' },
+        action: 'idp/disable_sign_in',
+        resource: { type: 'Employee', id: '7721' },
+        context: {},
+        requestEntities: [],
+        entities: new StaticEntitySource(store),
+      };
       assert.equal(engines[0]!.decideRequest(request).decision, 'deny');
       assert.equal((await pool.decideRequest(threaded, request)).decision, 'deny');
     }
@@ -83,9 +96,12 @@ test('entities named in a policy, and the action with its groups, are in the sli
 /** Cedar's own answer with the whole store and the whole context: the ground truth. */
 function cedarWithWholeStore(policies: string, call: DecisionInput, store: EntityJson[]): { decision: string; reasons: string[] } {
   const answer = cedar.isAuthorized({
-    principal: call.actor, action: { type: 'Action', id: `${call.server}/${call.tool}` }, resource: call.subject,
-    context: { requester: { __entity: call.envelope['requester'] as { type: string; id: string } } },
-    policies: { staticPolicies: policies }, entities: store as never,
+    principal: call.actor,
+    action: { type: 'Action', id: `${call.server}/${call.tool}` },
+    resource: call.subject,
+    context: { requester: { __entity: call.envelope.requester as { type: string; id: string } } },
+    policies: { staticPolicies: policies },
+    entities: store as never,
   });
   assert.equal(answer.type, 'success', JSON.stringify(answer));
   const response = (answer as { response: { decision: string; diagnostics: { reason: string[]; errors: unknown[] } } }).response;

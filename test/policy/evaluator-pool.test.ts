@@ -8,7 +8,12 @@ import { BUNDLED_DIR, input, tempPolicyDir } from './helpers.js';
 
 const bundle = loadPolicyDir(BUNDLED_DIR);
 const entities = new StaticEntitySource(bundle.seedEntities);
-const hr: ValidApproval = { approval_id: 'ap-1', approver: { type: 'User', id: 'hr-5519' }, approved_at: '2026-08-24T15:40:00+07:00', expires_at: '2026-08-25T15:40:00+07:00' };
+const hr: ValidApproval = {
+  approval_id: 'ap-1',
+  approver: { type: 'User', id: 'hr-5519' },
+  approved_at: '2026-08-24T15:40:00+07:00',
+  expires_at: '2026-08-25T15:40:00+07:00',
+};
 
 /** Story requests covering allow, deny and approval_required, plus a malformed requester. */
 function storyRequests(): DecisionInput[] {
@@ -20,9 +25,16 @@ function storyRequests(): DecisionInput[] {
           const [server, name] = tool.split('/') as [string, string];
           out.push(
             input({
-              actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server, tool: name, subject: { type: 'Employee', id: '7721' },
+              actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+              server,
+              tool: name,
+              subject: { type: 'Employee', id: '7721' },
               envelope: { task_id: 'OFF-2048', purpose: 'p', requester: { type: 'User', id: 'manager-1842' }, execute_after: '2026-08-24T17:00:00+07:00' },
-              phase, cedarArguments: { employee_id: '7721' }, approvals, now: new Date(now), entities,
+              phase,
+              cedarArguments: { employee_id: '7721' },
+              approvals,
+              now: new Date(now),
+              entities,
             }),
           );
         }
@@ -70,7 +82,9 @@ test('a thread that dies mid-flight loses no decision: its work is redone in-pro
     // Kill the thread while it holds the requests (terminate() is what a crash looks like to the pool).
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
-    requests.forEach((r, i) => assert.deepEqual(answers[i], engine.decide(r)));
+    requests.forEach((r, i) => {
+      assert.deepEqual(answers[i], engine.decide(r));
+    });
     assert.equal(pool.size, 1, 'a replacement thread was started');
     const again = await pool.decide(engine, requests[3]!);
     assert.deepEqual(again, engine.decide(requests[3]!));
@@ -113,7 +127,9 @@ test('close() answers what is still in flight', async () => {
   const inFlight = requests.map((r) => pool.decide(engine, r));
   await pool.close();
   const answers = await Promise.all(inFlight);
-  requests.forEach((r, i) => assert.deepEqual(answers[i], engine.decide(r)));
+  requests.forEach((r, i) => {
+    assert.deepEqual(answers[i], engine.decide(r));
+  });
   // A closed pool evaluates in-process.
   assert.deepEqual(pool.decide(engine, requests[0]!), engine.decide(requests[0]!));
 });
@@ -144,7 +160,9 @@ test('a decision not answered by its deadline is refused with EVALUATION_TIMEOUT
     // The batch goes to the thread only at the end of this turn: holding the turn past the deadline and
     // the watchdog's period makes the watchdog run first, whatever the thread's speed.
     const heldUntil = Date.now() + 60;
-    while (Date.now() < heldUntil) { /* hold the event loop */ }
+    while (Date.now() < heldUntil) {
+      /* hold the event loop */
+    }
     await assert.rejects(answer, { code: 'EVALUATION_TIMEOUT' });
     assert.equal(pool.size, 1, 'the thread is kept: it is not wedged, only late');
   } finally {

@@ -40,7 +40,7 @@ export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
     subject: { type: 'Doc', id: 'd1' },
     envelope: { task_id: 'T-1', purpose: 'testing', requester: { type: 'User', id: 'req' } },
     phase: 'propose',
-    binding: 'writ-bind/1:sha256:' + '0'.repeat(64),
+    binding: `writ-bind/1:sha256:${'0'.repeat(64)}`,
     cedarArguments: { n: 1 },
     now: new Date('2026-08-24T10:00:00Z'),
     approvals: [],
@@ -64,7 +64,13 @@ export async function withEngines(
     const bundle = loadPolicyDir(dir);
     const threaded = new PolicyEngine(bundle, { memoSize: 1 });
     pool.register(threaded, bundle);
-    await fn({ narrowed: new PolicyEngine(bundle), reference: new PolicyEngine(bundle, { narrowRequests: false }), memoOff: new PolicyEngine(bundle, { memoSize: 0 }), threaded, pool });
+    await fn({
+      narrowed: new PolicyEngine(bundle),
+      reference: new PolicyEngine(bundle, { narrowRequests: false }),
+      memoOff: new PolicyEngine(bundle, { memoSize: 0 }),
+      threaded,
+      pool,
+    });
   } finally {
     await pool.close();
     cleanup();

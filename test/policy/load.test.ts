@@ -14,7 +14,10 @@ function policyInvalid(fn: () => unknown, detail: RegExp): void {
     assert.ok(e instanceof WritError);
     assert.equal(e.code, 'POLICY_INVALID');
     assert.ok(Array.isArray(e.details), 'details is a list');
-    assert.ok((e.details as string[]).some((d) => detail.test(d)), `details ${JSON.stringify(e.details)} match ${detail}`);
+    assert.ok(
+      (e.details as string[]).some((d) => detail.test(d)),
+      `details ${JSON.stringify(e.details)} match ${detail}`,
+    );
     return true;
   });
 }
@@ -22,19 +25,32 @@ function policyInvalid(fn: () => unknown, detail: RegExp): void {
 test('policy_version is sha256 over JCS of [[path, text]] sorted by path (hand-computed)', () => {
   const text = 'permit(principal, action, resource);\n';
   const expectedJcs = '[["a.cedar","permit(principal, action, resource);\\n"],["b/c.cedar","x\\u0001"]]';
-  const expected = 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex');
-  assert.equal(policyVersionOf([['b/c.cedar', 'x\u0001'], ['a.cedar', text]]), expected);
+  const expected = `sha256:${createHash('sha256').update(expectedJcs).digest('hex')}`;
+  assert.equal(
+    policyVersionOf([
+      ['b/c.cedar', 'x\u0001'],
+      ['a.cedar', text],
+    ]),
+    expected,
+  );
 });
 
 test('entities_version sorts entities and parents by (type, id) (hand-computed)', () => {
   const version = entitiesVersionOf([
-    { uid: { type: 'User', id: 'b' }, attrs: { z: 1, a: true }, parents: [{ type: 'Role', id: 'y' }, { type: 'Group', id: 'x' }] },
+    {
+      uid: { type: 'User', id: 'b' },
+      attrs: { z: 1, a: true },
+      parents: [
+        { type: 'Role', id: 'y' },
+        { type: 'Group', id: 'x' },
+      ],
+    },
     { uid: { type: 'Role', id: 'y' }, attrs: {}, parents: [] },
   ]);
   const expectedJcs =
     '[{"attrs":{},"parents":[],"uid":{"id":"y","type":"Role"}},' +
     '{"attrs":{"a":true,"z":1},"parents":[{"id":"x","type":"Group"},{"id":"y","type":"Role"}],"uid":{"id":"b","type":"User"}}]';
-  assert.equal(version, 'sha256:' + createHash('sha256').update(expectedJcs).digest('hex'));
+  assert.equal(version, `sha256:${createHash('sha256').update(expectedJcs).digest('hex')}`);
 });
 
 test('the loaded bundle covers .cedar and schema files, not tests/ or entities.json', () => {
@@ -47,8 +63,17 @@ test('the loaded bundle covers .cedar and schema files, not tests/ or entities.j
   });
   try {
     const bundle = loadPolicyDir(dir);
-    assert.deepEqual(bundle.files.map(([p]) => p), ['nested/a.cedar', 'z.cedar']);
-    assert.equal(bundle.policyVersion, policyVersionOf([['z.cedar', PERMIT], ['nested/a.cedar', `@id("nested") ${PERMIT}`]]));
+    assert.deepEqual(
+      bundle.files.map(([p]) => p),
+      ['nested/a.cedar', 'z.cedar'],
+    );
+    assert.equal(
+      bundle.policyVersion,
+      policyVersionOf([
+        ['z.cedar', PERMIT],
+        ['nested/a.cedar', `@id("nested") ${PERMIT}`],
+      ]),
+    );
     assert.deepEqual(bundle.ids, ['nested', 'z.cedar#0']);
     assert.deepEqual(bundle.seedEntities, []);
   } finally {
@@ -71,7 +96,10 @@ test('files load in path order; links are followed, hidden names skipped (a Conf
     symlinkSync(join(dir, 'a'), join(dir, 'loop'));
     symlinkSync(join(dir, 'missing.cedar'), join(dir, 'dangling.cedar'));
     const bundle = loadPolicyDir(dir);
-    assert.deepEqual(bundle.files.map(([p]) => p), ['a-b.cedar', 'a.cedar', 'a/b.cedar', 'cm/x.cedar']);
+    assert.deepEqual(
+      bundle.files.map(([p]) => p),
+      ['a-b.cedar', 'a.cedar', 'a/b.cedar', 'cm/x.cedar'],
+    );
     assert.deepEqual(bundle.ids, ['a-b.cedar#0', 'a.cedar#0', 'a/b.cedar#0', 'cm/x.cedar#0']);
     assert.equal(bundle.policyVersion, policyVersionOf(bundle.files.map(([p, t]) => [p, t])));
   } finally {
@@ -127,7 +155,7 @@ test('@requires_approval must be a forbid carrying an entity uid', () => {
   }
 });
 
-test('a near miss of @requires_approval is refused (it would silently be a plain forbid); other annotations are Cedar\'s', () => {
+test("a near miss of @requires_approval is refused (it would silently be a plain forbid); other annotations are Cedar's", () => {
   for (const name of ['requires_aproval', 'requiresApproval', 'Requires_Approval', 'require_approvals']) {
     const { dir, cleanup } = tempPolicyDir({ 'p.cedar': `@id("needs-hr") @${name}("Role::\\"hr\\"") forbid(principal, action, resource);` });
     try {
@@ -180,7 +208,10 @@ test('bad entities.json is refused: malformed, duplicate, null attribute, malfor
     ['[{"uid":{"type":"User","id":"a"},"tags":{}}]', /unknown field "tags"/],
     // Escapes Cedar would read as plain records (every comparison with an entity quietly false).
     ['[{"uid":{"type":"User","id":"a"},"attrs":{"manager":{"__entity":{"type":"User"}}}}]', /\[0\]\.attrs\.manager\.__entity: a "__entity" reference/],
-    ['[{"uid":{"type":"User","id":"a"},"attrs":{"team":[{"__entity":{"type":"User","id":"b"},"x":1}]}}]', /\.attrs\.team\[0\]: an object holding "__entity" must hold nothing else/],
+    [
+      '[{"uid":{"type":"User","id":"a"},"attrs":{"team":[{"__entity":{"type":"User","id":"b"},"x":1}]}}]',
+      /\.attrs\.team\[0\]: an object holding "__entity" must hold nothing else/,
+    ],
     ['[{"uid":{"type":"User","id":"a"},"attrs":{"limit":{"__extn":"decimal"}}}]', /\.attrs\.limit\.__extn: a "__extn" value/],
   ];
   for (const [text, detail] of cases) {

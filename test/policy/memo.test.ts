@@ -112,7 +112,8 @@ const FIELDS = ['actor', 'action', 'subject', 'requester', 'task_id', 'purpose',
 const stepArb = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...FIELDS), requestArb), { freq: 2, nil: undefined }) })
+    arbitrary: fc
+      .record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...FIELDS), requestArb), { freq: 2, nil: undefined }) })
       .map((d) => ({ type: 'decide' as const, ...d })),
   },
   { weight: 1, arbitrary: changeArb.map((c) => ({ type: 'change' as const, c })) },
@@ -130,11 +131,19 @@ type Change = typeof changeArb extends fc.Arbitrary<infer T> ? T : never;
 function toInput(r: Req, entities: EntitySource): DecisionInput {
   const [server, tool] = r.action.split('/') as [string, string];
   const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', r.requester) };
-  if (r.execute_after !== undefined) envelope['execute_after'] = r.execute_after;
+  if (r.execute_after !== undefined) envelope.execute_after = r.execute_after;
   return {
-    actor: uid('Agent', r.actor), server, tool, subject: uid('Doc', r.subject), envelope, phase: r.phase as 'propose' | 'execute',
-    binding: r.binding, cedarArguments: r.args as DecisionInput['cedarArguments'], now: new Date(r.now),
-    approvals: r.approvals, entities,
+    actor: uid('Agent', r.actor),
+    server,
+    tool,
+    subject: uid('Doc', r.subject),
+    envelope,
+    phase: r.phase as 'propose' | 'execute',
+    binding: r.binding,
+    cedarArguments: r.args as DecisionInput['cedarArguments'],
+    now: new Date(r.now),
+    approvals: r.approvals,
+    entities,
   };
 }
 
@@ -151,26 +160,31 @@ test('the memoized engine answers exactly as the uncached engine (decision, reas
   let hits = 0;
   let decisions = 0;
   fc.assert(
-    fc.property(fc.array(requestArb, { minLength: 1, maxLength: 4 }), fc.array(stepArb, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 16 }), (bases, steps, memoSize) => {
-      const uncached = new PolicyEngine(bundle);
-      const memoized = new PolicyEngine(bundle, { memoSize });
-      const entities = new MutableEntities(seedEntities());
-      for (const step of steps) {
-        if (step.type === 'change') {
-          apply(entities, step.c);
-          continue;
+    fc.property(
+      fc.array(requestArb, { minLength: 1, maxLength: 4 }),
+      fc.array(stepArb, { minLength: 1, maxLength: 40 }),
+      fc.integer({ min: 1, max: 16 }),
+      (bases, steps, memoSize) => {
+        const uncached = new PolicyEngine(bundle);
+        const memoized = new PolicyEngine(bundle, { memoSize });
+        const entities = new MutableEntities(seedEntities());
+        for (const step of steps) {
+          if (step.type === 'change') {
+            apply(entities, step.c);
+            continue;
+          }
+          const input = toInput(requestOf(bases, step), entities);
+          const before = memoized.memo!.hits;
+          const got = memoized.decide(input);
+          assert.deepStrictEqual(got, uncached.decide(input));
+          // What the memo served cannot be altered by the caller that received it.
+          got.reasons.push('mutated');
+          got.errors.push({ message: 'mutated' });
+          hits += memoized.memo!.hits - before;
+          decisions++;
         }
-        const input = toInput(requestOf(bases, step), entities);
-        const before = memoized.memo!.hits;
-        const got = memoized.decide(input);
-        assert.deepStrictEqual(got, uncached.decide(input));
-        // What the memo served cannot be altered by the caller that received it.
-        got.reasons.push('mutated');
-        got.errors.push({ message: 'mutated' });
-        hits += memoized.memo!.hits - before;
-        decisions++;
-      }
-    }),
+      },
+    ),
     { seed: 0x5eed14, numRuns: 150 },
   );
   // Not vacuous: a good share of the decisions were answered from the memo.
@@ -231,7 +245,8 @@ const DIRECT_FIELDS = ['principal', 'action', 'resource', 'requester', 'task_id'
 const directStepArb = fc.oneof(
   {
     weight: 6,
-    arbitrary: fc.record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...DIRECT_FIELDS), directArb), { freq: 2, nil: undefined }) })
+    arbitrary: fc
+      .record({ base: fc.nat(3), tweak: fc.option(fc.tuple(fc.constantFrom(...DIRECT_FIELDS), directArb), { freq: 2, nil: undefined }) })
       .map((d) => ({ type: 'decide' as const, ...d })),
   },
   { weight: 1, arbitrary: changeArb.map((c) => ({ type: 'change' as const, c })) },
@@ -240,16 +255,26 @@ const directStepArb = fc.oneof(
 function toRequestInput(r: Direct, entities: EntitySource): RequestInput {
   const requestEntities: EntityJson[] = [];
   if (r.ownPrincipal) {
-    requestEntities.push({ uid: uid('Agent', r.principal), attrs: { trusted: r.ownPrincipal.trusted }, parents: r.ownPrincipal.role ? [uid('Role', r.ownPrincipal.role)] : [] });
+    requestEntities.push({
+      uid: uid('Agent', r.principal),
+      attrs: { trusted: r.ownPrincipal.trusted },
+      parents: r.ownPrincipal.role ? [uid('Role', r.ownPrincipal.role)] : [],
+    });
   }
   if (r.ownResource) requestEntities.push({ uid: uid('Doc', r.resource), attrs: { ...r.ownResource }, parents: [] });
   return {
-    principal: uid('Agent', r.principal), action: r.action, resource: uid('Doc', r.resource),
+    principal: uid('Agent', r.principal),
+    action: r.action,
+    resource: uid('Doc', r.resource),
     context: {
-      requester: { __entity: uid('User', r.requester) }, task_id: r.task_id, phase: r.phase, arguments: r.args,
+      requester: { __entity: uid('User', r.requester) },
+      task_id: r.task_id,
+      phase: r.phase,
+      arguments: r.args,
       now: { __extn: { fn: 'datetime', arg: r.now } },
     },
-    requestEntities, entities,
+    requestEntities,
+    entities,
   };
 }
 
@@ -289,10 +314,21 @@ test('AuthZEN requests: the memoized engine, in-process and through the evaluato
   }
 });
 
-test('AuthZEN request keys: the request\'s own entities and the store version are part of the key, and no decision key equals one', () => {
+test("AuthZEN request keys: the request's own entities and the store version are part of the key, and no decision key equals one", () => {
   const engine = new PolicyEngine(bundle, { memoSize: 8 });
   const entities = new MutableEntities(seedEntities());
-  const base: Direct = { principal: 'a1', action: 's/write', resource: 'd1', requester: 'mgr', task_id: 'T-1', phase: 'execute', now: NOWS[0]!, args: { n: 1 }, ownPrincipal: undefined, ownResource: undefined };
+  const base: Direct = {
+    principal: 'a1',
+    action: 's/write',
+    resource: 'd1',
+    requester: 'mgr',
+    task_id: 'T-1',
+    phase: 'execute',
+    now: NOWS[0]!,
+    args: { n: 1 },
+    ownPrincipal: undefined,
+    ownResource: undefined,
+  };
   const key = (r: Direct) => engine.requestMemoKeyOf(toRequestInput(r, entities));
   const plain = key(base);
   assert.ok(plain !== undefined);
@@ -301,13 +337,48 @@ test('AuthZEN request keys: the request\'s own entities and the store version ar
   assert.notEqual(key({ ...base, ownPrincipal: { trusted: true, role: undefined } }), key({ ...base, ownPrincipal: { trusted: true, role: 'hr' } }));
   apply(entities, { kind: 'limit', id: 'd2', value: 7 });
   assert.notEqual(key(base), plain);
-  assert.ok(JSON.parse(plain!)[0] === 'request' && JSON.parse(plain!).length !== JSON.parse(engine.memoKeyOf(toInput({ actor: 'a1', action: 's/write', subject: 'd1', requester: 'mgr', task_id: 'T-1', purpose: 'p', phase: 'execute', now: NOWS[0]!, execute_after: undefined, args: { n: 1 }, approvals: [], binding: 'b1' }, entities))!).length);
+  assert.ok(
+    JSON.parse(plain!)[0] === 'request' &&
+      JSON.parse(plain!).length !==
+        JSON.parse(
+          engine.memoKeyOf(
+            toInput(
+              {
+                actor: 'a1',
+                action: 's/write',
+                subject: 'd1',
+                requester: 'mgr',
+                task_id: 'T-1',
+                purpose: 'p',
+                phase: 'execute',
+                now: NOWS[0]!,
+                execute_after: undefined,
+                args: { n: 1 },
+                approvals: [],
+                binding: 'b1',
+              },
+              entities,
+            ),
+          )!,
+        ).length,
+  );
 });
 
 test('the memo key changes with now exactly when a kept policy reads now', () => {
   const engine = new PolicyEngine(bundle, { memoSize: 8 });
   const entities = new MutableEntities(seedEntities());
-  const base = { actor: 'a1', subject: 'd1', requester: 'mgr', task_id: 'T-1', purpose: 'p', phase: 'execute', execute_after: undefined, args: { n: 1 }, approvals: [], binding: 'b1' };
+  const base = {
+    actor: 'a1',
+    subject: 'd1',
+    requester: 'mgr',
+    task_id: 'T-1',
+    purpose: 'p',
+    phase: 'execute',
+    execute_after: undefined,
+    args: { n: 1 },
+    approvals: [],
+    binding: 'b1',
+  };
   const at = (action: string, now: string) => engine.memoKeyOf(toInput({ ...base, action, now } as Req, entities));
   assert.equal(at('s/read', NOWS[0]!), at('s/read', NOWS[1]!)); // no kept policy reads now
   assert.notEqual(at('s/late', NOWS[0]!), at('s/late', NOWS[1]!));
@@ -353,6 +424,7 @@ test('memo keys: exact JSON values only, bounded length', () => {
   assert.equal(memoKeyText({ a: [1, 'x', true, null] }), '{"a":[1,"x",true,null]}');
   assert.notEqual(memoKeyText({ a: 1 }), memoKeyText({ a: '1' }));
   assert.notEqual(memoKeyText(['a,b']), memoKeyText(['a', 'b']));
+  // biome-ignore lint/suspicious/noSparseArray: a hole is the input under test.
   for (const bad of [undefined, NaN, Infinity, -0, new Date(0), 1n, { a: undefined }, [, 1]]) assert.equal(memoKeyText([bad]), undefined);
   assert.equal(memoKeyText('x'.repeat(MAX_KEY_CHARS)), undefined);
   assert.ok(memoKeyText('x'.repeat(MAX_KEY_CHARS - 10)) !== undefined);
@@ -399,27 +471,47 @@ function resourceSeed(): EntityJson[] {
 const resourceRequestArb = fc.record({
   actor: fc.constantFrom('a1', 'a2'),
   action: fc.constantFrom('t/any', 't/is', 't/eq', 't/in', 't/isin', 't/cond', 't/attr'),
-  subject: fc.constantFrom(uid('Doc', 'd1'), uid('Doc', 'd2'), uid('Doc', 'd3'), uid('Doc', 'd4'), uid('Doc', 'd5'), uid('Folder', 'f1'), uid('Folder', 'f9'), uid('Agent', 'a1'), uid('Agent', 'a2')),
+  subject: fc.constantFrom(
+    uid('Doc', 'd1'),
+    uid('Doc', 'd2'),
+    uid('Doc', 'd3'),
+    uid('Doc', 'd4'),
+    uid('Doc', 'd5'),
+    uid('Folder', 'f1'),
+    uid('Folder', 'f9'),
+    uid('Agent', 'a1'),
+    uid('Agent', 'a2'),
+  ),
   task_id: fc.constantFrom('T-1', 'T-2', 'T-X', 'A-1'),
 });
 const subjectArb = resourceRequestArb.map((r) => r.subject);
 /** A step asks one of a few base requests again, often about another subject (the near repeat under test). */
 const resourceStepArb = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ base: fc.nat(2), subject: fc.option(subjectArb, { freq: 3, nil: undefined }) }).map((d) => ({ type: 'decide' as const, ...d })) },
+  {
+    weight: 8,
+    arbitrary: fc.record({ base: fc.nat(2), subject: fc.option(subjectArb, { freq: 3, nil: undefined }) }).map((d) => ({ type: 'decide' as const, ...d })),
+  },
   // The store gains or loses an entity for an unstored resource, or a stored one changes.
   {
     weight: 1,
-    arbitrary: fc
-      .record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() })
-      .map((c) => ({ type: 'change' as const, c })),
+    arbitrary: fc.record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() }).map((c) => ({ type: 'change' as const, c })),
   },
 );
 
 function resourceInput(r: { actor: string; action: string; subject: { type: string; id: string }; task_id: string }, entities: EntitySource): DecisionInput {
   const [server, tool] = r.action.split('/') as [string, string];
   return {
-    actor: uid('Agent', r.actor), server, tool, subject: r.subject, envelope: { task_id: r.task_id, purpose: 'p', requester: uid('User', 'req') },
-    phase: 'execute', binding: 'b', cedarArguments: {}, now: new Date('2026-08-24T08:00:00Z'), approvals: [], entities,
+    actor: uid('Agent', r.actor),
+    server,
+    tool,
+    subject: r.subject,
+    envelope: { task_id: r.task_id, purpose: 'p', requester: uid('User', 'req') },
+    phase: 'execute',
+    binding: 'b',
+    cedarArguments: {},
+    now: new Date('2026-08-24T08:00:00Z'),
+    approvals: [],
+    entities,
   };
 }
 
@@ -433,7 +525,9 @@ type ResourceChange = { type: 'change'; c: { id: string; present: boolean; open:
  * had not asked about (only a key naming its type can give one).
  */
 function runResourceKeying<S extends { type: 'decide'; base: number; subject: ResourceRequest['subject'] | undefined }>(
-  basesArb: fc.Arbitrary<ResourceRequest[]>, stepsArb: fc.Arbitrary<Array<S | ResourceChange>>, seed: number,
+  basesArb: fc.Arbitrary<ResourceRequest[]>,
+  stepsArb: fc.Arbitrary<Array<S | ResourceChange>>,
+  seed: number,
   ask: (memoSize: number) => (request: ResourceRequest, step: S, entities: EntitySource) => number,
 ): { hits: number; firstSightHits: number; decisions: number } {
   const tally = { hits: 0, firstSightHits: 0, decisions: 0 };
@@ -466,7 +560,9 @@ function runResourceKeying<S extends { type: 'decide'; base: number; subject: Re
 
 test('a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
   const { hits, firstSightHits, decisions } = runResourceKeying(
-    fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }), 0x7e50,
+    fc.array(resourceRequestArb, { minLength: 1, maxLength: 3 }),
+    fc.array(resourceStepArb, { minLength: 1, maxLength: 60 }),
+    0x7e50,
     (memoSize) => {
       const uncached = new PolicyEngine(resourceBundle);
       const memoized = new PolicyEngine(resourceBundle, { memoSize, partialEvaluationShare: 1 });
@@ -504,7 +600,8 @@ test('which kept sets key a resource by its type: only those that read nothing e
   assert.notEqual(key('t/is', uid('Doc', 'd4')), key('t/is', uid('Doc', 'd5')));
   // Without narrowing (the reference behaviour; also what a schema implies) every resource is keyed by its uid.
   const plain = new PolicyEngine(resourceBundle, { memoSize: 64, narrowRequests: false });
-  const plainKey = (subject: { type: string; id: string }) => plain.memoKeyOf(resourceInput({ actor: 'a1', action: 't/is', subject, task_id: 'T-1' }, entities));
+  const plainKey = (subject: { type: string; id: string }) =>
+    plain.memoKeyOf(resourceInput({ actor: 'a1', action: 't/is', subject, task_id: 'T-1' }, entities));
   assert.notEqual(plainKey(uid('Doc', 'd5')), plainKey(uid('Doc', 'd6')));
 });
 
@@ -520,7 +617,11 @@ const ownAttrsArb = fc.oneof(
 /** Half the questions are about resources the store does not hold, under the sets that read only their type. */
 const directRequestArb = fc.oneof(
   resourceRequestArb,
-  resourceRequestArb.chain((r) => fc.record({ action: fc.constantFrom('t/any', 't/is'), subject: fc.constantFrom(...['d4', 'd5', 'd6', 'd7'].map((id) => uid('Doc', id))) }).map((o) => ({ ...r, ...o }))),
+  resourceRequestArb.chain((r) =>
+    fc
+      .record({ action: fc.constantFrom('t/any', 't/is'), subject: fc.constantFrom(...['d4', 'd5', 'd6', 'd7'].map((id) => uid('Doc', id))) })
+      .map((o) => ({ ...r, ...o })),
+  ),
 );
 const directSubjectArb = directRequestArb.map((r) => r.subject);
 const resourceDirectStepArb = fc.oneof(
@@ -532,9 +633,7 @@ const resourceDirectStepArb = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc
-      .record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() })
-      .map((c) => ({ type: 'change' as const, c })),
+    arbitrary: fc.record({ id: fc.constantFrom('d3', 'd4', 'd1'), present: fc.boolean(), open: fc.boolean() }).map((c) => ({ type: 'change' as const, c })),
   },
 );
 
@@ -553,7 +652,9 @@ function resourceRequestInput(
 test('AuthZEN: a resource keyed by its type alone: the memoized engine still answers exactly as the uncached engine', () => {
   type DirectStep = Exclude<typeof resourceDirectStepArb extends fc.Arbitrary<infer T> ? T : never, ResourceChange>;
   const { hits, firstSightHits, decisions } = runResourceKeying<DirectStep>(
-    fc.array(directRequestArb, { minLength: 1, maxLength: 3 }), fc.array(resourceDirectStepArb, { minLength: 10, maxLength: 60 }), 0x7e51,
+    fc.array(directRequestArb, { minLength: 1, maxLength: 3 }),
+    fc.array(resourceDirectStepArb, { minLength: 10, maxLength: 60 }),
+    0x7e51,
     (memoSize) => {
       const uncached = new PolicyEngine(resourceBundle);
       const memoized = new PolicyEngine(resourceBundle, { memoSize });
@@ -573,12 +674,19 @@ test('AuthZEN: a resource keyed by its type alone: the memoized engine still ans
 test('AuthZEN request keys: an unstored resource is keyed by its type only when the request brings no entity of its uid', () => {
   const engine = new PolicyEngine(resourceBundle, { memoSize: 64 });
   const entities = new MutableEntities(resourceSeed());
-  const key = (action: string, subject: { type: string; id: string }, own: { ownResource?: Record<string, boolean>; ownPrincipal?: Record<string, boolean> } = {}, actor = 'a1') =>
-    engine.requestMemoKeyOf(resourceRequestInput({ actor, action, subject, task_id: 'T-1' }, own, entities));
+  const key = (
+    action: string,
+    subject: { type: string; id: string },
+    own: { ownResource?: Record<string, boolean>; ownPrincipal?: Record<string, boolean> } = {},
+    actor = 'a1',
+  ) => engine.requestMemoKeyOf(resourceRequestInput({ actor, action, subject, task_id: 'T-1' }, own, entities));
   assert.equal(key('t/is', uid('Doc', 'd4')), key('t/is', uid('Doc', 'd5')));
   assert.notEqual(key('t/is', uid('Doc', 'd1')), key('t/is', uid('Doc', 'd4'))); // stored
   assert.notEqual(key('t/is', uid('Doc', 'd4'), { ownResource: { open: true } }), key('t/is', uid('Doc', 'd5'), { ownResource: { open: true } }));
   // The principal's properties under the resource's uid: an entity of that uid the request brings.
-  assert.notEqual(key('t/is', uid('Agent', 'a7'), { ownPrincipal: { trusted: true } }, 'a7'), key('t/is', uid('Agent', 'a8'), { ownPrincipal: { trusted: true } }, 'a7'));
+  assert.notEqual(
+    key('t/is', uid('Agent', 'a7'), { ownPrincipal: { trusted: true } }, 'a7'),
+    key('t/is', uid('Agent', 'a8'), { ownPrincipal: { trusted: true } }, 'a7'),
+  );
   for (const action of ['t/eq', 't/in', 't/isin', 't/cond', 't/attr']) assert.notEqual(key(action, uid('Doc', 'd4')), key(action, uid('Doc', 'd5')), action);
 });

@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { EvaluatorPool } from '../../src/policy/evaluator-pool.js';
 import { PolicyEngine, type ValidApproval } from '../../src/policy/engine.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { contextReadsOf, mayApplyToAction, relevanceOf } from '../../src/policy/relevance.js';
 import { StaticEntitySource } from '../../src/policy/entities.js';
-import { BUNDLED_DIR, ENTITIES, input, tempPolicyDir, withEngines } from './helpers.js';
+import { BUNDLED_DIR, ENTITIES, input, withEngines } from './helpers.js';
 import { prng } from '../helpers/prng.js';
 
 function relevance(text: string) {
@@ -44,7 +43,7 @@ test('relevance: attribute reads off anything but context itself, including has-
   assert.deepEqual([...relevance('permit(principal, action, resource) when { principal == resource.owner };').attributeReads], ['owner']);
 });
 
-test('relevance: a policy reads only the resource\'s type when its scope is `resource` or `resource is T` and no condition names resource', () => {
+test("relevance: a policy reads only the resource's type when its scope is `resource` or `resource is T` and no condition names resource", () => {
   for (const text of [
     'permit(principal, action, resource);',
     'permit(principal, action, resource is Doc) when { principal.trusted && context.a like "x*" };',
@@ -115,9 +114,15 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
     for (let i = 0; i < 500; i++) {
       const request = input({
         server: 's',
-        tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', 'unnamed-' + i]),
-        actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'nobody' }]),
-        subject: pick([{ type: 'Doc', id: 'd1' }, { type: 'Doc', id: 'd2' }]),
+        tool: pick(['t', 'u', 'v', 'w', 'x', 'y', 'z', `unnamed-${i}`]),
+        actor: pick([
+          { type: 'Agent', id: 'a1' },
+          { type: 'Agent', id: 'nobody' },
+        ]),
+        subject: pick([
+          { type: 'Doc', id: 'd1' },
+          { type: 'Doc', id: 'd2' },
+        ]),
         phase: pick(['propose', 'execute'] as const),
         cedarArguments: pick<Record<string, number>>([{ n: 1 }, { n: 3 }, { n: 7 }, {}]),
         approvals: pick([[], [approvers[0]!], [approvers[1]!], approvers]),
@@ -173,17 +178,41 @@ test('leaving empty entities out of the first evaluation changes no decision and
     const entities = new StaticEntitySource(EMPTY_ENTITY_SET);
     const random = prng(20261201);
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
-    const staff: ValidApproval = { approval_id: 'ap-staff', approver: { type: 'User', id: 'alice' }, approved_at: '2026-08-24T07:00:00Z', expires_at: '2026-08-25T00:00:00Z' };
-    const outsider: ValidApproval = { approval_id: 'ap-bob', approver: { type: 'User', id: 'bob' }, approved_at: '2026-08-24T08:00:00Z', expires_at: '2026-08-25T00:00:00Z' };
+    const staff: ValidApproval = {
+      approval_id: 'ap-staff',
+      approver: { type: 'User', id: 'alice' },
+      approved_at: '2026-08-24T07:00:00Z',
+      expires_at: '2026-08-25T00:00:00Z',
+    };
+    const outsider: ValidApproval = {
+      approval_id: 'ap-bob',
+      approver: { type: 'User', id: 'bob' },
+      approved_at: '2026-08-24T08:00:00Z',
+      expires_at: '2026-08-25T00:00:00Z',
+    };
     const seen = new Set<string>();
     let errored = 0;
     for (let i = 0; i < 400; i++) {
-      const requester = pick([{ type: 'User', id: 'alice' }, { type: 'User', id: 'bob' }, { type: 'User', id: 'req' }, { type: 'User', id: 'ghost' }]);
+      const requester = pick([
+        { type: 'User', id: 'alice' },
+        { type: 'User', id: 'bob' },
+        { type: 'User', id: 'req' },
+        { type: 'User', id: 'ghost' },
+      ]);
       const request = input({
         server: 's',
         tool: pick(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']),
-        actor: pick([{ type: 'Agent', id: 'a1' }, { type: 'Agent', id: 'a2' }]),
-        subject: pick([{ type: 'Doc', id: 'd1' }, { type: 'Doc', id: 'd2' }, { type: 'Doc', id: 'd3' }, { type: 'Doc', id: 'd4' }, { type: 'Doc', id: 'gone' }]),
+        actor: pick([
+          { type: 'Agent', id: 'a1' },
+          { type: 'Agent', id: 'a2' },
+        ]),
+        subject: pick([
+          { type: 'Doc', id: 'd1' },
+          { type: 'Doc', id: 'd2' },
+          { type: 'Doc', id: 'd3' },
+          { type: 'Doc', id: 'd4' },
+          { type: 'Doc', id: 'gone' },
+        ]),
         envelope: { task_id: 'T-1', purpose: 'testing', requester },
         approvals: pick([[], [staff], [outsider], [outsider, staff]]),
         entities,
@@ -205,7 +234,12 @@ test('narrowed decisions equal reference decisions on the bundled offboarding po
   const narrowed = new PolicyEngine(bundle);
   const reference = new PolicyEngine(bundle, { narrowRequests: false });
   const entities = new StaticEntitySource(bundle.seedEntities);
-  const hr: ValidApproval = { approval_id: 'ap-1', approver: { type: 'User', id: 'hr-5519' }, approved_at: '2026-08-24T15:40:00+07:00', expires_at: '2026-08-25T15:40:00+07:00' };
+  const hr: ValidApproval = {
+    approval_id: 'ap-1',
+    approver: { type: 'User', id: 'hr-5519' },
+    approved_at: '2026-08-24T15:40:00+07:00',
+    expires_at: '2026-08-25T15:40:00+07:00',
+  };
   for (const tool of ['idp/disable_sign_in', 'hris/read_employee', 'idp/other']) {
     for (const phase of ['propose', 'execute'] as const) {
       for (const approvals of [[], [hr]]) {
@@ -236,11 +270,22 @@ test('a context value Cedar would refuse denies whether or not any kept policy r
   const reference = new PolicyEngine(bundle, { narrowRequests: false });
   const entities = new StaticEntitySource(bundle.seedEntities);
   // hris/read_employee's policy never reads execute_after, so the narrowed call leaves it out.
-  for (const executeAfter of ['2026-02-29T00:00:00Z', '2026-08-24T24:00:00Z', '2026-08-24T17:00:60Z', '2026-08-24T17:00:00+24:00', '2026-08-24T17:00:00+07:00']) {
+  for (const executeAfter of [
+    '2026-02-29T00:00:00Z',
+    '2026-08-24T24:00:00Z',
+    '2026-08-24T17:00:60Z',
+    '2026-08-24T17:00:00+24:00',
+    '2026-08-24T17:00:00+07:00',
+  ]) {
     const request = input({
-      actor: { type: 'Agent', id: 'offboarding-agent-prod' }, server: 'hris', tool: 'read_employee', subject: { type: 'Employee', id: '7721' },
+      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
+      server: 'hris',
+      tool: 'read_employee',
+      subject: { type: 'Employee', id: '7721' },
       envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'manager-1842' }, execute_after: executeAfter },
-      phase: 'execute', cedarArguments: { employee_id: '7721' }, entities,
+      phase: 'execute',
+      cedarArguments: { employee_id: '7721' },
+      entities,
     });
     const got = narrowed.decide(request);
     assert.deepEqual(got, reference.decide(request), executeAfter);

@@ -40,7 +40,9 @@ test('like: the residual matcher agrees with Cedar on every text and pattern (wi
   fc.assert(
     fc.property(textArb, patternArb, (text, pattern) => {
       const answer = cedar.isAuthorized({
-        principal: uid('A', 'a'), action: uid('Action', 'x'), resource: uid('R', 'r'),
+        principal: uid('A', 'a'),
+        action: uid('Action', 'x'),
+        resource: uid('R', 'r'),
         context: { s: text },
         policies: { staticPolicies: { p: `permit (principal, action, resource) when { context.s like "${patternSource(pattern)}" };` } },
         entities: [],
@@ -71,7 +73,7 @@ const oddDatetimeTextArb = fc
       { nil: undefined },
     ),
   })
-  .map(({ year, month, day, time }) => `${year}-${month}-${day}` + (time ? `T${time.h}:${time.m}:${time.s}${time.frac}${time.zone}` : ''));
+  .map(({ year, month, day, time }) => `${year}-${month}-${day}${time ? `T${time.h}:${time.m}:${time.s}${time.frac}${time.zone}` : ''}`);
 
 /** Valid texts of every Cedar form: any instant of years 1–9999, any offset under a day, with or without milliseconds. */
 const validDatetimeTextArb = fc
@@ -85,7 +87,7 @@ const validDatetimeTextArb = fc
     const local = new Date(ms + off * 60_000).toISOString(); // YYYY-MM-DDThh:mm:ss.SSSZ (years 1–9999)
     if (form === 'date') return local.slice(0, 10);
     const base = local.slice(0, 19) + (form.startsWith('ms') ? local.slice(19, 23) : '');
-    if (form.endsWith('Z')) return base + 'Z';
+    if (form.endsWith('Z')) return `${base}Z`;
     const a = Math.abs(off);
     return `${base}${off < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
   });
@@ -97,12 +99,16 @@ test('datetimes: every text the residual evaluator reads, Cedar reads too, and b
     fc.property(datetimeTextArb, datetimeTextArb, (a, b) => {
       const mine = [instantOf(a), instantOf(b)];
       const answer = cedar.isAuthorized({
-        principal: uid('A', 'a'), action: uid('Action', 'x'), resource: uid('R', 'r'),
+        principal: uid('A', 'a'),
+        action: uid('Action', 'x'),
+        resource: uid('R', 'r'),
         context: {},
-        policies: { staticPolicies: {
-          lt: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) < datetime(${JSON.stringify(b)}) };`,
-          le: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) <= datetime(${JSON.stringify(b)}) };`,
-        } },
+        policies: {
+          staticPolicies: {
+            lt: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) < datetime(${JSON.stringify(b)}) };`,
+            le: `permit (principal, action, resource) when { datetime(${JSON.stringify(a)}) <= datetime(${JSON.stringify(b)}) };`,
+          },
+        },
         entities: [],
       });
       if (mine[0] === undefined || mine[1] === undefined) return; // left to Cedar, whatever Cedar makes of it
@@ -126,7 +132,12 @@ test('datetimes: every text the residual evaluator reads, Cedar reads too, and b
 test('a residual program is not built from a reduction that errored or left a scope open, and gives up on what it does not evaluate', () => {
   const body = { like: { left: { unknown: [{ Value: 'task_id' }] }, pattern: ['Wildcard', { Literal: '-' }, 'Wildcard'] } };
   const policy = (over: Record<string, unknown> = {}) => ({
-    effect: 'forbid', principal: { op: 'All' }, action: { op: 'All' }, resource: { op: 'All' }, conditions: [{ kind: 'when', body }], ...over,
+    effect: 'forbid',
+    principal: { op: 'All' },
+    action: { op: 'All' },
+    resource: { op: 'All' },
+    conditions: [{ kind: 'when', body }],
+    ...over,
   });
   assert.ok(residualProgramOf({ errored: [], residuals: { f: policy() } }, ['f']));
   assert.equal(residualProgramOf({ errored: ['f'], residuals: { f: policy() } }, ['f']), undefined);
@@ -137,21 +148,42 @@ test('a residual program is not built from a reduction that errored or left a sc
   assert.deepEqual(satisfiedBy(program, { task_id: 'T1' }), { permits: [], forbids: [] });
   // An unknown it was not given, an extension call, a non-boolean condition: Cedar must answer.
   assert.equal(satisfiedBy(program, {}), undefined);
-  const ext = residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: { isLoopback: [{ ip: [{ unknown: [{ Value: 'task_id' }] }] }] } }] }) } }, ['f'])!;
+  const ext = residualProgramOf(
+    { errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: { isLoopback: [{ ip: [{ unknown: [{ Value: 'task_id' }] }] }] } }] }) } },
+    ['f'],
+  )!;
   assert.equal(satisfiedBy(ext, { task_id: '127.0.0.1' }), undefined);
-  const bare = residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: { unknown: [{ Value: 'task_id' }] } }] }) } }, ['f'])!;
+  const bare = residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: { unknown: [{ Value: 'task_id' }] } }] }) } }, [
+    'f',
+  ])!;
   assert.equal(satisfiedBy(bare, { task_id: 'x' }), undefined);
   // A policy reduced to a condition that fails before any other is left out; one whose failing literal
   // comes after a condition still to evaluate is kept (that condition might error first).
-  const pruned = residualProgramOf({
-    errored: [],
-    residuals: {
-      never: policy({ conditions: [{ kind: 'when', body: { Value: false } }] }),
-      neverUnless: policy({ conditions: [{ kind: 'when', body: { Value: true } }, { kind: 'unless', body: { Value: true } }] }),
-      later: policy({ conditions: [{ kind: 'when', body }, { kind: 'when', body: { Value: false } }] }),
+  const pruned = residualProgramOf(
+    {
+      errored: [],
+      residuals: {
+        never: policy({ conditions: [{ kind: 'when', body: { Value: false } }] }),
+        neverUnless: policy({
+          conditions: [
+            { kind: 'when', body: { Value: true } },
+            { kind: 'unless', body: { Value: true } },
+          ],
+        }),
+        later: policy({
+          conditions: [
+            { kind: 'when', body },
+            { kind: 'when', body: { Value: false } },
+          ],
+        }),
+      },
     },
-  }, ['never', 'neverUnless', 'later'])!;
-  assert.deepEqual(pruned.policies.map((p) => p.id), ['later']);
+    ['never', 'neverUnless', 'later'],
+  )!;
+  assert.deepEqual(
+    pruned.policies.map((p) => p.id),
+    ['later'],
+  );
   // Too big to keep: left to Cedar.
   const big = { '==': { left: { unknown: [{ Value: 'task_id' }] }, right: { Value: 'x'.repeat(MAX_PROGRAM_CHARS) } } };
   assert.equal(residualProgramOf({ errored: [], residuals: { f: policy({ conditions: [{ kind: 'when', body: big }] }) } }, ['f']), undefined);
@@ -162,7 +194,10 @@ test('a residual program is not built from a reduction that errored or left a sc
   // Only top-level strings are left out, and only well-formed ones.
   const shape = contextShapeOf({ a: 'x', b: true, c: { d: 'y' }, e: 'lone \ud800' })!;
   assert.deepEqual(Object.keys(shape.values), ['a']);
-  assert.deepEqual(shape.shape.map((m) => m[0] + ':' + m[1]), ['a:unknown string', 'b:value', 'c:value', 'e:value']);
+  assert.deepEqual(
+    shape.shape.map((m) => `${m[0]}:${m[1]}`),
+    ['a:unknown string', 'b:value', 'c:value', 'e:value'],
+  );
   assert.equal(contextShapeOf({ b: true }), undefined);
 });
 
@@ -270,11 +305,20 @@ const requestArb = fc.record({
 type Req = Omit<typeof requestArb extends fc.Arbitrary<infer T> ? T : never, 'now' | 'executeAfter'> & { now: string; executeAfter: string | undefined };
 function toInput(r: Req, entities: StaticEntitySource): DecisionInput {
   const envelope: Record<string, unknown> = { task_id: r.task_id, purpose: r.purpose, requester: uid('User', 'req') };
-  if (r.event !== undefined) envelope['authoritative_event'] = r.event;
-  if (r.executeAfter !== undefined) envelope['execute_after'] = r.executeAfter;
+  if (r.event !== undefined) envelope.authoritative_event = r.event;
+  if (r.executeAfter !== undefined) envelope.execute_after = r.executeAfter;
   return {
-    actor: uid('Agent', r.actor), server: 's', tool: r.tool, subject: uid('Doc', 'd1'), envelope, phase: r.phase as 'propose' | 'execute',
-    binding: 'b', cedarArguments: { n: r.n } as DecisionInput['cedarArguments'], now: new Date(r.now), approvals: [], entities,
+    actor: uid('Agent', r.actor),
+    server: 's',
+    tool: r.tool,
+    subject: uid('Doc', 'd1'),
+    envelope,
+    phase: r.phase as 'propose' | 'execute',
+    binding: 'b',
+    cedarArguments: { n: r.n } as DecisionInput['cedarArguments'],
+    now: new Date(r.now),
+    approvals: [],
+    entities,
   };
 }
 
@@ -326,7 +370,20 @@ test('through the evaluator pool, distinct task ids are answered by the residual
     const seen = new Set<string>();
     for (let i = 0; i < 300; i++) {
       const task = ['T-', 'X-blocked-', 'HOLD-', 'ip:'][i % 4] + String(i) + (i % 8 === 1 ? '-blocked' : '');
-      const input = toInput({ actor: 'a1', tool: 'read', task_id: task, purpose: i % 3 === 0 ? '127.0.0.1' : 'offboarding', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, entities);
+      const input = toInput(
+        {
+          actor: 'a1',
+          tool: 'read',
+          task_id: task,
+          purpose: i % 3 === 0 ? '127.0.0.1' : 'offboarding',
+          phase: 'execute',
+          event: undefined,
+          n: 1,
+          now: '2026-08-24T10:00:00Z',
+          executeAfter: undefined,
+        },
+        entities,
+      );
       const expected = uncached.decide(input);
       assert.deepStrictEqual(await pool.decide(reduced, input), expected, task);
       seen.add(expected.decision);
@@ -360,10 +417,23 @@ when { context.now >= datetime("2026-08-24T18:00:00+0200") && context.task_id li
   for (let i = 0; i < 400; i++) {
     // A clock one 997 ms step further each call, across execute_after (10:00Z) and the window (16:00Z).
     const now = new Date(start + i * 997 * 67).toISOString();
-    const input = toInput({ actor: 'a1', tool: 'read', task_id: i % 2 ? `late-${i}` : `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1, now, executeAfter: '2026-08-24T17:00:00+07:00' }, entities);
+    const input = toInput(
+      {
+        actor: 'a1',
+        tool: 'read',
+        task_id: i % 2 ? `late-${i}` : `T-${i}`,
+        purpose: 'p',
+        phase: 'execute',
+        event: undefined,
+        n: 1,
+        now,
+        executeAfter: '2026-08-24T17:00:00+07:00',
+      },
+      entities,
+    );
     const expected = uncached.decide(input);
     assert.deepStrictEqual(reduced.decide(input), expected, now);
-    seen.add(expected.decision + ' ' + expected.reasons.join(','));
+    seen.add(`${expected.decision} ${expected.reasons.join(',')}`);
   }
   assert.deepEqual([...seen].sort(), ['allow read', 'approval_required window', 'deny not-before']);
   assert.ok(reduced.residualAnswers > 390, `residual answers ${reduced.residualAnswers}`);
@@ -377,9 +447,46 @@ test('residual programs follow the entities: a change of trust is seen by the ne
   cleanup();
   const reduced = new PolicyEngine(bundle, { memoSize: 64, partialEvaluationShare: 1 });
   const trusted = new StaticEntitySource(ENTITIES);
-  for (let i = 0; i < 5; i++) assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: `T-${i}`, purpose: 'p', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, trusted)).decision, 'allow');
+  for (let i = 0; i < 5; i++)
+    assert.equal(
+      reduced.decide(
+        toInput(
+          {
+            actor: 'a1',
+            tool: 'read',
+            task_id: `T-${i}`,
+            purpose: 'p',
+            phase: 'execute',
+            event: undefined,
+            n: 1,
+            now: '2026-08-24T10:00:00Z',
+            executeAfter: undefined,
+          },
+          trusted,
+        ),
+      ).decision,
+      'allow',
+    );
   assert.ok(reduced.residualAnswers >= 3);
   const distrusted = new StaticEntitySource(ENTITIES.map((e) => (e.uid.id === 'a1' ? { ...e, attrs: { trusted: false } } : e)));
   assert.notEqual(distrusted.version, trusted.version);
-  assert.equal(reduced.decide(toInput({ actor: 'a1', tool: 'read', task_id: 'T-9', purpose: 'p', phase: 'execute', event: undefined, n: 1, now: '2026-08-24T10:00:00Z', executeAfter: undefined }, distrusted)).decision, 'deny');
+  assert.equal(
+    reduced.decide(
+      toInput(
+        {
+          actor: 'a1',
+          tool: 'read',
+          task_id: 'T-9',
+          purpose: 'p',
+          phase: 'execute',
+          event: undefined,
+          n: 1,
+          now: '2026-08-24T10:00:00Z',
+          executeAfter: undefined,
+        },
+        distrusted,
+      ),
+    ).decision,
+    'deny',
+  );
 });

@@ -12,7 +12,14 @@ import { StaticEntitySource } from '../../src/policy/entities.js';
 
 const entities = new StaticEntitySource(ENTITIES);
 const ask = (engine: PolicyEngine, tool: string, requester = 'req') =>
-  engine.mayBeCalled({ actor: { type: 'Agent', id: 'a1' }, requester: { type: 'User', id: requester }, subject: { type: 'Doc', id: 'd1' }, server: 's', tool, entities });
+  engine.mayBeCalled({
+    actor: { type: 'Agent', id: 'a1' },
+    requester: { type: 'User', id: requester },
+    subject: { type: 'Doc', id: 'd1' },
+    server: 's',
+    tool,
+    entities,
+  });
 
 function engineOf(policies: string): { engine: PolicyEngine; cleanup: () => void } {
   const d = tempPolicyDir({ 'p.cedar': policies });

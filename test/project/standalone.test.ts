@@ -53,7 +53,7 @@ test('no project file reads or links the folder beside the repository (the contr
   for (const file of files) {
     const rel = relative(REPO, file);
     // The golden copies keep their original `about` text verbatim (they name the contract's section).
-    if (rel.startsWith(join('vectors', 'golden') + '/') && rel.endsWith('.json')) continue;
+    if (rel.startsWith(`${join('vectors', 'golden')}/`) && rel.endsWith('.json')) continue;
     const text = textOf(file);
     if (text === undefined) continue;
     text.split('\n').forEach((line, i) => {
@@ -106,7 +106,11 @@ test('every §N in the README, policies/README.md, the help texts and the source
     if (!/^(src|test|schemas|policies|scripts|vectors)\//.test(rel)) continue;
     const text = textOf(file);
     if (text === undefined) continue;
-    check(rel, text, [...text.matchAll(/docs\/protocol\.md §(\d+(?:\.\d+)?)/g)].map((m) => m[1]!));
+    check(
+      rel,
+      text,
+      [...text.matchAll(/docs\/protocol\.md §(\d+(?:\.\d+)?)/g)].map((m) => m[1]!),
+    );
   }
   assert.deepEqual(missing, [], `unresolved section references:\n${missing.join('\n')}`);
 });

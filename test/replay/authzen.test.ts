@@ -28,12 +28,24 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'writ-replay-authzen-'));
   server = await startTestServer({
     policyDir: TODO,
-    config: { tokens: [{ token: 'ev', role: 'evaluator' }, { token: 'au', role: 'auditor' }, { token: 'ad', role: 'admin' }] },
+    config: {
+      tokens: [
+        { token: 'ev', role: 'evaluator' },
+        { token: 'au', role: 'auditor' },
+        { token: 'ad', role: 'admin' },
+      ],
+    },
   });
   const ask = async (subject: string, action: string, owner: string) => {
     const r = await call(server, 'POST', '/access/v1/evaluations', {
       token: 'ev',
-      body: { subject: { type: 'user', id: subject }, evaluations: [{ action: { name: action }, resource: { type: 'todo', id: '7', properties: { ownerID: owner } } }, { action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '7' } }] },
+      body: {
+        subject: { type: 'user', id: subject },
+        evaluations: [
+          { action: { name: action }, resource: { type: 'todo', id: '7', properties: { ownerID: owner } } },
+          { action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '7' } },
+        ],
+      },
     });
     assert.equal(r.status, 200, r.text);
   };
@@ -42,7 +54,10 @@ before(async () => {
   await ask(MORTY, 'can_update_todo', 'rick@the-citadel.com'); // deny
   const entities = JSON.parse(readFileSync(join(TODO, 'entities.json'), 'utf8'));
   const morty = entities.find((e: { uid: { id: string } }) => e.uid.id === MORTY);
-  const put = await call(server, 'PUT', `/v1/entities/user/${MORTY}`, { token: 'ad', body: { attrs: { ...morty.attrs, roles: ['evil_genius'] }, parents: [] } });
+  const put = await call(server, 'PUT', `/v1/entities/user/${MORTY}`, {
+    token: 'ad',
+    body: { attrs: { ...morty.attrs, roles: ['evil_genius'] }, parents: [] },
+  });
   assert.equal(put.status, 200, put.text);
   await ask(MORTY, 'can_update_todo', 'rick@the-citadel.com'); // now allowed by todo-update-any
   const exported = await call(server, 'GET', '/v1/ledger/export', { token: 'au' });
@@ -67,11 +82,21 @@ test('AuthZEN records replay exactly, with the entities as they stood', { skip: 
   writeFileSync(join(candidate, 'todo.cedar'), text.slice(0, start) + text.slice(text.indexOf('@id("todo-delete-own")')));
   const r = replay(['--dir', candidate, '--json', exportPath]);
   assert.equal(r.status, 1, r.stderr);
-  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-  const records = readFileSync(exportPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.kind === 'decision');
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const records = readFileSync(exportPath, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((x) => x.kind === 'decision');
   const updatesByAny = records.filter((x) => x.reasons.includes('todo-update-any') && !x.reasons.includes('todo-update-own')).map((x) => x.seq);
   assert.equal(updatesByAny.length, 2, 'Rick on a todo of Morty, and Morty once he is an evil genius');
-  assert.deepEqual(lines.slice(0, -1).map((l: { seq: number; execution_id: unknown; candidate: { decision: string } }) => [l.seq, l.execution_id, l.candidate.decision]), updatesByAny.map((seq) => [seq, null, 'deny']));
+  assert.deepEqual(
+    lines.slice(0, -1).map((l: { seq: number; execution_id: unknown; candidate: { decision: string } }) => [l.seq, l.execution_id, l.candidate.decision]),
+    updatesByAny.map((seq) => [seq, null, 'deny']),
+  );
   assert.deepEqual(lines.at(-1), { replayed: 8, changed: 2 });
   // The human form names what an AuthZEN decision was about: it has no execution id.
   const human = replay(['--dir', candidate, exportPath]);

@@ -59,19 +59,47 @@ const execSpec: fc.Arbitrary<ExecSpec> = fc.record({
 });
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('decide' as const), exec: execIndex, phase: fc.constantFrom('propose' as const, 'execute' as const) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('approve' as const), exec: execIndex, approver: fc.constantFrom('hr' as const, 'it' as const), ttlMin: fc.integer({ min: 1, max: 240 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('approve' as const),
+      exec: execIndex,
+      approver: fc.constantFrom('hr' as const, 'it' as const),
+      ttlMin: fc.integer({ min: 1, max: 240 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), exec: execIndex }) },
   {
     weight: 2,
     arbitrary: fc.record({
-      op: fc.constant('put' as const), subject, status: fc.constantFrom('active', 'termination_delayed', 'terminated'), legalHold: fc.boolean(),
+      op: fc.constant('put' as const),
+      subject,
+      status: fc.constantFrom('active', 'termination_delayed', 'terminated'),
+      legalHold: fc.boolean(),
       manager: fc.constantFrom('manager-1842', 'manager-2090'),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('outcome' as const), exec: execIndex, status: fc.constantFrom('committed' as const, 'rejected' as const, 'unknown' as const) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('reconcile' as const), exec: execIndex, resolution: fc.constantFrom('committed' as const, 'absent' as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('outcome' as const),
+      exec: execIndex,
+      status: fc.constantFrom('committed' as const, 'rejected' as const, 'unknown' as const),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('reconcile' as const), exec: execIndex, resolution: fc.constantFrom('committed' as const, 'absent' as const) }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('tick' as const), minutes: fc.integer({ min: 1, max: 90 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('burst' as const), execs: fc.array(execIndex, { minLength: 2, maxLength: 4 }), put: fc.record({ subject, legalHold: fc.boolean() }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('burst' as const),
+      execs: fc.array(execIndex, { minLength: 2, maxLength: 4 }),
+      put: fc.record({ subject, legalHold: fc.boolean() }),
+    }),
+  },
 );
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -85,7 +113,10 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
   let clock = START;
   writeFileSync(clockFile, iso(clock));
   const pep = { role: 'pep' as const, name: 'test-pep', actor: ACTOR };
-  const approvers = { hr: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'hr-5519' } }, it: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'it-3001' } } };
+  const approvers = {
+    hr: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'hr-5519' } },
+    it: { role: 'approver' as const, name: 'test-approver', principal: { type: 'User', id: 'it-3001' } },
+  };
   const ids = specs.map((_, i) => `X-${i}`);
   const bound: Array<{ binding: string; envelope_digest: string } | undefined> = [];
   const approvals: Array<{ id: string; approver: 'hr' | 'it' } | undefined> = [];
@@ -94,11 +125,17 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
     // Only an earlier execution can be superseded; a supersedes of one never decided is refused (404).
     const supersedes = spec.supersedes !== null && spec.supersedes < i ? ids[spec.supersedes] : null;
     return JSON.stringify({
-      execution_id: ids[i], phase,
+      execution_id: ids[i],
+      phase,
       envelope: {
-        task_id: `T-${i}`, purpose: 'scheduled_employee_offboarding', requester: { type: 'User', id: spec.requester }, actor: ACTOR,
-        subject: { type: 'Employee', id: spec.subject }, execute_after: iso(START + spec.executeAfterMin * 60_000),
-        evidence_refs: [`hris:employee:${spec.subject}`], supersedes,
+        task_id: `T-${i}`,
+        purpose: 'scheduled_employee_offboarding',
+        requester: { type: 'User', id: spec.requester },
+        actor: ACTOR,
+        subject: { type: 'Employee', id: spec.subject },
+        execute_after: iso(START + spec.executeAfterMin * 60_000),
+        evidence_refs: [`hris:employee:${spec.subject}`],
+        supersedes,
       },
       action: { server: spec.tool === 'read_employee' ? 'hris' : 'idp', tool: spec.tool, arguments: { employee_id: spec.subject, note: 'x', weight: 1.5 } },
     });
@@ -124,7 +161,9 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
       case 'approve': {
         const b = bound[o.exec];
         if (!b) break;
-        const r = (await tolerate(sidecar.approve(approvers[o.approver], JSON.stringify({ actor: ACTOR, execution_id: ids[o.exec], ...b, expires_at: iso(clock + o.ttlMin * 60_000) })))) as { approval_id: string } | undefined;
+        const r = (await tolerate(
+          sidecar.approve(approvers[o.approver], JSON.stringify({ actor: ACTOR, execution_id: ids[o.exec], ...b, expires_at: iso(clock + o.ttlMin * 60_000) })),
+        )) as { approval_id: string } | undefined;
         if (r) approvals[o.exec] = { id: r.approval_id, approver: o.approver };
         break;
       }
@@ -140,7 +179,12 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         await tolerate(sidecar.outcome(pep, ids[o.exec]!, JSON.stringify({ status: o.status })));
         break;
       case 'reconcile':
-        await tolerate(sidecar.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), { role: 'reconciler', name: 'test-reconciler' }));
+        await tolerate(
+          sidecar.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), {
+            role: 'reconciler',
+            name: 'test-reconciler',
+          }),
+        );
         break;
       case 'tick':
         clock += o.minutes * 60_000;
@@ -151,7 +195,14 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         // can be recorded after an entity record it did not see (its entities_version says so).
         await Promise.all([
           ...o.execs.map((i, k) => decide(i, k % 2 === 0 ? 'propose' : 'execute')),
-          tolerate(sidecar.putEntity({ role: 'admin', name: 'test-admin' }, 'Employee', o.put.subject, employee(o.put.subject, 'active', o.put.legalHold, 'manager-1842'))),
+          tolerate(
+            sidecar.putEntity(
+              { role: 'admin', name: 'test-admin' },
+              'Employee',
+              o.put.subject,
+              employee(o.put.subject, 'active', o.put.legalHold, 'manager-1842'),
+            ),
+          ),
         ]);
         break;
     }
@@ -169,7 +220,12 @@ test('replaying a generated workload with the policies that produced it changes 
       const clockFile = join(dir, 'now');
       writeFileSync(clockFile, iso(START));
       const config: WritConfig = {
-        ...DEFAULTS, tokens: [], listen: '127.0.0.1:0', policy_dir: POLICIES, data_dir: join(dir, 'data'), clock_file: clockFile,
+        ...DEFAULTS,
+        tokens: [],
+        listen: '127.0.0.1:0',
+        policy_dir: POLICIES,
+        data_dir: join(dir, 'data'),
+        clock_file: clockFile,
         checkpoint: { every_records: 25, every_ms: 600_000 },
       };
       const running = await startSidecar(config, { devTokens: false, log: () => undefined });

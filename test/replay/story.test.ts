@@ -43,7 +43,8 @@ before(async () => {
   s = await startTestServer({ clockFile: join(dir, 'now'), config: { checkpoint: { every_records: 10, every_ms: 10000 } } });
   const t = s.tokens;
   const { propose, execute, decide, approve, putEmployee: put } = offboardingSteps(s);
-  const read = (n: number) => offboardingBody({ execution_id: `OFF-2048:read-${n}`, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
+  const read = (n: number) =>
+    offboardingBody({ execution_id: `OFF-2048:read-${n}`, action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } } });
 
   const p = await decide(propose); // approval_required
   assert.equal((await decide(read(1))).decision, 'allow');
@@ -99,11 +100,19 @@ test('(b) without the legal-hold forbid: exactly the decisions the hold denied b
   const dropHold = candidate('no-hold', (file, text) => (file === 'offboarding.cedar' ? text.slice(0, text.indexOf('@id("legal-hold")')) : text));
   const r = replay(['--dir', dropHold, '--json', exportPath]);
   assert.equal(r.status, 1, r.stderr);
-  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const held = decisions.filter((d) => d.reasons.includes('legal-hold'));
   assert.equal(held.length, 1);
   assert.deepEqual(lines, [
-    { seq: held[0]!.seq, execution_id: 'OFF-2048:disable-sign-in', recorded: { decision: 'deny', reasons: held[0]!.reasons }, candidate: { decision: 'allow', reasons: ['disable-sign-in-by-manager'] } },
+    {
+      seq: held[0]!.seq,
+      execution_id: 'OFF-2048:disable-sign-in',
+      recorded: { decision: 'deny', reasons: held[0]!.reasons },
+      candidate: { decision: 'allow', reasons: ['disable-sign-in-by-manager'] },
+    },
     { replayed: 8, changed: 1 },
   ]);
   // Each line has exactly the contract's members, in this order.
@@ -129,14 +138,21 @@ test('(c) approval required for hris/read_employee: those decisions become appro
   );
   const r = replay(['--dir', requireHr, '--json', exportPath]);
   assert.equal(r.status, 1, r.stderr);
-  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const reads = decisions.filter((d) => d.tool === 'read_employee');
   assert.equal(reads.length, 3);
-  assert.deepEqual(lines.slice(0, -1), reads.map((d) => ({
-    seq: d.seq, execution_id: d.execution_id,
-    recorded: { decision: 'allow', reasons: ['read-employee-for-manager-or-hr'] },
-    candidate: { decision: 'approval_required', reasons: ['hr-approval-for-reads'] },
-  })));
+  assert.deepEqual(
+    lines.slice(0, -1),
+    reads.map((d) => ({
+      seq: d.seq,
+      execution_id: d.execution_id,
+      recorded: { decision: 'allow', reasons: ['read-employee-for-manager-or-hr'] },
+      candidate: { decision: 'approval_required', reasons: ['hr-approval-for-reads'] },
+    })),
+  );
   assert.deepEqual(lines.at(-1), { replayed: 8, changed: 3 });
 });
 
@@ -144,14 +160,27 @@ test('the entities as they stood: a hold put between decisions counts from that 
   // A candidate that denies while the subject is not active: only decisions after the first admin PUT
   // (status termination_delayed) change, so the PUT was replayed at its point in history.
   const notActive = candidate('not-active', (file, text) =>
-    file === 'hris.cedar' ? `${text}\n@id("subject-not-active")\nforbid (principal, action, resource is Employee) when { resource.status != "active" };\n` : text,
+    file === 'hris.cedar'
+      ? `${text}\n@id("subject-not-active")\nforbid (principal, action, resource is Employee) when { resource.status != "active" };\n`
+      : text,
   );
   const r = replay(['--dir', notActive, '--json', exportPath]);
   assert.equal(r.status, 1, r.stderr);
-  const changed = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).slice(0, -1).map((c: { seq: number }) => c.seq);
-  const exportLines = readFileSync(exportPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const changed = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .slice(0, -1)
+    .map((c: { seq: number }) => c.seq);
+  const exportLines = readFileSync(exportPath, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const firstPut = exportLines.find((rec) => rec.kind === 'entity' && rec.source === 'api')!.seq;
-  assert.deepEqual(changed, decisions.filter((d) => d.seq > firstPut).map((d) => d.seq));
+  assert.deepEqual(
+    changed,
+    decisions.filter((d) => d.seq > firstPut).map((d) => d.seq),
+  );
   assert.ok(changed.length > 0 && changed.length < decisions.length);
 });
 
@@ -163,7 +192,10 @@ test('--since / --until select decisions by their clock', () => {
   assert.equal(before.stdout, `${decisions.filter((d) => Date.parse(d.now) < Date.parse(held.now)).length} replayed, 0 changed\n`);
   const from = replay(['--dir', dropHold, '--json', '--since', held.now, '--until', '2026-08-24T10:05:00Z', exportPath]);
   assert.equal(from.status, 1, from.stderr);
-  const lines = from.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = from.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(lines[0].seq, held.seq);
   assert.deepEqual(lines.at(-1), { replayed: decisions.filter((d) => d.now === held.now).length, changed: 1 });
   const bad = replay(['--dir', dropHold, '--since', 'yesterday', exportPath]);
@@ -176,7 +208,10 @@ test('--since / --until select decisions by their clock', () => {
   assert.deepEqual(JSON.parse(afterHeld.stdout.trim().split('\n').at(-1)!).replayed, decisions.filter((d) => Date.parse(d.now) > Date.parse(held.now)).length);
   const untilFiner = replay(['--dir', dropHold, '--json', '--until', finer, exportPath]);
   assert.equal(untilFiner.status, 1, untilFiner.stderr);
-  assert.deepEqual(JSON.parse(untilFiner.stdout.trim().split('\n').at(-1)!), { replayed: decisions.filter((d) => Date.parse(d.now) <= Date.parse(held.now)).length, changed: 1 });
+  assert.deepEqual(JSON.parse(untilFiner.stdout.trim().split('\n').at(-1)!), {
+    replayed: decisions.filter((d) => Date.parse(d.now) <= Date.parse(held.now)).length,
+    changed: 1,
+  });
 });
 
 test('(d) a tampered export is refused with its verify code, exit 2; --no-verify replays it', () => {
@@ -200,14 +235,16 @@ test('(d) a tampered export is refused with its verify code, exit 2; --no-verify
 
 test('--keys / --checkpoint: a truncated export, or one under a foreign key, is refused as writ verify refuses it', () => {
   const policies = join(REPO, 'policies');
-  const lines = readFileSync(exportPath, 'utf8').split('\n').filter((l) => l !== '');
+  const lines = readFileSync(exportPath, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const checkpoints = lines.map((l) => JSON.parse(l)).filter((r) => r.kind === 'checkpoint');
   assert.ok(checkpoints.length >= 2, 'the story writes at least two checkpoints');
   const last = checkpoints.at(-1);
   writeFileSync(join(dir, 'cp.json'), JSON.stringify(last));
   // Cut inside what the last checkpoint covers (seqs 0..size-1): a genuine, self-consistent prefix.
   const truncated = join(dir, 'truncated.jsonl');
-  writeFileSync(truncated, lines.slice(0, last.size - 1).join('\n') + '\n');
+  writeFileSync(truncated, `${lines.slice(0, last.size - 1).join('\n')}\n`);
   assert.equal(replay(['--dir', policies, truncated]).status, 0, 'without an anchor the prefix replays');
   const held = replay(['--dir', policies, '--checkpoint', join(dir, 'cp.json'), truncated]);
   assert.equal(held.status, 2, held.stdout);
@@ -238,18 +275,28 @@ test('--since not before --until is a usage error; a closed stdout ends the repl
   const dropHold = candidate('no-hold-pipe', (file, text) => (file === 'offboarding.cedar' ? text.slice(0, text.indexOf('@id("legal-hold")')) : text));
   // The reader takes nothing and goes away (head -c 0 exits at once): no stack trace, and the exit
   // code says what was decided before the pipe closed (a change: 1).
-  const piped = spawnSync('bash', ['-c', `"${process.execPath}" "${WRIT_BIN}" policy replay --dir "${dropHold}" "${exportPath}" | head -c 0; echo "rc=\${PIPESTATUS[0]}"`], { encoding: 'utf8' });
+  const piped = spawnSync(
+    'bash',
+    ['-c', `"${process.execPath}" "${WRIT_BIN}" policy replay --dir "${dropHold}" "${exportPath}" | head -c 0; echo "rc=\${PIPESTATUS[0]}"`],
+    { encoding: 'utf8' },
+  );
   assert.equal(piped.stderr, '');
   assert.equal(piped.stdout, 'rc=1\n');
 });
 
 test('a candidate whose policy errors: the deny names its errors in the human form; --json keeps the contract shape', () => {
-  const erring = candidate('erring', (file, text) => (file === 'hris.cedar' ? `${text}\n@id("reads-missing")\nforbid (principal, action, resource) when { context.no_such_field == 1 };\n` : text));
+  const erring = candidate('erring', (file, text) =>
+    file === 'hris.cedar' ? `${text}\n@id("reads-missing")\nforbid (principal, action, resource) when { context.no_such_field == 1 };\n` : text,
+  );
   const r = replay(['--dir', erring, exportPath]);
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stdout, /→ deny\n {2}recorded reasons: .*\n {2}candidate reasons: .*\n {2}candidate errors: {2}reads-missing: /);
   const json = replay(['--dir', erring, '--json', exportPath]);
-  const changes = json.stdout.trim().split('\n').map((l) => JSON.parse(l)).slice(0, -1);
+  const changes = json.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .slice(0, -1);
   assert.ok(changes.length > 0);
   for (const c of changes) assert.deepEqual(Object.keys(c), ['seq', 'execution_id', 'recorded', 'candidate']);
   for (const c of changes) assert.deepEqual(Object.keys(c.candidate), ['decision', 'reasons']);

@@ -14,7 +14,8 @@ describe('timed checkpoints on three replicas of one PostgreSQL database', () =>
   const f = replicasOnOneDatabase(3, { checkpoint: { every_records: 100_000, every_ms: EVERY_MS } });
 
   test('with new records all the time, at most one timed checkpoint per every_ms between the replicas', async () => {
-    const checkpoints = async () => (await call(f.rs[0]!, 'GET', '/v1/ledger/records?kind=checkpoint&limit=1000', { token: TEST_TOKENS.auditor })).body.records as Array<{ seq: number }>;
+    const checkpoints = async () =>
+      (await call(f.rs[0]!, 'GET', '/v1/ledger/records?kind=checkpoint&limit=1000', { token: TEST_TOKENS.auditor })).body.records as Array<{ seq: number }>;
     const before = (await checkpoints()).length;
     const started = Date.now();
     let i = 0;
@@ -22,6 +23,7 @@ describe('timed checkpoints on three replicas of one PostgreSQL database', () =>
       const s = f.rs[i % f.rs.length]!;
       const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(`CP-${i++}`) });
       assert.equal(r.status, 200, r.text);
+      // Records at a steady pace over the window: the rate of timed checkpoints per interval is what is measured.
       await new Promise((resolve) => setTimeout(resolve, 40));
     }
     const window = Date.now() - started;

@@ -12,13 +12,17 @@ import { join } from 'node:path';
 import { call, REPO, startTestServer, TEST_TOKENS, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import pgLib from 'pg';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const { Client } = pgLib;
 import { lineCount, newDeployment, readBody, startReplicas, verifiedExport } from './helpers.js';
 import { frontThreadsSupported } from '../../src/front/support.js';
 
-
-interface Ack { id: string; seq: number; hash: string }
+interface Ack {
+  id: string;
+  seq: number;
+  hash: string;
+}
 
 /** Concurrent decision workers over the servers until stopped; returns acks and every other answer. */
 function load(servers: () => TestServer[], prefix: string, workers = 6) {
@@ -26,6 +30,8 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
   const others: Array<{ status: number; code?: string; message?: string; error?: string }> = [];
   let stopped = false;
   let n = 0;
+  /** Requests each worker has had answered (or failed). */
+  const answered = Array.from({ length: workers }, () => 0);
   const run = async (w: number) => {
     // Each worker takes the servers in turn by its own count. Picking by the shared count (n + w) could
     // lock every worker onto one server: workers that all fail fast and wake in order each see n + w of
@@ -45,22 +51,33 @@ function load(servers: () => TestServer[], prefix: string, workers = 6) {
       } catch (e) {
         // The connection died with the process: not acknowledged. (Which server and why, for a failure's message.)
         others.push({ status: 0, error: `${s.url}: ${(e as Error).message}` });
+        // A retry's pace, so a dead server is not hammered; nothing waits on it.
         await new Promise((r) => setTimeout(r, 20));
       }
+      answered[w]!++;
     }
   };
   const done = Promise.all(Array.from({ length: workers }, (_, w) => run(w)));
   // stop() may be called more than once (the test body, then its finally).
-  return { acks, others, stop: async () => { stopped = true; await done; } };
+  return {
+    acks,
+    others,
+    answered,
+    stop: async () => {
+      stopped = true;
+      await done;
+    },
+  };
 }
 
-async function until(cond: () => Promise<boolean>, ms: number, what: () => string = () => ''): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`condition not met in time ${what()}`);
+/** Waits for `cond` (a failing probe counts as not yet). */
+function until(cond: () => Promise<boolean>, ms: number, what: () => string = () => ''): Promise<void> {
+  return waitUntil(
+    () => cond().catch(() => false),
+    () => `the condition ${what()}`,
+    ms,
+    100,
+  );
 }
 
 /** pg_stat_activity and ungranted locks, for a failure's message. */
@@ -103,7 +120,11 @@ describe('replica faults on one PostgreSQL', () => {
     // running (the test process would never end).
     const l = load(() => rs, 'KILL');
     try {
-      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      await until(
+        async () => l.acks.length >= 8,
+        90_000,
+        () => JSON.stringify([l.acks.length, l.others.slice(-3)]),
+      );
       await rs[0]!.kill();
       const acksAtKill = l.acks.length;
       // On failure, say what became of the survivor too (seen once: it stopped acknowledging after the kill).
@@ -112,7 +133,11 @@ describe('replica faults on one PostgreSQL', () => {
         return `survivor pid ${c.pid} exit ${c.exitCode} signal ${c.signalCode}; its output ends:\n${rs[1]!.output().slice(-3000)}`;
       };
       try {
-        await until(async () => l.acks.length >= acksAtKill + 8, 90_000, () => `${JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)])}\n${survivor()}`);
+        await until(
+          async () => l.acks.length >= acksAtKill + 8,
+          90_000,
+          () => `${JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)])}\n${survivor()}`,
+        );
       } catch (e) {
         // Seen twice on a heavily loaded machine, never reproduced alone: say what the database was doing
         // and what the survivor answered last, for the next time.
@@ -142,14 +167,31 @@ describe('replica faults on one PostgreSQL', () => {
     // running (the test process would never end).
     const l = load(() => rs, 'DOWN');
     try {
-      await until(async () => l.acks.length >= 8, 90_000, () => JSON.stringify([l.acks.length, l.others.slice(-3)]));
+      await until(
+        async () => l.acks.length >= 8,
+        90_000,
+        () => JSON.stringify([l.acks.length, l.others.slice(-3)]),
+      );
       pg.pause();
       const acksAtStop = l.acks.length;
-      await until(async () => l.others.filter((o) => o.status === 503).length >= 4, 90_000, () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]));
-      // While it is down nothing is acknowledged and readiness says so.
-      await new Promise((r) => setTimeout(r, 500));
+      await until(
+        async () => l.others.filter((o) => o.status === 503).length >= 4,
+        90_000,
+        () => JSON.stringify([l.acks.length, l.others.length, l.others.slice(-3)]),
+      );
+      // While it is down nothing is acknowledged and readiness says so. Once every worker has been answered
+      // again, no request sent before the stop is still in flight; after one more round each, none was acked.
+      const everyWorkerAnswered = async (what: string) => {
+        const from = [...l.answered];
+        await until(
+          async () => l.answered.every((n, w) => n > from[w]!),
+          90_000,
+          () => what,
+        );
+      };
+      await everyWorkerAnswered('the requests in flight at the stop');
       const acksDown = l.acks.length;
-      await new Promise((r) => setTimeout(r, 1000));
+      await everyWorkerAnswered('a round of requests while down');
       assert.equal(l.acks.length, acksDown, 'no decision is acknowledged while the database is down');
       assert.ok(acksDown - acksAtStop <= 12, 'at most the commits in flight at the stop');
       for (const s of rs) assert.equal((await call(s, 'GET', '/readyz')).status, 503);
@@ -185,10 +227,20 @@ describe('replica faults on one PostgreSQL', () => {
     const d = newDeployment(await pg.createDatabase());
     const dir = mkdtempSync(join(tmpdir(), 'writ-wait-'));
     const configPath = join(dir, 'config.json');
-    writeFileSync(configPath, JSON.stringify({
-      listen: '127.0.0.1:0', policy_dir: join(REPO, 'policies'), data_dir: join(dir, 'data'), database_url: d.databaseUrl, signing_key_file: d.keyFile,
-      tokens: [{ token: TEST_TOKENS.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } }, { token: TEST_TOKENS.auditor, role: 'auditor' }],
-    }));
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        listen: '127.0.0.1:0',
+        policy_dir: join(REPO, 'policies'),
+        data_dir: join(dir, 'data'),
+        database_url: d.databaseUrl,
+        signing_key_file: d.keyFile,
+        tokens: [
+          { token: TEST_TOKENS.pep, role: 'pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } },
+          { token: TEST_TOKENS.auditor, role: 'auditor' },
+        ],
+      }),
+    );
     const start = () => {
       const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
       const p = { child, out: '', exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) };
@@ -200,7 +252,11 @@ describe('replica faults on one PostgreSQL', () => {
     pg.pause();
     const first = start();
     try {
-      await until(async () => WAITING.test(first.out), 30_000, () => first.out);
+      await until(
+        async () => WAITING.test(first.out),
+        30_000,
+        () => first.out,
+      );
       const s = { url: WAITING.exec(first.out)![1]! };
       assert.equal((await call(s, 'GET', '/healthz')).status, 200);
       assert.equal((await call(s, 'GET', '/readyz')).status, 503);
@@ -213,8 +269,11 @@ describe('replica faults on one PostgreSQL', () => {
       const discovery = await call(s, 'GET', '/.well-known/authzen-configuration');
       assert.equal(discovery.status, 200, discovery.text);
       assert.deepEqual(discovery.body, {
-        policy_decision_point: s.url, access_evaluation_endpoint: `${s.url}/access/v1/evaluation`, access_evaluations_endpoint: `${s.url}/access/v1/evaluations`,
-        search_subject_endpoint: `${s.url}/access/v1/search/subject`, search_resource_endpoint: `${s.url}/access/v1/search/resource`,
+        policy_decision_point: s.url,
+        access_evaluation_endpoint: `${s.url}/access/v1/evaluation`,
+        access_evaluations_endpoint: `${s.url}/access/v1/evaluations`,
+        search_subject_endpoint: `${s.url}/access/v1/search/subject`,
+        search_resource_endpoint: `${s.url}/access/v1/search/resource`,
         search_action_endpoint: `${s.url}/access/v1/search/action`,
       });
       const page = await fetch(`${s.url}/console/`);
@@ -227,7 +286,10 @@ describe('replica faults on one PostgreSQL', () => {
       const ledger = await call(s, 'GET', '/v1/ledger/records', { token: TEST_TOKENS.auditor });
       assert.equal(ledger.status, 503, ledger.text);
       assert.equal(ledger.body.error.code, 'STORE_UNAVAILABLE');
-      const evaluation = await call(s, 'POST', '/access/v1/evaluation', { token: TEST_TOKENS.pep, body: { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'x' }, resource: { type: 'T', id: 'r' } } });
+      const evaluation = await call(s, 'POST', '/access/v1/evaluation', {
+        token: TEST_TOKENS.pep,
+        body: { subject: { type: 'Agent', id: 'offboarding-agent-prod' }, action: { name: 'x' }, resource: { type: 'T', id: 'r' } },
+      });
       assert.equal(evaluation.status, 503, evaluation.text);
       assert.equal(evaluation.body.error.code, 'STORE_UNAVAILABLE');
       // What a running replica refuses before it reads the database is refused alike while waiting.
@@ -264,7 +326,11 @@ describe('replica faults on one PostgreSQL', () => {
         }
       })();
       pg.resume();
-      await until(async () => first.out.includes(`listening on ${s.url}`), 60_000, () => first.out);
+      await until(
+        async () => first.out.includes(`listening on ${s.url}`),
+        60_000,
+        () => first.out,
+      );
       polling = false;
       await poller;
       const notListening = polls.refused.filter((code) => code === 'ECONNREFUSED').length;
@@ -286,7 +352,11 @@ describe('replica faults on one PostgreSQL', () => {
 
       pg.pause();
       const second = start();
-      await until(async () => WAITING.test(second.out), 30_000, () => second.out);
+      await until(
+        async () => WAITING.test(second.out),
+        30_000,
+        () => second.out,
+      );
       second.child.kill('SIGTERM');
       assert.equal(await second.exited, 0, second.out);
       assert.match(second.out, /stopped while waiting for the database/);
@@ -302,7 +372,8 @@ describe('replica faults on one PostgreSQL', () => {
     const lmdb = await startTestServer();
     let lmdbExport: string;
     try {
-      for (let i = 0; i < 5; i++) assert.equal((await call(lmdb, 'POST', '/v1/decisions', { token: lmdb.tokens.pep, body: readBody(`COPY-${i}`) })).status, 200);
+      for (let i = 0; i < 5; i++)
+        assert.equal((await call(lmdb, 'POST', '/v1/decisions', { token: lmdb.tokens.pep, body: readBody(`COPY-${i}`) })).status, 200);
     } finally {
       assert.equal(await lmdb.stop({ keepData: true }), 0);
     }

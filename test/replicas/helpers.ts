@@ -69,7 +69,9 @@ export async function verifiedExport(s: { url: string }, to?: number): Promise<s
   const exported = await call(s, 'GET', `/v1/ledger/export${to === undefined ? '' : `?to=${to}`}`, { token: TEST_TOKENS.auditor });
   assert.equal(exported.status, 200, exported.text);
   const lines = exported.text.trim().split('\n');
-  lines.forEach((l, i) => assert.equal(JSON.parse(l).seq, i, 'gap-free seqs'));
+  lines.forEach((l, i) => {
+    assert.equal(JSON.parse(l).seq, i, 'gap-free seqs');
+  });
   const keys = await call(s, 'GET', '/v1/ledger/keys', { token: TEST_TOKENS.auditor });
   assert.equal(keys.body.keys.length, 1, 'one deployment key, announced once');
   const dir = mkdtempSync(join(tmpdir(), 'writ-export-'));

@@ -14,7 +14,7 @@ import { readKeyFile } from '../../src/checkpoints/keys.js';
 import { keyPayload, verifyPayload } from '../../src/ledger/signing.js';
 import { call, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
 import { readBody, replicasOnOneDatabase, startReplicas } from './helpers.js';
-import { until } from '../helpers/until.js';
+import { until } from '../helpers/wait.js';
 
 const CHECKPOINTS = { checkpoint: { every_records: 4, every_ms: 100 } };
 
@@ -30,7 +30,8 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     const d = f.d;
     const [a, b] = f.rs as [TestServer, TestServer];
     const auditor = a.tokens.auditor;
-    for (let i = 0; i < 6; i++) assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-A-${i}`) })).status, 200);
+    for (let i = 0; i < 6; i++)
+      assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-A-${i}`) })).status, 200);
     const oldKey = readKeyFile(d.keyFile);
     const newFile = join(d.dir, 'signing-key.new.json');
 
@@ -42,9 +43,14 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     assert.equal(readKeyFile(d.keyFile).key_id, oldKey.key_id, '--out leaves the key file in force untouched');
     const keyRecord = (await call(a, 'GET', `/v1/ledger/records/${r.seq}`, { token: auditor })).body;
     assert.deepEqual([keyRecord.kind, keyRecord.key_id, keyRecord.public_key], ['key', newKey.key_id, newKey.public_key]);
-    assert.ok(verifyPayload(Buffer.from(oldKey.public_key, 'base64'), keyPayload({ key_id: newKey.key_id, public_key: newKey.public_key }), keyRecord.signature));
+    assert.ok(
+      verifyPayload(Buffer.from(oldKey.public_key, 'base64'), keyPayload({ key_id: newKey.key_id, public_key: newKey.public_key }), keyRecord.signature),
+    );
     const keys = (await call(b, 'GET', '/v1/ledger/keys', { token: auditor })).body.keys;
-    assert.deepEqual(keys.map((k: { key_id: string }) => k.key_id), [oldKey.key_id, newKey.key_id]);
+    assert.deepEqual(
+      keys.map((k: { key_id: string }) => k.key_id),
+      [oldKey.key_id, newKey.key_id],
+    );
 
     // A rotation from a key that is no longer the ledger's is refused, and its new key file set aside.
     const stale = writ(['keys', 'rotate', '--database-url', d.databaseUrl, '--signing-key-file', d.keyFile, '--out', join(d.dir, 'stale.json')]);
@@ -53,8 +59,12 @@ describe('writ keys rotate on replicas of one PostgreSQL database', () => {
     assert.equal(existsSync(join(d.dir, 'stale.json')), false);
 
     // The running replicas (old key) still decide — well past every_records — but write no checkpoint.
-    for (let i = 0; i < 12; i++) assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-B-${i}`) })).status, 200);
-    await until(async () => (a.output().includes('was rotated out') && b.output().includes('was rotated out')) || undefined, 'both replicas report their key rotated out');
+    for (let i = 0; i < 12; i++)
+      assert.equal((await call(f.rs[i % 2]!, 'POST', '/v1/decisions', { token: a.tokens.pep, body: readBody(`ROT-B-${i}`) })).status, 200);
+    await until(
+      async () => (a.output().includes('was rotated out') && b.output().includes('was rotated out')) || undefined,
+      'both replicas report their key rotated out',
+    );
     for (const s of [a, b]) assert.match((await call(s, 'GET', '/metrics')).text, /^writ_signing_key_retired 1$/m, 'and say so on /metrics');
     const checkpointsAfter = async (s: TestServer) =>
       (await call(s, 'GET', `/v1/ledger/records?kind=checkpoint&from=${r.seq}&limit=1000`, { token: auditor })).body.records;

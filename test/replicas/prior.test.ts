@@ -21,18 +21,28 @@ test('one consequence under two fresh ids at once on two replicas: one runs, one
   const rs = f.rs;
   for (let round = 0; round < 4; round++) {
     // Each round its own consequence (another ticket in the arguments: another binding).
-    const bodies = rs.map((_, i) => offboardingBody({ execution_id: `DUP-${round}-${i}`, action: { arguments: { employee_id: '7721', ticket: `T-${round}` } } }));
+    const bodies = rs.map((_, i) =>
+      offboardingBody({ execution_id: `DUP-${round}-${i}`, action: { arguments: { employee_id: '7721', ticket: `T-${round}` } } }),
+    );
     for (const [i, body] of bodies.entries()) {
       const s = rs[i]!;
       const proposed = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body });
       assert.equal(proposed.body.decision, 'approval_required', proposed.text);
       const approval = await call(s, 'POST', '/v1/approvals', {
         token: s.tokens.approver,
-        body: { actor: body.envelope.actor, execution_id: body.execution_id, binding: proposed.body.binding, envelope_digest: proposed.body.envelope_digest, expires_at: '2026-08-24T23:00:00+07:00' },
+        body: {
+          actor: body.envelope.actor,
+          execution_id: body.execution_id,
+          binding: proposed.body.binding,
+          envelope_digest: proposed.body.envelope_digest,
+          expires_at: '2026-08-24T23:00:00+07:00',
+        },
       });
       assert.equal(approval.status, 201, approval.text);
     }
-    const answers = await Promise.all(bodies.map((body, i) => call(rs[i]!, 'POST', '/v1/decisions', { token: rs[i]!.tokens.pep, body: { ...body, phase: 'execute' } })));
+    const answers = await Promise.all(
+      bodies.map((body, i) => call(rs[i]!, 'POST', '/v1/decisions', { token: rs[i]!.tokens.pep, body: { ...body, phase: 'execute' } })),
+    );
     for (const a of answers) assert.equal(a.status, 200, a.text);
     const allowed = answers.filter((a) => a.body.decision === 'allow');
     const refused = answers.filter((a) => a.body.decision !== 'allow');

@@ -23,7 +23,11 @@ const firstLine = (stderr: string) => stderr.split('\n')[0]!;
 
 test('a --database-url that is not postgres:// is named as such, for migrate and copy, exit 2', () => {
   for (const url of ['mysql://user:s3cret@db.example/writ', 'sqlite:///tmp/x.db', 'http://db.example/', 'postgres:/one-slash', 'db.example:5432/writ']) {
-    for (const args of [['migrate', '--database-url', url], ['copy', '--data-dir', dataDir, '--database-url', url], ['copy', '--database-url', url, '--data-dir', dataDir]]) {
+    for (const args of [
+      ['migrate', '--database-url', url],
+      ['copy', '--data-dir', dataDir, '--database-url', url],
+      ['copy', '--database-url', url, '--data-dir', dataDir],
+    ]) {
       const r = store(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(r.stdout, '');

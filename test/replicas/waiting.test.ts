@@ -26,7 +26,8 @@ test('a database nobody listens for is waited for; a database that does not exis
 });
 
 test('only STORE_UNAVAILABLE with a connection-level cause counts', () => {
-  const withCause = (code: string | undefined, message = 'x') => new WritError('STORE_UNAVAILABLE', 'cannot open', { cause: Object.assign(new Error(message), code ? { code } : {}) });
+  const withCause = (code: string | undefined, message = 'x') =>
+    new WritError('STORE_UNAVAILABLE', 'cannot open', { cause: Object.assign(new Error(message), code ? { code } : {}) });
   for (const code of ['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03', '08006']) assert.equal(isUnreachableDatabase(withCause(code)), true, code);
   for (const code of ['28P01', '28000', '3D000', '42501']) assert.equal(isUnreachableDatabase(withCause(code)), false, code);
   assert.equal(isUnreachableDatabase(withCause(undefined, 'timeout expired')), true, "the driver's connect timeout");

@@ -121,7 +121,10 @@ test('openapi: every $ref resolves inside the document', () => {
   };
   let refs = 0;
   const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
+    if (Array.isArray(node)) {
+      node.forEach(walk);
+      return;
+    }
     if (node === null || typeof node !== 'object') return;
     for (const [k, v] of Object.entries(node)) {
       if (k === '$ref') {
@@ -139,9 +142,11 @@ test('openapi: error responses use the Error schema and name the contract codes'
   for (const status of ['400', '401', '403', '404', '409', '413', '415', '503']) {
     assert.equal(decide[status].content['application/json'].schema.$ref, '#/components/schemas/Error', status);
   }
-  for (const code of ['ENVELOPE_INVALID', 'INVALID_REQUEST', 'INVALID_JSON', 'BINDING_DUPLICATE_KEY', 'BINDING_TOO_DEEP']) assert.match(decide['400'].description, new RegExp(code));
+  for (const code of ['ENVELOPE_INVALID', 'INVALID_REQUEST', 'INVALID_JSON', 'BINDING_DUPLICATE_KEY', 'BINDING_TOO_DEEP'])
+    assert.match(decide['400'].description, new RegExp(code));
   assert.match(decide['403'].description, /ACTOR_MISMATCH/);
-  for (const code of ['EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED']) assert.match(decide['409'].description, new RegExp(code));
+  for (const code of ['EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED'])
+    assert.match(decide['409'].description, new RegExp(code));
   assert.match(decide['413'].description, /PAYLOAD_TOO_LARGE/);
   assert.match(doc.paths['/v1/approvals'].post.responses['409'].description, /APPROVAL_STALE/);
   assert.match(doc.paths['/v1/executions/{id}/outcome'].post.responses['409'].description, /EXECUTION_NOT_INVOKING/);

@@ -8,10 +8,15 @@ import { CEDAR_TYPE_NAME } from '../../src/util/uid.js';
 
 const schemaDir = new URL('../../../schemas/', import.meta.url);
 const golden = JSON.parse(readFileSync(new URL('../../../vectors/golden/ledger.json', import.meta.url), 'utf8'));
-const goldenRecords: Record<string, unknown>[] = golden.export_jsonl.trim().split('\n').map((l: string) => JSON.parse(l));
+const goldenRecords: Record<string, unknown>[] = golden.export_jsonl
+  .trim()
+  .split('\n')
+  .map((l: string) => JSON.parse(l));
 
 test('every file in schemas/ is loaded, draft 2020-12, with its $id and a title', () => {
-  const onDisk = readdirSync(fileURLToPath(schemaDir)).filter((f) => f.endsWith('.json')).sort();
+  const onDisk = readdirSync(fileURLToPath(schemaDir))
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   assert.deepEqual([...SCHEMA_FILES].sort(), onDisk);
   for (const [file, schema] of loadSchemas()) {
     assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema', file);
@@ -77,15 +82,15 @@ test('decision-response.json fits the contract shape', () => {
     decision_id: 'dec-1',
     execution_id: 'OFF-2048:disable-sign-in',
     state: 'proposed',
-    binding: 'writ-bind/1:sha256:' + '1'.repeat(64),
-    envelope_digest: 'sha256:' + '2'.repeat(64),
+    binding: `writ-bind/1:sha256:${'1'.repeat(64)}`,
+    envelope_digest: `sha256:${'2'.repeat(64)}`,
     arguments: { employee_id: '7721' },
-    policy_version: 'sha256:' + '3'.repeat(64),
-    entities_version: 'sha256:' + '4'.repeat(64),
+    policy_version: `sha256:${'3'.repeat(64)}`,
+    entities_version: `sha256:${'4'.repeat(64)}`,
     reasons: ['offboarding-needs-hr'],
     errors: [],
     obligations: [{ policy: 'offboarding-needs-hr', approver_group: 'Role::"hr"' }],
-    record: { seq: 7, hash: 'sha256:' + '5'.repeat(64) },
+    record: { seq: 7, hash: `sha256:${'5'.repeat(64)}` },
   };
   assert.equal(schemaIssue('decision-response.json', response), null);
   assert.equal(schemaIssue('decision-response.json', { ...response, approval_used: 'apr-1' }), null);
@@ -101,12 +106,19 @@ test('execution.json and error.json fit the contract shape', () => {
     actor: { type: 'Agent', id: 'offboarding-agent-prod' },
     state: 'reconciled',
     resolution: 'absent',
-    binding: 'writ-bind/1:sha256:' + 'a'.repeat(64),
-    envelope_digest: 'sha256:' + 'b'.repeat(64),
+    binding: `writ-bind/1:sha256:${'a'.repeat(64)}`,
+    envelope_digest: `sha256:${'b'.repeat(64)}`,
     supersedes: null,
     superseded_by: 'OFF-2048:disable-sign-in.2',
     approvals: [
-      { approval_id: 'apr-1', approver: { type: 'User', id: 'hr-5519' }, approved_at: '2026-08-24T09:00:00Z', expires_at: '2026-08-25T09:00:00Z', valid: false, invalid_reason: 'revoked' },
+      {
+        approval_id: 'apr-1',
+        approver: { type: 'User', id: 'hr-5519' },
+        approved_at: '2026-08-24T09:00:00Z',
+        expires_at: '2026-08-25T09:00:00Z',
+        valid: false,
+        invalid_reason: 'revoked',
+      },
     ],
     records: [3, 4, 9],
   };

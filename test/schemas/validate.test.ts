@@ -56,22 +56,54 @@ test('decision: minimal envelope (only required fields) and execute phase are va
 });
 
 test('decision: accepted variants of optional fields', () => {
-  decisionAdmitted((b) => { b.envelope.supersedes = 'OFF-2048:disable-sign-in.v1'; });
-  decisionAdmitted((b) => { b.envelope.evidence_refs = []; });
-  decisionAdmitted((b) => { b.envelope.evidence_refs = Array.from({ length: 64 }, (_, i) => `ref-${i}`); });
-  decisionAdmitted((b) => { b.envelope.evidence_refs = ['x'.repeat(256)]; });
-  decisionAdmitted((b) => { b.envelope.execute_after = '2026-08-24T10:00:00Z'; });
-  decisionAdmitted((b) => { b.envelope.execute_after = '2024-02-29T23:59:59.123456789-05:30'; });
-  decisionAdmitted((b) => { b.envelope.execute_after = '2026-08-24T10:00:00-00:00'; });
-  decisionAdmitted((b) => { b.envelope.subject = { type: 'Org::HR::Employee', id: '' }; });
-  decisionAdmitted((b) => { b.envelope.actor = { type: '_Agent_2', id: 'a b "c" / é' }; });
-  decisionAdmitted((b) => { b.envelope.task_id = 't'.repeat(1024); });
-  decisionAdmitted((b) => { b.execution_id = 'a'; });
-  decisionAdmitted((b) => { b.execution_id = 'A-z_0.9:' + 'x'.repeat(120); });
-  decisionAdmitted((b) => { b.action.arguments = {}; });
-  decisionAdmitted((b) => { b.action.arguments = { nested: { deep: [1, 2, { x: null }] } }; });
-  decisionAdmitted((b) => { b.action.tool = 'files/read'; });
-  decisionAdmitted((b) => { b.action.server = 's'.repeat(128); });
+  decisionAdmitted((b) => {
+    b.envelope.supersedes = 'OFF-2048:disable-sign-in.v1';
+  });
+  decisionAdmitted((b) => {
+    b.envelope.evidence_refs = [];
+  });
+  decisionAdmitted((b) => {
+    b.envelope.evidence_refs = Array.from({ length: 64 }, (_, i) => `ref-${i}`);
+  });
+  decisionAdmitted((b) => {
+    b.envelope.evidence_refs = ['x'.repeat(256)];
+  });
+  decisionAdmitted((b) => {
+    b.envelope.execute_after = '2026-08-24T10:00:00Z';
+  });
+  decisionAdmitted((b) => {
+    b.envelope.execute_after = '2024-02-29T23:59:59.123456789-05:30';
+  });
+  decisionAdmitted((b) => {
+    b.envelope.execute_after = '2026-08-24T10:00:00-00:00';
+  });
+  decisionAdmitted((b) => {
+    b.envelope.subject = { type: 'Org::HR::Employee', id: '' };
+  });
+  decisionAdmitted((b) => {
+    b.envelope.actor = { type: '_Agent_2', id: 'a b "c" / é' };
+  });
+  decisionAdmitted((b) => {
+    b.envelope.task_id = 't'.repeat(1024);
+  });
+  decisionAdmitted((b) => {
+    b.execution_id = 'a';
+  });
+  decisionAdmitted((b) => {
+    b.execution_id = `A-z_0.9:${'x'.repeat(120)}`;
+  });
+  decisionAdmitted((b) => {
+    b.action.arguments = {};
+  });
+  decisionAdmitted((b) => {
+    b.action.arguments = { nested: { deep: [1, 2, { x: null }] } };
+  });
+  decisionAdmitted((b) => {
+    b.action.tool = 'files/read';
+  });
+  decisionAdmitted((b) => {
+    b.action.server = 's'.repeat(128);
+  });
 });
 
 // --- decision request: INVALID_REQUEST ----------------------------------------------------------
@@ -81,86 +113,350 @@ test('decision: a body that is not an object is INVALID_REQUEST at the root', ()
 });
 
 test('decision: missing top-level fields are INVALID_REQUEST at the missing field', () => {
-  decisionRefused((b) => { delete b.execution_id; }, 'INVALID_REQUEST', '/execution_id');
-  decisionRefused((b) => { delete b.phase; }, 'INVALID_REQUEST', '/phase');
-  decisionRefused((b) => { delete b.action; }, 'INVALID_REQUEST', '/action');
+  decisionRefused(
+    (b) => {
+      delete b.execution_id;
+    },
+    'INVALID_REQUEST',
+    '/execution_id',
+  );
+  decisionRefused(
+    (b) => {
+      delete b.phase;
+    },
+    'INVALID_REQUEST',
+    '/phase',
+  );
+  decisionRefused(
+    (b) => {
+      delete b.action;
+    },
+    'INVALID_REQUEST',
+    '/action',
+  );
 });
 
 test('decision: bad execution ids are INVALID_REQUEST', () => {
   for (const id of ['', 'x'.repeat(129), 'a/b', 'a b', 'é', 'a\nb', 'OFF#1', 'a"b']) {
-    decisionRefused((b) => { b.execution_id = id; }, 'INVALID_REQUEST', '/execution_id');
+    decisionRefused(
+      (b) => {
+        b.execution_id = id;
+      },
+      'INVALID_REQUEST',
+      '/execution_id',
+    );
   }
-  decisionRefused((b) => { b.execution_id = 42; }, 'INVALID_REQUEST', '/execution_id');
-  decisionRefused((b) => { b.execution_id = null; }, 'INVALID_REQUEST', '/execution_id');
+  decisionRefused(
+    (b) => {
+      b.execution_id = 42;
+    },
+    'INVALID_REQUEST',
+    '/execution_id',
+  );
+  decisionRefused(
+    (b) => {
+      b.execution_id = null;
+    },
+    'INVALID_REQUEST',
+    '/execution_id',
+  );
 });
 
 test('decision: wrong phase is INVALID_REQUEST', () => {
   for (const phase of ['commit', 'PROPOSE', 'Execute', '', 1, null]) {
-    decisionRefused((b) => { b.phase = phase; }, 'INVALID_REQUEST', '/phase');
+    decisionRefused(
+      (b) => {
+        b.phase = phase;
+      },
+      'INVALID_REQUEST',
+      '/phase',
+    );
   }
 });
 
 test('decision: unknown top-level fields are INVALID_REQUEST at the field', () => {
-  decisionRefused((b) => { b.approver = { type: 'User', id: 'x' }; }, 'INVALID_REQUEST', '/approver');
-  decisionRefused((b) => { b['a/b~c'] = 1; }, 'INVALID_REQUEST', '/a~1b~0c');
+  decisionRefused(
+    (b) => {
+      b.approver = { type: 'User', id: 'x' };
+    },
+    'INVALID_REQUEST',
+    '/approver',
+  );
+  decisionRefused(
+    (b) => {
+      b['a/b~c'] = 1;
+    },
+    'INVALID_REQUEST',
+    '/a~1b~0c',
+  );
 });
 
 test('decision: action shape is INVALID_REQUEST', () => {
-  decisionRefused((b) => { b.action = 'idp/disable_sign_in'; }, 'INVALID_REQUEST', '/action');
-  decisionRefused((b) => { b.action = null; }, 'INVALID_REQUEST', '/action');
-  decisionRefused((b) => { delete b.action.server; }, 'INVALID_REQUEST', '/action/server');
-  decisionRefused((b) => { delete b.action.tool; }, 'INVALID_REQUEST', '/action/tool');
-  decisionRefused((b) => { delete b.action.arguments; }, 'INVALID_REQUEST', '/action/arguments');
-  decisionRefused((b) => { b.action.server = ''; }, 'INVALID_REQUEST', '/action/server');
-  decisionRefused((b) => { b.action.server = 'a/b'; }, 'INVALID_REQUEST', '/action/server');
-  decisionRefused((b) => { b.action.server = 's'.repeat(129); }, 'INVALID_REQUEST', '/action/server');
-  decisionRefused((b) => { b.action.tool = ''; }, 'INVALID_REQUEST', '/action/tool');
-  decisionRefused((b) => { b.action.tool = 7; }, 'INVALID_REQUEST', '/action/tool');
-  decisionRefused((b) => { b.action.tool = 't'.repeat(129); }, 'INVALID_REQUEST', '/action/tool');
-  decisionRefused((b) => { b.action.arguments = []; }, 'INVALID_REQUEST', '/action/arguments');
-  decisionRefused((b) => { b.action.arguments = null; }, 'INVALID_REQUEST', '/action/arguments');
-  decisionRefused((b) => { b.action.arguments = '{}'; }, 'INVALID_REQUEST', '/action/arguments');
-  decisionRefused((b) => { b.action.extra = true; }, 'INVALID_REQUEST', '/action/extra');
+  decisionRefused(
+    (b) => {
+      b.action = 'idp/disable_sign_in';
+    },
+    'INVALID_REQUEST',
+    '/action',
+  );
+  decisionRefused(
+    (b) => {
+      b.action = null;
+    },
+    'INVALID_REQUEST',
+    '/action',
+  );
+  decisionRefused(
+    (b) => {
+      delete b.action.server;
+    },
+    'INVALID_REQUEST',
+    '/action/server',
+  );
+  decisionRefused(
+    (b) => {
+      delete b.action.tool;
+    },
+    'INVALID_REQUEST',
+    '/action/tool',
+  );
+  decisionRefused(
+    (b) => {
+      delete b.action.arguments;
+    },
+    'INVALID_REQUEST',
+    '/action/arguments',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.server = '';
+    },
+    'INVALID_REQUEST',
+    '/action/server',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.server = 'a/b';
+    },
+    'INVALID_REQUEST',
+    '/action/server',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.server = 's'.repeat(129);
+    },
+    'INVALID_REQUEST',
+    '/action/server',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.tool = '';
+    },
+    'INVALID_REQUEST',
+    '/action/tool',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.tool = 7;
+    },
+    'INVALID_REQUEST',
+    '/action/tool',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.tool = 't'.repeat(129);
+    },
+    'INVALID_REQUEST',
+    '/action/tool',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.arguments = [];
+    },
+    'INVALID_REQUEST',
+    '/action/arguments',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.arguments = null;
+    },
+    'INVALID_REQUEST',
+    '/action/arguments',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.arguments = '{}';
+    },
+    'INVALID_REQUEST',
+    '/action/arguments',
+  );
+  decisionRefused(
+    (b) => {
+      b.action.extra = true;
+    },
+    'INVALID_REQUEST',
+    '/action/extra',
+  );
 });
 
 // --- decision request: ENVELOPE_INVALID ---------------------------------------------------------
 
 test('decision: a missing or non-object envelope is ENVELOPE_INVALID at /envelope', () => {
-  decisionRefused((b) => { delete b.envelope; }, 'ENVELOPE_INVALID', '/envelope');
-  decisionRefused((b) => { b.envelope = null; }, 'ENVELOPE_INVALID', '/envelope');
-  decisionRefused((b) => { b.envelope = []; }, 'ENVELOPE_INVALID', '/envelope');
-  decisionRefused((b) => { b.envelope = 'OFF-2048'; }, 'ENVELOPE_INVALID', '/envelope');
+  decisionRefused(
+    (b) => {
+      delete b.envelope;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope = null;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope = [];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope = 'OFF-2048';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope',
+  );
 });
 
 test('decision: each missing required envelope field is ENVELOPE_INVALID at that field', () => {
   for (const k of ['task_id', 'purpose', 'requester', 'actor', 'subject']) {
-    decisionRefused((b) => { delete b.envelope[k]; }, 'ENVELOPE_INVALID', `/envelope/${k}`);
+    decisionRefused(
+      (b) => {
+        delete b.envelope[k];
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}`,
+    );
   }
 });
 
 test('decision: unknown envelope fields are ENVELOPE_INVALID', () => {
-  decisionRefused((b) => { b.envelope.approver = { type: 'User', id: 'hr-5519' }; }, 'ENVELOPE_INVALID', '/envelope/approver');
-  decisionRefused((b) => { b.envelope.now = '2026-08-24T10:00:00Z'; }, 'ENVELOPE_INVALID', '/envelope/now');
-  decisionRefused((b) => { b.envelope.Task_id = 'x'; }, 'ENVELOPE_INVALID', '/envelope/Task_id');
+  decisionRefused(
+    (b) => {
+      b.envelope.approver = { type: 'User', id: 'hr-5519' };
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/approver',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.now = '2026-08-24T10:00:00Z';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/now',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.Task_id = 'x';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/Task_id',
+  );
 });
 
 test('decision: entity uids must be exactly {type, id} with a Cedar type name', () => {
   for (const k of ['requester', 'actor', 'subject']) {
-    decisionRefused((b) => { b.envelope[k].extra = 1; }, 'ENVELOPE_INVALID', `/envelope/${k}/extra`);
-    decisionRefused((b) => { b.envelope[k] = { __entity: { type: 'User', id: 'x' } }; }, 'ENVELOPE_INVALID', `/envelope/${k}/type`);
-    decisionRefused((b) => { delete b.envelope[k].id; }, 'ENVELOPE_INVALID', `/envelope/${k}/id`);
-    decisionRefused((b) => { delete b.envelope[k].type; }, 'ENVELOPE_INVALID', `/envelope/${k}/type`);
-    decisionRefused((b) => { b.envelope[k].id = 7721; }, 'ENVELOPE_INVALID', `/envelope/${k}/id`);
-    decisionRefused((b) => { b.envelope[k].id = null; }, 'ENVELOPE_INVALID', `/envelope/${k}/id`);
-    decisionRefused((b) => { b.envelope[k].id = { id: 'x' }; }, 'ENVELOPE_INVALID', `/envelope/${k}/id`);
-    decisionRefused((b) => { b.envelope[k] = 'User::"x"'; }, 'ENVELOPE_INVALID', `/envelope/${k}`);
-    decisionRefused((b) => { b.envelope[k] = null; }, 'ENVELOPE_INVALID', `/envelope/${k}`);
-    decisionRefused((b) => { b.envelope[k].id = 'x'.repeat(1025); }, 'ENVELOPE_INVALID', `/envelope/${k}/id`);
+    decisionRefused(
+      (b) => {
+        b.envelope[k].extra = 1;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/extra`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k] = { __entity: { type: 'User', id: 'x' } };
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/type`,
+    );
+    decisionRefused(
+      (b) => {
+        delete b.envelope[k].id;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/id`,
+    );
+    decisionRefused(
+      (b) => {
+        delete b.envelope[k].type;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/type`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k].id = 7721;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/id`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k].id = null;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/id`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k].id = { id: 'x' };
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/id`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k] = 'User::"x"';
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k] = null;
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}`,
+    );
+    decisionRefused(
+      (b) => {
+        b.envelope[k].id = 'x'.repeat(1025);
+      },
+      'ENVELOPE_INVALID',
+      `/envelope/${k}/id`,
+    );
   }
   for (const type of ['1User', 'User::', '::User', 'User:::Admin', 'User:Admin', 'Us er', '', 'User-1', 'Usér', 'User::1x', 'User::"x"', 7]) {
-    decisionRefused((b) => { b.envelope.actor.type = type; }, 'ENVELOPE_INVALID', '/envelope/actor/type');
+    decisionRefused(
+      (b) => {
+        b.envelope.actor.type = type;
+      },
+      'ENVELOPE_INVALID',
+      '/envelope/actor/type',
+    );
   }
-  decisionRefused((b) => { b.envelope.subject.type = 'A'.repeat(257); }, 'ENVELOPE_INVALID', '/envelope/subject/type');
+  decisionRefused(
+    (b) => {
+      b.envelope.subject.type = 'A'.repeat(257);
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/subject/type',
+  );
 });
 
 test('decision: execute_after must be strict RFC 3339 with an offset and a real date', () => {
@@ -191,38 +487,159 @@ test('decision: execute_after must be strict RFC 3339 with an offset and a real 
     '2026-08-24T17:00:00Z\n',
     '',
   ];
-  for (const ts of bad) decisionRefused((b) => { b.envelope.execute_after = ts; }, 'ENVELOPE_INVALID', '/envelope/execute_after');
+  for (const ts of bad)
+    decisionRefused(
+      (b) => {
+        b.envelope.execute_after = ts;
+      },
+      'ENVELOPE_INVALID',
+      '/envelope/execute_after',
+    );
   for (const v of [1756000000, null, {}, ['2026-08-24T10:00:00Z']]) {
-    decisionRefused((b) => { b.envelope.execute_after = v; }, 'ENVELOPE_INVALID', '/envelope/execute_after');
+    decisionRefused(
+      (b) => {
+        b.envelope.execute_after = v;
+      },
+      'ENVELOPE_INVALID',
+      '/envelope/execute_after',
+    );
   }
 });
 
 test('decision: string fields and limits of the envelope', () => {
-  decisionRefused((b) => { b.envelope.task_id = ''; }, 'ENVELOPE_INVALID', '/envelope/task_id');
-  decisionRefused((b) => { b.envelope.task_id = 't'.repeat(1025); }, 'ENVELOPE_INVALID', '/envelope/task_id');
-  decisionRefused((b) => { b.envelope.task_id = 2048; }, 'ENVELOPE_INVALID', '/envelope/task_id');
-  decisionRefused((b) => { b.envelope.purpose = ''; }, 'ENVELOPE_INVALID', '/envelope/purpose');
-  decisionRefused((b) => { b.envelope.purpose = ['x']; }, 'ENVELOPE_INVALID', '/envelope/purpose');
-  decisionRefused((b) => { b.envelope.purpose = 'p'.repeat(1025); }, 'ENVELOPE_INVALID', '/envelope/purpose');
-  decisionRefused((b) => { b.envelope.authoritative_event = ''; }, 'ENVELOPE_INVALID', '/envelope/authoritative_event');
-  decisionRefused((b) => { b.envelope.authoritative_event = null; }, 'ENVELOPE_INVALID', '/envelope/authoritative_event');
-  decisionRefused((b) => { b.envelope.authoritative_event = 'e'.repeat(1025); }, 'ENVELOPE_INVALID', '/envelope/authoritative_event');
+  decisionRefused(
+    (b) => {
+      b.envelope.task_id = '';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/task_id',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.task_id = 't'.repeat(1025);
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/task_id',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.task_id = 2048;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/task_id',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.purpose = '';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/purpose',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.purpose = ['x'];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/purpose',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.purpose = 'p'.repeat(1025);
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/purpose',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.authoritative_event = '';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/authoritative_event',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.authoritative_event = null;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/authoritative_event',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.authoritative_event = 'e'.repeat(1025);
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/authoritative_event',
+  );
 });
 
 test('decision: evidence_refs is an array of at most 64 strings of 1–256 characters', () => {
-  decisionRefused((b) => { b.envelope.evidence_refs = 'hris:employee:7721'; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs');
-  decisionRefused((b) => { b.envelope.evidence_refs = null; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs');
-  decisionRefused((b) => { b.envelope.evidence_refs = { a: 'x' }; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs');
-  decisionRefused((b) => { b.envelope.evidence_refs = ['ok', 7]; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs/1');
-  decisionRefused((b) => { b.envelope.evidence_refs = ['ok', '']; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs/1');
-  decisionRefused((b) => { b.envelope.evidence_refs = ['x'.repeat(257)]; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs/0');
-  decisionRefused((b) => { b.envelope.evidence_refs = [{ ref: 'x' }]; }, 'ENVELOPE_INVALID', '/envelope/evidence_refs/0');
-  decisionRefused((b) => { b.envelope.evidence_refs = Array.from({ length: 65 }, (_, i) => `r${i}`); }, 'ENVELOPE_INVALID', '/envelope/evidence_refs');
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = 'hris:employee:7721';
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = null;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = { a: 'x' };
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = ['ok', 7];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs/1',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = ['ok', ''];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs/1',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = ['x'.repeat(257)];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs/0',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = [{ ref: 'x' }];
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs/0',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.evidence_refs = Array.from({ length: 65 }, (_, i) => `r${i}`);
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/evidence_refs',
+  );
 });
 
 test('decision: supersedes is an execution id or null', () => {
   for (const v of ['', 'a/b', 'x'.repeat(129), 42, { execution_id: 'x' }, false]) {
-    decisionRefused((b) => { b.envelope.supersedes = v; }, 'ENVELOPE_INVALID', '/envelope/supersedes');
+    decisionRefused(
+      (b) => {
+        b.envelope.supersedes = v;
+      },
+      'ENVELOPE_INVALID',
+      '/envelope/supersedes',
+    );
   }
 });
 
@@ -237,14 +654,41 @@ test('decision: traceparent must be a W3C traceparent', () => {
     '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01', // zero parent id
     7,
   ]) {
-    decisionRefused((b) => { b.envelope.traceparent = v; }, 'ENVELOPE_INVALID', '/envelope/traceparent');
+    decisionRefused(
+      (b) => {
+        b.envelope.traceparent = v;
+      },
+      'ENVELOPE_INVALID',
+      '/envelope/traceparent',
+    );
   }
 });
 
 test('decision: the first error wins; top-level required fields are checked before the envelope', () => {
-  decisionRefused((b) => { delete b.execution_id; b.envelope.extra = 1; }, 'INVALID_REQUEST', '/execution_id');
-  decisionRefused((b) => { b.envelope.extra = 1; b.action.extra = 1; }, 'ENVELOPE_INVALID', '/envelope/extra');
-  decisionRefused((b) => { b.phase = 'x'; b.envelope.extra = 1; }, 'INVALID_REQUEST', '/phase');
+  decisionRefused(
+    (b) => {
+      delete b.execution_id;
+      b.envelope.extra = 1;
+    },
+    'INVALID_REQUEST',
+    '/execution_id',
+  );
+  decisionRefused(
+    (b) => {
+      b.envelope.extra = 1;
+      b.action.extra = 1;
+    },
+    'ENVELOPE_INVALID',
+    '/envelope/extra',
+  );
+  decisionRefused(
+    (b) => {
+      b.phase = 'x';
+      b.envelope.extra = 1;
+    },
+    'INVALID_REQUEST',
+    '/phase',
+  );
 });
 
 test('decision: validation does not mutate the body', () => {
@@ -256,8 +700,8 @@ test('decision: validation does not mutate the body', () => {
 
 // --- approvals ----------------------------------------------------------------------------------
 
-const BINDING = 'writ-bind/1:sha256:' + 'ab'.repeat(32);
-const DIGEST = 'sha256:' + 'cd'.repeat(32);
+const BINDING = `writ-bind/1:sha256:${'ab'.repeat(32)}`;
+const DIGEST = `sha256:${'cd'.repeat(32)}`;
 function approvalBody(): Body {
   return {
     actor: { type: 'Agent', id: 'offboarding-agent-prod' },
@@ -283,20 +727,46 @@ test('approval: valid bodies', () => {
 test('approval: invalid bodies are INVALID_REQUEST at the field', () => {
   refused(() => validateApprovalRequest(null), 'INVALID_REQUEST', '');
   for (const k of ['actor', 'execution_id', 'binding', 'envelope_digest', 'expires_at']) {
-    approvalRefused((b) => { delete b[k]; }, `/${k}`);
+    approvalRefused((b) => {
+      delete b[k];
+    }, `/${k}`);
   }
-  approvalRefused((b) => { b.approver = { type: 'User', id: 'hr-5519' }; }, '/approver');
-  approvalRefused((b) => { b.actor.role = 'x'; }, '/actor/role');
-  approvalRefused((b) => { b.actor.type = '1Agent'; }, '/actor/type');
-  approvalRefused((b) => { b.actor.id = 1; }, '/actor/id');
-  approvalRefused((b) => { b.execution_id = 'a/b'; }, '/execution_id');
-  approvalRefused((b) => { b.binding = 'sha256:' + 'ab'.repeat(32); }, '/binding');
-  approvalRefused((b) => { b.binding = BINDING.toUpperCase(); }, '/binding');
-  approvalRefused((b) => { b.envelope_digest = 'sha256:xyz'; }, '/envelope_digest');
-  approvalRefused((b) => { b.envelope_digest = BINDING; }, '/envelope_digest');
-  approvalRefused((b) => { b.expires_at = '2026-02-30T10:00:00Z'; }, '/expires_at');
-  approvalRefused((b) => { b.expires_at = '2026-08-25T10:00:00'; }, '/expires_at');
-  approvalRefused((b) => { b.expires_at = 1756000000; }, '/expires_at');
+  approvalRefused((b) => {
+    b.approver = { type: 'User', id: 'hr-5519' };
+  }, '/approver');
+  approvalRefused((b) => {
+    b.actor.role = 'x';
+  }, '/actor/role');
+  approvalRefused((b) => {
+    b.actor.type = '1Agent';
+  }, '/actor/type');
+  approvalRefused((b) => {
+    b.actor.id = 1;
+  }, '/actor/id');
+  approvalRefused((b) => {
+    b.execution_id = 'a/b';
+  }, '/execution_id');
+  approvalRefused((b) => {
+    b.binding = `sha256:${'ab'.repeat(32)}`;
+  }, '/binding');
+  approvalRefused((b) => {
+    b.binding = BINDING.toUpperCase();
+  }, '/binding');
+  approvalRefused((b) => {
+    b.envelope_digest = 'sha256:xyz';
+  }, '/envelope_digest');
+  approvalRefused((b) => {
+    b.envelope_digest = BINDING;
+  }, '/envelope_digest');
+  approvalRefused((b) => {
+    b.expires_at = '2026-02-30T10:00:00Z';
+  }, '/expires_at');
+  approvalRefused((b) => {
+    b.expires_at = '2026-08-25T10:00:00';
+  }, '/expires_at');
+  approvalRefused((b) => {
+    b.expires_at = 1756000000;
+  }, '/expires_at');
 });
 
 // --- outcome ------------------------------------------------------------------------------------
@@ -307,7 +777,7 @@ test('outcome: valid bodies', () => {
   validateOutcomeRequest({
     status: 'committed',
     confirmation: 'system_of_record',
-    result_digest: 'sha256:' + '0'.repeat(64),
+    result_digest: `sha256:${'0'.repeat(64)}`,
     downstream_ref: 'idp:audit:123',
     detail: 'disabled',
   });
@@ -354,7 +824,10 @@ test('entity upsert: valid bodies', () => {
   validateEntityUpsert({ attrs: {}, parents: [] });
   validateEntityUpsert({
     attrs: { legal_hold: false, level: 3, manager: { __entity: { type: 'User', id: 'manager-1842' } }, tags: ['a'] },
-    parents: [{ type: 'Role', id: 'hr' }, { type: 'Org::Dept', id: 'finance' }],
+    parents: [
+      { type: 'Role', id: 'hr' },
+      { type: 'Org::Dept', id: 'finance' },
+    ],
   });
 });
 
@@ -366,11 +839,26 @@ test('entity upsert: invalid bodies are INVALID_REQUEST at the field', () => {
   refused(() => validateEntityUpsert({ attrs: null, parents: [] }), 'INVALID_REQUEST', '/attrs');
   refused(() => validateEntityUpsert({ attrs: {}, parents: {} }), 'INVALID_REQUEST', '/parents');
   refused(() => validateEntityUpsert({ attrs: {}, parents: ['Role::"hr"'] }), 'INVALID_REQUEST', '/parents/0');
-  refused(() => validateEntityUpsert({ attrs: {}, parents: [{ type: 'Role', id: 'hr' }, { type: 'Role::', id: 'x' }] }), 'INVALID_REQUEST', '/parents/1/type');
+  refused(
+    () =>
+      validateEntityUpsert({
+        attrs: {},
+        parents: [
+          { type: 'Role', id: 'hr' },
+          { type: 'Role::', id: 'x' },
+        ],
+      }),
+    'INVALID_REQUEST',
+    '/parents/1/type',
+  );
   refused(() => validateEntityUpsert({ attrs: {}, parents: [{ type: 'Role', id: 'hr', extra: 1 }] }), 'INVALID_REQUEST', '/parents/0/extra');
   refused(() => validateEntityUpsert({ attrs: {}, parents: [{ type: 'Role', id: 1 }] }), 'INVALID_REQUEST', '/parents/0/id');
   refused(() => validateEntityUpsert({ uid: { type: 'User', id: 'x' }, attrs: {}, parents: [] }), 'INVALID_REQUEST', '/uid');
-  refused(() => validateEntityUpsert({ attrs: {}, parents: Array.from({ length: 1025 }, (_, i) => ({ type: 'R', id: String(i) })) }), 'INVALID_REQUEST', '/parents');
+  refused(
+    () => validateEntityUpsert({ attrs: {}, parents: Array.from({ length: 1025 }, (_, i) => ({ type: 'R', id: String(i) })) }),
+    'INVALID_REQUEST',
+    '/parents',
+  );
 });
 
 // --- generated bodies ---------------------------------------------------------------------------
@@ -399,7 +887,22 @@ test('decision: arbitrary JSON never escapes as anything but a WritError with a 
     { numRuns: 2000 },
   );
   // Mutations of the valid example: replace one envelope or top-level member with an arbitrary value.
-  const keys = ['execution_id', 'phase', 'action', 'envelope.task_id', 'envelope.purpose', 'envelope.requester', 'envelope.actor', 'envelope.subject', 'envelope.authoritative_event', 'envelope.execute_after', 'envelope.evidence_refs', 'envelope.supersedes', 'envelope.traceparent', 'envelope.extra'];
+  const keys = [
+    'execution_id',
+    'phase',
+    'action',
+    'envelope.task_id',
+    'envelope.purpose',
+    'envelope.requester',
+    'envelope.actor',
+    'envelope.subject',
+    'envelope.authoritative_event',
+    'envelope.execute_after',
+    'envelope.evidence_refs',
+    'envelope.supersedes',
+    'envelope.traceparent',
+    'envelope.extra',
+  ];
   fc.assert(
     fc.property(fc.constantFrom(...keys), fc.jsonValue({ maxDepth: 3 }), (key, value) => {
       const b = decisionBody();

@@ -31,11 +31,14 @@ after(() => {
 });
 
 const implementations: Array<[string, () => Promise<LedgerStore>]> = [
-  ['lmdb', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'writ-contract-'));
-    dirs.push(dir);
-    return Store.open({ dataDir: dir });
-  }],
+  [
+    'lmdb',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'writ-contract-'));
+      dirs.push(dir);
+      return Store.open({ dataDir: dir });
+    },
+  ],
   ['postgres', async () => PgStore.open({ url: await (await sharedPostgres()).createDatabase() })],
 ];
 
@@ -50,8 +53,13 @@ for (const [name, open] of implementations) {
       assert.equal(first.seq, 0);
       assert.equal('note' in first.record, false);
       // Concurrent writers share batches; seqs are still one gap-free chain.
-      const many = await Promise.all(Array.from({ length: 40 }, (_, i) => store.write((tx) => tx.append({ kind: i % 2 ? 'odd' : 'even', i, execution_id: `E${i % 3}` }))));
-      assert.deepEqual(many.map((r) => r.seq).sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1));
+      const many = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => store.write((tx) => tx.append({ kind: i % 2 ? 'odd' : 'even', i, execution_id: `E${i % 3}` }))),
+      );
+      assert.deepEqual(
+        many.map((r) => r.seq).sort((a, b) => a - b),
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      );
       const size = await store.size();
       assert.equal(size, 41);
       const records: LedgerRecord[] = [];
@@ -78,21 +86,33 @@ for (const [name, open] of implementations) {
       assert.equal(await store.write((tx) => tx.root()), memRoot(41));
       // Queries by index, paged.
       const odd = await store.listRecords({ kind: 'odd', limit: 5 });
-      assert.deepEqual(odd.records.map((r) => r.i), [1, 3, 5, 7, 9]);
+      assert.deepEqual(
+        odd.records.map((r) => r.i),
+        [1, 3, 5, 7, 9],
+      );
       assert.equal(odd.next, records.find((r) => r.i === 11)!.seq);
       const byExec = await store.listRecords({ execution_id: 'E1', from: 2 });
       assert.ok(byExec.records.every((r) => r.execution_id === 'E1' && r.seq >= 2));
       assert.equal(byExec.next, null);
       const byActor = await store.listRecords({ actor: uidKey({ type: 'Agent', id: 'a' }) });
-      assert.deepEqual(byActor.records.map((r) => r.seq), [0]);
-      assert.deepEqual((await store.listRecords({ from: 39 })).records.map((r) => r.seq), [39, 40]);
+      assert.deepEqual(
+        byActor.records.map((r) => r.seq),
+        [0],
+      );
+      assert.deepEqual(
+        (await store.listRecords({ from: 39 })).records.map((r) => r.seq),
+        [39, 40],
+      );
     });
 
     test('combined filters: following next gives exactly the records every filter selects, in seq order', async (t) => {
       const store = await open();
       t.after(() => store.close());
       let seed = 7;
-      const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+      const rand = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed % n;
+      };
       const kinds = ['decision', 'outcome', 'approval', 'refusal'];
       const actors = [{ type: 'Agent', id: 'a' }, { type: 'Agent', id: 'b' }, { type: 'User', id: 'hr' }, null];
       await store.write((tx) => {
@@ -113,8 +133,13 @@ for (const [name, open] of implementations) {
         if (rand(2) > 0) filter.execution_id = `E${rand(40)}`;
         const from = rand(3) === 0 ? rand(1500) : 0;
         const limit = 1 + rand(60);
-        const expected = all.filter((r) => r.seq >= from && (filter.kind === undefined || r.kind === filter.kind) &&
-          (filter.actor === undefined || actorKey(r) === filter.actor) && (filter.execution_id === undefined || r.execution_id === filter.execution_id));
+        const expected = all.filter(
+          (r) =>
+            r.seq >= from &&
+            (filter.kind === undefined || r.kind === filter.kind) &&
+            (filter.actor === undefined || actorKey(r) === filter.actor) &&
+            (filter.execution_id === undefined || r.execution_id === filter.execution_id),
+        );
         const got: number[] = [];
         let cursor: number | null = from;
         for (let pages = 0; cursor !== null; pages++) {
@@ -125,7 +150,11 @@ for (const [name, open] of implementations) {
           if (page.next !== null) assert.ok(page.next > (page.records.at(-1)?.seq ?? cursor - 1) && page.next >= cursor, 'next moves forward');
           cursor = page.next;
         }
-        assert.deepEqual(got, expected.map((r) => r.seq), JSON.stringify({ filter, from, limit }));
+        assert.deepEqual(
+          got,
+          expected.map((r) => r.seq),
+          JSON.stringify({ filter, from, limit }),
+        );
         checked += got.length;
       }
       assert.ok(checked > 100, `${checked} records matched across the queries`);
@@ -158,12 +187,22 @@ for (const [name, open] of implementations) {
         tx.put('entities', 'T::"a"', 1);
         tx.put('entities', 'U::"c"', 3);
       });
-      assert.deepEqual(await collect(store.entries('entities')), [['T::"a"', 1], ['T::"b"', 2], ['U::"c"', 3]]);
-      assert.deepEqual(await collect(store.entries('entities', 'T::')), [['T::"a"', 1], ['T::"b"', 2]]);
+      assert.deepEqual(await collect(store.entries('entities')), [
+        ['T::"a"', 1],
+        ['T::"b"', 2],
+        ['U::"c"', 3],
+      ]);
+      assert.deepEqual(await collect(store.entries('entities', 'T::')), [
+        ['T::"a"', 1],
+        ['T::"b"', 2],
+      ]);
       await store.write((tx) => tx.del('entities', 'T::"a"'));
       assert.equal(await store.get('entities', 'T::"a"'), undefined);
       assert.equal(await store.write((tx) => tx.get('entities', 'T::"a"')), undefined);
-      await assert.rejects(store.write((tx) => tx.append({ kind: 'x', seq: 1 })), /assigned by the store/);
+      await assert.rejects(
+        store.write((tx) => tx.append({ kind: 'x', seq: 1 })),
+        /assigned by the store/,
+      );
       assert.equal(await store.writable(), true);
     });
 

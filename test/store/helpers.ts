@@ -16,7 +16,11 @@ export function tempDir(t: { after(fn: () => void): void }, prefix = 'writ-store
 }
 
 /** Runs an ES module snippet in a fresh node process; `ready` resolves on its first stdout line. */
-export function spawnSnippet(code: string): { child: ChildProcess; firstLine: Promise<string>; exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> } {
+export function spawnSnippet(code: string): {
+  child: ChildProcess;
+  firstLine: Promise<string>;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+} {
   const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

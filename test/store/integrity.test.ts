@@ -80,8 +80,14 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   assert.equal(report.dropped_from_seq, 25);
   assert.equal(report.last_good_seq, 24);
   assert.equal(report.dropped_records, 7);
-  const dropped = readFileSync(report.dropped_file!, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(dropped.map((x) => x.seq), [25, 26, 27, 28, 29, 30, 31]);
+  const dropped = readFileSync(report.dropped_file!, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    dropped.map((x) => x.seq),
+    [25, 26, 27, 28, 29, 30, 31],
+  );
 
   const store = await Store.open({ dataDir });
   t.after(() => store.close());
@@ -96,12 +102,21 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   assert.equal(cb.reason, 'disk fault on 2026-08-24');
   const key = loadOrCreateSigningKey(dataDir);
   assert.equal(cb.key_id, key.key_id);
-  assert.ok(verifyPayload(Buffer.from(key.public_key, 'base64'), chainBreakPayload({ last_good_hash: cb.last_good_hash as string, last_good_seq: 24, reason: cb.reason as string }), cb.signature as string));
+  assert.ok(
+    verifyPayload(
+      Buffer.from(key.public_key, 'base64'),
+      chainBreakPayload({ last_good_hash: cb.last_good_hash as string, last_good_seq: 24, reason: cb.reason as string }),
+      cb.signature as string,
+    ),
+  );
   // The store serves again: writes chain on, the indexes were rebuilt, and the held checkpoint (size 22,
   // below the cut) is still consistent with the repaired log.
   const next = await store.write((tx) => tx.append({ kind: 'decision', actor: { type: 'Agent', id: 'a' } }));
   assert.equal(next.record.prev, cb.hash);
-  assert.deepEqual(store.listRecords({ kind: 'chain_break' }).records.map((r) => r.seq), [25]);
+  assert.deepEqual(
+    store.listRecords({ kind: 'chain_break' }).records.map((r) => r.seq),
+    [25],
+  );
   const withActor = records.filter((r) => r.actor !== undefined).length;
   assert.equal(store.listRecords({ actor: 'Agent::"a"', limit: 1000 }).records.length, withActor + 1);
   const size = heldCheckpoint.size as number;
@@ -113,14 +128,15 @@ test('repair drops the approvals whose approval record was cut: an approval the 
   const store0 = await Store.open({ dataDir });
   const key = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store0, key);
-  const approve = (id: string) => store0.write((tx) => {
-    const approval = { approval_id: id, execution_id: 'E-1' };
-    tx.put('approvals', id, approval);
-    const rec = tx.append({ kind: 'approval', ...approval });
-    const e = tx.get<{ approvals: string[]; records: number[]; rev: number }>('executions', 'E-1') ?? { approvals: [], records: [], rev: 0 };
-    tx.put('executions', 'E-1', { ...e, approvals: [...e.approvals, id], records: [...e.records, rec.seq], rev: e.rev + 1 });
-    return rec.seq;
-  });
+  const approve = (id: string) =>
+    store0.write((tx) => {
+      const approval = { approval_id: id, execution_id: 'E-1' };
+      tx.put('approvals', id, approval);
+      const rec = tx.append({ kind: 'approval', ...approval });
+      const e = tx.get<{ approvals: string[]; records: number[]; rev: number }>('executions', 'E-1') ?? { approvals: [], records: [], rev: 0 };
+      tx.put('executions', 'E-1', { ...e, approvals: [...e.approvals, id], records: [...e.records, rec.seq], rev: e.rev + 1 });
+      return rec.seq;
+    });
   for (let i = 1; i < 5; i++) await store0.write((tx) => tx.append({ kind: 'decision', i }));
   const keptSeq = await approve('apr_kept');
   for (let i = 6; i < 10; i++) await store0.write((tx) => tx.append({ kind: 'decision', i }));
@@ -244,10 +260,18 @@ test('writ repair: refused while the data dir is in use; says what it did and ex
 test('repair and keys rotate refuse a data dir that holds no store, creating nothing there', async (t) => {
   const dir = tempDir(t);
   const wrong = join(dir, 'typo');
-  for (const args of [['repair', '--data-dir', wrong], ['keys', 'rotate', '--data-dir', wrong]]) {
+  for (const args of [
+    ['repair', '--data-dir', wrong],
+    ['keys', 'rotate', '--data-dir', wrong],
+  ]) {
     const r = await runWrit(args);
     assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
-    assert.match(r.stderr, args[0] === 'repair' ? /no store in .*typo \(store\/data\.mdb is missing\): check --data-dir/ : /no signing key at .*typo\/signing-key\.json: check --data-dir/);
+    assert.match(
+      r.stderr,
+      args[0] === 'repair'
+        ? /no store in .*typo \(store\/data\.mdb is missing\): check --data-dir/
+        : /no signing key at .*typo\/signing-key\.json: check --data-dir/,
+    );
     assert.equal(existsSync(wrong), false, `${args[0]} created nothing`);
   }
 });

@@ -11,6 +11,7 @@ import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 import { WritError } from '../../src/errors.js';
 import { runWrit, tempDir } from './helpers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const raw = (b64: string) => Buffer.from(b64, 'base64');
 
@@ -18,7 +19,9 @@ function assertCheckpoint(store: Store, cp: LedgerRecord, publicKey: string): vo
   assert.equal(cp.kind, 'checkpoint');
   assert.equal(cp.size, cp.seq, 'a checkpoint covers every record before it');
   assert.equal(cp.root, store.root(cp.size as number));
-  assert.ok(verifyPayload(raw(publicKey), checkpointPayload({ key_id: cp.key_id as string, root: cp.root as string, size: cp.size as number }), cp.signature as string));
+  assert.ok(
+    verifyPayload(raw(publicKey), checkpointPayload({ key_id: cp.key_id as string, root: cp.root as string, size: cp.size as number }), cp.signature as string),
+  );
 }
 
 test('the data dir key: created once (0600), reloaded, announced by one unsigned key record', async (t) => {
@@ -86,14 +89,21 @@ test('checkpointer: every N records, none when nothing is new, a final one on st
 
 test('checkpointer: the timer writes one when records are new; a failed checkpoint write is reported, not thrown', async (t) => {
   let failCheckpoints = false;
-  const store = await Store.open({ dataDir: tempDir(t), faults: { beforeCommit: (l) => { if (failCheckpoints && l === 'checkpoint') throw new Error('injected'); } } });
+  const store = await Store.open({
+    dataDir: tempDir(t),
+    faults: {
+      beforeCommit: (l) => {
+        if (failCheckpoints && l === 'checkpoint') throw new Error('injected');
+      },
+    },
+  });
   t.after(() => store.close());
   const key = loadOrCreateSigningKey(tempDir(t));
   await ensureKeyRecord(store, key);
   const errors: unknown[] = [];
   const cp = startCheckpointer(store, { key, everyRecords: 2, everyMs: 20, onError: (e) => errors.push(e) });
   await store.write((tx) => tx.append({ kind: 'x' }));
-  for (let i = 0; i < 100 && !store.latestCheckpoint(); i++) await new Promise((r) => setTimeout(r, 10));
+  await waitUntil(async () => (await store.latestCheckpoint()) !== undefined, 'the first checkpoint', 5_000, 10);
   assertCheckpoint(store, store.latestCheckpoint()!, key.public_key);
   failCheckpoints = true;
   await store.write((tx) => {
@@ -101,7 +111,7 @@ test('checkpointer: the timer writes one when records are new; a failed checkpoi
     tx.append({ kind: 'x' });
   });
   cp.maybeCheckpoint();
-  for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitUntil(() => errors.length > 0, 'the failed checkpoint to be reported', 5_000, 10);
   assert.ok(errors.length > 0 && errors.every((e) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE'));
   failCheckpoints = false;
   await cp.stop();
@@ -120,7 +130,10 @@ test('key rotation: a key record signed by the previous key, the old key file ke
   assert.ok(verifyPayload(raw(oldKey.public_key), keyPayload({ key_id: next.key_id, public_key: next.public_key }), record.signature as string));
   assert.equal(readKeyFile(join(dataDir, `signing-key.${oldKey.key_id}.json`)).key_id, oldKey.key_id);
   assert.equal(loadOrCreateSigningKey(dataDir).key_id, next.key_id);
-  assert.deepEqual(store.keys().map((k) => k.key_id), [oldKey.key_id, next.key_id]);
+  assert.deepEqual(
+    store.keys().map((k) => k.key_id),
+    [oldKey.key_id, next.key_id],
+  );
   await ensureKeyRecord(store, loadOrCreateSigningKey(dataDir));
   const cp = startCheckpointer(store, { key: loadOrCreateSigningKey(dataDir) });
   assertCheckpoint(store, (await cp.checkpointNow())!, next.public_key);
@@ -152,7 +165,10 @@ test('writ keygen and writ keys rotate', async (t) => {
   assert.equal(r.previous_key_id, first.key_id);
   assert.equal(r.seq, 1, 'the first key record, then the rotation');
   const store = await Store.open({ dataDir });
-  assert.deepEqual(store.keys().map((k) => k.key_id), [first.key_id, r.key_id]);
+  assert.deepEqual(
+    store.keys().map((k) => k.key_id),
+    [first.key_id, r.key_id],
+  );
   // While the store is open (a running server), rotation is refused by the lock.
   const refused = await runWrit(['keys', 'rotate', '--data-dir', dataDir]);
   assert.equal(refused.code, 1);
@@ -196,6 +212,9 @@ test('writ keys rotate of a signing_key_file: in place keeps the old key beside 
   assert.match(stale.stderr, /not the ledger's current key/);
   assert.equal(existsSync(join(dir, 'stale.json')), false);
   const reopened = await Store.open({ dataDir });
-  assert.deepEqual(reopened.keys().map((k) => k.key_id), [first.key_id, r1.key_id, r2.key_id]);
+  assert.deepEqual(
+    reopened.keys().map((k) => k.key_id),
+    [first.key_id, r1.key_id, r2.key_id],
+  );
   await reopened.close();
 });

@@ -87,13 +87,17 @@ test('stale locks: a dead pid, a reused pid with another start time, this pid (c
   // A live holder with a matching start time (here: the parent of this process) is respected.
   const parentStart = readFileSync(`/proc/${process.ppid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19];
   writeFileSync(lockPath, JSON.stringify({ pid: process.ppid, started: parentStart, host: hostname() }));
-  await assert.rejects(Store.open({ dataDir }), (e: unknown) => e instanceof WritError && e.code === 'STORE_LOCKED' && e.message === `data dir ${dataDir} is in use by pid ${process.ppid}`);
+  await assert.rejects(
+    Store.open({ dataDir }),
+    (e: unknown) => e instanceof WritError && e.code === 'STORE_LOCKED' && e.message === `data dir ${dataDir} is in use by pid ${process.ppid}`,
+  );
 });
 
 test('a stale lock taken over by several processes at once: exactly one holds the dir (seeded rounds)', { timeout: 120_000 }, async (t) => {
   const { hostname } = await import('node:os');
   // Each contender waits for the same instant, then takes the lock; a holder keeps it until killed.
-  const contender = (dataDir: string, at: number) => spawnSnippet(`
+  const contender = (dataDir: string, at: number) =>
+    spawnSnippet(`
     const { lockDataDir } = await import(${JSON.stringify(join(DIST_SRC, 'store/lock.js'))});
     while (Date.now() < ${at}) {}
     try {
@@ -106,13 +110,16 @@ test('a stale lock taken over by several processes at once: exactly one holds th
   `);
   for (let round = 0; round < 8; round++) {
     const dataDir = tempDir(t);
-    writeFileSync(join(dataDir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 4321, started: '1', host: hostname() }) + '\n');
+    writeFileSync(join(dataDir, LOCK_FILE), `${JSON.stringify({ pid: 2 ** 22 + 4321, started: '1', host: hostname() })}\n`);
     const at = Date.now() + 1500;
     const cs = Array.from({ length: 4 }, () => contender(dataDir, at));
     try {
       const lines = await Promise.all(cs.map((c) => c.firstLine));
       assert.equal(lines.filter((l) => l === 'HELD').length, 1, `round ${round}: ${lines.join(', ')}`);
-      assert.deepEqual(lines.filter((l) => l !== 'HELD'), ['REFUSED STORE_LOCKED', 'REFUSED STORE_LOCKED', 'REFUSED STORE_LOCKED']);
+      assert.deepEqual(
+        lines.filter((l) => l !== 'HELD'),
+        ['REFUSED STORE_LOCKED', 'REFUSED STORE_LOCKED', 'REFUSED STORE_LOCKED'],
+      );
     } finally {
       for (const c of cs) c.child.kill('SIGKILL');
       await Promise.all(cs.map((c) => c.exit));

@@ -29,7 +29,10 @@ test('migration: eight concurrent runs on a fresh database all succeed, and leav
 
 test('an unreachable database: open refuses with STORE_UNAVAILABLE quickly', async () => {
   const port = await freePort();
-  await assert.rejects(PgStore.open({ url: `postgres://postgres@127.0.0.1:${port}/none`, connectTimeoutMs: 1000 }), (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE');
+  await assert.rejects(
+    PgStore.open({ url: `postgres://postgres@127.0.0.1:${port}/none`, connectTimeoutMs: 1000 }),
+    (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE',
+  );
 });
 
 test('a database that goes away: writes and reads reject STORE_UNAVAILABLE, writable() is false, and the same store recovers', async () => {
@@ -39,7 +42,10 @@ test('a database that goes away: writes and reads reject STORE_UNAVAILABLE, writ
     await store.write((tx) => tx.append({ kind: 'before' }));
     server.pause();
     try {
-      await assert.rejects(store.write((tx) => tx.append({ kind: 'during' })), (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE');
+      await assert.rejects(
+        store.write((tx) => tx.append({ kind: 'during' })),
+        (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE',
+      );
       await assert.rejects(Promise.resolve(store.size()), (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE');
       assert.equal(await store.writable(), false);
     } finally {

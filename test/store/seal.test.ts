@@ -11,7 +11,33 @@ import { prng } from '../helpers/prng.js';
 
 const reader: SubtreeReader = { subtree: () => Buffer.alloc(32, 7) };
 // Keys chosen to fall in every gap between, and right beside, the assigned names.
-const KEYS = ['a', 'actor', 'h', 'hash0', 'hasg', 'kind2', 'p', 'prev0', 'prea', 'r', 'seq0', 'ser', 's', 't', 'ts0', 'tr', 'u', 'v0', 'va', 'w', 'zz', 'é', '\u{1F600}', 'A', '_'];
+const KEYS = [
+  'a',
+  'actor',
+  'h',
+  'hash0',
+  'hasg',
+  'kind2',
+  'p',
+  'prev0',
+  'prea',
+  'r',
+  'seq0',
+  'ser',
+  's',
+  't',
+  'ts0',
+  'tr',
+  'u',
+  'v0',
+  'va',
+  'w',
+  'zz',
+  'é',
+  '\u{1F600}',
+  'A',
+  '_',
+];
 
 function randomValue(next: () => number, depth = 0): unknown {
   const r = next();
@@ -50,5 +76,5 @@ test('presealed members seal to the same record text and hash as the fields, and
 test('presealMembers refuses store-assigned fields and a missing kind', () => {
   assert.throws(() => presealMembers({ kind: 'x', seq: 1 }), /assigned by the store/);
   assert.throws(() => presealMembers({ kind: '' }), /kind/);
-  assert.throws(() => sealNextRecord({ kind: 'x' }, 0, 'sha256:' + '0'.repeat(64), reader, { parts: ['', ''] }), /one part per gap/);
+  assert.throws(() => sealNextRecord({ kind: 'x' }, 0, `sha256:${'0'.repeat(64)}`, reader, { parts: ['', ''] }), /one part per gap/);
 });

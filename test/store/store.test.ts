@@ -30,7 +30,7 @@ test('append assigns v, seq, ts, prev and hash; records and export lines round-t
   t.after(() => store.close());
   assert.equal(store.size(), 0);
   assert.equal(store.head(), ZERO_HASH);
-  const first = await store.write((tx) => tx.append({ kind: 'policy', policy_version: 'sha256:' + '1'.repeat(64), note: undefined }));
+  const first = await store.write((tx) => tx.append({ kind: 'policy', policy_version: `sha256:${'1'.repeat(64)}`, note: undefined }));
   assert.equal(first.seq, 0);
   assert.equal(first.record.prev, ZERO_HASH);
   assert.equal('note' in first.record, false, 'undefined fields are dropped as JCS drops them');
@@ -44,8 +44,14 @@ test('append assigns v, seq, ts, prev and hash; records and export lines round-t
   assert.deepEqual([...store.exportLines(1, 2)], [recordLine(all[1]!)]);
   assert.equal(store.getRecord(3), undefined);
   assert.equal(store.getRecord(-1), undefined);
-  await assert.rejects(store.write((tx) => tx.append({ kind: 'x', seq: 5 })), /assigned by the store/);
-  await assert.rejects(store.write((tx) => tx.append({ kind: '' })), /non-empty string kind/);
+  await assert.rejects(
+    store.write((tx) => tx.append({ kind: 'x', seq: 5 })),
+    /assigned by the store/,
+  );
+  await assert.rejects(
+    store.write((tx) => tx.append({ kind: '' })),
+    /non-empty string kind/,
+  );
   assert.equal(store.size(), 3);
 });
 
@@ -101,9 +107,18 @@ test('roots and proofs from stored nodes equal the pure Merkle functions over th
     }
   }
   assert.equal(store.root(0), 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
-  assert.throws(() => store.root(store.size() + 1), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
-  assert.throws(() => store.inclusionProof(5, 5), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
-  assert.throws(() => store.consistencyProof(6, 5), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
+  assert.throws(
+    () => store.root(store.size() + 1),
+    (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+  );
+  assert.throws(
+    () => store.inclusionProof(5, 5),
+    (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+  );
+  assert.throws(
+    () => store.consistencyProof(6, 5),
+    (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+  );
 });
 
 test('tables: a tx sees its own writes and earlier ones; get/entries read committed state; del removes', async (t) => {
@@ -127,7 +142,13 @@ test('tables: a tx sees its own writes and earlier ones; get/entries read commit
     tx.put('executions', 'b', { n: 2 });
     tx.del('executions', 'ab');
   });
-  assert.deepEqual([...store.entries('executions')], [['a', { state: 'invoking' }], ['b', { n: 2 }]]);
+  assert.deepEqual(
+    [...store.entries('executions')],
+    [
+      ['a', { state: 'invoking' }],
+      ['b', { n: 2 }],
+    ],
+  );
   assert.deepEqual([...store.entries('executions', 'a')], [['a', { state: 'invoking' }]]);
   assert.deepEqual([...store.entries('approvals')], [['a', 'other table']]);
   const copy = store.get<{ state: string }>('executions', 'a')!;
@@ -138,7 +159,10 @@ test('tables: a tx sees its own writes and earlier ones; get/entries read commit
 test('listRecords pages by kind, actor and execution_id from the indexes; next is the from of the next page', async (t) => {
   const store = await Store.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
-  const agents = [{ type: 'Agent', id: 'a"1' }, { type: 'Agent', id: 'b' }];
+  const agents = [
+    { type: 'Agent', id: 'a"1' },
+    { type: 'Agent', id: 'b' },
+  ];
   await store.write((tx) => {
     for (let i = 0; i < 60; i++) {
       tx.append({ kind: i % 3 === 0 ? 'decision' : 'outcome', actor: agents[i % 2], execution_id: `E-${i % 4}` });
@@ -161,19 +185,41 @@ test('listRecords pages by kind, actor and execution_id from the indexes; next i
   };
   const all = [...store.exportLines()].map((l) => JSON.parse(l) as LedgerRecord);
   const expect = (pred: (r: LedgerRecord) => boolean) => all.filter(pred).map((r) => r.seq);
-  assert.deepEqual(collect({}).out, expect(() => true));
-  assert.deepEqual(collect({ kind: 'decision' }).out, expect((r) => r.kind === 'decision'));
+  assert.deepEqual(
+    collect({}).out,
+    expect(() => true),
+  );
+  assert.deepEqual(
+    collect({ kind: 'decision' }).out,
+    expect((r) => r.kind === 'decision'),
+  );
   const a1 = uidKey(agents[0]!);
-  assert.deepEqual(collect({ actor: a1 }).out, expect((r) => JSON.stringify(r.actor) === JSON.stringify({ id: 'a"1', type: 'Agent' })));
-  assert.deepEqual(collect({ execution_id: 'E-2' }).out, expect((r) => r.execution_id === 'E-2'));
-  assert.deepEqual(collect({ execution_id: 'E-2', kind: 'decision', actor: uidKey(agents[0]!) }).out, expect((r) => r.execution_id === 'E-2' && r.kind === 'decision'));
+  assert.deepEqual(
+    collect({ actor: a1 }).out,
+    expect((r) => JSON.stringify(r.actor) === JSON.stringify({ id: 'a"1', type: 'Agent' })),
+  );
+  assert.deepEqual(
+    collect({ execution_id: 'E-2' }).out,
+    expect((r) => r.execution_id === 'E-2'),
+  );
+  assert.deepEqual(
+    collect({ execution_id: 'E-2', kind: 'decision', actor: uidKey(agents[0]!) }).out,
+    expect((r) => r.execution_id === 'E-2' && r.kind === 'decision'),
+  );
   assert.deepEqual(collect({ execution_id: 'x'.repeat(3000) }).out, [61], 'long terms are indexed by digest');
   assert.deepEqual(collect({ kind: 'nope' }), { out: [], pages: 1 });
   const page = store.listRecords({ from: 55, limit: 1000 });
-  assert.deepEqual(page.records.map((r) => r.seq), [55, 56, 57, 58, 59, 60, 61]);
+  assert.deepEqual(
+    page.records.map((r) => r.seq),
+    [55, 56, 57, 58, 59, 60, 61],
+  );
   assert.equal(page.next, null);
   assert.equal(store.listRecords({ from: 10, limit: 5 }).next, 15);
-  for (const limit of [0, 1001, 1.5]) assert.throws(() => store.listRecords({ limit }), (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST');
+  for (const limit of [0, 1001, 1.5])
+    assert.throws(
+      () => store.listRecords({ limit }),
+      (e: unknown) => e instanceof WritError && e.code === 'INVALID_REQUEST',
+    );
 });
 
 test('listRecords with disjoint large filters answers short pages with next (bounded work per call), and following next finds every match', async (t) => {
@@ -209,7 +255,10 @@ test('concurrent writes group-commit: 50 writers share far fewer than 50 fsyncs,
   t.after(() => store.close());
   const before = store.stats();
   const seqs = await Promise.all(Array.from({ length: 50 }, (_, i) => store.write((tx) => tx.append({ kind: 'k', i }).seq)));
-  assert.deepEqual(seqs, Array.from({ length: 50 }, (_, i) => i));
+  assert.deepEqual(
+    seqs,
+    Array.from({ length: 50 }, (_, i) => i),
+  );
   const after = store.stats();
   assert.equal(after.writes - before.writes, 50);
   assert.ok(after.commits - before.commits < 10, `50 concurrent writes took ${after.commits - before.commits} commits`);
@@ -228,7 +277,10 @@ test('latestCheckpoint and keys come from the kind index; writable() commits a p
     tx.append({ kind: 'other' });
   });
   assert.equal(store.latestCheckpoint()!.seq, 3);
-  assert.deepEqual(store.keys(), [{ key_id: 'ed25519:1', public_key: 'AA==' }, { key_id: 'ed25519:2', public_key: 'AQ==' }]);
+  assert.deepEqual(store.keys(), [
+    { key_id: 'ed25519:1', public_key: 'AA==' },
+    { key_id: 'ed25519:2', public_key: 'AQ==' },
+  ]);
   const commits = store.stats().commits;
   assert.equal(await store.writable(), true);
   assert.equal(store.stats().commits, commits + 1);

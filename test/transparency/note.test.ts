@@ -3,7 +3,18 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { privateKeyFromSeed } from '../../src/ledger/signing.js';
 import {
-  NoteError, SIG_COSIGNATURE_V1, SIG_ED25519, cosignText, cosignedMessage, encodeVkey, formatNote, parseNote, parseSignatureLine, parseVkey, signNoteText, verifyNote,
+  type NoteError,
+  SIG_COSIGNATURE_V1,
+  SIG_ED25519,
+  cosignText,
+  cosignedMessage,
+  encodeVkey,
+  formatNote,
+  parseNote,
+  parseSignatureLine,
+  parseVkey,
+  signNoteText,
+  verifyNote,
 } from '../../src/transparency/note.js';
 import { rawPublicKey } from '../../src/ledger/signing.js';
 
@@ -17,7 +28,7 @@ const ENOCH_SIG = '— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2
 
 const peterSeed = Buffer.from(PETER_SKEY.split('+').slice(4).join('+'), 'base64').subarray(1);
 
-test('signed-note: the key id, vkey and signature of sumdb/note\'s test key, byte for byte', () => {
+test("signed-note: the key id, vkey and signature of sumdb/note's test key, byte for byte", () => {
   const key = privateKeyFromSeed(peterSeed);
   assert.equal(encodeVkey('PeterNeumann', SIG_ED25519, rawPublicKey(key)), PETER_VKEY);
   const v = parseVkey(PETER_VKEY);
@@ -26,31 +37,53 @@ test('signed-note: the key id, vkey and signature of sumdb/note\'s test key, byt
   assert.equal(formatNote(TEXT, [PETER_SIG]), `${TEXT}\n${PETER_SIG}`);
 });
 
-test('signed-note: verification ignores unknown keys, refuses a known key\'s bad signature and an unsigned note', () => {
+test("signed-note: verification ignores unknown keys, refuses a known key's bad signature and an unsigned note", () => {
   const peter = parseVkey(PETER_VKEY);
   const enoch = parseVkey(ENOCH_VKEY);
-  const note = TEXT + '\n' + PETER_SIG + ENOCH_SIG;
-  assert.deepEqual(verifyNote(note, [peter]).verified.map((v) => v.key.name), ['PeterNeumann']);
-  assert.deepEqual(verifyNote(note, [peter, enoch]).verified.map((v) => v.key.name), ['PeterNeumann', 'EnochRoot']);
-  assert.throws(() => verifyNote(note, []), (e: NoteError) => e.code === 'UNVERIFIED');
-  const tampered = TEXT + '\n' + PETER_SIG.slice(0, 60) + 'ABCD' + PETER_SIG.slice(60);
-  assert.throws(() => verifyNote(tampered, [peter]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
+  const note = `${TEXT}\n${PETER_SIG}${ENOCH_SIG}`;
+  assert.deepEqual(
+    verifyNote(note, [peter]).verified.map((v) => v.key.name),
+    ['PeterNeumann'],
+  );
+  assert.deepEqual(
+    verifyNote(note, [peter, enoch]).verified.map((v) => v.key.name),
+    ['PeterNeumann', 'EnochRoot'],
+  );
+  assert.throws(
+    () => verifyNote(note, []),
+    (e: NoteError) => e.code === 'UNVERIFIED',
+  );
+  const tampered = `${TEXT}\n${PETER_SIG.slice(0, 60)}ABCD${PETER_SIG.slice(60)}`;
+  assert.throws(
+    () => verifyNote(tampered, [peter]),
+    (e: NoteError) => e.code === 'BAD_SIGNATURE',
+  );
   // The same text signed, but another text presented.
-  assert.throws(() => verifyNote(TEXT.replace('answer', 'answers') + '\n' + PETER_SIG, [peter]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
+  assert.throws(
+    () => verifyNote(`${TEXT.replace('answer', 'answers')}\n${PETER_SIG}`, [peter]),
+    (e: NoteError) => e.code === 'BAD_SIGNATURE',
+  );
 });
 
-test('signed-note: malformed notes (sumdb/note\'s list) are refused', () => {
+test("signed-note: malformed notes (sumdb/note's list) are refused", () => {
   for (const bad of [
     TEXT,
-    TEXT + '\n',
-    TEXT + '\n' + PETER_SIG.slice(0, -1),
-    '\x01' + TEXT + '\n' + PETER_SIG,
-    TEXT + '\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=',
-    TEXT + '\n' + PETER_SIG + 'Unexpected line.\n',
+    `${TEXT}\n`,
+    `${TEXT}\n${PETER_SIG.slice(0, -1)}`,
+    `\x01${TEXT}\n${PETER_SIG}`,
+    `${TEXT}\n— Bad Name x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=`,
+    `${TEXT}\n${PETER_SIG}Unexpected line.\n`,
   ]) {
-    assert.throws(() => parseNote(bad), (e: NoteError) => e.code === 'MALFORMED', JSON.stringify(bad));
+    assert.throws(
+      () => parseNote(bad),
+      (e: NoteError) => e.code === 'MALFORMED',
+      JSON.stringify(bad),
+    );
   }
-  assert.throws(() => parseNote(Buffer.from([0xff, 0x0a, 0x0a])), (e: NoteError) => e.code === 'MALFORMED');
+  assert.throws(
+    () => parseNote(Buffer.from([0xff, 0x0a, 0x0a])),
+    (e: NoteError) => e.code === 'MALFORMED',
+  );
 });
 
 test('vkeys: manglings are refused (sumdb/note TestNewVerifier)', () => {
@@ -62,7 +95,12 @@ test('vkeys: manglings are refused (sumdb/note TestNewVerifier)', () => {
     PETER_VKEY.slice(0, -1),
     'Peter Neumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW',
   ];
-  for (const k of bad) assert.throws(() => parseVkey(k), (e: NoteError) => e.code === 'MALFORMED', k);
+  for (const k of bad)
+    assert.throws(
+      () => parseVkey(k),
+      (e: NoteError) => e.code === 'MALFORMED',
+      k,
+    );
 });
 
 // c2sp.org/tlog-cosignature's example: the witness line's signature carries its timestamp, and the
@@ -70,7 +108,7 @@ test('vkeys: manglings are refused (sumdb/note TestNewVerifier)', () => {
 const SOFA = 'example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n';
 const W1_LINE = '— witness.example.com/w1 jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcrtPHeolMI5OWXEhZCB9dlrDJsX3b2oyin1nPZqhf5nNo0xUe+mbIUBkBIfZ+qnA==';
 
-test('tlog-cosignature: the spec example\'s line and signed message', () => {
+test("tlog-cosignature: the spec example's line and signed message", () => {
   const sig = parseSignatureLine(W1_LINE);
   assert.equal(sig.name, 'witness.example.com/w1');
   assert.equal(sig.signature.length, 72);
@@ -79,7 +117,9 @@ test('tlog-cosignature: the spec example\'s line and signed message', () => {
     cosignedMessage(SOFA, 1679315147).toString(),
     'cosignature/v1\ntime 1679315147\nexample.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n',
   );
-  const note = parseNote(`${SOFA}\n— example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n${W1_LINE}\n`);
+  const note = parseNote(
+    `${SOFA}\n— example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n${W1_LINE}\n`,
+  );
   assert.equal(note.text, SOFA);
   assert.equal(note.signatures.length, 2);
 });
@@ -94,8 +134,14 @@ test('tlog-cosignature: a cosignature verifies under its 0x04 vkey, with its tim
   const sig = parseSignatureLine(line);
   sig.signature.writeBigUInt64BE(1700000001n, 0);
   const forged = `— witness.example/w ${Buffer.concat([Buffer.from(line.split(' ')[2]!, 'base64').subarray(0, 4), sig.signature]).toString('base64')}\n`;
-  assert.throws(() => verifyNote(`${SOFA}\n${forged}`, [vkey]), (e: NoteError) => e.code === 'BAD_SIGNATURE');
+  assert.throws(
+    () => verifyNote(`${SOFA}\n${forged}`, [vkey]),
+    (e: NoteError) => e.code === 'BAD_SIGNATURE',
+  );
   // The same key as a log key (type 0x01) has another key id: the cosignature is not taken for it.
   const asLog = parseVkey(encodeVkey('witness.example/w', SIG_ED25519, rawPublicKey(privateKey)));
-  assert.throws(() => verifyNote(`${SOFA}\n${line}`, [asLog]), (e: NoteError) => e.code === 'UNVERIFIED');
+  assert.throws(
+    () => verifyNote(`${SOFA}\n${line}`, [asLog]),
+    (e: NoteError) => e.code === 'UNVERIFIED',
+  );
 });

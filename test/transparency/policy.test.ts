@@ -9,7 +9,7 @@ import { formatTlogProof, parseTlogProof } from '../../src/transparency/proof.js
 const key = () => rawPublicKey(generateKeyPairSync('ed25519').privateKey);
 const w = (name: string) => encodeVkey(name, SIG_COSIGNATURE_V1, key());
 
-test('tlog-policy: the spec\'s two-level example, its thresholds and its quorum', () => {
+test("tlog-policy: the spec's two-level example, its thresholds and its quorum", () => {
   const text = [
     `log ${encodeVkey('example.com/log', SIG_ED25519, key())}`,
     '',
@@ -46,7 +46,11 @@ test('tlog-policy: refusals', () => {
     `witness none ${a}\nquorum none\n`,
     `frobnicate\nquorum none\n`,
   ]) {
-    assert.throws(() => parsePolicy(bad), (e: NoteError) => e.code === 'MALFORMED', bad);
+    assert.throws(
+      () => parsePolicy(bad),
+      (e: NoteError) => e.code === 'MALFORMED',
+      bad,
+    );
   }
 });
 
@@ -54,14 +58,17 @@ test('tlog-proof: formats as the spec lays it out, and parses back', () => {
   const note = 'example.com/fancylog\n109482\nsFodV/vSp5O8n9a8QpW6PRY97tfOSW5bsc2Xl/EQi08=\n\n— example.com/fancylog hI2DJw==\n';
   const path = ['gSKyXoYZUgZ6jduWYrkDOARinOMGJveXjgMkBTcdPlQ=', 'B95lDa8R83lS8n0eG+o0buTxRKQTYFi//1U8anccXmA='].map((b) => Buffer.from(b, 'base64'));
   const text = formatTlogProof({ index: 73894, path, note });
-  assert.equal(text, `c2sp.org/tlog-proof@v1\nindex 73894\ngSKyXoYZUgZ6jduWYrkDOARinOMGJveXjgMkBTcdPlQ=\nB95lDa8R83lS8n0eG+o0buTxRKQTYFi//1U8anccXmA=\n\n${note}`);
+  assert.equal(
+    text,
+    `c2sp.org/tlog-proof@v1\nindex 73894\ngSKyXoYZUgZ6jduWYrkDOARinOMGJveXjgMkBTcdPlQ=\nB95lDa8R83lS8n0eG+o0buTxRKQTYFi//1U8anccXmA=\n\n${note}`,
+  );
   assert.deepEqual(parseTlogProof(text), { index: 73894, path, note });
   const extra = Buffer.from('age-v1.2.1-darwin-arm64.tar.gz');
   assert.deepEqual(parseTlogProof(formatTlogProof({ index: 0, path: [], note, extra })), { index: 0, path: [], note, extra });
-  assert.throws(() => parseTlogProof('c2sp.org/tlog-proof@v1\nindex 01\n\n' + note), NoteError);
+  assert.throws(() => parseTlogProof(`c2sp.org/tlog-proof@v1\nindex 01\n\n${note}`), NoteError);
 });
 
-test('checkNoteUnderPolicy: log signature, witness cosignatures, quorum, and a known key\'s bad signature', async () => {
+test("checkNoteUnderPolicy: log signature, witness cosignatures, quorum, and a known key's bad signature", async () => {
   const { generateKeyPairSync: gen } = await import('node:crypto');
   const { checkNoteUnderPolicy } = await import('../../src/transparency/policy.js');
   const { cosignText, formatNote, signNoteText } = await import('../../src/transparency/note.js');

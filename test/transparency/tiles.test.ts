@@ -4,7 +4,16 @@ import { createHash } from 'node:crypto';
 import { memoryReader, rootAt, type SubtreeReader } from '../../src/ledger/merkle/tree.js';
 import { nodeHash } from '../../src/ledger/merkle/hasher.js';
 import {
-  TILE_WIDTH, decodeEntryBundle, encodeEntryBundle, encodeTileIndex, parseTilePath, tileExists, tileHashes, tilePath, tilesForSize, type TileRef,
+  TILE_WIDTH,
+  decodeEntryBundle,
+  encodeEntryBundle,
+  encodeTileIndex,
+  parseTilePath,
+  tileExists,
+  tileHashes,
+  tilePath,
+  tilesForSize,
+  type TileRef,
 } from '../../src/transparency/tiles.js';
 
 test('tlog-tiles: index path elements, as the spec writes 1234067', () => {
@@ -18,31 +27,68 @@ test('tlog-tiles: index path elements, as the spec writes 1234067', () => {
 });
 
 test('tlog-tiles: paths parse back, and only as the spec writes them', () => {
-  for (const t of [{ level: 0, index: 1234067, width: 256 }, { level: 'entries', index: 5, width: 7 }, { level: 63, index: 0, width: 255 }] as TileRef[]) {
+  for (const t of [
+    { level: 0, index: 1234067, width: 256 },
+    { level: 'entries', index: 5, width: 7 },
+    { level: 63, index: 0, width: 255 },
+  ] as TileRef[]) {
     assert.deepEqual(parseTilePath(tilePath(t).slice('tile/'.length)), t);
   }
-  for (const bad of ['0/67', '0/0067', '00/067', '64/000', '0/x000/067', '0/001/067', '0/067.p/0', '0/067.p/256', '0/067.p/07', '0/067.p/', 'entries/067/', 'x/067', '0/X001/067']) {
+  for (const bad of [
+    '0/67',
+    '0/0067',
+    '00/067',
+    '64/000',
+    '0/x000/067',
+    '0/001/067',
+    '0/067.p/0',
+    '0/067.p/256',
+    '0/067.p/07',
+    '0/067.p/',
+    'entries/067/',
+    'x/067',
+    '0/X001/067',
+  ]) {
     assert.equal(parseTilePath(bad), undefined, bad);
   }
 });
 
-test('tlog-tiles: the tiles of a tree of 70,000 and of 256 are the spec\'s', () => {
+test("tlog-tiles: the tiles of a tree of 70,000 and of 256 are the spec's", () => {
   const tiles = tilesForSize(70000);
   const count = (level: number | 'entries', width?: number) => tiles.filter((t) => t.level === level && (width === undefined || t.width === width)).length;
   assert.equal(count(0, 256), 273);
-  assert.deepEqual(tiles.filter((t) => t.level === 0 && t.width < 256), [{ level: 0, index: 273, width: 112 }]);
+  assert.deepEqual(
+    tiles.filter((t) => t.level === 0 && t.width < 256),
+    [{ level: 0, index: 273, width: 112 }],
+  );
   assert.equal(count('entries'), 274);
   assert.equal(count(1, 256), 1);
-  assert.deepEqual(tiles.filter((t) => t.level === 1 && t.width < 256), [{ level: 1, index: 1, width: 17 }]);
-  assert.deepEqual(tiles.filter((t) => t.level === 2), [{ level: 2, index: 0, width: 1 }]);
-  assert.deepEqual(tilesForSize(256).filter((t) => t.level !== 'entries'), [{ level: 0, index: 0, width: 256 }, { level: 1, index: 0, width: 1 }]);
+  assert.deepEqual(
+    tiles.filter((t) => t.level === 1 && t.width < 256),
+    [{ level: 1, index: 1, width: 17 }],
+  );
+  assert.deepEqual(
+    tiles.filter((t) => t.level === 2),
+    [{ level: 2, index: 0, width: 1 }],
+  );
+  assert.deepEqual(
+    tilesForSize(256).filter((t) => t.level !== 'entries'),
+    [
+      { level: 0, index: 0, width: 256 },
+      { level: 1, index: 0, width: 1 },
+    ],
+  );
   assert.deepEqual(tilesForSize(0), []);
   assert.equal(tileExists({ level: 0, index: 0, width: 5 }, 5), true);
   assert.equal(tileExists({ level: 0, index: 0, width: 6 }, 5), false);
   assert.equal(tileExists({ level: 1, index: 0, width: 1 }, 255), false);
 });
 
-const leafOf = (i: number) => createHash('sha256').update(Buffer.from([0])).update(String(i)).digest();
+const leafOf = (i: number) =>
+  createHash('sha256')
+    .update(Buffer.from([0]))
+    .update(String(i))
+    .digest();
 
 /** A reader of complete subtrees that knows nothing but the tiles: what a tlog-tiles client does. */
 function tilesOnlyReader(tiles: Map<string, Buffer[]>): SubtreeReader {
@@ -63,7 +109,7 @@ function tilesOnlyReader(tiles: Map<string, Buffer[]>): SubtreeReader {
   return reader;
 }
 
-test('tlog-tiles: tiles of trees of 1, 255, 256, 257 and 65,537 leaves give the RFC 9162 root, and each level-1 hash is its full level-0 tile\'s root', () => {
+test("tlog-tiles: tiles of trees of 1, 255, 256, 257 and 65,537 leaves give the RFC 9162 root, and each level-1 hash is its full level-0 tile's root", () => {
   const leaves = Array.from({ length: 65537 }, (_, i) => leafOf(i));
   const stored = memoryReader(leaves);
   for (const size of [1, 255, 256, 257, 65537]) {

@@ -19,7 +19,7 @@ function witness() {
   };
 }
 
-test('tlog-witness: the spec\'s example body parses (old size, four proof lines, the checkpoint)', () => {
+test("tlog-witness: the spec's example body parses (old size, four proof lines, the checkpoint)", () => {
   const body = [
     'old 20852014',
     'PlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=',
@@ -53,8 +53,8 @@ test('tlog-witness: 200 from 0, then up with consistency proofs; every refusal c
   assert.deepEqual(add(log.body(0, 300)), { status: 409, size: 257, reason: 'the latest cosigned size is 257, not 0' });
   assert.equal(add(log.body(256, 300)).status, 409);
   // 400: malformed, or an old size beyond the checkpoint.
-  assert.equal(add('old 01\n\n' + log.note(300)).status, 400);
-  assert.equal(add('old 257\nnot-base64\n\n' + log.note(300)).status, 400);
+  assert.equal(add(`old 01\n\n${log.note(300)}`).status, 400);
+  assert.equal(add(`old 257\nnot-base64\n\n${log.note(300)}`).status, 400);
   assert.equal(add(log.body(257, 300).replace(/\n\n/, '\n')).status, 400);
   assert.equal(add(log.body(300, 257, { proof: [] })).status, 400);
   // 403: no trusted signature (another key under the same name, or a tampered note).

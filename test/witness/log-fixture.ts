@@ -33,6 +33,6 @@ export class TestLog {
   /** An add-checkpoint body from `old` to `size`. */
   body(old: number, size: number, o: { note?: string; proof?: Buffer[] } = {}): string {
     const proof = o.proof ?? (old > 0 && old < size ? consistencyProof(old, size, this.reader) : []);
-    return `old ${old}\n${proof.map((p) => p.toString('base64') + '\n').join('')}\n${o.note ?? this.note(size)}`;
+    return `old ${old}\n${proof.map((p) => `${p.toString('base64')}\n`).join('')}\n${o.note ?? this.note(size)}`;
   }
 }

@@ -20,11 +20,15 @@ const GOLDEN = new URL('../golden/binding.json', import.meta.url);
 
 function binding(server, tool, canonical) {
   const payload = `writ-bind/1\n{"arguments":${canonical},"server":${JSON.stringify(server)},"tool":${JSON.stringify(tool)}}`;
-  return 'writ-bind/1:sha256:' + createHash('sha256').update(payload, 'utf8').digest('hex');
+  return `writ-bind/1:sha256:${createHash('sha256').update(payload, 'utf8').digest('hex')}`;
 }
 
 const ok = (name, input, canonical, server = 'demo', tool = 'call') => ({
-  name, server, tool, input, expect: { binding: binding(server, tool, canonical), canonical },
+  name,
+  server,
+  tool,
+  input,
+  expect: { binding: binding(server, tool, canonical), canonical },
 });
 const err = (name, input, error, server = 'demo', tool = 'call') => ({ name, server, tool, input, expect: { error } });
 
@@ -51,9 +55,11 @@ const numbers = [
   ok('decimal written with a long exponent (125e-1)', R`{"n":125e-1}`, '{"n":12.5}'),
   ok('decimal 0.1 stays 0.1', R`{"n":0.1}`, '{"n":0.1}'),
   ok('integers and decimals in one array', R`{"n":[1,1.5,-2,-2.25,0]}`, '{"n":[1,1.5,-2,-2.25,0]}'),
-  ok('RFC 8785 example restricted to the admitted domain',
+  ok(
+    'RFC 8785 example restricted to the admitted domain',
     R`{"numbers": [4.50, 2e-3], "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/", "literals": [null, true, false]}`,
-    '{"literals":[null,true,false],"numbers":[4.5,0.002],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'),
+    '{"literals":[null,true,false],"numbers":[4.5,0.002],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+  ),
 ];
 
 const strings = [
@@ -81,9 +87,11 @@ const keys = [
   ok('numeric-looking keys sorted as strings', R`{"2":"b","100":"c","1":"a"}`, '{"1":"a","100":"c","2":"b"}'),
   ok('astral key (U+10000) sorts before private-use BMP key (U+E000)', R`{"\ue000":1,"\ud800\udc00":2}`, '{"𐀀":2,"\ue000":1}'),
   ok('astral key sorts before U+FB33', R`{"\ufb33":1,"\ud83d\ude00":2}`, '{"😀":2,"\ufb33":1}'),
-  ok('RFC 8785 sorting example',
+  ok(
+    'RFC 8785 sorting example',
     R`{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}`,
-    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign","😀":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}'),
+    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","ö":"Latin Small Letter O With Diaeresis","€":"Euro Sign","😀":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+  ),
   ok('upper case sorts before underscore before lower case', R`{"a":1,"A":2,"_":3,"B":4}`, '{"A":2,"B":4,"_":3,"a":1}'),
   ok('prefix sorts first', R`{"ab":1,"a":2}`, '{"a":2,"ab":1}'),
   ok('empty key sorts first', R`{"a":1,"":0}`, '{"":0,"a":1}'),
@@ -93,8 +101,11 @@ const keys = [
   ok('__proto__ key is plain data', R`{"__proto__":{"admin":true}}`, '{"__proto__":{"admin":true}}'),
   ok('escaped __proto__ key is plain data', R`{"\u005f_proto__":{"polluted":1}}`, '{"__proto__":{"polluted":1}}'),
   ok('constructor.prototype is plain data', R`{"constructor":{"prototype":{"isAdmin":true}}}`, '{"constructor":{"prototype":{"isAdmin":true}}}'),
-  ok('Object.prototype method names are plain data', R`{"toString":"x","hasOwnProperty":1,"valueOf":[],"toJSON":"y"}`,
-    '{"hasOwnProperty":1,"toJSON":"y","toString":"x","valueOf":[]}'),
+  ok(
+    'Object.prototype method names are plain data',
+    R`{"toString":"x","hasOwnProperty":1,"valueOf":[],"toJSON":"y"}`,
+    '{"hasOwnProperty":1,"toJSON":"y","toString":"x","valueOf":[]}',
+  ),
   ok('__proto__ beside ordinary keys', R`{"b":1,"__proto__":null,"a":2}`, '{"__proto__":null,"a":2,"b":1}'),
 ];
 
@@ -107,8 +118,11 @@ const structure = [
   ok('booleans', R`{"t":true,"f":false}`, '{"f":false,"t":true}'),
   ok('depth 64 of arrays is admitted', `{"a":${nest('[', ']', 63)}}`, `{"a":${nest('[', ']', 63)}}`),
   ok('depth 64 of objects is admitted', nest('{"a":', '}', 64, '1'), nest('{"a":', '}', 64, '1')),
-  ok('depth 64 mixed, deepest container holds values', `{"a":${nest('[{"b":', '}]', 31, '[1,"x",null]')}}`,
-    `{"a":${nest('[{"b":', '}]', 31, '[1,"x",null]')}}`),
+  ok(
+    'depth 64 mixed, deepest container holds values',
+    `{"a":${nest('[{"b":', '}]', 31, '[1,"x",null]')}}`,
+    `{"a":${nest('[{"b":', '}]', 31, '[1,"x",null]')}}`,
+  ),
   ok('argument object like the contract example', R`{"employee_id": "7721"}`, '{"employee_id":"7721"}', 'idp', 'disable_sign_in'),
   ok('non-ASCII server and tool names', R`{"x":1}`, '{"x":1}', 'sérveur', 'outil/ü'),
 ];
@@ -161,10 +175,17 @@ const refusals = [
 
 const golden = JSON.parse(readFileSync(GOLDEN, 'utf8')).vectors;
 
-const files = { 'golden.json': golden, 'numbers.json': numbers, 'strings.json': strings, 'keys.json': keys, 'structure.json': structure, 'refusals.json': refusals };
+const files = {
+  'golden.json': golden,
+  'numbers.json': numbers,
+  'strings.json': strings,
+  'keys.json': keys,
+  'structure.json': structure,
+  'refusals.json': refusals,
+};
 let total = 0;
 for (const [file, vectors] of Object.entries(files)) {
-  writeFileSync(new URL(file, here), JSON.stringify(vectors, null, 2) + '\n');
+  writeFileSync(new URL(file, here), `${JSON.stringify(vectors, null, 2)}\n`);
   total += vectors.length;
 }
 console.log(`wrote ${total} vectors`);

@@ -116,7 +116,7 @@ export class Api {
     }
     if (!res.ok) {
       const error = (answer as { error?: { code?: string; message?: string } }).error;
-      throw new ApiError(res.status, error?.code ?? 'HTTP_' + res.status, error?.message ?? `HTTP ${res.status}`);
+      throw new ApiError(res.status, error?.code ?? `HTTP_${res.status}`, error?.message ?? `HTTP ${res.status}`);
     }
     return answer as T;
   }
@@ -128,7 +128,13 @@ export class Api {
 
   /** Approves exactly the binding and envelope digest shown. */
   approve(p: PendingApproval, expiresAt: string): Promise<{ approval_id: string }> {
-    return this.post('/v1/approvals', { actor: p.actor, execution_id: p.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at: expiresAt });
+    return this.post('/v1/approvals', {
+      actor: p.actor,
+      execution_id: p.execution_id,
+      binding: p.binding,
+      envelope_digest: p.envelope_digest,
+      expires_at: expiresAt,
+    });
   }
 
   /** Whether the token is an auditor's (the console's own check: always 200, never a failed load). */
@@ -144,7 +150,11 @@ export class Api {
     const r = await this.get<LedgerRecord>(`/v1/ledger/records/${seq}`);
     // Drawn and proved as record #seq: another record in its place would show one record twice and hide one.
     if (r === null || typeof r !== 'object' || r.seq !== seq) {
-      throw new ApiError(200, 'MALFORMED', `the sidecar answered record #${seq} with ${r !== null && typeof r === 'object' ? `record #${String(r.seq)}` : 'no record'}`);
+      throw new ApiError(
+        200,
+        'MALFORMED',
+        `the sidecar answered record #${seq} with ${r !== null && typeof r === 'object' ? `record #${String(r.seq)}` : 'no record'}`,
+      );
     }
     return r;
   }
@@ -174,7 +184,7 @@ export class Api {
       throw new ApiError(0, 'NETWORK', `the sidecar could not be reached (${(e as Error).message})`);
     }
     if (res.status === 404) return null;
-    if (!res.ok) throw new ApiError(res.status, 'HTTP_' + res.status, `/ledger/checkpoint answered HTTP ${res.status}`);
+    if (!res.ok) throw new ApiError(res.status, `HTTP_${res.status}`, `/ledger/checkpoint answered HTTP ${res.status}`);
     return res.text();
   }
 
@@ -239,5 +249,4 @@ export class Api {
       width *= 4;
     }
   }
-
 }

@@ -9,11 +9,36 @@ import { digest, fill, h, timeEl, uidText } from './dom.js';
 import { cosignedText, verdictText, verifyRecord } from './verify.js';
 
 const PAGE_SIZE = 50;
-const KINDS = ['decision', 'approval', 'revocation', 'outcome', 'reconciliation', 'confirmation', 'event', 'refusal', 'entity', 'policy', 'key', 'checkpoint', 'chain_break'];
+const KINDS = [
+  'decision',
+  'approval',
+  'revocation',
+  'outcome',
+  'reconciliation',
+  'confirmation',
+  'event',
+  'refusal',
+  'entity',
+  'policy',
+  'key',
+  'checkpoint',
+  'chain_break',
+];
 // Glyphs from the common symbol blocks every system font covers (no icon font to fetch).
 const ICONS: Record<string, string> = {
-  decision: '⚖', approval: '✔', revocation: '✕', outcome: '◆', reconciliation: '↻', refusal: '⊘',
-  entity: '✎', policy: '§', key: '✦', checkpoint: '⚑', chain_break: '⚠', confirmation: '☑', event: '●',
+  decision: '⚖',
+  approval: '✔',
+  revocation: '✕',
+  outcome: '◆',
+  reconciliation: '↻',
+  refusal: '⊘',
+  entity: '✎',
+  policy: '§',
+  key: '✦',
+  checkpoint: '⚑',
+  chain_break: '⚠',
+  confirmation: '☑',
+  event: '●',
 };
 
 let api: Api | null = null;
@@ -44,7 +69,12 @@ function parseActor(text: string): { type: string; id: string } | undefined {
 
 function kindBadge(kind: string): HTMLElement {
   // The kind's name in an element of its own (the icon beside it is decoration): found by its exact text.
-  return h('span', { class: `kind kind-${kind}` }, h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'), h('span', { class: 'kind-name' }, kind));
+  return h(
+    'span',
+    { class: `kind kind-${kind}` },
+    h('span', { class: 'icon', 'aria-hidden': 'true' }, ICONS[kind] ?? '•'),
+    h('span', { class: 'kind-name' }, kind),
+  );
 }
 
 /** A record's seq: the number in an element of its own, after a decorative `#`. */
@@ -62,11 +92,27 @@ function decisionBadge(decision: unknown): HTMLElement {
  * A sign-in form: a password field labelled `label`, a `Sign in` button and an alert. `accept` checks the
  * token (true: signed in; false: `unauthorized`; a thrown error is shown); the token never leaves memory.
  */
-function signInForm(o: { id: string; title: string; hint: string; label: string; message: string; footer: HTMLElement; accept: (candidate: Api) => Promise<boolean> }): HTMLElement {
+function signInForm(o: {
+  id: string;
+  title: string;
+  hint: string;
+  label: string;
+  message: string;
+  footer: HTMLElement;
+  accept: (candidate: Api) => Promise<boolean>;
+}): HTMLElement {
   const token = h('input', { id: o.id, type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
   const status = h('p', { class: 'error', role: 'alert' }, o.message);
-  const form = h('form', { class: 'card signin' },
-    h('h2', {}, o.title), h('p', { class: 'hint' }, o.hint), h('label', { for: o.id }, o.label), token, h('button', { type: 'submit' }, 'Sign in'), status, o.footer,
+  const form = h(
+    'form',
+    { class: 'card signin' },
+    h('h2', {}, o.title),
+    h('p', { class: 'hint' }, o.hint),
+    h('label', { for: o.id }, o.label),
+    token,
+    h('button', { type: 'submit' }, 'Sign in'),
+    status,
+    o.footer,
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -87,7 +133,10 @@ function signInForm(o: { id: string; title: string; hint: string; label: string;
 
 function signInView(message = ''): HTMLElement {
   return signInForm({
-    id: 'token', title: 'Auditor sign-in', label: 'Auditor token', message,
+    id: 'token',
+    title: 'Auditor sign-in',
+    label: 'Auditor token',
+    message,
     hint: 'Paste the auditor token (for the dev setup, the auditor entry of .writ/tokens.json). It stays in this page’s memory only.',
     footer: h('p', { class: 'hint' }, 'Approving an execution? ', h('a', { href: '#/approvals' }, 'Approvals'), ' has its own sign-in.'),
     accept: async (candidate) => {
@@ -119,8 +168,25 @@ function recordDetails(r: LedgerRecord): Node[] {
       const errors = Array.isArray(r.errors) ? (r.errors as unknown[]) : [];
       add('phase', String(r.phase ?? ''));
       // Plain spans, not a nested list: the timeline's list items are its records, one each.
-      add('reasons', reasons.length ? h('span', { class: 'reasons' }, reasons.map((x) => h('code', { class: 'reason' }, x))) : 'none');
-      if (errors.length) add('errors', h('span', { class: 'reasons' }, errors.map((x) => h('code', { class: 'reason' }, typeof x === 'string' ? x : JSON.stringify(x)))));
+      add(
+        'reasons',
+        reasons.length
+          ? h(
+              'span',
+              { class: 'reasons' },
+              reasons.map((x) => h('code', { class: 'reason' }, x)),
+            )
+          : 'none',
+      );
+      if (errors.length)
+        add(
+          'errors',
+          h(
+            'span',
+            { class: 'reasons' },
+            errors.map((x) => h('code', { class: 'reason' }, typeof x === 'string' ? x : JSON.stringify(x))),
+          ),
+        );
       add('approval used', r.approval_used ? h('code', {}, String(r.approval_used)) : 'none');
       add('policy version', digest(r.policy_version));
       add('entities version', digest(r.entities_version));
@@ -223,7 +289,9 @@ function verifyControl(record: LedgerRecord): HTMLElement {
 }
 
 function timelineItem(r: LedgerRecord): HTMLElement {
-  const summary = h('div', { class: 'entry-head' },
+  const summary = h(
+    'div',
+    { class: 'entry-head' },
     seqEl(r.seq),
     kindBadge(r.kind),
     r.kind === 'decision' ? decisionBadge(r.decision) : null,
@@ -232,7 +300,9 @@ function timelineItem(r: LedgerRecord): HTMLElement {
     r.kind === 'refusal' ? h('span', { class: 'decision decision-deny' }, String(r.code)) : null,
     timeEl(r.ts),
   );
-  return h('li', { class: `entry entry-${r.kind}`, 'data-seq': r.seq, 'data-kind': r.kind },
+  return h(
+    'li',
+    { class: `entry entry-${r.kind}`, 'data-seq': r.seq, 'data-kind': r.kind },
     h('span', { class: 'dot', 'aria-hidden': 'true' }, ICONS[r.kind] ?? '•'),
     h('div', { class: 'entry-body' }, summary, recordDetails(r), verifyControl(r)),
   );
@@ -240,17 +310,34 @@ function timelineItem(r: LedgerRecord): HTMLElement {
 
 function approvalsTable(view: ExecutionView): HTMLElement {
   if (view.approvals.length === 0) return h('p', { class: 'hint' }, 'No approvals.');
-  return h('table', { class: 'approvals' },
+  return h(
+    'table',
+    { class: 'approvals' },
     h('caption', {}, 'Approvals'),
-    h('thead', {}, h('tr', {}, ['approval', 'approver', 'approved', 'expires', 'status'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, view.approvals.map((a) =>
-      h('tr', {},
-        h('td', {}, h('code', {}, a.approval_id)),
-        h('td', {}, uidText(a.approver)),
-        h('td', {}, timeEl(a.approved_at)),
-        h('td', {}, timeEl(a.expires_at)),
-        h('td', {}, a.valid ? h('span', { class: 'valid' }, 'valid') : h('span', { class: 'invalid' }, `invalid: ${a.invalid_reason ?? 'unknown'}`)),
-      ))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ['approval', 'approver', 'approved', 'expires', 'status'].map((c) => h('th', { scope: 'col' }, c)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      view.approvals.map((a) =>
+        h(
+          'tr',
+          {},
+          h('td', {}, h('code', {}, a.approval_id)),
+          h('td', {}, uidText(a.approver)),
+          h('td', {}, timeEl(a.approved_at)),
+          h('td', {}, timeEl(a.expires_at)),
+          h('td', {}, a.valid ? h('span', { class: 'valid' }, 'valid') : h('span', { class: 'invalid' }, `invalid: ${a.invalid_reason ?? 'unknown'}`)),
+        ),
+      ),
+    ),
   );
 }
 
@@ -311,27 +398,38 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
     const names = (r: LedgerRecord) => r.execution_id === execId && uidText(r.actor) === execActor;
     const records = listed.filter(names);
     const foreign = listed.filter((r) => !names(r));
-    const warning = foreign.length === 0 ? [] : h('p', { class: 'error', role: 'alert' },
-      `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here (${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`);
+    const warning =
+      foreign.length === 0
+        ? []
+        : h(
+            'p',
+            { class: 'error', role: 'alert' },
+            `The sidecar listed ${foreign.length === 1 ? 'a record' : `${foreign.length} records`} of another execution here ` +
+              `(${foreign.map((r) => `#${r.seq}`).join(', ')}): not shown.`,
+          );
     const partial = naming.more ? h('p', { class: 'hint' }, `The first ${records.length} records naming this execution are shown.`) : [];
     const facts = view
-      ? h('dl', { class: 'facts' },
-        field('state', h('span', { class: `state state-${view.state}` }, view.state)),
-        field('actor', uidText(view.actor)),
-        field('execution', h('code', {}, view.execution_id)),
-        view.resolution ? field('resolution', view.resolution) : [],
-        view.supersedes ? field('supersedes', executionLink(view.supersedes, execActor)) : [],
-        view.superseded_by ? field('superseded by', executionLink(view.superseded_by, execActor)) : [],
-        // In full: these are what an auditor compares with an approval or a PEP's log.
-        field('binding', digest(view.binding, { full: true })),
-        field('envelope digest', digest(view.envelope_digest, { full: true })),
-      )
-      : h('dl', { class: 'facts' },
-        field('state', h('span', { class: 'state state-never-reserved' }, 'never reserved')),
-        field('actor', execActor),
-        field('execution', h('code', {}, execId)),
-        field('why', 'no request under this id was ever decided: the ledger holds only refusals naming it'),
-      );
+      ? h(
+          'dl',
+          { class: 'facts' },
+          field('state', h('span', { class: `state state-${view.state}` }, view.state)),
+          field('actor', uidText(view.actor)),
+          field('execution', h('code', {}, view.execution_id)),
+          view.resolution ? field('resolution', view.resolution) : [],
+          view.supersedes ? field('supersedes', executionLink(view.supersedes, execActor)) : [],
+          view.superseded_by ? field('superseded by', executionLink(view.superseded_by, execActor)) : [],
+          // In full: these are what an auditor compares with an approval or a PEP's log.
+          field('binding', digest(view.binding, { full: true })),
+          field('envelope digest', digest(view.envelope_digest, { full: true })),
+        )
+      : h(
+          'dl',
+          { class: 'facts' },
+          field('state', h('span', { class: 'state state-never-reserved' }, 'never reserved')),
+          field('actor', execActor),
+          field('execution', h('code', {}, execId)),
+          field('why', 'no request under this id was ever decided: the ledger holds only refusals naming it'),
+        );
     // One click for the whole story: presses each record's Verify in turn (named apart from
     // `Verify` so the per-record buttons stay unambiguous).
     const proveAll = h('button', { type: 'button', class: 'quiet' }, 'Prove every record');
@@ -344,11 +442,14 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
       }
       proveAll.disabled = false;
     });
-    fill(target,
+    fill(
+      target,
       warning,
       partial,
       h('section', { class: 'card summary', 'aria-label': 'Current state' }, h('h2', {}, 'Current state'), facts, view ? approvalsTable(view) : []),
-      h('section', { class: 'card', 'aria-label': 'Timeline' },
+      h(
+        'section',
+        { class: 'card', 'aria-label': 'Timeline' },
         h('div', { class: 'section-head' }, h('h2', {}, `Timeline (${records.length} ${records.length === 1 ? 'record' : 'records'})`), proveAll),
         h('ol', { class: 'timeline', 'aria-label': 'Timeline' }, records.map(timelineItem)),
       ),
@@ -360,10 +461,26 @@ async function showExecution(target: HTMLElement, id: string, actor: string): Pr
 }
 
 function executionView(initial: { id?: string; actor?: string } = {}): HTMLElement {
-  const id = h('input', { id: 'exec-id', type: 'search', required: true, spellcheck: 'false', placeholder: 'OFF-2048:disable-sign-in', value: initial.id ?? '' });
-  const actor = h('input', { id: 'exec-actor', type: 'text', required: true, spellcheck: 'false', placeholder: 'Agent::"offboarding-agent-prod"', value: initial.actor ?? '' });
+  const id = h('input', {
+    id: 'exec-id',
+    type: 'search',
+    required: true,
+    spellcheck: 'false',
+    placeholder: 'OFF-2048:disable-sign-in',
+    value: initial.id ?? '',
+  });
+  const actor = h('input', {
+    id: 'exec-actor',
+    type: 'text',
+    required: true,
+    spellcheck: 'false',
+    placeholder: 'Agent::"offboarding-agent-prod"',
+    value: initial.actor ?? '',
+  });
   const result = h('div', { class: 'result' });
-  const form = h('form', { class: 'card search', role: 'search' },
+  const form = h(
+    'form',
+    { class: 'card search', role: 'search' },
     h('div', { class: 'field' }, h('label', { for: 'exec-id' }, 'Execution id'), id),
     h('div', { class: 'field' }, h('label', { for: 'exec-actor' }, 'Actor'), actor),
     h('button', { type: 'submit' }, 'Show'),
@@ -388,7 +505,12 @@ function recordSummary(r: LedgerRecord): Array<Node | string> {
         const caller = r.caller as { role?: unknown; actor?: unknown } | undefined;
         const asker = uidText(caller?.actor) || String(caller?.role ?? '');
         const reasons = Array.isArray(r.reasons) && r.reasons.length > 0 ? ` · ${r.reasons.join(', ')}` : '';
-        return [decisionBadge(r.decision), ' ', `${uidText(r.subject)} ${String(action ?? '')} ${uidText(r.resource)}`, ` (AuthZEN, asked by ${asker})${reasons}`];
+        return [
+          decisionBadge(r.decision),
+          ' ',
+          `${uidText(r.subject)} ${String(action ?? '')} ${uidText(r.resource)}`,
+          ` (AuthZEN, asked by ${asker})${reasons}`,
+        ];
       }
       return [decisionBadge(r.decision), ' ', String(r.server ?? ''), '/', String(r.tool ?? '')];
     case 'approval':
@@ -416,7 +538,9 @@ function ledgerRow(r: LedgerRecord): HTMLElement {
   const exec = typeof r.execution_id === 'string' ? r.execution_id : '';
   const actor = uidText(r.actor);
   const link = exec && actor ? executionLink(exec, actor) : exec;
-  return h('tr', { 'data-seq': r.seq, 'data-kind': r.kind },
+  return h(
+    'tr',
+    { 'data-seq': r.seq, 'data-kind': r.kind },
     h('td', { class: 'num' }, seqEl(r.seq)),
     h('td', { class: 'nowrap' }, timeEl(r.ts)),
     h('td', { class: 'nowrap' }, kindBadge(r.kind)),
@@ -510,47 +634,52 @@ function ledgerView(): HTMLElement {
     }
   };
 
-  const latest = () => guard(async (g) => {
-    const f = filters();
-    applied = JSON.stringify(f);
-    if (f.actor && !ACTOR.test(f.actor)) {
-      // No rows under a filter that is not one: the rows shown before would pass for its result.
-      fill(status, ACTOR_HINT);
-      fill(body, []);
-      fill(chartBox, []);
-      older.disabled = true;
-      newer.disabled = true;
-      return;
-    }
-    const end = await api!.ledgerEnd();
-    // The chart counts decisions under the same actor / execution filters (none when Kind excludes them).
-    const chartable = !f.kind || f.kind === 'decision';
-    const [page, decisions] = await Promise.all([
-      api!.recordsBefore(end, PAGE_SIZE, f),
-      chartable ? api!.recordsBefore(end, CHART_DECISIONS, { ...f, kind: 'decision' }) : Promise.resolve([]),
-    ]);
-    if (g !== generation) return;
-    // A full page of decisions may be the newest of more: its oldest minute is then only partly counted.
-    fill(chartBox, decisionsChart(decisions, decisions.length >= CHART_DECISIONS));
-    show(page, { older: page.length > 0 && page[0]!.seq > 0 && page.length === PAGE_SIZE, newer: false });
-  });
+  const latest = () =>
+    guard(async (g) => {
+      const f = filters();
+      applied = JSON.stringify(f);
+      if (f.actor && !ACTOR.test(f.actor)) {
+        // No rows under a filter that is not one: the rows shown before would pass for its result.
+        fill(status, ACTOR_HINT);
+        fill(body, []);
+        fill(chartBox, []);
+        older.disabled = true;
+        newer.disabled = true;
+        return;
+      }
+      const end = await api!.ledgerEnd();
+      // The chart counts decisions under the same actor / execution filters (none when Kind excludes them).
+      const chartable = !f.kind || f.kind === 'decision';
+      const [page, decisions] = await Promise.all([
+        api!.recordsBefore(end, PAGE_SIZE, f),
+        chartable ? api!.recordsBefore(end, CHART_DECISIONS, { ...f, kind: 'decision' }) : Promise.resolve([]),
+      ]);
+      if (g !== generation) return;
+      // A full page of decisions may be the newest of more: its oldest minute is then only partly counted.
+      fill(chartBox, decisionsChart(decisions, decisions.length >= CHART_DECISIONS));
+      show(page, { older: page.length > 0 && page[0]!.seq > 0 && page.length === PAGE_SIZE, newer: false });
+    });
 
-  older.addEventListener('click', () => guard(async (g) => {
-    const first = shown[0];
-    if (!first) return;
-    const page = await api!.recordsBefore(first.seq, PAGE_SIZE, filters());
-    if (g !== generation) return;
-    if (page.length) show(page, { older: page.length === PAGE_SIZE && page[0]!.seq > 0, newer: true });
-    else older.disabled = true;
-  }));
-  newer.addEventListener('click', () => guard(async (g) => {
-    const last = shown[shown.length - 1];
-    if (!last) return;
-    const page = await api!.records(last.seq + 1, PAGE_SIZE, filters());
-    if (g !== generation) return;
-    if (page.records.length) show(page.records, { older: true, newer: page.next !== null });
-    else newer.disabled = true;
-  }));
+  older.addEventListener('click', () =>
+    guard(async (g) => {
+      const first = shown[0];
+      if (!first) return;
+      const page = await api!.recordsBefore(first.seq, PAGE_SIZE, filters());
+      if (g !== generation) return;
+      if (page.length) show(page, { older: page.length === PAGE_SIZE && page[0]!.seq > 0, newer: true });
+      else older.disabled = true;
+    }),
+  );
+  newer.addEventListener('click', () =>
+    guard(async (g) => {
+      const last = shown[shown.length - 1];
+      if (!last) return;
+      const page = await api!.records(last.seq + 1, PAGE_SIZE, filters());
+      if (g !== generation) return;
+      if (page.records.length) show(page.records, { older: true, newer: page.next !== null });
+      else newer.disabled = true;
+    }),
+  );
 
   // Filters apply on change, and while typing after a short pause. A change event that brings nothing
   // new (the field losing focus after its typing was already applied — e.g. to a click on a row's
@@ -571,19 +700,35 @@ function ledgerView(): HTMLElement {
   refresh.addEventListener('click', () => void latest());
   void latest();
 
-  const view = h('div', { class: 'view' },
-    h('form', { class: 'card filters', role: 'search', 'aria-label': 'Ledger filters' },
+  const view = h(
+    'div',
+    { class: 'view' },
+    h(
+      'form',
+      { class: 'card filters', role: 'search', 'aria-label': 'Ledger filters' },
       h('div', { class: 'field' }, h('label', { for: 'f-kind' }, 'Kind'), kind),
       h('div', { class: 'field' }, h('label', { for: 'f-actor' }, 'Actor'), actor),
       h('div', { class: 'field' }, h('label', { for: 'f-exec' }, 'Execution id'), exec),
       refresh,
     ),
     h('section', { class: 'card', 'aria-label': 'Decisions chart' }, chartBox),
-    h('section', { class: 'card', 'aria-label': 'Records' },
+    h(
+      'section',
+      { class: 'card', 'aria-label': 'Records' },
       h('div', { class: 'pager' }, status, h('span', { class: 'spacer' }), older, newer),
-      h('table', { class: 'ledger' },
+      h(
+        'table',
+        { class: 'ledger' },
         h('caption', {}, 'Ledger records, newest first'),
-        h('thead', {}, h('tr', {}, ['seq', 'time', 'kind', 'actor', 'execution', 'summary', 'proof'].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['seq', 'time', 'kind', 'actor', 'execution', 'summary', 'proof'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
         body,
       ),
     ),
@@ -605,7 +750,10 @@ let approverApi: Api | null = null;
 
 function approverSignIn(message = ''): HTMLElement {
   return signInForm({
-    id: 'approver-token', title: 'Approver sign-in', label: 'Approver token', message,
+    id: 'approver-token',
+    title: 'Approver sign-in',
+    label: 'Approver token',
+    message,
     hint: 'Paste your approver token. It stays in this page’s memory only.',
     footer: h('p', { class: 'hint' }, h('a', { href: '#/execution' }, 'Auditor console')),
     accept: async (candidate) => {
@@ -637,7 +785,14 @@ function pendingItem(p: PendingApproval, expiresIn: HTMLInputElement): HTMLEleme
   add('purpose', p.purpose);
   add('execute after', p.execute_after === undefined ? undefined : timeEl(p.execute_after));
   add('triggering event', p.authoritative_event);
-  add('reasons', h('span', { class: 'reasons' }, p.reasons.map((x) => h('code', { class: 'reason' }, x))));
+  add(
+    'reasons',
+    h(
+      'span',
+      { class: 'reasons' },
+      p.reasons.map((x) => h('code', { class: 'reason' }, x)),
+    ),
+  );
   add('task', p.task_id);
   add('execution', h('code', {}, p.execution_id));
   add('actor', uidText(p.actor));
@@ -665,8 +820,12 @@ function pendingItem(p: PendingApproval, expiresIn: HTMLInputElement): HTMLEleme
       button.disabled = false;
     }
   });
-  return h('li', { class: 'entry pending', 'data-execution-id': p.execution_id },
-    h('div', { class: 'entry-body' },
+  return h(
+    'li',
+    { class: 'entry pending', 'data-execution-id': p.execution_id },
+    h(
+      'div',
+      { class: 'entry-body' },
       h('div', { class: 'entry-head' }, h('strong', {}, `${p.action.tool} · ${uidText(p.subject)}`), timeEl(p.decided_at)),
       h('dl', { class: 'details' }, rows),
       h('div', { class: 'verify-box' }, button, result),
@@ -692,7 +851,10 @@ async function renderApprovals(pending?: PendingApproval[], message = ''): Promi
   const out = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
   out.addEventListener('click', () => approverSignOut());
   const show = (items: PendingApproval[]) => {
-    fill(list, items.map((p) => pendingItem(p, expiresIn)));
+    fill(
+      list,
+      items.map((p) => pendingItem(p, expiresIn)),
+    );
     fill(status, items.length === 0 ? 'Nothing is waiting for your approval.' : `${items.length} waiting for your approval`);
   };
   const load = async () => {
@@ -705,10 +867,22 @@ async function renderApprovals(pending?: PendingApproval[], message = ''): Promi
     }
   };
   refresh.addEventListener('click', () => void load());
-  fill(root,
-    h('nav', { class: 'tabs', 'aria-label': 'Views' }, h('a', { href: '#/approvals', class: 'tab', 'aria-current': 'page' }, 'Approvals'), h('span', { class: 'spacer' }), refresh, out),
-    h('main', { 'aria-label': 'Approvals' },
-      h('section', { class: 'card' },
+  fill(
+    root,
+    h(
+      'nav',
+      { class: 'tabs', 'aria-label': 'Views' },
+      h('a', { href: '#/approvals', class: 'tab', 'aria-current': 'page' }, 'Approvals'),
+      h('span', { class: 'spacer' }),
+      refresh,
+      out,
+    ),
+    h(
+      'main',
+      { 'aria-label': 'Approvals' },
+      h(
+        'section',
+        { class: 'card' },
         h('h2', {}, 'Waiting for your approval'),
         h('label', { for: 'expires-in' }, 'Expires in (hours)'),
         expiresIn,
@@ -754,7 +928,10 @@ function signOut(message = ''): void {
 }
 
 function renderShell(focusView = false): void {
-  if (!api) return signOut();
+  if (!api) {
+    signOut();
+    return;
+  }
   const route = currentRoute();
   if (route.view === 'execution' && route.id && route.actor) views.execution = executionView(route);
   const kept = route.view === 'ledger' ? views.ledger : views.execution;
@@ -764,7 +941,8 @@ function renderShell(focusView = false): void {
     h('a', { href: `#/${name}`, class: 'tab', 'aria-current': route.view === name ? 'page' : null }, label);
   const out = h('button', { type: 'button', class: 'quiet' }, 'Sign out');
   out.addEventListener('click', () => signOut());
-  fill(root,
+  fill(
+    root,
     h('nav', { class: 'tabs', 'aria-label': 'Views' }, tab('execution', 'Execution'), tab('ledger', 'Ledger'), h('span', { class: 'spacer' }), out),
     h('main', { 'aria-label': route.view === 'ledger' ? 'Ledger' : 'Execution' }, view),
   );

@@ -89,8 +89,17 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
     let base = 0;
     const x = pad.left + i * slot + (slot - barW) / 2;
     return OUTCOMES.filter((o) => b.counts[o] > 0).map((o) => {
-      const rect = svg('rect', { class: `bar bar-${o}`, x: x.toFixed(1), y: y(base + b.counts[o]).toFixed(1), width: barW.toFixed(1), height: ((b.counts[o] / max) * plotH).toFixed(1) },
-        svg('title', {}, `${clock(b.minute)}: ${b.partial ? 'at least ' : ''}${b.counts[o]} ${o}`));
+      const rect = svg(
+        'rect',
+        {
+          class: `bar bar-${o}`,
+          x: x.toFixed(1),
+          y: y(base + b.counts[o]).toFixed(1),
+          width: barW.toFixed(1),
+          height: ((b.counts[o] / max) * plotH).toFixed(1),
+        },
+        svg('title', {}, `${clock(b.minute)}: ${b.partial ? 'at least ' : ''}${b.counts[o]} ${o}`),
+      );
       base += b.counts[o];
       return rect;
     });
@@ -98,7 +107,9 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
   const ticks: number[] = [];
   for (let v = 0; v <= max; v += step) ticks.push(v);
   const labelEvery = Math.max(1, Math.ceil(buckets.length / 8));
-  const chart = svg('svg', { class: 'chart', role: 'img', 'aria-label': 'Decisions per minute', viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet' },
+  const chart = svg(
+    'svg',
+    { class: 'chart', role: 'img', 'aria-label': 'Decisions per minute', viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'xMidYMid meet' },
     // The name is the aria-label alone: the visible caption is the one element whose text it is.
     svg('desc', {}, summary),
     ticks.map((t) => [
@@ -106,16 +117,26 @@ export function decisionsChart(records: LedgerRecord[], truncated = false): HTML
       svg('text', { class: 'axis', x: pad.left - 6, y: y(t) + 4, 'text-anchor': 'end' }, t),
     ]),
     bars,
-    buckets.map((b, i) => (i % labelEvery === 0 || i === buckets.length - 1
-      ? svg('text', { class: 'axis', x: pad.left + i * slot + slot / 2, y: height - pad.bottom + 16, 'text-anchor': 'middle' }, clock(b.minute))
-      : null)),
+    buckets.map((b, i) =>
+      i % labelEvery === 0 || i === buckets.length - 1
+        ? svg('text', { class: 'axis', x: pad.left + i * slot + slot / 2, y: height - pad.bottom + 16, 'text-anchor': 'middle' }, clock(b.minute))
+        : null,
+    ),
     buckets.length === 0 ? svg('text', { class: 'axis', x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'no decisions yet') : null,
     buckets.length > 0 ? svg('text', { class: 'axis', x: width - pad.right, y: height - 2, 'text-anchor': 'end' }, 'UTC') : null,
   );
-  const legend = h('ul', { class: 'legend' }, OUTCOMES.map((o) => h('li', {}, h('span', { class: `swatch bar-${o}` }), `${o} (${total(o)})`)));
+  const legend = h(
+    'ul',
+    { class: 'legend' },
+    OUTCOMES.map((o) => h('li', {}, h('span', { class: `swatch bar-${o}` }), `${o} (${total(o)})`)),
+  );
   const partial = buckets.some((b) => b.partial);
   const note = partial
-    ? h('p', { class: 'hint' }, `The newest ${records.length.toLocaleString('en-US')} decisions all fall in one minute: its bar counts those, and that minute held at least as many.`)
+    ? h(
+        'p',
+        { class: 'hint' },
+        `The newest ${records.length.toLocaleString('en-US')} decisions all fall in one minute: its bar counts those, and that minute held at least as many.`,
+      )
     : truncated
       ? h('p', { class: 'hint' }, `Counted from the newest ${records.length.toLocaleString('en-US')} decisions: only the minutes they cover in full are drawn.`)
       : null;

@@ -57,7 +57,15 @@ export function timeEl(ts: unknown): HTMLElement {
   const text = String(ts);
   const date = new Date(text);
   if (Number.isNaN(date.getTime())) return h('span', { class: 'time' }, text);
-  const local = date.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
+  const local = date.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    timeZoneName: 'short',
+  });
   return h('time', { class: 'time', datetime: text, title: local }, text);
 }
 
@@ -68,7 +76,7 @@ export function digest(value: unknown, options: { full?: boolean } = {}): HTMLEl
   // The scheme (`sha256:`, `writ-bind/1:sha256:`) whole, then the first 12 and last 6 hex digits.
   const cut = text.lastIndexOf(':') + 1;
   const hex = text.slice(cut);
-  const short = hex.length > 24 ? text.slice(0, cut) + hex.slice(0, 12) + '…' + hex.slice(-6) : text;
+  const short = hex.length > 24 ? `${text.slice(0, cut)}${hex.slice(0, 12)}…${hex.slice(-6)}` : text;
   return h('code', { class: 'digest', title: text }, short);
 }
 

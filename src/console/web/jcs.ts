@@ -16,7 +16,7 @@ function canonicalString(s: string): string {
     const unit = s.charCodeAt(i);
     const short = SHORT_ESCAPES[unit];
     if (short !== undefined) out += short;
-    else if (unit < 0x20) out += '\\u' + unit.toString(16).padStart(4, '0');
+    else if (unit < 0x20) out += `\\u${unit.toString(16).padStart(4, '0')}`;
     else if (unit >= 0xd800 && unit <= 0xdbff) {
       const low = s.charCodeAt(i + 1);
       if (!(low >= 0xdc00 && low <= 0xdfff)) throw new CanonicalizationError('a string holds a lone surrogate');
@@ -25,7 +25,7 @@ function canonicalString(s: string): string {
     } else if (unit >= 0xdc00 && unit <= 0xdfff) throw new CanonicalizationError('a string holds a lone surrogate');
     else out += s[i]!;
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 function canonicalNumber(n: number): string {
@@ -49,15 +49,15 @@ export function canonicalize(value: unknown): string {
     case 'string':
       return canonicalString(value);
     case 'object': {
-      if (Array.isArray(value)) return '[' + value.map(canonicalize).join(',') + ']';
+      if (Array.isArray(value)) return `[${value.map(canonicalize).join(',')}]`;
       const entries = Object.keys(value as object).sort(byCodeUnits);
       const parts: string[] = [];
       for (const key of entries) {
         const member = (value as Record<string, unknown>)[key];
         if (member === undefined) continue;
-        parts.push(canonicalString(key) + ':' + canonicalize(member));
+        parts.push(`${canonicalString(key)}:${canonicalize(member)}`);
       }
-      return '{' + parts.join(',') + '}';
+      return `{${parts.join(',')}}`;
     }
     default:
       throw new CanonicalizationError(`a ${typeof value} has no JSON form`);

@@ -65,7 +65,7 @@ function withoutPrefix(value: unknown, prefix: string): string | undefined {
 export async function leafHash(record: Record<string, unknown>): Promise<string> {
   const { hash: _dropped, ...body } = record;
   const digest = await sha256(concat(Uint8Array.of(0x00), encoder.encode(canonicalize(body))));
-  return 'sha256:' + toHex(digest);
+  return `sha256:${toHex(digest)}`;
 }
 
 /**
@@ -73,7 +73,12 @@ export async function leafHash(record: Record<string, unknown>): Promise<string>
  * and of the last node, level by level; each path entry is a sibling to the left (`step(entry, true)`)
  * or to the right of the node. Whether the walk used the path exactly up to the root.
  */
-async function walkProofPath(fn: number, sn: number, path: Uint8Array<ArrayBuffer>[], step: (sibling: Uint8Array<ArrayBuffer>, onLeft: boolean) => Promise<void>): Promise<boolean> {
+async function walkProofPath(
+  fn: number,
+  sn: number,
+  path: Uint8Array<ArrayBuffer>[],
+  step: (sibling: Uint8Array<ArrayBuffer>, onLeft: boolean) => Promise<void>,
+): Promise<boolean> {
   for (const p of path) {
     if (sn === 0) return false;
     if (fn % 2 === 1 || fn === sn) {
@@ -94,7 +99,12 @@ async function walkProofPath(fn: number, sn: number, path: Uint8Array<ArrayBuffe
 const interior = (left: Uint8Array<ArrayBuffer>, right: Uint8Array<ArrayBuffer>) => sha256(concat(Uint8Array.of(0x01), left, right));
 
 /** RFC 9162 §2.1.3.2: the root an inclusion proof leads to, or undefined when the proof cannot fit. */
-export async function rootFromInclusionProof(index: number, size: number, leaf: Uint8Array<ArrayBuffer>, path: Uint8Array<ArrayBuffer>[]): Promise<Uint8Array | undefined> {
+export async function rootFromInclusionProof(
+  index: number,
+  size: number,
+  leaf: Uint8Array<ArrayBuffer>,
+  path: Uint8Array<ArrayBuffer>[],
+): Promise<Uint8Array | undefined> {
   if (!(index >= 0 && index < size)) return undefined;
   let r = leaf;
   const fits = await walkProofPath(index, size - 1, path, async (p, onLeft) => {
@@ -107,7 +117,13 @@ export async function rootFromInclusionProof(index: number, size: number, leaf: 
  * RFC 9162 §2.1.4.2: whether `path` proves the tree of `first` leaves (root `firstRoot`) is a prefix
  * of the tree of `second` leaves (root `secondRoot`) — the sidecar did not rewrite what it had shown.
  */
-export async function verifyConsistencyProof(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, path: Uint8Array<ArrayBuffer>[]): Promise<boolean> {
+export async function verifyConsistencyProof(
+  first: number,
+  second: number,
+  firstRoot: Uint8Array,
+  secondRoot: Uint8Array,
+  path: Uint8Array<ArrayBuffer>[],
+): Promise<boolean> {
   if (!(first >= 1 && first <= second)) return false;
   if (first === second) return path.length === 0 && sameBytes(firstRoot, secondRoot);
   if (path.length === 0) return false;
@@ -136,7 +152,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** Ed25519 over `payload` with a raw 32-byte key, by WebCrypto; a string says why it could not be checked. */
 async function ed25519Verify(publicKey: Uint8Array<ArrayBuffer>, signatureBase64: unknown, payload: Uint8Array<ArrayBuffer>): Promise<boolean | string> {
   const signature = typeof signatureBase64 === 'string' ? fromBase64(signatureBase64) : undefined;
-  if (!signature || signature.length !== 64) return false;
+  if (signature?.length !== 64) return false;
   try {
     const verifier = await crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
     return await crypto.subtle.verify({ name: 'Ed25519' }, verifier, signature, payload);
@@ -148,8 +164,8 @@ async function ed25519Verify(publicKey: Uint8Array<ArrayBuffer>, signatureBase64
 /** A base64 raw Ed25519 key whose key_id is `ed25519:` + the first 16 hex of its SHA-256, or why not. */
 async function publicKeyNamed(keyId: unknown, publicKeyBase64: unknown): Promise<Uint8Array<ArrayBuffer> | string> {
   const publicKey = typeof publicKeyBase64 === 'string' ? fromBase64(publicKeyBase64) : undefined;
-  if (!publicKey || publicKey.length !== 32) return `key ${String(keyId)} is not a raw 32-byte Ed25519 key`;
-  const derivedId = 'ed25519:' + toHex(await sha256(publicKey)).slice(0, 16);
+  if (publicKey?.length !== 32) return `key ${String(keyId)} is not a raw 32-byte Ed25519 key`;
+  const derivedId = `ed25519:${toHex(await sha256(publicKey)).slice(0, 16)}`;
   if (derivedId !== keyId) return `key ${String(keyId)} does not match its public key`;
   return publicKey;
 }
@@ -161,7 +177,7 @@ export async function checkCheckpointSignature(cp: LedgerRecord, keys: Array<{ k
   const publicKey = await publicKeyNamed(key.key_id, key.public_key);
   if (typeof publicKey === 'string') return publicKey;
   if (typeof cp.signature !== 'string' || fromBase64(cp.signature)?.length !== 64) return 'the checkpoint signature is not 64 bytes of base64';
-  const payload = encoder.encode('writ-checkpoint/1\n' + canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size }));
+  const payload = encoder.encode(`writ-checkpoint/1\n${canonicalize({ key_id: cp.key_id, root: cp.root, size: cp.size })}`);
   const ok = await ed25519Verify(publicKey, cp.signature, payload);
   if (typeof ok === 'string') return ok;
   return ok ? undefined : 'bad checkpoint signature';
@@ -188,7 +204,7 @@ export async function keyInForceAt(keyRecords: LedgerRecord[], atSeq: number): P
     if (previous === undefined) {
       if (rec.signature !== null) return `the first key record (seq ${rec.seq}) must have signature null`;
     } else {
-      const payload = encoder.encode('writ-key/1\n' + canonicalize({ key_id: rec.key_id, public_key: rec.public_key }));
+      const payload = encoder.encode(`writ-key/1\n${canonicalize({ key_id: rec.key_id, public_key: rec.public_key })}`);
       const ok = await ed25519Verify(previous, rec.signature, payload);
       if (typeof ok === 'string') return ok;
       if (!ok) return `key record ${rec.seq} is not signed by the key before it`;

@@ -13,7 +13,7 @@ const INVISIBLE =
   /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F]/g;
 
 function escapeOf(ch: string): string {
-  return Array.from({ length: ch.length }, (_, i) => '\\u' + ch.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')).join('');
+  return Array.from({ length: ch.length }, (_, i) => `\\u${ch.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')}`).join('');
 }
 
 /** `text` with every invisible or formatting character replaced by its visible `\uXXXX` escape. */

@@ -10,7 +10,11 @@ const leaf = (i: number) => createHash('sha256').update(`leaf ${i}`).digest();
 
 test('nodeHashHex is SHA-256(0x01 ‖ left ‖ right)', () => {
   const [l, r] = [leaf(1), leaf(2)];
-  const expected = createHash('sha256').update(Buffer.from([1])).update(l).update(r).digest('hex');
+  const expected = createHash('sha256')
+    .update(Buffer.from([1]))
+    .update(l)
+    .update(r)
+    .digest('hex');
   assert.equal(nodeHashHex(l.toString('hex'), r.toString('hex')), expected);
 });
 

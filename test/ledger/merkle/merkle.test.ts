@@ -44,17 +44,32 @@ const LEAVES = leaves(70);
 
 /** Counts reads, so the tests can hold proofs to O(log n) reads. */
 function counting(r: SubtreeReader): SubtreeReader & { reads: number } {
-  const c = { reads: 0, subtree: (level: number, index: number) => (c.reads++, r.subtree(level, index)) };
+  const c = {
+    reads: 0,
+    subtree: (level: number, index: number) => {
+      c.reads++;
+      return r.subtree(level, index);
+    },
+  };
   return c;
 }
 
 test('golden merkle section: root of 5, inclusion of seq 2 in 5, consistency 3 → 5', () => {
-  const lines = (golden.export_jsonl as string).trim().split('\n').map((l) => JSON.parse(l));
+  const lines = (golden.export_jsonl as string)
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const ls = lines.map((r) => hashToBytes(r.hash));
   const r = memoryReader(ls);
   assert.equal(bytesToHash(rootAt(5, r)), golden.merkle.root_size_5);
-  assert.deepEqual(inclusionProof(2, 5, r).map((b) => b.toString('hex')), golden.merkle.inclusion_seq_2_size_5);
-  assert.deepEqual(consistencyProof(3, 5, r).map((b) => b.toString('hex')), golden.merkle.consistency_3_to_5);
+  assert.deepEqual(
+    inclusionProof(2, 5, r).map((b) => b.toString('hex')),
+    golden.merkle.inclusion_seq_2_size_5,
+  );
+  assert.deepEqual(
+    consistencyProof(3, 5, r).map((b) => b.toString('hex')),
+    golden.merkle.consistency_3_to_5,
+  );
   // and the golden checkpoint (size 4) carries the root of the first 4
   assert.equal(bytesToHash(rootAt(4, r)), lines[4].root);
   const root5 = hashToBytes(golden.merkle.root_size_5);
@@ -63,9 +78,10 @@ test('golden merkle section: root of 5, inclusion of seq 2 in 5, consistency 3 �
 });
 
 test('hash text ↔ bytes, node hash and the empty root', () => {
-  const h = 'sha256:' + 'ab'.repeat(32);
+  const h = `sha256:${'ab'.repeat(32)}`;
   assert.equal(bytesToHash(hashToBytes(h)), h);
-  for (const bad of ['sha256:' + 'AB'.repeat(32), 'sha256:' + 'ab'.repeat(31), 'sha512:' + 'ab'.repeat(32), 'ab'.repeat(32)]) assert.throws(() => hashToBytes(bad), TypeError);
+  for (const bad of [`sha256:${'AB'.repeat(32)}`, `sha256:${'ab'.repeat(31)}`, `sha512:${'ab'.repeat(32)}`, 'ab'.repeat(32)])
+    assert.throws(() => hashToBytes(bad), TypeError);
   assert.equal(EMPTY_ROOT.toString('hex'), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
   assert.deepEqual(nodeHash(LEAVES[0]!, LEAVES[1]!), sha(Buffer.from([1]), LEAVES[0]!, LEAVES[1]!));
   assert.deepEqual(rootAt(0, memoryReader([])), EMPTY_ROOT);
