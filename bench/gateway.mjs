@@ -26,10 +26,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: {
-  calls: { type: 'string', default: '300' }, warmup: { type: 'string', default: '30' }, 'concurrent-calls': { type: 'string', default: '20' },
-  'no-proxy': { type: 'boolean', default: false }, 'no-write': { type: 'boolean', default: false }, base: { type: 'string' }, 'http-threads': { type: 'string' },
-} });
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '30' },
+    'concurrent-calls': { type: 'string', default: '20' },
+    'no-proxy': { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
+    base: { type: 'string' },
+    'http-threads': { type: 'string' },
+  },
+});
 const BASE = values.base;
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
@@ -45,13 +52,19 @@ const idp = await startIdp({ clients: [{ id: 'mcp-client', scope: 'mcp' }] });
 const pdp = await startPdp(idp.issuer, ['sdk1'], values['http-threads'] === undefined ? {} : { http_threads: Number(values['http-threads']) });
 const upstream = await startHttpUpstream('sdk1-http-server.mjs', {});
 writeFileSync(join(tmp, 'gateway.token'), GATEWAY_TOKEN);
-writeFileSync(join(tmp, 'gateway.json'), JSON.stringify({
-  listen: '127.0.0.1:0', public_url: PUBLIC_URL,
-  pdp: { url: pdp.url, token_file: join(tmp, 'gateway.token') },
-  jwt_issuers: [{ issuer: idp.issuer }], authorization_servers: [idp.issuer], scopes_supported: ['mcp'],
-  defaults: { task_id: 'BENCH-1', purpose: 'benchmark', subject: { type: 'Employee', id: '7721' } },
-  servers: { sdk1: { url: upstream.url } },
-}));
+writeFileSync(
+  join(tmp, 'gateway.json'),
+  JSON.stringify({
+    listen: '127.0.0.1:0',
+    public_url: PUBLIC_URL,
+    pdp: { url: pdp.url, token_file: join(tmp, 'gateway.token') },
+    jwt_issuers: [{ issuer: idp.issuer }],
+    authorization_servers: [idp.issuer],
+    scopes_supported: ['mcp'],
+    defaults: { task_id: 'BENCH-1', purpose: 'benchmark', subject: { type: 'Employee', id: '7721' } },
+    servers: { sdk1: { url: upstream.url } },
+  }),
+);
 function startGatewayProc(repo) {
   const proc = spawn(process.execPath, [join(repo, 'bin/writ'), 'gateway', '--config', join(tmp, 'gateway.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = new Promise((resolve, reject) => {
@@ -243,7 +256,18 @@ rmSync(tmp, { recursive: true, force: true });
 
 let proxyMd = '';
 if (!values['no-proxy']) {
-  const r = await promisify(execFile)(process.execPath, [join(REPO, 'bench/proxy.mjs'), '--no-write', '--calls', String(CALLS), ...(BASE ? ['--base', BASE] : []), ...(values['http-threads'] === undefined ? [] : ['--http-threads', values['http-threads']])], { maxBuffer: 1 << 20 });
+  const r = await promisify(execFile)(
+    process.execPath,
+    [
+      join(REPO, 'bench/proxy.mjs'),
+      '--no-write',
+      '--calls',
+      String(CALLS),
+      ...(BASE ? ['--base', BASE] : []),
+      ...(values['http-threads'] === undefined ? [] : ['--http-threads', values['http-threads']]),
+    ],
+    { maxBuffer: 1 << 20 },
+  );
   proxyMd = r.stdout.replace(/^# .*\n/, '').trim();
 }
 
@@ -253,7 +277,10 @@ const q = (arr, f) => {
 };
 const f2 = (x) => x.toFixed(2);
 const row = (name, a) => `| ${name} | ${f2(q(a, 0.5))} | ${f2(q(a, 0.9))} | ${f2(q(a, 0.99))} |`;
-const perCall = (m, n) => Object.entries(m).map(([k, v]) => `${k} ${f2(v / n)}`).join(', ');
+const perCall = (m, n) =>
+  Object.entries(m)
+    .map(([k, v]) => `${k} ${f2(v / n)}`)
+    .join(', ');
 const load = (l) => l.map((x) => x.toFixed(1)).join(' / ');
 const baseName = BASE ? `\`${BASE}\` (${gitHead(BASE)})` : '';
 function gitHead(dir) {
@@ -288,7 +315,7 @@ CPU per sequential call (ms, user + system, from /proc): direct — ${perCall(cp
 |---|---:|---:|---:|
 ${row('direct to the upstream', conD)}
 ${row('through `writ gateway`', conG)}
-${conB ? row('through the base gateway', conB) + '\n' : ''}
+${conB ? `${row('through the base gateway', conB)}\n` : ''}
 ## The PDP alone, same run (decide, then outcome; ${CALLS - WARMUP} pairs alternating)
 
 | | decide p50 (ms) | outcome p50 (ms) | decide p99 (ms) | outcome p99 (ms) |

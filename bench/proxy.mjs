@@ -19,7 +19,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const REPO = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '400' }, warmup: { type: 'string', default: '40' }, 'fake-pdp': { type: 'boolean', default: false }, 'http-threads': { type: 'string' }, 'no-write': { type: 'boolean', default: false }, base: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '400' },
+    warmup: { type: 'string', default: '40' },
+    'fake-pdp': { type: 'boolean', default: false },
+    'http-threads': { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+    base: { type: 'string' },
+  },
+});
 const BASE = values.base;
 const CALLS = Number(values.calls);
 const WARMUP = Number(values.warmup);
@@ -55,9 +64,10 @@ async function connect(command, args, env) {
 const tokenFile = join(tmp, 'token');
 writeFileSync(tokenFile, pdp.token);
 const bare = await connect(process.execPath, [MEMORY], { MEMORY_FILE_PATH: join(tmp, 'bare.jsonl') });
-const proxyOf = (writ, file) => connect(process.execPath, [writ, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY], {
-  MEMORY_FILE_PATH: join(tmp, file),
-});
+const proxyOf = (writ, file) =>
+  connect(process.execPath, [writ, 'proxy', '--pdp', pdp.url, '--token-file', tokenFile, '--server', 'memory', '--', process.execPath, MEMORY], {
+    MEMORY_FILE_PATH: join(tmp, file),
+  });
 const proxied = await proxyOf(WRIT, 'proxied.jsonl');
 const baseProxied = BASE ? await proxyOf(join(BASE, 'bin/writ'), 'base.jsonl') : undefined;
 const env = {
@@ -75,11 +85,19 @@ const seed = {
   ],
 };
 await bare.callTool({ name: 'create_entities', arguments: seed });
-const seeded = await proxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` } });
-if (seeded.isError) throw new Error('seed refused: ' + JSON.stringify(seeded));
+const seeded = await proxied.callTool({
+  name: 'create_entities',
+  arguments: seed,
+  _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-${Date.now()}` },
+});
+if (seeded.isError) throw new Error(`seed refused: ${JSON.stringify(seeded)}`);
 if (baseProxied) {
-  const r = await baseProxied.callTool({ name: 'create_entities', arguments: seed, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-base-${Date.now()}` } });
-  if (r.isError) throw new Error('seed refused (base): ' + JSON.stringify(r));
+  const r = await baseProxied.callTool({
+    name: 'create_entities',
+    arguments: seed,
+    _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-seed-base-${Date.now()}` },
+  });
+  if (r.isError) throw new Error(`seed refused (base): ${JSON.stringify(r)}`);
 }
 
 const runId = Date.now().toString(36);
@@ -91,7 +109,8 @@ async function timed(fn) {
   return dt;
 }
 const callBare = () => bare.callTool({ name: 'read_graph', arguments: {} });
-const callVia = (client) => () => client.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
+const callVia = (client) => () =>
+  client.callTool({ name: 'read_graph', arguments: {}, _meta: { 'io.writ/envelope': env, 'io.writ/execution_id': `bench-${runId}-${++seq}` } });
 const callProxied = callVia(proxied);
 const callBase = baseProxied ? callVia(baseProxied) : undefined;
 
@@ -139,7 +158,9 @@ const md = `# writ proxy: added latency per tool call
 One run, ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}.
 Server: \`@modelcontextprotocol/server-memory\` \`read_graph\` (2 entities), over stdio, one call at a time.
 PDP: ${pdpKind}. Each proxied call = \`execute\` decision + dispatch with the admitted arguments +
-outcome \`committed\`, a fresh execution id per call. ${CALLS} calls each, ${BASE ? 'rotating bare / this build / base' : 'alternating bare/proxied'}, after ${WARMUP} warm-up rounds; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.
+outcome \`committed\`, a fresh execution id per call. ${CALLS} calls each, ${BASE ? 'rotating bare / this build / base' : 'alternating bare/proxied'}, after ${WARMUP} warm-up rounds; load average ${loadavg()
+  .map((x) => x.toFixed(1))
+  .join(' / ')} at the end.
 
 | | p50 (ms) | p90 (ms) | p99 (ms) |
 |---|---:|---:|---:|

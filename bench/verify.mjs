@@ -105,7 +105,13 @@ function generate() {
     } else if (seq % 4 === 2) {
       emit(seq, 'outcome', { execution_id: `OFF-${seq - 1}:disable-sign-in`, actor, status: 'committed', confirmation: 'tool_reported' });
     } else {
-      emit(seq, 'approval', { approval_id: `apr-${seq}`, execution_id: `OFF-${seq - 3}:disable-sign-in`, actor, approver: { type: 'User', id: 'hr-5519' }, expires_at: '2026-08-25T17:00:00Z' });
+      emit(seq, 'approval', {
+        approval_id: `apr-${seq}`,
+        execution_id: `OFF-${seq - 3}:disable-sign-in`,
+        actor,
+        approver: { type: 'User', id: 'hr-5519' },
+        expires_at: '2026-08-25T17:00:00Z',
+      });
     }
   }
   if (pending.length) writeSync(fd, `${pending.join('\n')}\n`);

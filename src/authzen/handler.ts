@@ -55,9 +55,7 @@ export class AuthzenService {
   async recordPrepared(caller: Caller, text: string, batch: boolean, p: PreparedAuthzen): Promise<AuthzenAnswer> {
     const core = this.core;
     let request: AuthzenRequest | undefined;
-    const prepared = p.outcomes.length === p.records.length
-      ? { ...p, answer: () => answerOf(p.single, this.answers(p.outcomes, p.records)) }
-      : undefined;
+    const prepared = p.outcomes.length === p.records.length ? { ...p, answer: () => answerOf(p.single, this.answers(p.outcomes, p.records)) } : undefined;
     return this.recordEvaluated(async (engine, entitiesVersion, now) => {
       request ??= admitAuthzen(caller, text, batch, core.config.admission_limits);
       const single = request.single;
@@ -72,7 +70,11 @@ export class AuthzenService {
 
   /** Evaluates a request's items and preseals their records; the answer counts them once they are durable. */
   private async evaluateRequest(
-    caller: Caller, request: AuthzenRequest, engine: PdpCore['engine'], entitiesVersion: string, now: Date,
+    caller: Caller,
+    request: AuthzenRequest,
+    engine: PdpCore['engine'],
+    entitiesVersion: string,
+    now: Date,
   ): Promise<{ records: PresealedAuthzenRecord[]; answer: () => AuthzenDecision[] }> {
     const core = this.core;
     const decide = (e: AuthzenEvaluation) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities));
@@ -95,7 +97,12 @@ export class AuthzenService {
     return this.recordEvaluated(async (engine, entitiesVersion, now) => {
       const core = this.core;
       const candidates = candidatesOf(request, core.entities.all(), engine.actionNames());
-      const page = await searchPage(request, candidates, (e) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities)), searchJudgeOf(request, engine, core.entities));
+      const page = await searchPage(
+        request,
+        candidates,
+        (e) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities)),
+        searchJudgeOf(request, engine, core.entities),
+      );
       const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
       return { records: [record], answer: () => ({ results: page.results, page: { next_token: page.next_token } }) };
     });
@@ -112,29 +119,33 @@ export class AuthzenService {
     prepared?: { policyVersion: string; entitiesVersion: string; records: PresealedAuthzenRecord[]; answer: () => T },
   ): Promise<T> {
     const core = this.core;
-    return commitWithRevalidation(core, async (attempt) => {
-      let entitiesVersion: string;
-      let evaluated: { records: PresealedAuthzenRecord[]; answer: () => T };
-      if (attempt === 0 && prepared && prepared.policyVersion === core.engine.policyVersion && prepared.entitiesVersion === core.entities.version) {
-        ({ entitiesVersion } = prepared);
-        evaluated = prepared;
-      } else {
-        // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
-        // stored version, and the write re-checks it under the store's lock (docs/protocol.md §9).
-        await core.entities.refresh();
-        entitiesVersion = core.entities.version;
-        evaluated = await run(core.engine, entitiesVersion, core.now());
-      }
-      const { records, answer } = evaluated;
-      return {
-        entitiesVersion,
-        write: (tx: WriteTx) => {
-          for (const r of records) tx.append(AUTHZEN_RECORD_INDEX_FIELDS, r);
-        },
-        label: 'authzen',
-        answer,
-      };
-    }, { holdEntities: true });
+    return commitWithRevalidation(
+      core,
+      async (attempt) => {
+        let entitiesVersion: string;
+        let evaluated: { records: PresealedAuthzenRecord[]; answer: () => T };
+        if (attempt === 0 && prepared && prepared.policyVersion === core.engine.policyVersion && prepared.entitiesVersion === core.entities.version) {
+          ({ entitiesVersion } = prepared);
+          evaluated = prepared;
+        } else {
+          // On a shared (PostgreSQL) store another replica may have moved the entities: start from the
+          // stored version, and the write re-checks it under the store's lock (docs/protocol.md §9).
+          await core.entities.refresh();
+          entitiesVersion = core.entities.version;
+          evaluated = await run(core.engine, entitiesVersion, core.now());
+        }
+        const { records, answer } = evaluated;
+        return {
+          entitiesVersion,
+          write: (tx: WriteTx) => {
+            for (const r of records) tx.append(AUTHZEN_RECORD_INDEX_FIELDS, r);
+          },
+          label: 'authzen',
+          answer,
+        };
+      },
+      { holdEntities: true },
+    );
   }
 
   /** The answers to a request's outcomes, once recorded (outcome i is answered with record i's decision id). */

@@ -27,8 +27,12 @@ export const AUTHZEN_RECORD_INDEX_FIELDS: { kind: string } & Record<string, unkn
 
 /** The ledger record of one evaluation. */
 export function authzenRecordOf(
-  e: AuthzenEvaluation, outcome: DecisionOutcome, decisionId: string, caller: Caller,
-  versions: { policy_version: string; entities_version: string }, now: string,
+  e: AuthzenEvaluation,
+  outcome: DecisionOutcome,
+  decisionId: string,
+  caller: Caller,
+  versions: { policy_version: string; entities_version: string },
+  now: string,
 ): { kind: string } & Record<string, unknown> {
   return {
     kind: 'decision',
@@ -51,7 +55,9 @@ export function authzenRecordOf(
 
 /** The presealed records of a request's outcomes (outcome i is of evaluation i), each with a fresh decision id. */
 export function presealAuthzenRecords(
-  request: AuthzenRequest, outcomes: DecisionOutcome[], caller: Caller,
+  request: AuthzenRequest,
+  outcomes: DecisionOutcome[],
+  caller: Caller,
   evaluated: { policyVersion: string; entitiesVersion: string; now: string },
 ): PresealedAuthzenRecord[] {
   const versions = { policy_version: evaluated.policyVersion, entities_version: evaluated.entitiesVersion };
@@ -66,7 +72,9 @@ export function presealAuthzenRecords(
  * request as sent under `search.query` and how many results the page returned.
  */
 export function presealAuthzenSearchRecord(
-  request: SearchRequest, page: SearchPage, caller: Caller,
+  request: SearchRequest,
+  page: SearchPage,
+  caller: Caller,
   evaluated: { policyVersion: string; entitiesVersion: string; now: string },
 ): PresealedAuthzenRecord {
   const decisionId = randomUUID();

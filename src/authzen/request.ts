@@ -11,9 +11,7 @@
  * A batch is judged whole: the first malformed item fails it with 400, before anything is evaluated.
  */
 import { WritError } from '../errors.js';
-import {
-  LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue,
-} from '../binding/index.js';
+import { LosslessNumber, admitValue, cedarView, memberOf, parseLossless, toPlain, type CedarValue, type Json, type LosslessValue } from '../binding/index.js';
 import { escapePointerToken, relabelDepthStop } from '../binding/parse.js';
 import { DEFAULT_ADMISSION_LIMITS, type AdmissionLimits } from '../binding/limits.js';
 import { jcs } from '../util/canonical.js';
@@ -83,7 +81,7 @@ function admitObject(value: LosslessValue, path: string): { [k: string]: Json } 
 
 function admitEntity(raw: LosslessValue, path: string): AdmittedEntity {
   const plain = raw as { [k: string]: LosslessValue };
-  const entity: AdmittedEntity = { type: plain['type'] as string, id: plain['id'] as string };
+  const entity: AdmittedEntity = { type: plain.type as string, id: plain.id as string };
   const properties = memberOf(raw, 'properties');
   if (properties !== undefined) entity.properties = admitObject(properties, `${path}/properties`);
   return entity;
@@ -105,7 +103,7 @@ function evaluationOf(itemPath: string, sources: Partial<Record<Member, { raw: L
     const [, member = '', ...rest] = issue.path.split('/');
     const source = sources[member as Member];
     const base = source === undefined ? `${itemPath}/${member}` : source.path;
-    const path = member === '' ? itemPath : `${base}${rest.length > 0 ? '/' + rest.join('/') : ''}`;
+    const path = member === '' ? itemPath : `${base}${rest.length > 0 ? `/${rest.join('/')}` : ''}`;
     const message = issue.message.startsWith(issue.path) ? `${path || '(body)'}${issue.message.slice(issue.path.length)}` : issue.message;
     throw new WritError('INVALID_REQUEST', message, { path });
   }
@@ -218,7 +216,7 @@ export function requestEntityOf(entity: AdmittedEntity, store: EntitySource): En
 /** The engine's RequestInput of one admitted evaluation over the trusted store. */
 export function requestInputOf(e: AuthzenEvaluation, store: EntitySource): RequestInput {
   const context = cedarRecord(e.context);
-  if (e.action.properties !== undefined) context['action'] = cedarRecord(e.action.properties);
+  if (e.action.properties !== undefined) context.action = cedarRecord(e.action.properties);
   const requestEntities: EntityJson[] = [];
   const subject = requestEntityOf(e.subject, store);
   const resource = requestEntityOf(e.resource, store);
@@ -254,7 +252,8 @@ export function admitAuthzen(caller: Caller, text: string, batch: boolean, limit
 
 /** Evaluates a request's items: all at once (execute_all), else in order, stopping where its semantic says. */
 export async function evaluateItems(
-  request: AuthzenRequest, decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  request: AuthzenRequest,
+  decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
 ): Promise<DecisionOutcome[]> {
   if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(decide));
   // In order, one at a time: the items after the deciding one are never evaluated.
@@ -286,4 +285,3 @@ export interface PreparedAuthzen {
 
 export const AUTHZEN_EVALUATION_PATH = '/access/v1/evaluation';
 export const AUTHZEN_EVALUATIONS_PATH = '/access/v1/evaluations';
-

@@ -2,7 +2,7 @@
  * The AuthZEN routes (docs/protocol.md §10), registered on the sidecar's Hono app by one call from
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
-import type { Context, Hono } from 'hono';
+import type { Context, Env, Hono } from 'hono';
 import { requireRole } from '../http/auth.js';
 import type { Caller } from '../identity/caller.js';
 import type { PdpCore } from '../pdp/core.js';
@@ -12,7 +12,11 @@ import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js'
 export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
 export const AUTHZEN_CONFIGURATION_PATH = '/.well-known/authzen-configuration';
 /** AuthZEN 1.0 §8 search endpoints. */
-export const AUTHZEN_SEARCH_PATHS = { subject: '/access/v1/search/subject', resource: '/access/v1/search/resource', action: '/access/v1/search/action' } as const;
+export const AUTHZEN_SEARCH_PATHS = {
+  subject: '/access/v1/search/subject',
+  resource: '/access/v1/search/resource',
+  action: '/access/v1/search/action',
+} as const;
 
 /** Where discovery says this sidecar is. */
 export interface DiscoveryDeps {
@@ -49,7 +53,7 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
   return listening ?? new URL(c.req.url).origin;
 }
 
-export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
+export function registerAuthzenRoutes<E extends Env>(app: Hono<E>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.core);
   // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
   const authenticate = async (c: Context): Promise<Caller> => requireRole(await deps.authenticate(c), ['evaluator', 'pep']);
@@ -75,7 +79,7 @@ export function registerAuthzenRoutes(app: Hono<any>, deps: AuthzenDeps): void {
  * GET /.well-known/authzen-configuration. It needs no store, so a replica still waiting for its
  * database (src/server/waiting.ts) registers it too: a client can discover the PDP before it answers.
  */
-export function registerAuthzenDiscovery(app: Hono<any>, deps: DiscoveryDeps): void {
+export function registerAuthzenDiscovery<E extends Env>(app: Hono<E>, deps: DiscoveryDeps): void {
   app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
     const origin = originOf(c, deps);
     return c.json({

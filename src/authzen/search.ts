@@ -80,11 +80,13 @@ export function parseSearchRequest(text: string, kind: SearchKind): SearchReques
   for (const [k, v] of Object.entries(raw)) if (k !== 'page') members[k] = v;
   let type: string | undefined;
   if (kind === 'action') {
-    if (memberOf(raw, 'action') !== undefined) throw new WritError('INVALID_REQUEST', 'an action search names no action: it searches them', { path: '/action' });
+    if (memberOf(raw, 'action') !== undefined)
+      throw new WritError('INVALID_REQUEST', 'an action search names no action: it searches them', { path: '/action' });
     members.action = { name: PLACEHOLDER };
   } else {
     const open = memberOf(raw, kind);
-    if (!isObject(open) || typeof open.type !== 'string') throw new WritError('INVALID_REQUEST', `a ${kind} search names the ${kind} type it searches`, { path: `/${kind}/type` });
+    if (!isObject(open) || typeof open.type !== 'string')
+      throw new WritError('INVALID_REQUEST', `a ${kind} search names the ${kind} type it searches`, { path: `/${kind}/type` });
     type = open.type;
     // An id sent for the searched member is ignored (its properties are not: they apply to every candidate).
     members[kind] = { ...open, id: PLACEHOLDER };
@@ -95,10 +97,12 @@ export function parseSearchRequest(text: string, kind: SearchKind): SearchReques
   const page = memberOf(raw, 'page');
   if (page !== undefined) {
     if (!isObject(page)) throw new WritError('INVALID_REQUEST', 'page is an object', { path: '/page' });
-    for (const k of Object.keys(page)) if (k !== 'limit' && k !== 'token') throw new WritError('INVALID_REQUEST', `page.${k} is not a member of page`, { path: `/page/${k}` });
+    for (const k of Object.keys(page))
+      if (k !== 'limit' && k !== 'token') throw new WritError('INVALID_REQUEST', `page.${k} is not a member of page`, { path: `/page/${k}` });
     const l = page.limit === undefined ? undefined : toPlain(page.limit);
     if (l !== undefined) {
-      if (typeof l !== 'number' || !Number.isInteger(l) || l < 1 || l > MAX_PAGE_LIMIT) throw new WritError('INVALID_REQUEST', `page.limit is a whole number from 1 to ${MAX_PAGE_LIMIT}`, { path: '/page/limit' });
+      if (typeof l !== 'number' || !Number.isInteger(l) || l < 1 || l > MAX_PAGE_LIMIT)
+        throw new WritError('INVALID_REQUEST', `page.limit is a whole number from 1 to ${MAX_PAGE_LIMIT}`, { path: '/page/limit' });
       limit = l;
     }
     if (page.token !== undefined) {
@@ -171,7 +175,11 @@ class PageBuilder {
   readonly results: SearchPage['results'] = [];
   evaluated = 0;
   pruned = 0;
-  constructor(private readonly request: SearchRequest, private readonly candidates: readonly string[], private readonly judge: SearchJudge | undefined) {}
+  constructor(
+    private readonly request: SearchRequest,
+    private readonly candidates: readonly string[],
+    private readonly judge: SearchJudge | undefined,
+  ) {}
 
   next(): string | undefined {
     if (this.evaluated >= this.candidates.length || this.results.length >= this.request.limit || this.evaluated >= MAX_EVALUATIONS_PER_PAGE) return undefined;
@@ -195,7 +203,12 @@ class PageBuilder {
 
   page(): SearchPage {
     const done = this.evaluated >= this.candidates.length;
-    return { results: this.results, next_token: done ? '' : nextTokenOf(this.request.kind, this.candidates[this.evaluated - 1]!), evaluated: this.evaluated, pruned: this.pruned };
+    return {
+      results: this.results,
+      next_token: done ? '' : nextTokenOf(this.request.kind, this.candidates[this.evaluated - 1]!),
+      evaluated: this.evaluated,
+      pruned: this.pruned,
+    };
   }
 }
 
@@ -204,7 +217,9 @@ class PageBuilder {
  * answered by `judge` when it can (searchJudgeOf), else evaluated by `decide`.
  */
 export async function searchPage(
-  request: SearchRequest, candidates: readonly string[], decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  request: SearchRequest,
+  candidates: readonly string[],
+  decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
   judge?: SearchJudge,
 ): Promise<SearchPage> {
   const b = new PageBuilder(request, candidates, judge);
@@ -223,7 +238,10 @@ export async function searchPage(
 
 /** searchPage with an evaluation that answers at once (`writ policy test`). */
 export function searchPageSync(
-  request: SearchRequest, candidates: readonly string[], decide: (e: AuthzenEvaluation) => DecisionOutcome, judge?: SearchJudge,
+  request: SearchRequest,
+  candidates: readonly string[],
+  decide: (e: AuthzenEvaluation) => DecisionOutcome,
+  judge?: SearchJudge,
 ): SearchPage {
   const b = new PageBuilder(request, candidates, judge);
   for (let c = b.next(); c !== undefined; c = b.next()) {

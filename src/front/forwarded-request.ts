@@ -10,8 +10,18 @@
 import type { ForwardedRequest } from './protocol.js';
 
 const DELEGATED = [
-  'body', 'cache', 'credentials', 'destination', 'duplex', 'integrity', 'keepalive', 'mode', 'redirect', 'referrer',
-  'referrerPolicy', 'signal',
+  'body',
+  'cache',
+  'credentials',
+  'destination',
+  'duplex',
+  'integrity',
+  'keepalive',
+  'mode',
+  'redirect',
+  'referrer',
+  'referrerPolicy',
+  'signal',
 ] as const;
 const DELEGATED_METHODS = ['blob', 'bytes', 'clone', 'formData'] as const;
 

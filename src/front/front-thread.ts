@@ -31,7 +31,13 @@ import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
 import {
-  answerClientError, refuseRequestTarget, reportUnroutedAnswersTo, requestTargetProblem, singleHeader, UNROUTED, withoutDotSegments,
+  answerClientError,
+  refuseRequestTarget,
+  reportUnroutedAnswersTo,
+  requestTargetProblem,
+  singleHeader,
+  UNROUTED,
+  withoutDotSegments,
 } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
@@ -41,9 +47,7 @@ import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import {
-  admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen,
-} from '../authzen/request.js';
+import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
 import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
 import { frontThreadsSupported } from './support.js';
@@ -107,7 +111,10 @@ const relayedKeys = new RelayedKeys(async (issuer, kid) => {
   if (!('jwks' in a.ok)) unreachable();
   return a.ok.jwks;
 });
-const auth = new Authenticator(new TokenTable(start.tokens), start.jwtIssuers.length > 0 ? new JwtVerifier(start.jwtIssuers, { keys: relayedKeys }) : undefined);
+const auth = new Authenticator(
+  new TokenTable(start.tokens),
+  start.jwtIssuers.length > 0 ? new JwtVerifier(start.jwtIssuers, { keys: relayedKeys }) : undefined,
+);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 let engine = new PolicyEngine(start.policy, { memoSize: start.memoSize });
@@ -143,7 +150,10 @@ setInterval(() => {
   for (const [id, w] of waiting) {
     if (now - w.at < ASK_DEADLINE_MS) break;
     waiting.delete(id);
-    const refusal = new WritError('STORE_UNAVAILABLE', `the ledger writer did not answer within ${ASK_DEADLINE_MS / 1000} s; whether the request was recorded is unknown until a later read`);
+    const refusal = new WritError(
+      'STORE_UNAVAILABLE',
+      `the ledger writer did not answer within ${ASK_DEADLINE_MS / 1000} s; whether the request was recorded is unknown until a later read`,
+    );
     w.resolve({ id, error: { status: refusal.status, body: refusal.toBody() } });
     // A refusal the client got; its request is counted by route when the writer gets to it.
     post({ type: 'refused', status: refusal.status, code: refusal.code, message: refusal.message });
@@ -162,7 +172,12 @@ function post(message: FromFront): void {
  */
 const ASK_BATCH = 8;
 function ask(
-  a: { prepared: PreparedDecision } | { decide: { caller: Caller; text: string } } | { authzen: AuthzenAsk } | { forward: ForwardedRequest } | { jwks: { issuer: string; kid: string } },
+  a:
+    | { prepared: PreparedDecision }
+    | { decide: { caller: Caller; text: string } }
+    | { authzen: AuthzenAsk }
+    | { forward: ForwardedRequest }
+    | { jwks: { issuer: string; kid: string } },
 ): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
@@ -322,7 +337,14 @@ function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): 
   // the loopback one Node would name for this hop.
   if (!hasHost) headers.push('Host', publicHost);
   if (body !== undefined) headers.push('Content-Length', String(body.byteLength));
-  const up = http.request({ host: '127.0.0.1', port: start.mainPort, method: req.method, path: req.url, headers: headers as unknown as http.OutgoingHttpHeaders, agent: upstream });
+  const up = http.request({
+    host: '127.0.0.1',
+    port: start.mainPort,
+    method: req.method,
+    path: req.url,
+    headers: headers as unknown as http.OutgoingHttpHeaders,
+    agent: upstream,
+  });
   let cut = false;
   up.on('response', (answer) => {
     const out: http.OutgoingHttpHeaders = { ...answer.headers };
@@ -411,7 +433,12 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
   }
   let prepared: Prepared | undefined;
   try {
-    prepared = await prepareDecision({ engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) }, caller, text, startedAt);
+    prepared = await prepareDecision(
+      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) },
+      caller,
+      text,
+      startedAt,
+    );
   } catch (e) {
     const refusal = answeredHere(e);
     if (refusal !== undefined) return refuseHere(res, '/v1/decisions', refusal);
@@ -495,7 +522,10 @@ async function forward(req: IncomingMessage, res: ServerResponse, url: string, c
   res.writeHead(answer.status, out);
   res.end(answer.body);
 }
-const AUTHZEN_PATHS = new Map([[AUTHZEN_EVALUATION_PATH, false], [AUTHZEN_EVALUATIONS_PATH, true]]);
+const AUTHZEN_PATHS = new Map([
+  [AUTHZEN_EVALUATION_PATH, false],
+  [AUTHZEN_EVALUATIONS_PATH, true],
+]);
 
 /** A declared JSON body within the limit: what the fast paths read themselves (else the sidecar refuses it). */
 function declaredJson(req: IncomingMessage): boolean {

@@ -78,7 +78,9 @@ function processFront(start: FrontStart): FrontLink {
   if (!clusterSetUp) {
     clusterSetUp = true;
     cluster.setupPrimary({
-      exec: fileURLToPath(THREAD_SCRIPT), args: [], serialization: 'advanced',
+      exec: fileURLToPath(THREAD_SCRIPT),
+      args: [],
+      serialization: 'advanced',
       // The V8 flag cedar-wasm needs on this Node (src/policy/wasm-inline-guard.ts), before anything loads.
       execArgv: wasmInlineGuardNeeded() ? [WASM_INLINE_GUARD_FLAG] : [],
     });
@@ -167,7 +169,10 @@ export class Fronts {
   private authzen: AuthzenService | undefined;
   readonly port: number;
 
-  private constructor(private readonly o: FrontsOptions, port: number) {
+  private constructor(
+    private readonly o: FrontsOptions,
+    port: number,
+  ) {
     this.port = port;
     this.dropTallySource = metrics.addEvaluationTallySource(() => this.fronts.reduce((sum, f) => addTally(sum, f.tally), { ...this.exited }));
   }
@@ -185,10 +190,12 @@ export class Fronts {
       await Promise.all(Array.from({ length: o.count }, (_, i) => fronts.spawn(i, held !== undefined)));
       if (held) {
         if (!held.shared) await held.release();
-        await Promise.all(fronts.fronts.map((f) => {
-          f.link.send({ type: 'listen' } satisfies ToFront);
-          return f.listening;
-        }));
+        await Promise.all(
+          fronts.fronts.map((f) => {
+            f.link.send({ type: 'listen' } satisfies ToFront);
+            return f.listening;
+          }),
+        );
         if (held.shared) await held.release();
       }
     } catch (e) {
@@ -203,8 +210,17 @@ export class Fronts {
     const { count, evaluatorThreads } = this.o;
     return {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
-      host: this.o.host, port: this.port, mainPort: this.o.mainPort, tokens: this.o.tokens, jwtIssuers: this.o.jwtIssuers ?? [], maxBodyBytes: this.o.maxBodyBytes, fairness: fairnessOf(core.config), ...(this.o.tls ? { tls: this.o.tls } : {}),
-      clockFile: core.config.clock_file, memoSize: core.config.decision_memo_size, policy: core.bundle,
+      host: this.o.host,
+      port: this.port,
+      mainPort: this.o.mainPort,
+      tokens: this.o.tokens,
+      jwtIssuers: this.o.jwtIssuers ?? [],
+      maxBodyBytes: this.o.maxBodyBytes,
+      fairness: fairnessOf(core.config),
+      ...(this.o.tls ? { tls: this.o.tls } : {}),
+      clockFile: core.config.clock_file,
+      memoSize: core.config.decision_memo_size,
+      policy: core.bundle,
       entities: { version: core.entities.version, list: core.entities.all() },
       ...(holdListen ? { holdListen } : {}),
     };
@@ -217,7 +233,10 @@ export class Fronts {
     let listened!: () => void;
     let failed!: (e: Error) => void;
     const front: Front = {
-      link, outbox: [], index, tally: emptyTally(),
+      link,
+      outbox: [],
+      index,
+      tally: emptyTally(),
       listening: new Promise<void>((resolve, reject) => {
         listened = resolve;
         failed = reject;

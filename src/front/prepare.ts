@@ -14,7 +14,13 @@ import { stateAfterDecision } from '../executions/machine.js';
 import { noPrior } from '../executions/prior.js';
 import { presealMembers } from '../store/seal.js';
 import {
-  admitDecision, decisionRecordFields, decisionResponseOf, pdpNow, type AdmittedDecision, type DecisionResponse, type PreparedCommit,
+  admitDecision,
+  decisionRecordFields,
+  decisionResponseOf,
+  pdpNow,
+  type AdmittedDecision,
+  type DecisionResponse,
+  type PreparedCommit,
   type PreparedDecision,
 } from '../pdp/admission.js';
 
@@ -54,7 +60,18 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   // A fresh execution has no approvals; were this id not fresh, the writer decides it again. Nor, as far
   // as the front knows, other executions of this call: the writer checks that where a policy counts them.
   const outcome = await front.evaluate(engine, {
-    actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar, now, approvals: [], prior: noPrior(), entities,
+    actor,
+    server,
+    tool,
+    subject,
+    envelope,
+    phase,
+    binding: bound.binding,
+    cedarArguments: bound.cedar,
+    now,
+    approvals: [],
+    prior: noPrior(),
+    entities,
   });
   const decisionId = randomUUID();
   const state = stateAfterDecision(phase, outcome.decision);
@@ -63,10 +80,28 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
   const { parts } = presealMembers(fields);
   const ask: PreparedDecision = {
-    caller, text, key: admitted.key, actor, executionId: admitted.executionId, phase, server, tool, subject,
-    binding: bound.binding, envDigest: admitted.envDigest, decision: outcome.decision, state, policyVersion, entitiesVersion, parts: [...parts], startedAt,
-    readsPrior: engine.readsPrior(server, tool), now: now.toISOString(), approverGroups: outcome.obligations.map((o) => o.approver_group),
-    taskId: envelope.task_id, ...(admitted.traceId !== undefined ? { traceId: admitted.traceId } : {}),
+    caller,
+    text,
+    key: admitted.key,
+    actor,
+    executionId: admitted.executionId,
+    phase,
+    server,
+    tool,
+    subject,
+    binding: bound.binding,
+    envDigest: admitted.envDigest,
+    decision: outcome.decision,
+    state,
+    policyVersion,
+    entitiesVersion,
+    parts: [...parts],
+    startedAt,
+    readsPrior: engine.readsPrior(server, tool),
+    now: now.toISOString(),
+    approverGroups: outcome.obligations.map((o) => o.approver_group),
+    taskId: envelope.task_id,
+    ...(admitted.traceId !== undefined ? { traceId: admitted.traceId } : {}),
   };
   return { admitted, outcome, decisionId, state, policyVersion, entitiesVersion, ask };
 }

@@ -54,17 +54,26 @@ export interface GatewayDeps {
 }
 
 function jsonRpcError(status: number, code: number, message: string, id: unknown = null, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), { status, headers: { 'content-type': 'application/json', ...headers } });
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 }
 
 function refusalResponse(r: Refusal): Response {
-  return new Response(JSON.stringify({ error: { code: r.code, message: r.message } }), { status: r.status, headers: { 'content-type': 'application/json', ...r.headers } });
+  return new Response(JSON.stringify({ error: { code: r.code, message: r.message } }), {
+    status: r.status,
+    headers: { 'content-type': 'application/json', ...r.headers },
+  });
 }
 
 function answerResponse(a: PostAnswer, headers: Record<string, string>): Response {
   if (a.kind === 'accepted') return new Response(null, { status: 202, headers });
   if (a.kind === 'json') return new Response(a.body, { status: 200, headers: { ...headers, 'content-type': 'application/json' } });
-  return new Response(a.stream, { status: 200, headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
+  return new Response(a.stream, {
+    status: 200,
+    headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
+  });
 }
 
 /** A 2026-07-28 routing header's value, its Base64 sentinel decoded; undefined when the sentinel is invalid. */
@@ -95,9 +104,11 @@ export function routingMismatch(msg: Record<string, unknown>, header: (name: str
     }
     const decoded = decodeHeader(sent);
     if (decoded === undefined) return `the ${name} header carries an invalid Base64 sentinel`;
-    if (decoded !== decodeHeader(value)) return `the ${name === 'mcp-method' ? 'Mcp-Method' : 'Mcp-Name'} header names ${JSON.stringify(decoded)} but the body names ${JSON.stringify(decodeHeader(value))}`;
+    if (decoded !== decodeHeader(value))
+      return `the ${name === 'mcp-method' ? 'Mcp-Method' : 'Mcp-Name'} header names ${JSON.stringify(decoded)} but the body names ${JSON.stringify(decodeHeader(value))}`;
   }
-  if (expected['mcp-name'] === undefined && header('mcp-name') !== undefined && msg.method === 'tools/call') return 'the Mcp-Name header does not match the body';
+  if (expected['mcp-name'] === undefined && header('mcp-name') !== undefined && msg.method === 'tools/call')
+    return 'the Mcp-Name header does not match the body';
   return undefined;
 }
 
@@ -110,10 +121,11 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const [id, s] of state.sessions) if (now - s.lastUsed > SESSION_IDLE_MS) void endSession(id, s);
-    for (const [key, s] of state.channels) if (now - s.lastUsed > CHANNEL_IDLE_MS) {
-      state.channels.delete(key);
-      void s.drain().then(() => s.close());
-    }
+    for (const [key, s] of state.channels)
+      if (now - s.lastUsed > CHANNEL_IDLE_MS) {
+        state.channels.delete(key);
+        void s.drain().then(() => s.close());
+      }
   }, 60_000);
   sweep.unref();
 
@@ -125,7 +137,14 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
 
   function newSession(name: string, who: ClientIdentity): Session {
     return new Session({
-      server: name, spec: cfg.servers.get(name)!, owner: who.owner, token: who.token, pdp, callTimeoutMs: cfg.callTimeoutMs, log, tasks,
+      server: name,
+      spec: cfg.servers.get(name)!,
+      owner: who.owner,
+      token: who.token,
+      pdp,
+      callTimeoutMs: cfg.callTimeoutMs,
+      log,
+      tasks,
       ...(cfg.defaults ? { defaults: cfg.defaults } : {}),
       hooks: {
         callAnswered: (server, refusal) => metrics.calls.inc({ server, result: refusal ?? 'tool' }),
@@ -144,20 +163,22 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
     const checks: Record<string, string> = {};
     const p = await pdp.request<unknown>('GET', '/readyz');
     checks.pdp = p.ok ? 'ok' : `unavailable: ${p.error.message}`;
-    await Promise.all([...cfg.servers].map(async ([name, spec]) => {
-      if (spec.kind === 'stdio') {
-        checks[name] = 'ok (stdio, started per session)';
-        return;
-      }
-      try {
-        // Any HTTP answer means the server is reachable (a GET without a session is often 400 or 405).
-        const r = await fetch(spec.url, { method: 'GET', headers: { ...spec.headers, accept: 'text/event-stream' }, signal: AbortSignal.timeout(3_000) });
-        await r.body?.cancel();
-        checks[name] = r.status >= 500 ? `unavailable: HTTP ${r.status}` : 'ok';
-      } catch (e) {
-        checks[name] = `unavailable: ${(e as Error).message}`;
-      }
-    }));
+    await Promise.all(
+      [...cfg.servers].map(async ([name, spec]) => {
+        if (spec.kind === 'stdio') {
+          checks[name] = 'ok (stdio, started per session)';
+          return;
+        }
+        try {
+          // Any HTTP answer means the server is reachable (a GET without a session is often 400 or 405).
+          const r = await fetch(spec.url, { method: 'GET', headers: { ...spec.headers, accept: 'text/event-stream' }, signal: AbortSignal.timeout(3_000) });
+          await r.body?.cancel();
+          checks[name] = r.status >= 500 ? `unavailable: HTTP ${r.status}` : 'ok';
+        } catch (e) {
+          checks[name] = `unavailable: ${(e as Error).message}`;
+        }
+      }),
+    );
     const ready = !state.stopping && Object.values(checks).every((v) => v.startsWith('ok'));
     return c.json({ status: ready ? 'ready' : 'not ready', checks }, ready ? 200 : 503);
   });
@@ -201,7 +222,10 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
         if (s instanceof Response) return s;
         const stream = s.openGet();
         if (!stream) return jsonRpcError(409, -32000, 'Conflict: this session already has a GET stream open');
-        return new Response(stream, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'mcp-session-id': s.id } });
+        return new Response(stream, {
+          status: 200,
+          headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'mcp-session-id': s.id },
+        });
       }
       case 'DELETE': {
         if (sessionId === undefined) return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
@@ -229,7 +253,8 @@ export function gatewayApp(deps: GatewayDeps, state: GatewayState): Hono {
       return jsonRpcError(400, -32700, 'Parse error: the body is not JSON');
     }
     const messages = Array.isArray(msg) ? msg : [msg];
-    if (messages.length === 0 || !messages.every(isObject)) return jsonRpcError(400, -32600, 'Invalid Request: a POST carries a JSON-RPC message or a batch of them');
+    if (messages.length === 0 || !messages.every(isObject))
+      return jsonRpcError(400, -32600, 'Invalid Request: a POST carries a JSON-RPC message or a batch of them');
     if (state.stopping) return jsonRpcError(503, -32000, 'Service Unavailable: the gateway is shutting down', null, { 'retry-after': '1' });
 
     const modern = messages.filter((m) => (requestRevision(m.params) ?? '') >= FIRST_STATELESS_REVISION);

@@ -53,8 +53,20 @@ function fail(message: string): never {
 }
 
 const KNOWN = new Set([
-  'listen', 'public_url', 'pdp', 'jwt_issuers', 'authorization_servers', 'scopes_supported', 'allowed_origins', 'defaults', 'servers',
-  'call_timeout_ms', 'log_format', 'tls_cert_file', 'tls_key_file', 'shutdown_grace_ms',
+  'listen',
+  'public_url',
+  'pdp',
+  'jwt_issuers',
+  'authorization_servers',
+  'scopes_supported',
+  'allowed_origins',
+  'defaults',
+  'servers',
+  'call_timeout_ms',
+  'log_format',
+  'tls_cert_file',
+  'tls_key_file',
+  'shutdown_grace_ms',
 ]);
 
 /** A server name is one URL path segment, and a PDP `action.server` (no `/`). */
@@ -131,7 +143,12 @@ export function checkGatewayConfig(doc: unknown, o: { readFile?: (file: string) 
     } else if (s.command !== undefined) {
       for (const k of Object.keys(s)) if (k !== 'command' && k !== 'env') fail(`${where}: unknown member ${JSON.stringify(k)}`);
       const argv = stringArray(s.command, `${where}.command`, { nonEmpty: true });
-      servers.set(name, { kind: 'stdio', command: argv[0]!, args: argv.slice(1), ...(s.env !== undefined ? { env: stringRecord(s.env, `${where}.env`) } : {}) });
+      servers.set(name, {
+        kind: 'stdio',
+        command: argv[0]!,
+        args: argv.slice(1),
+        ...(s.env !== undefined ? { env: stringRecord(s.env, `${where}.env`) } : {}),
+      });
     } else fail(`${where} must have a url or a command`);
   }
 
@@ -150,16 +167,22 @@ export function checkGatewayConfig(doc: unknown, o: { readFile?: (file: string) 
     if (p) fail(`authorization_servers: ${a} ${p}`);
   }
   const cfg: GatewayConfig = {
-    host, port, publicUrl, publicOrigin: pub.origin,
+    host,
+    port,
+    publicUrl,
+    publicOrigin: pub.origin,
     pdp: { url: doc.pdp.url, token },
-    issuers, authorizationServers, servers,
+    issuers,
+    authorizationServers,
+    servers,
     callTimeoutMs: timeoutMs(doc.call_timeout_ms, 60_000, 'call_timeout_ms'),
     logFormat: 'text',
     tls: null,
     shutdownGraceMs: timeoutMs(doc.shutdown_grace_ms, 30_000, 'shutdown_grace_ms'),
   };
   if (doc.scopes_supported !== undefined) cfg.scopesSupported = stringArray(doc.scopes_supported, 'scopes_supported');
-  if (doc.allowed_origins !== undefined) cfg.allowedOrigins = stringArray(doc.allowed_origins, 'allowed_origins').map((u) => (URL.canParse(u) ? new URL(u).origin : u));
+  if (doc.allowed_origins !== undefined)
+    cfg.allowedOrigins = stringArray(doc.allowed_origins, 'allowed_origins').map((u) => (URL.canParse(u) ? new URL(u).origin : u));
   if (doc.defaults !== undefined) {
     try {
       cfg.defaults = parseDefaults(doc.defaults);

@@ -22,7 +22,7 @@ export interface RunningGateway {
 }
 
 export async function startGateway(cfg: GatewayConfig, o: { log?: (line: string) => void; pdpTimeoutMs?: number } = {}): Promise<RunningGateway> {
-  const log = o.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : l + '\n'));
+  const log = o.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : `${l}\n`));
   const verifier = new JwtVerifier(cfg.issuers);
   const pdp = new PdpClient({ url: cfg.pdp.url, token: cfg.pdp.token, ...(o.pdpTimeoutMs ? { timeoutMs: o.pdpTimeoutMs } : {}) });
   const state: GatewayState = { sessions: new Map(), channels: new Map(), stopping: false };

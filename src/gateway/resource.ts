@@ -43,7 +43,12 @@ function quoted(v: string): string {
 function challenge(cfg: GatewayConfig, name: string, extra: Record<string, string>): string {
   const params: Record<string, string> = { ...extra, resource_metadata: metadataUrl(cfg, name) };
   if (cfg.scopesSupported?.length && params.scope === undefined) params.scope = cfg.scopesSupported.join(' ');
-  return 'Bearer ' + Object.entries(params).map(([k, v]) => `${k}=${quoted(v)}`).join(', ');
+  return (
+    'Bearer ' +
+    Object.entries(params)
+      .map(([k, v]) => `${k}=${quoted(v)}`)
+      .join(', ')
+  );
 }
 
 /** An Origin header the gateway refuses (DNS rebinding, a page of another site): 403; none sent is fine. */
@@ -55,12 +60,23 @@ export function originRefusal(cfg: GatewayConfig, origin: string | undefined): R
 }
 
 /** Who the request is from, or why it is refused (401 with a challenge, 403 insufficient_scope, 503). */
-export async function authenticateClient(cfg: GatewayConfig, verifier: JwtVerifier, name: string, authorization: string | undefined): Promise<ClientIdentity | Refusal> {
+export async function authenticateClient(
+  cfg: GatewayConfig,
+  verifier: JwtVerifier,
+  name: string,
+  authorization: string | undefined,
+): Promise<ClientIdentity | Refusal> {
   const m = authorization === undefined ? null : /^Bearer +([^\s]+) *$/i.exec(authorization);
   if (!m) {
     const message = authorization === undefined ? 'an access token is required' : 'the Authorization header is not a bearer token';
     const extra: Record<string, string> = authorization === undefined ? {} : { error: 'invalid_request', error_description: message };
-    return { status: 401, reason: authorization === undefined ? 'no_token' : 'malformed', code: 'UNAUTHENTICATED', message, headers: { 'www-authenticate': challenge(cfg, name, extra) } };
+    return {
+      status: 401,
+      reason: authorization === undefined ? 'no_token' : 'malformed',
+      code: 'UNAUTHENTICATED',
+      message,
+      headers: { 'www-authenticate': challenge(cfg, name, extra) },
+    };
   }
   const token = m[1]!;
   let verified: VerifiedToken;
@@ -68,12 +84,25 @@ export async function authenticateClient(cfg: GatewayConfig, verifier: JwtVerifi
     verified = await verifier.verify(token, [resourceOf(cfg, name)]);
   } catch (e) {
     if (!isWritError(e)) throw e;
-    if (e.code === 'IDENTITY_UNAVAILABLE') return { status: 503, reason: 'identity_unavailable', code: e.code, message: e.message, headers: { 'retry-after': '5' } };
-    return { status: 401, reason: 'invalid_token', code: 'UNAUTHENTICATED', message: e.message, headers: { 'www-authenticate': challenge(cfg, name, { error: 'invalid_token', error_description: e.message }) } };
+    if (e.code === 'IDENTITY_UNAVAILABLE')
+      return { status: 503, reason: 'identity_unavailable', code: e.code, message: e.message, headers: { 'retry-after': '5' } };
+    return {
+      status: 401,
+      reason: 'invalid_token',
+      code: 'UNAUTHENTICATED',
+      message: e.message,
+      headers: { 'www-authenticate': challenge(cfg, name, { error: 'invalid_token', error_description: e.message }) },
+    };
   }
   if (cfg.scopesSupported?.length && !verified.scopes.some((s) => cfg.scopesSupported!.includes(s))) {
     const message = `the token carries none of the scopes ${cfg.scopesSupported.join(', ')}`;
-    return { status: 403, reason: 'insufficient_scope', code: 'INSUFFICIENT_SCOPE', message, headers: { 'www-authenticate': challenge(cfg, name, { error: 'insufficient_scope', error_description: message }) } };
+    return {
+      status: 403,
+      reason: 'insufficient_scope',
+      code: 'INSUFFICIENT_SCOPE',
+      message,
+      headers: { 'www-authenticate': challenge(cfg, name, { error: 'insufficient_scope', error_description: message }) },
+    };
   }
   const c = verified.claims;
   const act = c.act !== null && typeof c.act === 'object' ? (c.act as Record<string, unknown>).sub : undefined;

@@ -71,7 +71,10 @@ class Exchange {
   readonly answer = new Promise<PostAnswer>((r) => (this.#resolve = r));
   #settled = false;
   closed = false;
-  constructor(readonly batch: boolean, private readonly onDone: (e: Exchange) => void) {}
+  constructor(
+    readonly batch: boolean,
+    private readonly onDone: (e: Exchange) => void,
+  ) {}
 
   /** A response for one of this POST's requests. */
   respond(key: string, text: string): void {
@@ -162,7 +165,11 @@ export class Session {
     this.#upstream = startUpstream(o.spec, o.server, o.log, o.hooks?.upstreamLatency);
     this.#relay = createRelay(
       {
-        pdp: o.pdp, server: o.server, callTimeoutMs: o.callTimeoutMs, log: o.log, name: 'writ gateway',
+        pdp: o.pdp,
+        server: o.server,
+        callTimeoutMs: o.callTimeoutMs,
+        log: o.log,
+        name: 'writ gateway',
         identityToken: () => this.#token,
         ...(o.defaults ? { defaults: o.defaults } : {}),
       },
@@ -246,7 +253,7 @@ export class Session {
       return;
     }
     if (Array.isArray(msg)) {
-      rawElements(text).forEach((t) => this.#deliver(t));
+      for (const t of rawElements(text)) this.#deliver(t);
       return;
     }
     if (isObject(msg) && !('method' in msg) && 'id' in msg) {
@@ -279,7 +286,9 @@ export class Session {
       // open); a request of the server's is answered, so the server does not wait on it.
       if (isObject(msg) && typeof msg.method === 'string' && 'id' in msg) {
         this.#o.log(`writ gateway: refused a request from ${this.server} (no stream of the client's is open to carry it): ${String(msg.method).slice(0, 100)}`);
-        this.#upstream.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'writ gateway: the client has no stream open to carry this request' } }));
+        this.#upstream.send(
+          JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: 'writ gateway: the client has no stream open to carry this request' } }),
+        );
       }
     }
   }
@@ -288,7 +297,10 @@ export class Session {
   #answered(method: string | undefined, msg: Record<string, unknown>, text: string): string {
     if (method === 'tools/call') {
       const result = msg.result;
-      const refusal = isObject(result) && isObject(result._meta) && isObject(result._meta[META_DECISION]) ? String((result._meta[META_DECISION] as Record<string, unknown>).code) : undefined;
+      const refusal =
+        isObject(result) && isObject(result._meta) && isObject(result._meta[META_DECISION])
+          ? String((result._meta[META_DECISION] as Record<string, unknown>).code)
+          : undefined;
       this.#o.hooks?.callAnswered?.(this.server, 'error' in msg ? 'JSON_RPC_ERROR' : refusal);
       const task = createdTaskOf(result);
       if (task) this.#o.tasks.set(this.server, task.taskId, this.owner);

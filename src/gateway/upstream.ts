@@ -74,8 +74,14 @@ function errorAnswer(idRaw: string, message: string): string {
 
 /** Which body member the 2026-07-28 `Mcp-Name` header mirrors, per method. */
 const NAME_SOURCE: Record<string, string> = {
-  'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'resources/subscribe': 'uri', 'resources/unsubscribe': 'uri',
-  'tasks/get': 'taskId', 'tasks/result': 'taskId', 'tasks/cancel': 'taskId',
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'resources/subscribe': 'uri',
+  'resources/unsubscribe': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/result': 'taskId',
+  'tasks/cancel': 'taskId',
 };
 
 /** A header value as the 2026-07-28 routing headers carry it: plain printable ASCII, else a Base64 sentinel. */
@@ -163,7 +169,13 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'];
  * followed with the same method and body, a 301, 302 or 303 only for a request without a body (a POST
  * turned into a GET, as fetch would, could never carry the call); to another origin without credentials.
  */
-async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
+async function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  signal: AbortSignal,
+): Promise<http.IncomingMessage> {
   let at = url;
   let h = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
   for (let hop = 0; ; hop++) {
@@ -209,7 +221,11 @@ export class HttpUpstream extends Base {
   /** The configured headers, names in lower case (the MCP headers the gateway writes replace any of them). */
   readonly #headersConfigured: Record<string, string>;
 
-  constructor(private readonly spec: Extract<UpstreamSpec, { kind: 'http' }>, private readonly label: string, observe?: LatencyObserver) {
+  constructor(
+    readonly spec: Extract<UpstreamSpec, { kind: 'http' }>,
+    private readonly label: string,
+    observe?: LatencyObserver,
+  ) {
     super(observe);
     this.#url = new URL(spec.url);
     this.#headersConfigured = Object.fromEntries(Object.entries(spec.headers).map(([k, v]) => [k.toLowerCase(), v]));
@@ -236,7 +252,10 @@ export class HttpUpstream extends Base {
       for (const raw of pending.values()) this.received(errorAnswer(raw, `writ gateway: the upstream server ${this.label} failed: ${why}`));
       pending.clear();
     };
-    if (this.#closed) return fail('the upstream session is closed');
+    if (this.#closed) {
+      fail('the upstream session is closed');
+      return;
+    }
     const ctl = new AbortController();
     this.#aborts.add(ctl);
     const deliver = (t: string): void => {
@@ -327,7 +346,10 @@ export class HttpUpstream extends Base {
     if (this.#sessionId === undefined) return;
     const headers: Record<string, string> = { ...this.#headersConfigured, 'mcp-session-id': this.#sessionId };
     if (this.#protocolVersion) headers['mcp-protocol-version'] = this.#protocolVersion;
-    await exchange(this.#url, 'DELETE', headers, undefined, AbortSignal.timeout(5_000)).then((r) => void r.resume(), () => undefined);
+    await exchange(this.#url, 'DELETE', headers, undefined, AbortSignal.timeout(5_000)).then(
+      (r) => void r.resume(),
+      () => undefined,
+    );
   }
 }
 
@@ -337,7 +359,12 @@ export class StdioUpstream extends Base {
   #gone = false;
   readonly #inFlight = new Map<string, string>();
 
-  constructor(spec: Extract<UpstreamSpec, { kind: 'stdio' }>, private readonly label: string, log: (line: string) => void, observe?: LatencyObserver) {
+  constructor(
+    spec: Extract<UpstreamSpec, { kind: 'stdio' }>,
+    private readonly label: string,
+    log: (line: string) => void,
+    observe?: LatencyObserver,
+  ) {
     super(observe);
     this.#child = spawn(spec.command, spec.args, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...(spec.env ?? {}) } });
     this.#child.stdin!.on('error', (e) => log(`writ gateway: writing to ${label} failed: ${e.message}`));
@@ -353,7 +380,8 @@ export class StdioUpstream extends Base {
     const done = (status: number): void => {
       if (this.#gone) return;
       this.#gone = true;
-      for (const raw of this.#inFlight.values()) this.received(errorAnswer(raw, `writ gateway: the upstream server ${label} exited (status ${status}) before answering`));
+      for (const raw of this.#inFlight.values())
+        this.received(errorAnswer(raw, `writ gateway: the upstream server ${label} exited (status ${status}) before answering`));
       this.#inFlight.clear();
       this.onClose(status);
     };
@@ -371,7 +399,7 @@ export class StdioUpstream extends Base {
     }
     this.sent(text);
     for (const raw of requestIds(text)) this.#inFlight.set(idKey(raw), raw);
-    this.#child.stdin!.write(text + '\n');
+    this.#child.stdin!.write(`${text}\n`);
   }
 
   async close(): Promise<void> {

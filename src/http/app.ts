@@ -157,10 +157,12 @@ export function buildApp(o: AppOptions): Hono<Env> {
     return callers;
   };
   /** Authenticates and checks the role; the handler then runs with c.get('caller'). */
-  const roles = (...allowed: Role[]) => async (c: Context<Env>, next: () => Promise<void>) => {
-    c.set('caller', requireRole(await authenticate(c), allowed));
-    await next();
-  };
+  const roles =
+    (...allowed: Role[]) =>
+    async (c: Context<Env>, next: () => Promise<void>) => {
+      c.set('caller', requireRole(await authenticate(c), allowed));
+      await next();
+    };
 
   app.onError((err, c) => {
     if (isWritError(err)) {
@@ -294,9 +296,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
     if (limit < 1 || limit > 1000) throw new WritError('INVALID_REQUEST', 'query parameter limit must be from 1 to 1000');
     const olderThan = c.req.query('older_than_s');
     const from = c.req.query('from');
-    return c.json(await sidecar.queue(state, {
-      limit, ...(olderThan !== undefined ? { olderThanS: intParam(c, 'older_than_s') } : {}), ...(from !== undefined && from !== '' ? { from } : {}),
-    }));
+    return c.json(
+      await sidecar.queue(state, {
+        limit,
+        ...(olderThan !== undefined ? { olderThanS: intParam(c, 'older_than_s') } : {}),
+        ...(from !== undefined && from !== '' ? { from } : {}),
+      }),
+    );
   });
   app.get('/v1/executions/:id', roles('pep', 'auditor', 'approver'), async (c) => {
     const caller = c.get('caller');
@@ -334,7 +340,13 @@ export function buildApp(o: AppOptions): Hono<Env> {
   });
 
   // ── AuthZEN Authorization API 1.0 (docs/protocol.md §10) ──
-  registerAuthzenRoutes(app, { core: sidecar.core, authenticate, readBody: (c) => readJsonText(c, o.maxBodyBytes), ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}), ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
+  registerAuthzenRoutes(app, {
+    core: sidecar.core,
+    authenticate,
+    readBody: (c) => readJsonText(c, o.maxBodyBytes),
+    ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}),
+    ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}),
+  });
 
   // ── approvals ──
   app.get('/v1/approvals/pending', roles('approver'), async (c) => c.json(await sidecar.pendingApprovals(c.get('caller'))));
@@ -346,7 +358,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
     const text = await readJsonText(c, o.maxBodyBytes, true);
     if (text.trim() !== '') {
       const body = toPlain(parseLossless(text));
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new WritError('INVALID_REQUEST', 'a revocation body, when sent, is a JSON object', { path: '' });
+      if (body === null || typeof body !== 'object' || Array.isArray(body))
+        throw new WritError('INVALID_REQUEST', 'a revocation body, when sent, is a JSON object', { path: '' });
     }
     return c.json(await sidecar.revoke(c.get('caller'), c.req.param('id') ?? ''));
   });
@@ -355,7 +368,9 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.put('/v1/entities/:type/:id', roles('admin'), async (c) => {
     return c.json(await sidecar.putEntity(c.get('caller'), c.req.param('type') ?? '', c.req.param('id') ?? '', await readJsonText(c, o.maxBodyBytes)));
   });
-  app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) => c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')));
+  app.get('/v1/entities/:type/:id', roles('admin', 'auditor'), async (c) =>
+    c.json(await sidecar.getEntity(c.req.param('type') ?? '', c.req.param('id') ?? '')),
+  );
 
   // ── the ledger (auditor only) ──
   app.get('/v1/ledger/records', roles('auditor'), async (c) => {
@@ -395,7 +410,8 @@ export function buildApp(o: AppOptions): Hono<Env> {
   app.get('/v1/ledger/records/:seq', roles('auditor'), async (c) => {
     const raw = c.req.param('seq') ?? '';
     // A seq is a whole number (§8: a malformed path segment is 400); a well-formed one past the end is 404.
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new WritError('INVALID_REQUEST', `a record seq is a whole number from 0, not ${JSON.stringify(raw)}`);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+      throw new WritError('INVALID_REQUEST', `a record seq is a whole number from 0, not ${JSON.stringify(raw)}`);
     const record = await store.getRecord(Number(raw));
     if (!record) throw new WritError('NOT_FOUND', `no record ${raw}`);
     return c.json(record);
@@ -451,7 +467,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
             controller.close();
             return;
           }
-          chunk += next.value + '\n';
+          chunk += `${next.value}\n`;
         }
         controller.enqueue(encoder.encode(chunk));
       },

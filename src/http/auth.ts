@@ -63,7 +63,6 @@ export class TokenTable {
   }
 }
 
-
 /** The token of a well-formed `Bearer` header value, else undefined. */
 export function bearerOf(header: string | undefined): string | undefined {
   const m = header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;

@@ -116,9 +116,11 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   // The same statuses Node's own handler picks.
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const message =
-    status === 431 ? 'the request headers are too large' :
-    status === 408 ? 'the request was not received in time' :
-    `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`;
+    status === 431
+      ? 'the request headers are too large'
+      : status === 408
+        ? 'the request was not received in time'
+        : `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`;
   const body = JSON.stringify(new WritError('INVALID_REQUEST', message, { status }).toBody());
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

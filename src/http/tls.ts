@@ -45,7 +45,11 @@ export function createPublicServer(tls: TlsMaterial | undefined, options: Server
   return server as unknown as Server;
 }
 
-export function readTlsMaterial(certFile: string | null, keyFile: string | null, clients?: { caFile: string | null; clients: TlsClientSpec[] }): TlsMaterial | undefined {
+export function readTlsMaterial(
+  certFile: string | null,
+  keyFile: string | null,
+  clients?: { caFile: string | null; clients: TlsClientSpec[] },
+): TlsMaterial | undefined {
   if (certFile === null && keyFile === null) return undefined;
   // loadConfig refuses half a setting; a config built in code must not slip through to plain HTTP either.
   if (certFile === null || keyFile === null) throw new WritError('INVALID_REQUEST', 'tls_cert_file and tls_key_file must be set together (or both left out)');

@@ -89,7 +89,7 @@ export class CanonicalLine {
   }
 }
 
-const enum Ch {
+enum Ch {
   Quote = 0x22,
   Backslash = 0x5c,
   Comma = 0x2c,
@@ -220,7 +220,7 @@ function keyBefore(s: string, aStart: number, aEnd: number, aEscaped: boolean, b
   }
   const aLength = aEnd - aStart;
   const bLength = bEnd - bStart;
-  const n = aLength < bLength ? aLength : bLength;
+  const n = Math.min(aLength, bLength);
   for (let k = 0; k < n; k++) {
     const x = s.charCodeAt(aStart + k);
     const y = s.charCodeAt(bStart + k);

@@ -6,7 +6,7 @@
 import { bytesToHash, leafHash } from './merkle/hasher.js';
 import { jcs } from '../util/canonical.js';
 
-export const ZERO_HASH = 'sha256:' + '0'.repeat(64);
+export const ZERO_HASH = `sha256:${'0'.repeat(64)}`;
 export const RECORD_VERSION = 1;
 
 /** Fields every record has; kind-specific fields sit beside them. */
@@ -49,7 +49,12 @@ export function recordEntry(line: string): Buffer | undefined {
     const at = m.index!;
     const end = at + m[0].length;
     // The member and one comma beside it (the one before, unless it is the first member).
-    const entry = line[at - 1] === ',' ? line.slice(0, at - 1) + line.slice(end) : line[end] === ',' ? line.slice(0, at) + line.slice(end + 1) : line.slice(0, at) + line.slice(end);
+    const entry =
+      line[at - 1] === ','
+        ? line.slice(0, at - 1) + line.slice(end)
+        : line[end] === ','
+          ? line.slice(0, at) + line.slice(end + 1)
+          : line.slice(0, at) + line.slice(end);
     const bytes = Buffer.from(entry, 'utf8');
     if (bytesToHash(leafHash(bytes)) === m[1]) return bytes;
   }

@@ -11,15 +11,15 @@ const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 /** `ed25519:` + first 16 hex of SHA-256(raw public key). */
 export function keyIdOf(publicKeyRaw: Uint8Array): string {
-  return 'ed25519:' + sha256Hex(publicKeyRaw).slice(0, 16);
+  return `ed25519:${sha256Hex(publicKeyRaw).slice(0, 16)}`;
 }
 
 export function checkpointPayload(c: { key_id: string; root: string; size: number }): string {
-  return 'writ-checkpoint/1\n' + jcs({ key_id: c.key_id, root: c.root, size: c.size });
+  return `writ-checkpoint/1\n${jcs({ key_id: c.key_id, root: c.root, size: c.size })}`;
 }
 
 export function keyPayload(k: { key_id: string; public_key: string }): string {
-  return 'writ-key/1\n' + jcs({ key_id: k.key_id, public_key: k.public_key });
+  return `writ-key/1\n${jcs({ key_id: k.key_id, public_key: k.public_key })}`;
 }
 
 export function privateKeyFromSeed(seed: Uint8Array): KeyObject {
@@ -29,7 +29,7 @@ export function privateKeyFromSeed(seed: Uint8Array): KeyObject {
 
 /** What a `chain_break` record (operator repair) signs with the data dir key. */
 export function chainBreakPayload(c: { last_good_hash: string; last_good_seq: number; reason: string }): string {
-  return 'writ-chain-break/1\n' + jcs({ last_good_hash: c.last_good_hash, last_good_seq: c.last_good_seq, reason: c.reason });
+  return `writ-chain-break/1\n${jcs({ last_good_hash: c.last_good_hash, last_good_seq: c.last_good_seq, reason: c.reason })}`;
 }
 
 export function publicKeyFromRaw(raw: Uint8Array): KeyObject {

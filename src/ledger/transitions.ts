@@ -50,7 +50,16 @@ export class TransitionChecker {
   /** Folds in the next record's facts; returns why the machine forbids it, or undefined. */
   push(facts: string | undefined): string | undefined {
     if (facts === undefined) return undefined;
-    const [kind, actor, executionId, phase, decision, recordedState, status, confirmation] = facts.split(SEP) as [string, string, string, string, string, string, string, string];
+    const [kind, actor, executionId, phase, decision, recordedState, status, confirmation] = facts.split(SEP) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const key = `${actor}\n${executionId}`;
     const e = this.#executions.get(key);
     const name = `execution ${executionId} of ${actor}`;
@@ -60,9 +69,12 @@ export class TransitionChecker {
         if (e?.state === 'invoking') return `a decision on ${name} while it is invoking`;
         // What the record says is checked; what it leaves out is read in its favour (a decision that names
         // no phase and no state, but allows, may have started the invocation an outcome then ends).
-        const derived: State | undefined = phase === 'execute' || phase === 'propose' ? (phase === 'execute' && decision === 'allow' ? 'invoking' : 'proposed') : undefined;
-        if (derived !== undefined && recordedState !== '' && recordedState !== derived) return `a ${phase} decision ${decision} that records state ${recordedState}, not ${derived}`;
-        const next: State = derived ?? (recordedState === 'invoking' || recordedState === 'proposed' ? recordedState : decision === 'allow' ? 'invoking' : 'proposed');
+        const derived: State | undefined =
+          phase === 'execute' || phase === 'propose' ? (phase === 'execute' && decision === 'allow' ? 'invoking' : 'proposed') : undefined;
+        if (derived !== undefined && recordedState !== '' && recordedState !== derived)
+          return `a ${phase} decision ${decision} that records state ${recordedState}, not ${derived}`;
+        const next: State =
+          derived ?? (recordedState === 'invoking' || recordedState === 'proposed' ? recordedState : decision === 'allow' ? 'invoking' : 'proposed');
         this.#executions.set(key, { state: next, confirmable: false });
         return undefined;
       }
@@ -74,18 +86,22 @@ export class TransitionChecker {
         return undefined;
       case 'outcome': {
         if (e?.state !== 'invoking') {
-          return e !== undefined && TERMINAL.has(e.state) ? `a second terminal record for ${name} (already ${e.state})` : `an outcome for ${name} without an allowed execute before it`;
+          return e !== undefined && TERMINAL.has(e.state)
+            ? `a second terminal record for ${name} (already ${e.state})`
+            : `an outcome for ${name} without an allowed execute before it`;
         }
         if (status !== 'committed' && status !== 'rejected' && status !== 'unknown') return `an outcome for ${name} with status ${JSON.stringify(status)}`;
         this.#executions.set(key, { state: status, confirmable: status === 'committed' && (confirmation === '' || confirmation === 'tool_reported') });
         return undefined;
       }
       case 'reconciliation':
-        if (e?.state !== 'unknown' && e?.state !== 'invoking') return `a reconciliation of ${name}, which is ${e?.state ?? 'not reserved'}, neither unknown nor invoking`;
+        if (e?.state !== 'unknown' && e?.state !== 'invoking')
+          return `a reconciliation of ${name}, which is ${e?.state ?? 'not reserved'}, neither unknown nor invoking`;
         this.#executions.set(key, { state: 'reconciled', confirmable: false });
         return undefined;
       case 'confirmation':
-        if (e?.state !== 'committed' || !e.confirmable) return `a confirmation of ${name}, which is ${e?.state ?? 'not reserved'}${e?.state === 'committed' ? ' and already confirmed' : ''}`;
+        if (e?.state !== 'committed' || !e.confirmable)
+          return `a confirmation of ${name}, which is ${e?.state ?? 'not reserved'}${e?.state === 'committed' ? ' and already confirmed' : ''}`;
         this.#executions.set(key, { state: 'committed', confirmable: false });
         return undefined;
       default:

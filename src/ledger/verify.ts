@@ -54,9 +54,7 @@ export type VerifyCode =
   /** `--note` under `--policy` (docs/protocol.md §16): too few witness cosignatures verify. */
   | 'QUORUM_NOT_MET';
 
-export type VerifyResult =
-  | { ok: true; records: number; head: string }
-  | { ok: false; seq: number; code: VerifyCode; message: string };
+export type VerifyResult = { ok: true; records: number; head: string } | { ok: false; seq: number; code: VerifyCode; message: string };
 
 /** A public key as served by `GET /v1/ledger/keys`. */
 export interface PublicKeyEntry {
@@ -103,7 +101,7 @@ function isHashString(v: unknown): v is string {
 }
 
 function leafHashOf(bodyText: string): string {
-  return 'sha256:' + hash('sha256', '\u0000' + bodyText, 'hex');
+  return `sha256:${hash('sha256', `\u0000${bodyText}`, 'hex')}`;
 }
 
 /** Read access to the record of a canonical line, whichever way the line was judged canonical. */
@@ -394,7 +392,11 @@ export class ExportVerifier {
     if (this.#trustedKeys && this.#lastKeyId === undefined) {
       // Trusted keys were given to anchor the ledger, and no key record is there to be anchored: an
       // empty (or key-less) file proves nothing about the ledger those keys sign.
-      this.#failure = new Failure(this.#count, 'UNKNOWN_KEY', `the export has ${this.#count} records and no key record: none of the trusted keys can vouch for it`);
+      this.#failure = new Failure(
+        this.#count,
+        'UNKNOWN_KEY',
+        `the export has ${this.#count} records and no key record: none of the trusted keys can vouch for it`,
+      );
       return this.#result(this.#failure);
     }
     return { ok: true, records: this.#count, head: this.#prevHash };
@@ -478,7 +480,10 @@ export class ExportVerifier {
     const first = this.#lastKey === undefined;
     if (first) {
       if (rec.signature !== null) return new Failure(seq, 'BAD_SIGNATURE', 'the first key record must have signature null');
-    } else if (typeof rec.signature !== 'string' || !verifyPayload(this.#lastKey!, keyPayload({ key_id: keyId, public_key: rec.public_key as string }), rec.signature)) {
+    } else if (
+      typeof rec.signature !== 'string' ||
+      !verifyPayload(this.#lastKey!, keyPayload({ key_id: keyId, public_key: rec.public_key as string }), rec.signature)
+    ) {
       return new Failure(seq, 'BAD_SIGNATURE', `key ${keyId} is not signed by the previous key`);
     }
     // The trusted keys anchor the ledger's first key. Each later key is vouched for by the key before
@@ -501,7 +506,11 @@ export class ExportVerifier {
    */
   #retired(seq: number, keyId: string, what: string): Failure | undefined {
     if (this.#lastKeyId === undefined || keyId === this.#lastKeyId) return undefined;
-    return new Failure(seq, 'UNKNOWN_KEY', `${what} key ${keyId} was rotated out by the key record at seq ${this.#lastKeySeq} (the ledger's key is then ${this.#lastKeyId})`);
+    return new Failure(
+      seq,
+      'UNKNOWN_KEY',
+      `${what} key ${keyId} was rotated out by the key record at seq ${this.#lastKeySeq} (the ledger's key is then ${this.#lastKeyId})`,
+    );
   }
 
   #checkCheckpointRecord(seq: number, rec: Record<string, unknown>): Failure | undefined {
@@ -511,12 +520,20 @@ export class ExportVerifier {
     }
     const treeRoot = this.#rootAtSize(size as number);
     if (treeRoot === undefined) {
-      return new Failure(seq, 'ROOT_MISMATCH', `checkpoint size ${String(size)} trails its seq ${seq} by more than ${this.#window} records; its root cannot be checked in one pass`);
+      return new Failure(
+        seq,
+        'ROOT_MISMATCH',
+        `checkpoint size ${String(size)} trails its seq ${seq} by more than ${this.#window} records; its root cannot be checked in one pass`,
+      );
     }
-    if (root !== treeRoot) return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${treeRoot})`);
+    if (root !== treeRoot)
+      return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${treeRoot})`);
     const key = typeof key_id === 'string' ? this.#knownKeys.get(key_id) : undefined;
     if (!key) return new Failure(seq, 'UNKNOWN_KEY', `checkpoint key ${String(key_id)} is not a known key`);
-    if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)) {
+    if (
+      typeof signature !== 'string' ||
+      !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)
+    ) {
       return new Failure(seq, 'BAD_SIGNATURE', `checkpoint signature does not verify under ${key_id as string}`);
     }
     return this.#retired(seq, key_id as string, 'checkpoint');

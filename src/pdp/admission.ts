@@ -44,6 +44,7 @@ export function executionKey(actor: Uid, executionId: string): string {
 
 /** A decision request admitted (docs/protocol.md §3): what evaluation and the record are built from. */
 export interface AdmittedDecision {
+  // biome-ignore lint/suspicious/noExplicitAny: the envelope as the schema validated it; its members are read by name below
   envelope: Record<string, any>;
   actor: Uid;
   executionId: string;
@@ -115,9 +116,11 @@ function deepFreeze<T>(value: T): T {
 export function admitDecision(caller: Caller, text: string, limits: AdmissionLimits): AdmittedDecision {
   const parsed = parseWithDepthOutsideArguments(text, limits);
   const raw = parsed.value;
+  // biome-ignore lint/suspicious/noExplicitAny: the body as the schema validates it next; the decision validator does not narrow yet
   const body = toPlain(raw) as Record<string, any>;
   const filled = caller.requester !== undefined && fillDelegatedIdentity(body, caller);
   validateDecisionRequest(body);
+  // biome-ignore lint/suspicious/noExplicitAny: the envelope as the schema validated it
   const envelope = body.envelope as Record<string, any>;
   const actor = caller.actor!;
   if (caller.requester !== undefined) checkDelegatedIdentity(envelope, caller);
@@ -139,7 +142,17 @@ export function admitDecision(caller: Caller, text: string, limits: AdmissionLim
   const envelopeText = filled ? undefined : parsed.rootText('envelope');
   const { envelopeJcs, envDigest } = envelopeJcsByText.get(envelopeText) ?? envelopeJcsByText.keep(envelopeText, envelopeViews(envelope));
   const admitted: AdmittedDecision = {
-    envelope, actor, executionId, phase: body.phase, server, tool, bound, envelopeJcs, envDigest, key: executionKey(actor, executionId), ...callerFields(caller),
+    envelope,
+    actor,
+    executionId,
+    phase: body.phase,
+    server,
+    tool,
+    bound,
+    envelopeJcs,
+    envDigest,
+    key: executionKey(actor, executionId),
+    ...callerFields(caller),
   };
   const traceId = traceIdOf(envelope.traceparent);
   if (traceId !== undefined) admitted.traceId = traceId;
@@ -150,6 +163,7 @@ export function admitDecision(caller: Caller, text: string, limits: AdmissionLim
  * A delegated request's envelope names the requester and actor its identity token names (docs/protocol.md
  * §13): omitted ones are filled in (true when any was). Runs before the schema, which requires both.
  */
+// biome-ignore lint/suspicious/noExplicitAny: a request body before its schema check, filled in place
 export function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boolean {
   const envelope = body?.envelope;
   if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) return false;
@@ -166,6 +180,7 @@ export function fillDelegatedIdentity(body: Record<string, any>, caller: Caller)
 }
 
 /** 403 IDENTITY_MISMATCH when the envelope names someone other than the identity token does. */
+// biome-ignore lint/suspicious/noExplicitAny: the validated envelope's members read by name
 export function checkDelegatedIdentity(envelope: Record<string, any>, caller: Caller): void {
   if (!sameUid(envelope.requester, caller.requester!)) {
     throw new WritError('IDENTITY_MISMATCH', 'envelope.requester is not the subject of the identity token', { path: '/envelope/requester' });
@@ -181,9 +196,12 @@ function parseWithDepthOutsideArguments(text: string, limits: AdmissionLimits): 
     return parseLosslessWithRootText(text, undefined, limits);
   } catch (e) {
     throw relabelDepthStop(e, (path) =>
-      path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID'
-      : path === '/action/arguments' || path.startsWith('/action/arguments/') ? undefined
-      : 'INVALID_REQUEST');
+      path === '/envelope' || path.startsWith('/envelope/')
+        ? 'ENVELOPE_INVALID'
+        : path === '/action/arguments' || path.startsWith('/action/arguments/')
+          ? undefined
+          : 'INVALID_REQUEST',
+    );
   }
 }
 
@@ -212,10 +230,26 @@ export interface DecisionRecordFacts {
 export function decisionRecordFields(a: AdmittedDecision, f: DecisionRecordFacts): { kind: string } & Record<string, unknown> {
   const { outcome } = f;
   const fields: { kind: string } & Record<string, unknown> = {
-    kind: 'decision', decision_id: f.decisionId, execution_id: a.executionId, actor: a.actor, phase: a.phase, envelope: new KnownJcs(a.envelopeJcs),
-    envelope_digest: a.envDigest, server: a.server, tool: a.tool, arguments: new KnownJcs(a.bound.canonical), binding: a.bound.binding,
-    decision: outcome.decision, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
-    approvals: f.views, policy_version: f.policyVersion, entities_version: f.entitiesVersion, now: f.now.toISOString(), state: f.state,
+    kind: 'decision',
+    decision_id: f.decisionId,
+    execution_id: a.executionId,
+    actor: a.actor,
+    phase: a.phase,
+    envelope: new KnownJcs(a.envelopeJcs),
+    envelope_digest: a.envDigest,
+    server: a.server,
+    tool: a.tool,
+    arguments: new KnownJcs(a.bound.canonical),
+    binding: a.bound.binding,
+    decision: outcome.decision,
+    reasons: outcome.reasons,
+    errors: outcome.errors,
+    obligations: outcome.obligations,
+    approvals: f.views,
+    policy_version: f.policyVersion,
+    entities_version: f.entitiesVersion,
+    now: f.now.toISOString(),
+    state: f.state,
     caller: a.caller,
   };
   if (f.prior !== undefined) fields.prior = f.prior;
@@ -243,7 +277,13 @@ export function withPriorMember(parts: readonly string[], prior: Prior): string[
  * sealed from its JCS text, which the indexes cannot read.
  */
 export function decisionIndexFields(d: { actor: Uid; executionId: string; taskId: string; traceId?: string }): { kind: string } & Record<string, unknown> {
-  return { kind: 'decision', actor: d.actor, execution_id: d.executionId, envelope: { task_id: d.taskId }, ...(d.traceId !== undefined ? { trace_id: d.traceId } : {}) };
+  return {
+    kind: 'decision',
+    actor: d.actor,
+    execution_id: d.executionId,
+    envelope: { task_id: d.taskId },
+    ...(d.traceId !== undefined ? { trace_id: d.traceId } : {}),
+  };
 }
 
 /** The answer to a decision once its record is durable. */
@@ -254,9 +294,18 @@ export function decisionResponseOf(
 ): DecisionResponse {
   const { outcome } = f;
   const response: DecisionResponse = {
-    decision: outcome.decision, decision_id: f.decisionId, execution_id: a.executionId, state: f.state,
-    binding: a.bound.binding, envelope_digest: a.envDigest, arguments: a.bound.arguments, policy_version: f.policyVersion,
-    entities_version: f.entitiesVersion, reasons: outcome.reasons, errors: outcome.errors, obligations: outcome.obligations,
+    decision: outcome.decision,
+    decision_id: f.decisionId,
+    execution_id: a.executionId,
+    state: f.state,
+    binding: a.bound.binding,
+    envelope_digest: a.envDigest,
+    arguments: a.bound.arguments,
+    policy_version: f.policyVersion,
+    entities_version: f.entitiesVersion,
+    reasons: outcome.reasons,
+    errors: outcome.errors,
+    obligations: outcome.obligations,
     record: { seq: record.seq, hash: record.hash },
   };
   if (outcome.approval_used !== undefined) response.approval_used = outcome.approval_used;

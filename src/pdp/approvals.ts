@@ -52,18 +52,30 @@ export class ApprovalService {
     const pending: Array<Record<string, unknown> & { decided_at: string }> = [];
     for (const key of keys) {
       const e = await this.core.store.get<Execution>('executions', key);
-      if (!e || e.state !== 'proposed' || !e.pending || !e.pending.groups.some((g) => this.inApproverGroup(approver, g))) continue;
+      if (e?.state !== 'proposed' || !e.pending || !e.pending.groups.some((g) => this.inApproverGroup(approver, g))) continue;
+      // biome-ignore lint/suspicious/noExplicitAny: a stored decision record, read by member name
       const r = (await this.core.store.getRecord(e.pending.seq)) as Record<string, any> | undefined;
-      if (!r || r.kind !== 'decision') continue;
+      if (r?.kind !== 'decision') continue;
+      // biome-ignore lint/suspicious/noExplicitAny: a stored decision record's envelope, read by member name
       const env = r.envelope as Record<string, any>;
       const item: Record<string, unknown> & { decided_at: string } = {
-        execution_id: e.execution_id, actor: e.actor, requester: env.requester, subject: env.subject, task_id: env.task_id, purpose: env.purpose,
+        execution_id: e.execution_id,
+        actor: e.actor,
+        requester: env.requester,
+        subject: env.subject,
+        task_id: env.task_id,
+        purpose: env.purpose,
         decided_at: r.now as string,
       };
       for (const f of ['authoritative_event', 'execute_after', 'evidence_refs']) if (env[f] !== undefined && env[f] !== null) item[f] = env[f];
       Object.assign(item, {
-        action: { server: r.server, tool: r.tool, arguments: r.arguments }, binding: e.binding, envelope_digest: e.envelope_digest,
-        decided_at: r.now, reasons: r.reasons, obligations: r.obligations, approvals: await this.approvalViews(e, now),
+        action: { server: r.server, tool: r.tool, arguments: r.arguments },
+        binding: e.binding,
+        envelope_digest: e.envelope_digest,
+        decided_at: r.now,
+        reasons: r.reasons,
+        obligations: r.obligations,
+        approvals: await this.approvalViews(e, now),
       });
       pending.push(item);
     }
@@ -91,51 +103,89 @@ export class ApprovalService {
     const actor: Uid = { type: body.actor.type, id: body.actor.id };
     const key = executionKey(actor, body.execution_id);
     const approvalId = `apr_${randomUUID()}`;
-    return commitWithRevalidation(this.core, async () => ({
-      write: (tx: WriteTx) => {
-        const e = tx.get<Execution>('executions', key);
-        if (!e || e.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
-          throw new WritError('APPROVAL_STALE', e ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests` : `no execution ${body.execution_id} for ${uidKey(actor)}`);
-        }
-        const approval: Approval = {
-          approval_id: approvalId, approver: caller.principal!, actor, execution_id: e.execution_id, binding: e.binding,
-          envelope_digest: e.envelope_digest, approved_at: now.toISOString(), expires_at: body.expires_at, subject: e.subject,
-          subject_digest: this.core.entities.approvalDigestIn(tx, uidKey(e.subject)),
-        };
-        tx.put('approvals', approvalId, approval);
-        const rec = tx.append({ kind: 'approval', ...approval, ...callerFields(caller) });
-        putExecution(tx, key, e, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
-        return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
-      },
-      label: 'approval',
-      reads: [['executions', key], ['meta', ENTITIES_VERSION_KEY]],
-      answer: (answer: Record<string, unknown>) => answer,
-      failed: async (e: unknown) => {
-        if (!isWritError(e) || e.code !== 'APPROVAL_STALE') return storeFailure(e);
-        return this.core.refuse(e, key, {
-          actor, execution_id: body.execution_id, approver: caller.principal!, ...callerFields(caller),
-          attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
-        });
-      },
-    }), { holdEntities: false });
+    return commitWithRevalidation(
+      this.core,
+      async () => ({
+        write: (tx: WriteTx) => {
+          const e = tx.get<Execution>('executions', key);
+          if (e?.state !== 'proposed' || e.binding !== body.binding || e.envelope_digest !== body.envelope_digest) {
+            throw new WritError(
+              'APPROVAL_STALE',
+              e
+                ? `execution ${body.execution_id} is ${e.state} with ${e.binding === body.binding && e.envelope_digest === body.envelope_digest ? 'these' : 'other'} digests`
+                : `no execution ${body.execution_id} for ${uidKey(actor)}`,
+            );
+          }
+          const approval: Approval = {
+            approval_id: approvalId,
+            approver: caller.principal!,
+            actor,
+            execution_id: e.execution_id,
+            binding: e.binding,
+            envelope_digest: e.envelope_digest,
+            approved_at: now.toISOString(),
+            expires_at: body.expires_at,
+            subject: e.subject,
+            subject_digest: this.core.entities.approvalDigestIn(tx, uidKey(e.subject)),
+          };
+          tx.put('approvals', approvalId, approval);
+          const rec = tx.append({ kind: 'approval', ...approval, ...callerFields(caller) });
+          putExecution(tx, key, e, { ...e, approvals: [...e.approvals, approvalId], records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
+          return { approval_id: approvalId, approved_at: approval.approved_at, expires_at: approval.expires_at, record: { seq: rec.seq, hash: rec.hash } };
+        },
+        label: 'approval',
+        reads: [
+          ['executions', key],
+          ['meta', ENTITIES_VERSION_KEY],
+        ],
+        answer: (answer: Record<string, unknown>) => answer,
+        failed: async (e: unknown) => {
+          if (!isWritError(e) || e.code !== 'APPROVAL_STALE') return storeFailure(e);
+          return this.core.refuse(e, key, {
+            actor,
+            execution_id: body.execution_id,
+            approver: caller.principal!,
+            ...callerFields(caller),
+            attempted: { kind: 'approval', binding: body.binding, envelope_digest: body.envelope_digest, expires_at: body.expires_at },
+          });
+        },
+      }),
+      { holdEntities: false },
+    );
   }
 
   async revoke(caller: Caller, approvalId: string): Promise<Record<string, unknown>> {
     const now = this.core.now();
-    return this.core.store.write((tx) => {
-      const a = tx.get<Approval>('approvals', approvalId);
-      if (!a) throw new WritError('NOT_FOUND', `no approval ${approvalId}`);
-      if (!sameUid(a.approver, caller.principal!)) throw new WritError('FORBIDDEN_ROLE', 'only the approver who gave an approval can revoke it');
-      // Revoking again answers the first revocation (its record too, for approvals revoked since it is kept).
-      if (a.revoked_at !== undefined) return { approval_id: approvalId, revoked_at: a.revoked_at, ...(a.revocation_record ? { record: a.revocation_record } : {}) };
-      const revokedAt = now.toISOString();
-      const rec = tx.append({ kind: 'revocation', approval_id: approvalId, approver: a.approver, actor: a.actor, execution_id: a.execution_id, revoked_at: revokedAt, ...callerFields(caller) });
-      const revoked: Approval = { ...a, revoked_at: revokedAt, revocation_record: { seq: rec.seq, hash: rec.hash } };
-      tx.put('approvals', approvalId, revoked);
-      const key = executionKey(a.actor, a.execution_id);
-      const e = tx.get<Execution>('executions', key);
-      if (e) putExecution(tx, key, e, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
-      return { approval_id: approvalId, revoked_at: revokedAt, record: { seq: rec.seq, hash: rec.hash } };
-    }, { label: 'revocation' }).catch((e) => { throw isWritError(e) ? e : storeFailure(e); });
+    return this.core.store
+      .write(
+        (tx) => {
+          const a = tx.get<Approval>('approvals', approvalId);
+          if (!a) throw new WritError('NOT_FOUND', `no approval ${approvalId}`);
+          if (!sameUid(a.approver, caller.principal!)) throw new WritError('FORBIDDEN_ROLE', 'only the approver who gave an approval can revoke it');
+          // Revoking again answers the first revocation (its record too, for approvals revoked since it is kept).
+          if (a.revoked_at !== undefined)
+            return { approval_id: approvalId, revoked_at: a.revoked_at, ...(a.revocation_record ? { record: a.revocation_record } : {}) };
+          const revokedAt = now.toISOString();
+          const rec = tx.append({
+            kind: 'revocation',
+            approval_id: approvalId,
+            approver: a.approver,
+            actor: a.actor,
+            execution_id: a.execution_id,
+            revoked_at: revokedAt,
+            ...callerFields(caller),
+          });
+          const revoked: Approval = { ...a, revoked_at: revokedAt, revocation_record: { seq: rec.seq, hash: rec.hash } };
+          tx.put('approvals', approvalId, revoked);
+          const key = executionKey(a.actor, a.execution_id);
+          const e = tx.get<Execution>('executions', key);
+          if (e) putExecution(tx, key, e, { ...e, records: [...e.records, rec.seq], rev: (e.rev ?? 0) + 1 }, now);
+          return { approval_id: approvalId, revoked_at: revokedAt, record: { seq: rec.seq, hash: rec.hash } };
+        },
+        { label: 'revocation' },
+      )
+      .catch((e) => {
+        throw isWritError(e) ? e : storeFailure(e);
+      });
   }
 }

@@ -85,15 +85,18 @@ async function attempts<W, R>(core: CommitCore, propose: (attempt: number) => Pr
     const p = await propose(attempt);
     let written: W;
     try {
-      written = await store.write((tx) => {
-        // An entity change staged ahead of this write (group commit) would be recorded before it while
-        // the decision was made without it: decide again once the change is in force.
-        if (p.entitiesVersion !== undefined && (entities.version !== p.entitiesVersion || !entities.settled)) throw new EntitiesMoved();
-        // Another replica moved the entities (shared store; read under the store's lock).
-        entities.checkFresh(tx);
-        if (p.stillValid && !p.stillValid(tx)) throw new SnapshotMoved();
-        return p.write(tx);
-      }, { label: p.label, ...(p.reads ? { reads: p.reads } : {}) });
+      written = await store.write(
+        (tx) => {
+          // An entity change staged ahead of this write (group commit) would be recorded before it while
+          // the decision was made without it: decide again once the change is in force.
+          if (p.entitiesVersion !== undefined && (entities.version !== p.entitiesVersion || !entities.settled)) throw new EntitiesMoved();
+          // Another replica moved the entities (shared store; read under the store's lock).
+          entities.checkFresh(tx);
+          if (p.stillValid && !p.stillValid(tx)) throw new SnapshotMoved();
+          return p.write(tx);
+        },
+        { label: p.label, ...(p.reads ? { reads: p.reads } : {}) },
+      );
     } catch (e) {
       // An entity change of this process still landing (embedded store): wait for it, then run again.
       // Each wait ends with some change durable, so this makes progress; the bound only stops a runaway.

@@ -16,8 +16,14 @@ import type { WritConfig } from '../config/config.js';
 
 /** Codes of §4 that are ledgered as `refusal` records before they are answered. */
 const LEDGERED_REFUSALS = new Set([
-  'EXECUTION_CONFLICT', 'EXECUTION_IN_FLIGHT', 'EXECUTION_TERMINAL', 'EXECUTION_SUPERSEDED',
-  'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING', 'EXECUTION_NOT_UNKNOWN', 'EXECUTION_NOT_CONFIRMABLE',
+  'EXECUTION_CONFLICT',
+  'EXECUTION_IN_FLIGHT',
+  'EXECUTION_TERMINAL',
+  'EXECUTION_SUPERSEDED',
+  'EXECUTION_NOT_FOUND',
+  'EXECUTION_NOT_INVOKING',
+  'EXECUTION_NOT_UNKNOWN',
+  'EXECUTION_NOT_CONFIRMABLE',
   // An approval given for a state the execution is not in (or for no execution) is evidence too: the
   // auditor sees who tried to approve what, and why it did not count.
   'APPROVAL_STALE',
@@ -104,11 +110,14 @@ export class PdpCore {
     if (!LEDGERED_REFUSALS.has(e.code)) return e;
     // Counted once, by the HTTP layer that answers it (src/http/app.ts onError), like every refusal.
     try {
-      await this.store.write((tx) => {
-        const rec = tx.append({ kind: 'refusal', code: e.code, message: e.message, ...fields });
-        const current = key ? tx.get<Execution>('executions', key) : undefined;
-        if (current && key) putExecution(tx, key, current, { ...current, records: [...current.records, rec.seq] }, this.now());
-      }, { label: 'refusal' });
+      await this.store.write(
+        (tx) => {
+          const rec = tx.append({ kind: 'refusal', code: e.code, message: e.message, ...fields });
+          const current = key ? tx.get<Execution>('executions', key) : undefined;
+          if (current && key) putExecution(tx, key, current, { ...current, records: [...current.records, rec.seq] }, this.now());
+        },
+        { label: 'refusal' },
+      );
     } catch (storeError) {
       return storeFailure(storeError);
     }

@@ -6,7 +6,16 @@
 import { randomUUID } from 'node:crypto';
 import { WritError } from '../errors.js';
 import {
-  admitDecision, decisionIndexFields, decisionRecordFields, decisionResponseOf, executionKey, withPriorMember, type AdmittedDecision, type DecisionResponse, type PreparedCommit, type PreparedDecision,
+  admitDecision,
+  decisionIndexFields,
+  decisionRecordFields,
+  decisionResponseOf,
+  executionKey,
+  withPriorMember,
+  type AdmittedDecision,
+  type DecisionResponse,
+  type PreparedCommit,
+  type PreparedDecision,
 } from './admission.js';
 import { checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot, type Execution, type Resolution } from '../executions/machine.js';
 import { countsOf, priorCountsKey, priorSeen, putExecution, samePrior, withApprovalGroups, type Prior } from '../executions/prior.js';
@@ -44,12 +53,17 @@ export class DecisionService {
   async commitPrepared(p: PreparedDecision): Promise<PreparedCommit> {
     const started = p.startedAt - performance.timeOrigin;
     let admitted: AdmittedDecision | undefined;
-    return commitWithRevalidation(this.core, async (attempt): Promise<Proposal<Written, PreparedCommit>> => {
-      if (attempt === 0 && p.policyVersion === this.core.engine.policyVersion && p.entitiesVersion === this.core.entities.version) return this.preparedProposal(p);
-      admitted ??= admitDecision(p.caller, p.text, this.core.config.admission_limits);
-      const direct = await this.decisionProposal(admitted, started);
-      return { ...direct, answer: (written) => ({ response: direct.answer(written) }) };
-    }, { holdEntities: true });
+    return commitWithRevalidation(
+      this.core,
+      async (attempt): Promise<Proposal<Written, PreparedCommit>> => {
+        if (attempt === 0 && p.policyVersion === this.core.engine.policyVersion && p.entitiesVersion === this.core.entities.version)
+          return this.preparedProposal(p);
+        admitted ??= admitDecision(p.caller, p.text, this.core.config.admission_limits);
+        const direct = await this.decisionProposal(admitted, started);
+        return { ...direct, answer: (written) => ({ response: direct.answer(written) }) };
+      },
+      { holdEntities: true },
+    );
   }
 
   /**
@@ -62,7 +76,13 @@ export class DecisionService {
     // A refused request that named an execution to supersede says which (the loser of a supersede race
     // is otherwise a refusal of an id that never existed).
     const refusalFields = {
-      actor, execution_id: executionId, phase, binding: bound.binding, envelope_digest: envDigest, caller: admitted.caller, ...(admitted.identity ? { identity: admitted.identity } : {}),
+      actor,
+      execution_id: executionId,
+      phase,
+      binding: bound.binding,
+      envelope_digest: envDigest,
+      caller: admitted.caller,
+      ...(admitted.identity ? { identity: admitted.identity } : {}),
       ...(typeof envelope.supersedes === 'string' ? { supersedes: envelope.supersedes } : {}),
     };
     const countsKey = priorCountsKey(actor, bound.binding);
@@ -102,8 +122,19 @@ export class DecisionService {
     // no policy counts are not evaluated again in turn).
     const readsPrior = engine.readsPrior(server, tool);
     const outcome = await this.core.evaluator.decide(engine, {
-      actor, server, tool, subject, envelope, phase, binding: bound.binding, cedarArguments: bound.cedar,
-      now, approvals: valid, ...(supersedes ? { supersedes } : {}), prior, entities: this.core.entities,
+      actor,
+      server,
+      tool,
+      subject,
+      envelope,
+      phase,
+      binding: bound.binding,
+      cedarArguments: bound.cedar,
+      now,
+      approvals: valid,
+      ...(supersedes ? { supersedes } : {}),
+      prior,
+      entities: this.core.entities,
     });
     const decisionId = randomUUID();
     // The execution as the write reads it (stillValid reads it once for the write).
@@ -134,18 +165,38 @@ export class DecisionService {
         const fields = decisionRecordFields(admitted, { decisionId, outcome, views, policyVersion: engine.policyVersion, entitiesVersion, now, state, prior });
         const rec = tx.append(decisionIndexFields({ ...admitted, taskId: envelope.task_id }), presealMembers(fields));
         const next: Execution = current
-          // A decision that leaves the state as it was changes nothing another decision reads (the records
-          // list is not policy input): its revision stays, so concurrent decisions on one execution (many
-          // proposes, an execute that denies) are all committed, not evaluated again in turn.
-          ? { ...current, state, records: [...current.records, rec.seq], rev: state === current.state ? (current.rev ?? 0) : (current.rev ?? 0) + 1 }
+          ? // A decision that leaves the state as it was changes nothing another decision reads (the records
+            // list is not policy input): its revision stays, so concurrent decisions on one execution (many
+            // proposes, an execute that denies) are all committed, not evaluated again in turn.
+            { ...current, state, records: [...current.records, rec.seq], rev: state === current.state ? (current.rev ?? 0) : (current.rev ?? 0) + 1 }
           : {
-              execution_id: executionId, actor, state, binding: bound.binding, envelope_digest: envDigest, subject, server, tool,
+              execution_id: executionId,
+              actor,
+              state,
+              binding: bound.binding,
+              envelope_digest: envDigest,
+              subject,
+              server,
+              tool,
               ...(supersedesId !== undefined ? { supersedes: supersedesId } : {}),
-              approvals: [], records: [rec.seq], rev: 0,
+              approvals: [],
+              records: [rec.seq],
+              rev: 0,
             };
         if (state === 'proposed' && outcome.decision === 'allow') next.allowed = true;
         else delete next.allowed;
-        putExecution(tx, key, current, withApprovalGroups(next, outcome.decision, outcome.obligations.map((o) => o.approver_group), rec.seq), now);
+        putExecution(
+          tx,
+          key,
+          current,
+          withApprovalGroups(
+            next,
+            outcome.decision,
+            outcome.obligations.map((o) => o.approver_group),
+            rec.seq,
+          ),
+          now,
+        );
         return { seq: rec.seq, hash: rec.hash, state };
       },
       label: snapshot ? 'decision' : 'reserve',
@@ -178,8 +229,17 @@ export class DecisionService {
       write: (tx) => {
         const rec = tx.append(decisionIndexFields(p), { parts: withPriorMember(p.parts, prior!) });
         const next: Execution = {
-          execution_id: p.executionId, actor: p.actor, state: p.state as Execution['state'], binding: p.binding, envelope_digest: p.envDigest, subject: p.subject,
-          server: p.server, tool: p.tool, approvals: [], records: [rec.seq], rev: 0,
+          execution_id: p.executionId,
+          actor: p.actor,
+          state: p.state as Execution['state'],
+          binding: p.binding,
+          envelope_digest: p.envDigest,
+          subject: p.subject,
+          server: p.server,
+          tool: p.tool,
+          approvals: [],
+          records: [rec.seq],
+          rev: 0,
           ...(p.state === 'proposed' && p.decision === 'allow' ? { allowed: true as const } : {}),
         };
         putExecution(tx, p.key, undefined, withApprovalGroups(next, p.decision, p.approverGroups, rec.seq), new Date(p.now));
@@ -197,7 +257,13 @@ export class DecisionService {
   }
 
   /** Valid approvals for Cedar (earliest first) and the view of every approval, valid or not. */
-  private async approvalsFor(exec: Execution | undefined, now: Date, binding: string, envDigest: string, subject: Uid): Promise<{ valid: ValidApproval[]; views: ApprovalView[]; subjectDigest?: string }> {
+  private async approvalsFor(
+    exec: Execution | undefined,
+    now: Date,
+    binding: string,
+    envDigest: string,
+    subject: Uid,
+  ): Promise<{ valid: ValidApproval[]; views: ApprovalView[]; subjectDigest?: string }> {
     const valid: ValidApproval[] = [];
     const views: ApprovalView[] = [];
     if (!exec || exec.approvals.length === 0) return { valid, views };
@@ -218,7 +284,11 @@ type Written = { seq: number; hash: string; state: string };
 
 /** The rows a decision's write reads, fetched with its batch by a shared store. */
 function decisionReads(key: string, countsKey: string, supersedesKey: string | undefined): Array<[Table, string]> {
-  const reads: Array<[Table, string]> = [['executions', key], ['meta', ENTITIES_VERSION_KEY], ['meta', countsKey]];
+  const reads: Array<[Table, string]> = [
+    ['executions', key],
+    ['meta', ENTITIES_VERSION_KEY],
+    ['meta', countsKey],
+  ];
   if (supersedesKey !== undefined) reads.push(['executions', supersedesKey]);
   return reads;
 }

@@ -8,7 +8,7 @@ import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/pars
 import { validateEntity } from '../policy/load.js';
 import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import type { Table, WriteTx } from '../store/types.js';
-import { ENTITIES_VERSION_KEY, EntityStore, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY, type EntityStore, subjectRevisionKey } from '../entities/entity-store.js';
 import { commitWithRevalidation, storeFailure } from './commit.js';
 import { validateEntityUpsert } from '../schemas/validate.js';
 import { callerFields, type Caller } from '../identity/caller.js';
@@ -34,7 +34,7 @@ function refuseInexactIntegers(v: LosslessValue, trail: Array<string | number>):
       throw new WritError(admitted.code, admitted.message, { path: jsonPointer(trail) });
     }
   } else if (Array.isArray(v)) {
-    v.forEach((item, i) => refuseInexactIntegers(item, [...trail, i]));
+    for (const [i, item] of v.entries()) refuseInexactIntegers(item, [...trail, i]);
   } else if (v !== null && typeof v === 'object') {
     for (const key of Object.keys(v)) refuseInexactIntegers(v[key]!, [...trail, key]);
   }
@@ -82,23 +82,30 @@ export class EntityService {
     let staged: ReturnType<EntityStore['stage']> | undefined;
     // A decision starved by entity changes goes first (EntityStore.hold()).
     await this.core.entities.unheld();
-    const rec = await commitWithRevalidation(this.core, async () => ({
-      write: (tx: WriteTx) => {
-        // Fresh (checked before this runs) and settled before the cycle check reads the entities held
-        // here (stage() checks again).
-        this.core.entities.checkSettled();
-        refuseParentCycle(checked, (key) => this.core.entities.get(key));
-        staged = this.core.entities.stage(tx, [{ entity: checked }], 'api', callerFields(caller));
-        return staged.records[0]!;
-      },
-      label: 'entity',
-      reads: [['meta', ENTITIES_VERSION_KEY], ['meta', subjectRevisionKey(uidKey(checked.uid))]] as Array<[Table, string]>,
-      answer: (seq: number) => seq,
-      failed: (e: unknown) => {
-        staged?.abort();
-        return storeFailure(e);
-      },
-    }), { holdEntities: false });
+    const rec = await commitWithRevalidation(
+      this.core,
+      async () => ({
+        write: (tx: WriteTx) => {
+          // Fresh (checked before this runs) and settled before the cycle check reads the entities held
+          // here (stage() checks again).
+          this.core.entities.checkSettled();
+          refuseParentCycle(checked, (key) => this.core.entities.get(key));
+          staged = this.core.entities.stage(tx, [{ entity: checked }], 'api', callerFields(caller));
+          return staged.records[0]!;
+        },
+        label: 'entity',
+        reads: [
+          ['meta', ENTITIES_VERSION_KEY],
+          ['meta', subjectRevisionKey(uidKey(checked.uid))],
+        ] as Array<[Table, string]>,
+        answer: (seq: number) => seq,
+        failed: (e: unknown) => {
+          staged?.abort();
+          return storeFailure(e);
+        },
+      }),
+      { holdEntities: false },
+    );
     staged!.commit();
     const record = await this.core.store.getRecord(rec);
     return { uid: checked.uid, attrs: checked.attrs, parents: checked.parents, entities_version: staged!.version, record: { seq: rec, hash: record?.hash } };

@@ -4,7 +4,16 @@
  */
 import { WritError, isWritError } from '../errors.js';
 import { executionKey } from './admission.js';
-import { applyConfirmation, applyOutcome, applyReconcile, checkEventsAllowed, type Confirmation, type Execution, type OutcomeStatus, type Resolution } from '../executions/machine.js';
+import {
+  applyConfirmation,
+  applyOutcome,
+  applyReconcile,
+  checkEventsAllowed,
+  type Confirmation,
+  type Execution,
+  type OutcomeStatus,
+  type Resolution,
+} from '../executions/machine.js';
 import { putExecution, queuePrefix, type QueueState } from '../executions/prior.js';
 import { admitEvents } from '../executions/events.js';
 import { validateConfirmRequest, validateOutcomeRequest, validateReconcileRequest } from '../schemas/validate.js';
@@ -16,7 +25,10 @@ import type { ApprovalService } from './approvals.js';
 
 /** Execution transitions after the decision, and the reads of executions. */
 export class ExecutionService {
-  constructor(private readonly core: PdpCore, private readonly approvals: ApprovalService) {}
+  constructor(
+    private readonly core: PdpCore,
+    private readonly approvals: ApprovalService,
+  ) {}
 
   async outcome(caller: Caller, executionId: string, text: string): Promise<Record<string, unknown>> {
     const body: unknown = parseBody(text);
@@ -28,7 +40,12 @@ export class ExecutionService {
     const key = executionKey(actor, executionId);
     const status: OutcomeStatus = body.status;
     const fields: Record<string, unknown> = {
-      kind: 'outcome', actor, execution_id: executionId, status, confirmation: body.confirmation ?? 'tool_reported', ...callerFields(caller),
+      kind: 'outcome',
+      actor,
+      execution_id: executionId,
+      status,
+      confirmation: body.confirmation ?? 'tool_reported',
+      ...callerFields(caller),
     };
     for (const f of ['result_digest', 'downstream_ref', 'detail'] as const) if (body[f] !== undefined) fields[f] = body[f];
     return this.transition(key, executionId, actor, (e) => applyOutcome(e, status, fields.confirmation as Confirmation), fields, 'terminal');
@@ -40,7 +57,12 @@ export class ExecutionService {
     const resolution: Resolution = body.resolution;
     const key = executionKey(actorParam, executionId);
     const fields: Record<string, unknown> = {
-      kind: 'reconciliation', actor: actorParam, execution_id: executionId, resolution, evidence_ref: body.evidence_ref, reconciler: caller.role,
+      kind: 'reconciliation',
+      actor: actorParam,
+      execution_id: executionId,
+      resolution,
+      evidence_ref: body.evidence_ref,
+      reconciler: caller.role,
       ...callerFields(caller),
     };
     const stuck = { now: this.core.now(), stuckAfterS: this.core.config.stuck_after_s };
@@ -52,8 +74,13 @@ export class ExecutionService {
     const body: unknown = parseBody(text);
     validateConfirmRequest(body);
     const fields: Record<string, unknown> = {
-      kind: 'confirmation', actor: actorParam, execution_id: executionId, confirmation: 'system_of_record', evidence_ref: body.evidence_ref,
-      ...(body.downstream_ref !== undefined ? { downstream_ref: body.downstream_ref } : {}), ...callerFields(caller),
+      kind: 'confirmation',
+      actor: actorParam,
+      execution_id: executionId,
+      confirmation: 'system_of_record',
+      evidence_ref: body.evidence_ref,
+      ...(body.downstream_ref !== undefined ? { downstream_ref: body.downstream_ref } : {}),
+      ...callerFields(caller),
     };
     return this.transition(executionKey(actorParam, executionId), executionId, actorParam, applyConfirmation, fields, 'confirmation');
   }
@@ -68,24 +95,32 @@ export class ExecutionService {
     const key = executionKey(actor, executionId);
     const who = callerFields(caller);
     try {
-      return await this.core.store.write((tx) => {
-        const current = tx.get<Execution>('executions', key);
-        if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
-        checkEventsAllowed(current);
-        const seqs: number[] = [];
-        const sealed: Array<{ seq: number; hash: string }> = [];
-        for (const event of events) {
-          const rec = tx.append({ kind: 'event', actor, execution_id: executionId, event, ...who });
-          seqs.push(rec.seq);
-          sealed.push({ seq: rec.seq, hash: rec.hash });
-        }
-        // Events change nothing a decision reads: the revision stays.
-        putExecution(tx, key, current, { ...current, records: [...current.records, ...seqs] }, this.core.now());
-        return { execution_id: executionId, state: current.state, records: sealed };
-      }, { label: 'events', reads: [['executions', key]] });
+      return await this.core.store.write(
+        (tx) => {
+          const current = tx.get<Execution>('executions', key);
+          if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+          checkEventsAllowed(current);
+          const seqs: number[] = [];
+          const sealed: Array<{ seq: number; hash: string }> = [];
+          for (const event of events) {
+            const rec = tx.append({ kind: 'event', actor, execution_id: executionId, event, ...who });
+            seqs.push(rec.seq);
+            sealed.push({ seq: rec.seq, hash: rec.hash });
+          }
+          // Events change nothing a decision reads: the revision stays.
+          putExecution(tx, key, current, { ...current, records: [...current.records, ...seqs] }, this.core.now());
+          return { execution_id: executionId, state: current.state, records: sealed };
+        },
+        { label: 'events', reads: [['executions', key]] },
+      );
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
-      throw await this.core.refuse(e, key, { actor, execution_id: executionId, ...who, attempted: { kind: 'event', count: events.length, types: events.map((ev) => ev.type) } });
+      throw await this.core.refuse(e, key, {
+        actor,
+        execution_id: executionId,
+        ...who,
+        attempted: { kind: 'event', count: events.length, types: events.map((ev) => ev.type) },
+      });
     }
   }
 
@@ -94,7 +129,10 @@ export class ExecutionService {
    * oldest first (by when they entered that state), optionally only those in it for `olderThanS`
    * seconds; `from` is the `next` of the page before.
    */
-  async queue(state: QueueState, opts: { olderThanS?: number; limit: number; from?: string }): Promise<{ executions: Array<Record<string, unknown>>; next: string | null }> {
+  async queue(
+    state: QueueState,
+    opts: { olderThanS?: number; limit: number; from?: string },
+  ): Promise<{ executions: Array<Record<string, unknown>>; next: string | null }> {
     const prefix = queuePrefix(state);
     const after = opts.from === undefined ? undefined : prefix + decodeCursor(opts.from);
     const cutoff = opts.olderThanS === undefined ? undefined : this.core.now().getTime() - opts.olderThanS * 1000;
@@ -112,7 +150,16 @@ export class ExecutionService {
       const e = await this.core.store.get<Execution>('executions', executionKey(row.actor, row.execution_id));
       // A row is written with its execution in one transaction; a mismatch is only a read between two writes.
       if (!e || e.state !== state) return true;
-      page.push({ execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, server: e.server, tool: e.tool, since: e.since, cursor: rowKey.slice(prefix.length) });
+      page.push({
+        execution_id: e.execution_id,
+        actor: e.actor,
+        state: e.state,
+        binding: e.binding,
+        server: e.server,
+        tool: e.tool,
+        since: e.since,
+        cursor: rowKey.slice(prefix.length),
+      });
       return true;
     };
     if (Symbol.asyncIterator in rows) {
@@ -128,25 +175,34 @@ export class ExecutionService {
     let to: string | undefined;
     const now = this.core.now();
     try {
-      const answer = await this.core.store.write((tx) => {
-        const current = tx.get<Execution>('executions', key);
-        if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
-        const next = step(current);
-        from = current.state;
-        to = next.state;
-        const rec = tx.append(fields as { kind: string });
-        putExecution(tx, key, current, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }, now);
-        const answer: Record<string, unknown> = { execution_id: executionId, state: next.state, record: { seq: rec.seq, hash: rec.hash } };
-        if (next.resolution) answer.resolution = next.resolution;
-        return answer;
-      }, { label });
+      const answer = await this.core.store.write(
+        (tx) => {
+          const current = tx.get<Execution>('executions', key);
+          if (!current) throw new WritError('EXECUTION_NOT_FOUND', `no execution ${executionId} for ${uidKey(actor)}`);
+          const next = step(current);
+          from = current.state;
+          to = next.state;
+          const rec = tx.append(fields as { kind: string });
+          putExecution(tx, key, current, { ...next, records: [...current.records, rec.seq], rev: (current.rev ?? 0) + 1 }, now);
+          const answer: Record<string, unknown> = { execution_id: executionId, state: next.state, record: { seq: rec.seq, hash: rec.hash } };
+          if (next.resolution) answer.resolution = next.resolution;
+          return answer;
+        },
+        { label },
+      );
       this.core.moveExecutionState(from, to!);
       return answer;
     } catch (e) {
       if (isWritError(e) && e.code === 'EXECUTION_NOT_FOUND') throw e;
       // The refused request is kept whole (a late "committed" after a timeout is evidence for a reconciler).
       const { kind: _kind, actor: _actor, execution_id: _id, caller: who, identity, ...attempted } = fields;
-      throw await this.core.refuse(e, key, { actor, execution_id: executionId, caller: who, ...(identity ? { identity } : {}), attempted: { kind: fields.kind, ...attempted } });
+      throw await this.core.refuse(e, key, {
+        actor,
+        execution_id: executionId,
+        caller: who,
+        ...(identity ? { identity } : {}),
+        attempted: { kind: fields.kind, ...attempted },
+      });
     }
   }
 
@@ -160,7 +216,11 @@ export class ExecutionService {
     }
     const approvals = await this.approvals.approvalViews(e, this.core.now());
     const view: Record<string, unknown> = {
-      execution_id: e.execution_id, actor: e.actor, state: e.state, binding: e.binding, envelope_digest: e.envelope_digest,
+      execution_id: e.execution_id,
+      actor: e.actor,
+      state: e.state,
+      binding: e.binding,
+      envelope_digest: e.envelope_digest,
     };
     if (e.resolution) view.resolution = e.resolution;
     if (e.supersedes !== undefined) view.supersedes = e.supersedes;
@@ -170,9 +230,12 @@ export class ExecutionService {
     // loser of a supersede race) could not be listed on an execution that did not exist yet: it comes
     // from the ledger's index, so `records` is every record naming the execution.
     const first = e.records[0] ?? Number.MAX_SAFE_INTEGER;
-    const earlier = first === 0 ? [] : (await this.core.store.listRecords({ execution_id: executionId, actor: uidKey(actor), from: 0, limit: 1000 })).records
-      .map((r) => r.seq)
-      .filter((seq) => seq < first);
+    const earlier =
+      first === 0
+        ? []
+        : (await this.core.store.listRecords({ execution_id: executionId, actor: uidKey(actor), from: 0, limit: 1000 })).records
+            .map((r) => r.seq)
+            .filter((seq) => seq < first);
     view.records = earlier.length ? [...earlier, ...e.records] : e.records;
     return view;
   }

@@ -9,7 +9,7 @@ import { PolicyFileAbsent, readPolicyFile, signatureOf } from '../policy/dir-fil
 import type { EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
 import type { Table } from '../store/types.js';
-import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, EntityStore, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, type EntityStore, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
 import { commitWithRevalidation } from './commit.js';
 import * as metrics from '../metrics/metrics.js';
 import { uidKey } from '../util/uid.js';
@@ -51,17 +51,19 @@ export class PolicyReload {
     // the store (and the ledger) as `entity` records with `source: "file"`, which replay rebuilds from.
     if (bundle?.entitiesFile) {
       fields.entities_file = { path: 'entities.json', entities: bundle.entitiesFile.entities, entities_version: bundle.entitiesFile.entitiesVersion };
-    }
-    else fields.policy_version = version;
+    } else fields.policy_version = version;
     if (error) fields.error = { code: error.code, message: error.message.slice(0, 4000) };
     // Replicas loading the same set (at a joint start or from one mounted policy dir): the first
     // records it, the others find it in force in the store (read under the store's write lock).
     const shared = this.core.store.shared && result === 'loaded';
-    await this.core.store.write((tx) => {
-      if (shared && tx.get<string>('meta', POLICY_VERSION_KEY) === fields.policy_version) return;
-      if (shared) tx.put('meta', POLICY_VERSION_KEY, fields.policy_version);
-      tx.append(fields as { kind: string });
-    }, { label: 'policy', reads: [['meta', POLICY_VERSION_KEY]] });
+    await this.core.store.write(
+      (tx) => {
+        if (shared && tx.get<string>('meta', POLICY_VERSION_KEY) === fields.policy_version) return;
+        if (shared) tx.put('meta', POLICY_VERSION_KEY, fields.policy_version);
+        tx.append(fields as { kind: string });
+      },
+      { label: 'policy', reads: [['meta', POLICY_VERSION_KEY]] },
+    );
   }
 
   /**
@@ -167,31 +169,39 @@ export class PolicyReload {
   private async applyEntitiesFile(parsed: EntityJson[]): Promise<void> {
     const fileText = jcs(parsed);
     let staged: ReturnType<EntityStore['stage']> | undefined;
-    await commitWithRevalidation(this.core, async () => ({
-      write: (tx) => {
-        staged = undefined;
-        const applied = tx.get<EntityJson[]>('meta', ENTITIES_FILE_KEY);
-        // Already applied to this store: by another replica, or before a restart.
-        if (applied !== undefined && jcs(applied) === fileText) return;
-        // The diff reads the entities held here: they must be the store's (checked before this runs),
-        // with no change of this process still landing (EntitiesUnsettled → wait for it, again).
-        this.core.entities.checkSettled();
-        const changes = entitiesFileChanges(applied, parsed, (key) => this.core.entities.get(key));
-        tx.put('meta', ENTITIES_FILE_KEY, parsed);
-        if (changes.length > 0) staged = this.core.entities.stage(tx, changes, 'file');
-      },
-      label: 'entity',
-      // Every row the write may read, declared: a shared store fetches them in one round trip, where a
-      // row it meets undeclared costs a round trip and a fresh run of the whole write (one per entity
-      // of a large file: quadratic). The subject revisions of entities the edit drops are not known
-      // yet; those few are fetched as met.
-      reads: [['meta', ENTITIES_FILE_KEY], ['meta', ENTITIES_VERSION_KEY], ...parsed.map((e): [Table, string] => ['meta', subjectRevisionKey(uidKey(e.uid))])],
-      answer: () => staged?.commit(),
-      failed: (e) => {
-        staged?.abort();
-        return e;
-      },
-    }), { holdEntities: false });
+    await commitWithRevalidation(
+      this.core,
+      async () => ({
+        write: (tx) => {
+          staged = undefined;
+          const applied = tx.get<EntityJson[]>('meta', ENTITIES_FILE_KEY);
+          // Already applied to this store: by another replica, or before a restart.
+          if (applied !== undefined && jcs(applied) === fileText) return;
+          // The diff reads the entities held here: they must be the store's (checked before this runs),
+          // with no change of this process still landing (EntitiesUnsettled → wait for it, again).
+          this.core.entities.checkSettled();
+          const changes = entitiesFileChanges(applied, parsed, (key) => this.core.entities.get(key));
+          tx.put('meta', ENTITIES_FILE_KEY, parsed);
+          if (changes.length > 0) staged = this.core.entities.stage(tx, changes, 'file');
+        },
+        label: 'entity',
+        // Every row the write may read, declared: a shared store fetches them in one round trip, where a
+        // row it meets undeclared costs a round trip and a fresh run of the whole write (one per entity
+        // of a large file: quadratic). The subject revisions of entities the edit drops are not known
+        // yet; those few are fetched as met.
+        reads: [
+          ['meta', ENTITIES_FILE_KEY],
+          ['meta', ENTITIES_VERSION_KEY],
+          ...parsed.map((e): [Table, string] => ['meta', subjectRevisionKey(uidKey(e.uid))]),
+        ],
+        answer: () => staged?.commit(),
+        failed: (e) => {
+          staged?.abort();
+          return e;
+        },
+      }),
+      { holdEntities: false },
+    );
   }
 }
 

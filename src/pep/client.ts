@@ -12,13 +12,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { jsonPointer } from '../binding/parse.js';
-import type {
-  DecisionRequest,
-  DecisionResponse,
-  OutcomeRequest,
-  PdpErrorBody,
-  PdpResult,
-} from './types.js';
+import type { DecisionRequest, DecisionResponse, OutcomeRequest, PdpErrorBody, PdpResult } from './types.js';
 
 export interface PdpClientOptions {
   /** Base URL of the PDP, e.g. `http://127.0.0.1:8700`. */
@@ -95,7 +89,8 @@ export class PdpClient {
     if (!Number.isInteger(attempts) || attempts < 1) throw new TypeError(`PdpClient: outcomeAttempts must be a positive whole number, got ${String(attempts)}`);
     this.#outcomeAttempts = attempts;
     const delay = opts.retryDelayMs ?? 100;
-    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TIMEOUT_MS) throw new TypeError(`PdpClient: retryDelayMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${String(delay)}`);
+    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TIMEOUT_MS)
+      throw new TypeError(`PdpClient: retryDelayMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${String(delay)}`);
     this.#retryDelayMs = delay;
     this.#transport = this.url.startsWith('https:') ? https : http;
     this.#agent = new this.#transport.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS });
@@ -108,19 +103,33 @@ export class PdpClient {
    */
   async decide(
     body: DecisionRequest,
-    opts: { rawArguments?: string; identityToken?: string; onLateAnswer?: (late: PdpResult<DecisionResponse>) => void; onLateWindow?: (closed: Promise<void>) => void } = {},
+    opts: {
+      rawArguments?: string;
+      identityToken?: string;
+      onLateAnswer?: (late: PdpResult<DecisionResponse>) => void;
+      onLateWindow?: (closed: Promise<void>) => void;
+    } = {},
   ): Promise<PdpResult<DecisionResponse>> {
     let text: string;
     // A delegated PEP (docs/protocol.md §13) sends the access token its own client presented.
-    const identity = opts.identityToken !== undefined ? ',"identity_token":' + JSON.stringify(opts.identityToken) : '';
+    const identity = opts.identityToken !== undefined ? `,"identity_token":${JSON.stringify(opts.identityToken)}` : '';
     if (opts.rawArguments !== undefined) {
       text =
-        '{"execution_id":' + JSON.stringify(body.execution_id) +
-        ',"phase":' + JSON.stringify(body.phase) +
-        ',"envelope":' + JSON.stringify(body.envelope) +
-        ',"action":{"server":' + JSON.stringify(body.action.server) +
-        ',"tool":' + JSON.stringify(body.action.tool) +
-        ',"arguments":' + opts.rawArguments + '}' + identity + '}';
+        '{"execution_id":' +
+        JSON.stringify(body.execution_id) +
+        ',"phase":' +
+        JSON.stringify(body.phase) +
+        ',"envelope":' +
+        JSON.stringify(body.envelope) +
+        ',"action":{"server":' +
+        JSON.stringify(body.action.server) +
+        ',"tool":' +
+        JSON.stringify(body.action.tool) +
+        ',"arguments":' +
+        opts.rawArguments +
+        '}' +
+        identity +
+        '}';
     } else {
       // JSON.stringify writes Infinity and NaN as null: a call asking for `1e400` (which an MCP SDK's
       // JSON.parse made Infinity) would be decided, and run, as asking for null. Refused here, with the
@@ -130,7 +139,13 @@ export class PdpClient {
       text = JSON.stringify(opts.identityToken !== undefined ? { ...body, identity_token: opts.identityToken } : body);
     }
     const onLate = opts.onLateAnswer;
-    const r = await this.request<DecisionResponse>('POST', '/v1/decisions', text, onLate ? (late) => onLate(readDecision(late, body)) : undefined, opts.onLateWindow);
+    const r = await this.request<DecisionResponse>(
+      'POST',
+      '/v1/decisions',
+      text,
+      onLate ? (late) => onLate(readDecision(late, body)) : undefined,
+      opts.onLateWindow,
+    );
     return readDecision(r, body);
   }
 
@@ -155,13 +170,30 @@ export class PdpClient {
 
   /** `GET /v1/executions/{id}` (own executions). */
   /** Seals what a tool did inside its call (docs/protocol.md §17): one `event` record each, only while the execution is invoking. */
-  async events(executionId: string, events: Array<{ type: string; data: unknown }>, identityToken?: string): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
-    return this.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/events`, JSON.stringify(identityToken !== undefined ? { events, identity_token: identityToken } : { events }));
+  async events(
+    executionId: string,
+    events: Array<{ type: string; data: unknown }>,
+    identityToken?: string,
+  ): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
+    return this.request(
+      'POST',
+      `/v1/executions/${encodeURIComponent(executionId)}/events`,
+      JSON.stringify(identityToken !== undefined ? { events, identity_token: identityToken } : { events }),
+    );
   }
 
   /** Which of `tools` the envelope's actor could be allowed to call (docs/protocol.md §15). Nothing is ledgered. */
-  async visibleTools(envelope: Record<string, unknown>, server: string, tools: string[], identityToken?: string): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
-    return this.request('POST', '/v1/tools/visible', JSON.stringify(identityToken !== undefined ? { envelope, server, tools, identity_token: identityToken } : { envelope, server, tools }));
+  async visibleTools(
+    envelope: Record<string, unknown>,
+    server: string,
+    tools: string[],
+    identityToken?: string,
+  ): Promise<PdpResult<{ visible: string[]; policy_version: string }>> {
+    return this.request(
+      'POST',
+      '/v1/tools/visible',
+      JSON.stringify(identityToken !== undefined ? { envelope, server, tools, identity_token: identityToken } : { envelope, server, tools }),
+    );
   }
 
   async execution(executionId: string): Promise<PdpResult<Record<string, unknown>>> {
@@ -174,7 +206,13 @@ export class PdpClient {
    * one comes, goes to `onLate`. `onLateWindow` is then given a promise that settles when that wait is
    * over (after `onLate` ran, or with no answer), so a caller about to exit can let a late answer land.
    */
-  request<T>(method: string, path: string, body?: string, onLate?: (late: PdpResult<T>) => void, onLateWindow?: (closed: Promise<void>) => void): Promise<PdpResult<T>> {
+  request<T>(
+    method: string,
+    path: string,
+    body?: string,
+    onLate?: (late: PdpResult<T>) => void,
+    onLateWindow?: (closed: Promise<void>) => void,
+  ): Promise<PdpResult<T>> {
     return new Promise((resolve) => {
       let settled = false;
       let late = false;
@@ -243,7 +281,10 @@ function readDecision(r: PdpResult<DecisionResponse>, asked: DecisionRequest): P
   if (!r.ok) return r;
   const d = r.body as Partial<DecisionResponse> | null;
   if (
-    d === null || typeof d !== 'object' || typeof d.decision !== 'string' || !DECISIONS.has(d.decision) ||
+    d === null ||
+    typeof d !== 'object' ||
+    typeof d.decision !== 'string' ||
+    !DECISIONS.has(d.decision) ||
     (d.decision === 'allow' && (d.arguments === null || typeof d.arguments !== 'object' || Array.isArray(d.arguments)))
   ) {
     return unavailable(r.status, 'the PDP answered a decision this PEP cannot read');
@@ -252,7 +293,10 @@ function readDecision(r: PdpResult<DecisionResponse>, asked: DecisionRequest): P
   // `invoking`. One naming another execution, or a state that is not `invoking`, licenses nothing
   // (a proxy or PDP in between has mixed up answers): refuse rather than run the tool.
   if (d.decision === 'allow' && (d.execution_id !== asked.execution_id || (asked.phase === 'execute' && d.state !== 'invoking'))) {
-    return unavailable(r.status, `the PDP answered an allow for execution ${JSON.stringify(d.execution_id)} in state ${JSON.stringify(d.state)}, not for ${JSON.stringify(asked.execution_id)} invoking`);
+    return unavailable(
+      r.status,
+      `the PDP answered an allow for execution ${JSON.stringify(d.execution_id)} in state ${JSON.stringify(d.state)}, not for ${JSON.stringify(asked.execution_id)} invoking`,
+    );
   }
   if (!Array.isArray(d.reasons)) d.reasons = [];
   if (!Array.isArray(d.obligations)) d.obligations = [];

@@ -114,7 +114,7 @@ export function resolvePointer(doc: unknown, pointer: string): unknown {
       if (!/^(0|[1-9][0-9]*)$/.test(key)) return undefined;
       cur = cur[Number(key)];
     } else if (isObject(cur)) {
-      if (!Object.prototype.hasOwnProperty.call(cur, key)) return undefined;
+      if (!Object.hasOwn(cur, key)) return undefined;
       cur = cur[key];
     } else {
       return undefined;
@@ -131,7 +131,7 @@ function idText(v: unknown): string | undefined {
 
 /** The envelope the defaults give for one call of `tool` with `args`. Throws MISSING_CONTEXT. */
 export function envelopeFromDefaults(d: Defaults, tool: string, args: unknown): Record<string, unknown> {
-  const t = Object.prototype.hasOwnProperty.call(d.tools, tool) ? d.tools[tool] : undefined;
+  const t = Object.hasOwn(d.tools, tool) ? d.tools[tool] : undefined;
   const env: Record<string, unknown> = structuredClone({ ...d.base.envelope, ...(t?.envelope ?? {}) });
   const from = { ...d.base.from_arguments, ...(t?.from_arguments ?? {}) };
   for (const [field, spec] of Object.entries(from)) {
@@ -170,15 +170,10 @@ export function freshExecutionId(prefix = 'writ-proxy'): string {
 }
 
 /** The (envelope, execution id) of one call, per the order above. Throws MISSING_CONTEXT. */
-export function callContext(
-  meta: unknown,
-  defaults: Defaults | undefined,
-  tool: string,
-  args: unknown,
-): { envelope: unknown; executionId: unknown } {
+export function callContext(meta: unknown, defaults: Defaults | undefined, tool: string, args: unknown): { envelope: unknown; executionId: unknown } {
   const m = isObject(meta) ? meta : {};
-  const hasEnv = Object.prototype.hasOwnProperty.call(m, META_ENVELOPE) && m[META_ENVELOPE] !== undefined;
-  const hasId = Object.prototype.hasOwnProperty.call(m, META_EXECUTION_ID) && m[META_EXECUTION_ID] !== undefined;
+  const hasEnv = Object.hasOwn(m, META_ENVELOPE) && m[META_ENVELOPE] !== undefined;
+  const hasId = Object.hasOwn(m, META_EXECUTION_ID) && m[META_EXECUTION_ID] !== undefined;
   let envelope: unknown;
   if (hasEnv) envelope = m[META_ENVELOPE];
   else if (defaults) envelope = envelopeFromDefaults(defaults, tool, args);
@@ -193,19 +188,20 @@ export function callContext(
   else if (defaults) executionId = freshExecutionId(defaults.prefix);
   else {
     const path = `params._meta["${META_EXECUTION_ID}"]`;
-    throw new WritError(
-      'MISSING_CONTEXT',
-      `no execution id: send ${path} with the envelope (the PEP mints fresh ids only when started with defaults)`,
-      { path },
-    );
+    throw new WritError('MISSING_CONTEXT', `no execution id: send ${path} with the envelope (the PEP mints fresh ids only when started with defaults)`, {
+      path,
+    });
   }
   return { envelope, executionId };
 }
 
 /** A complete envelope of placeholders: a defaults layer is checked as the members it gives over these. */
 const PLACEHOLDER_ENVELOPE = {
-  task_id: 'placeholder', purpose: 'placeholder',
-  requester: { type: 'User', id: 'placeholder' }, actor: { type: 'Agent', id: 'placeholder' }, subject: { type: 'Subject', id: 'placeholder' },
+  task_id: 'placeholder',
+  purpose: 'placeholder',
+  requester: { type: 'User', id: 'placeholder' },
+  actor: { type: 'Agent', id: 'placeholder' },
+  subject: { type: 'Subject', id: 'placeholder' },
 };
 
 /**

@@ -182,7 +182,8 @@ export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput,
   };
   const onLateWindow = opts.trackLate;
   const decideOpts = {
-    onLateAnswer, onLateWindow,
+    onLateAnswer,
+    onLateWindow,
     ...(call.rawArguments !== undefined ? { rawArguments: call.rawArguments } : {}),
     ...(identityToken !== undefined ? { identityToken } : {}),
   };
@@ -222,7 +223,9 @@ export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput,
     const detail = 'not invoked: the client cancelled the call before the PDP allowed it';
     const ok = await postOutcome(opts, id, { status: 'rejected', detail });
     log(`writ pep: execution ${id} was cancelled by the client before the PDP's allow; not dispatched; outcome rejected ${ok ? 'recorded' : 'NOT recorded'}`);
-    return { result: refusalResult(decisionMeta('CANCELLED', id, d), `writ: the call was cancelled before it was dispatched; execution ${id} was not invoked`) };
+    return {
+      result: refusalResult(decisionMeta('CANCELLED', id, d), `writ: the call was cancelled before it was dispatched; execution ${id} was not invoked`),
+    };
   }
 
   // allow: dispatch once, bounded.
@@ -266,7 +269,9 @@ export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput,
     // the outcome is posted then (retried while the PDP is unreachable).
     const ended = outcome.task.then(async (end) => {
       const ok = await postOutcome(opts, id, outcomeBody(end), [0, ...OUTCOME_BACKGROUND_DELAYS_MS]);
-      log(`writ pep: the task of execution ${id} ended: outcome ${end.status}${end.detail ? ` (${end.detail})` : ''} ${ok ? 'recorded' : 'NOT recorded; it stays invoking until a pep posts its outcome'}`);
+      log(
+        `writ pep: the task of execution ${id} ended: outcome ${end.status}${end.detail ? ` (${end.detail})` : ''} ${ok ? 'recorded' : 'NOT recorded; it stays invoking until a pep posts its outcome'}`,
+      );
     });
     opts.trackLate?.(ended);
     const handle: CallAnswer = { result: outcome.result as Record<string, unknown> };
@@ -279,7 +284,8 @@ export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput,
   const reported = reportedEvents(outcome.result);
   if (reported !== undefined && outcome.status !== 'unknown') {
     const sealed = await pdp.events(id, reported, identityToken);
-    if (!sealed.ok) log(`writ pep: the ${reported.length} event(s) execution ${id}'s tool reported were not sealed: ${sealed.error.code}: ${sealed.error.message}`);
+    if (!sealed.ok)
+      log(`writ pep: the ${reported.length} event(s) execution ${id}'s tool reported were not sealed: ${sealed.error.code}: ${sealed.error.message}`);
   }
   const posted = await pdp.outcome(id, outcomeBody(outcome), identityToken);
   if (!posted.ok) {
@@ -289,7 +295,9 @@ export async function runGuardedCall(pipeline: PipelineOptions, call: CallInput,
     if (posted.error.code === 'PDP_UNAVAILABLE') {
       const body = outcomeBody(outcome);
       void postOutcome(opts, id, body, OUTCOME_BACKGROUND_DELAYS_MS).then((ok) =>
-        log(`writ pep: outcome ${outcome.status} of execution ${id} ${ok ? 'recorded after retries' : 'could not be recorded; it stays invoking until a pep posts its outcome'}`),
+        log(
+          `writ pep: outcome ${outcome.status} of execution ${id} ${ok ? 'recorded after retries' : 'could not be recorded; it stays invoking until a pep posts its outcome'}`,
+        ),
       );
     }
   }
@@ -330,7 +338,12 @@ async function postOutcome(opts: PipelineOptions, id: string, body: OutcomeReque
  * so does every tool when the PDP cannot answer: a list is a courtesy, and a call of any tool is decided
  * as any call. The result's other members are kept as they are.
  */
-export async function filterToolList(opts: Pick<PipelineOptions, 'pdp' | 'server' | 'defaults' | 'log'>, meta: unknown, result: unknown, identityToken?: string): Promise<unknown> {
+export async function filterToolList(
+  opts: Pick<PipelineOptions, 'pdp' | 'server' | 'defaults' | 'log'>,
+  meta: unknown,
+  result: unknown,
+  identityToken?: string,
+): Promise<unknown> {
   if (!isObject(result) || !Array.isArray(result.tools)) return result;
   const tools = result.tools as unknown[];
   const sent = isObject(meta) && isObject(meta[META_ENVELOPE]) ? (meta[META_ENVELOPE] as Record<string, unknown>) : undefined;

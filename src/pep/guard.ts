@@ -150,7 +150,8 @@ function taskStoreOf(low: Record<string, unknown>): TaskStoreLike | undefined {
  */
 export async function emitToolEvents(events: Array<{ type: string; data: unknown }>): Promise<PdpResult<{ records: Array<{ seq: number; hash: string }> }>> {
   const w = watchStore.getStore();
-  if (!w?.pdp || w.executionId === undefined) return { ok: false, status: 0, error: { code: 'NOT_GUARDED', message: 'emitToolEvents is called from a tool handler running under guardMcpServer' } };
+  if (!w?.pdp || w.executionId === undefined)
+    return { ok: false, status: 0, error: { code: 'NOT_GUARDED', message: 'emitToolEvents is called from a tool handler running under guardMcpServer' } };
   return w.pdp.events(w.executionId, events);
 }
 
@@ -170,7 +171,7 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
   // Defaults whose envelope members could never pass §2 would have every call relying on them refused.
   const badDefaults = defaults && defaultsEnvelopeIssue(defaults);
   if (badDefaults) throw new TypeError(`guardMcpServer: defaults ${badDefaults}`);
-  const log = opts.log ?? ((l: string) => void process.stderr.write(l + '\n'));
+  const log = opts.log ?? ((l: string) => void process.stderr.write(`${l}\n`));
   const callTimeoutMs = checkTimeoutMs(opts.callTimeoutMs ?? 60_000, 'guardMcpServer: callTimeoutMs');
   const pipeline = { pdp, server: opts.server, callTimeoutMs, log, ...(defaults ? { defaults } : {}) };
 
@@ -262,11 +263,13 @@ export function guardMcpServer(mcp: GuardableMcpServer, opts: GuardOptions): voi
   };
 
   // tools/list answers only the tools this caller could be allowed to call (docs/protocol.md §15).
-  const wrapList = (inner: Handler): Handler => async (request, extra) => {
-    const result = await inner(request, extra);
-    const params = isObject(request.params) ? request.params : {};
-    return filterToolList(pipeline, params._meta, result);
-  };
+  const wrapList =
+    (inner: Handler): Handler =>
+    async (request, extra) => {
+      const result = await inner(request, extra);
+      const params = isObject(request.params) ? request.params : {};
+      return filterToolList(pipeline, params._meta, result);
+    };
 
   class GuardedMap extends Map<string, Handler> {
     override set(method: string, handler: Handler): this {

@@ -70,7 +70,7 @@ const LATE_WORK_GRACE_MS = 10_000;
 export async function runProxy(opts: ProxyOptions): Promise<number> {
   const input = opts.input ?? process.stdin;
   const output = opts.output ?? process.stdout;
-  const log = opts.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : l + '\n'));
+  const log = opts.log ?? ((l: string) => void process.stderr.write(l.endsWith('\n') ? l : `${l}\n`));
   const callTimeoutMs = checkTimeoutMs(opts.callTimeoutMs ?? 60_000, 'runProxy: callTimeoutMs');
   /** The child's pipes are closed: every answer it gave has been read. */
   let childGone = false;
@@ -89,7 +89,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
         child.stdin.write('\n');
       },
       toClient: (data) => {
-        output.write(data + '\n');
+        output.write(`${data}\n`);
       },
     },
   );
@@ -129,8 +129,7 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
   };
   if (opts.forwardSignals) for (const s of signals) process.on(s, forward);
 
-  const statusOf = (code: number | null, signal: NodeJS.Signals | null): number =>
-    code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
+  const statusOf = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
   let graceTimer: NodeJS.Timeout | undefined;
   const status = await new Promise<number>((resolve) => {
     const done = (status: number): void => {
@@ -152,7 +151,9 @@ export async function runProxy(opts: ProxyOptions): Promise<number> {
       // Its stdout normally closes with it; a process it started may hold the pipe open for as long as
       // it lives. What the child wrote before exiting is in the pipe: read for a moment, then stop.
       graceTimer = setTimeout(() => {
-        log(`writ proxy: the server exited (status ${relay.exitStatus}) but its stdout is still open (held by a process it started): calls in flight are answered as unknown`);
+        log(
+          `writ proxy: the server exited (status ${relay.exitStatus}) but its stdout is still open (held by a process it started): calls in flight are answered as unknown`,
+        );
         child.stdout.destroy();
         done(relay.exitStatus!);
       }, EXIT_GRACE_MS);

@@ -116,7 +116,6 @@ function clientLineProblem(text: string, msg: unknown): { code: number; message:
   return undefined;
 }
 
-
 export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
   const { log, name, callTimeoutMs } = opts;
   const prefix = `writ-${randomBytes(6).toString('hex')}:`;
@@ -141,7 +140,11 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     lateWork.add(q);
   };
   const pipeline = {
-    pdp: opts.pdp, server: opts.server, callTimeoutMs, log, trackLate,
+    pdp: opts.pdp,
+    server: opts.server,
+    callTimeoutMs,
+    log,
+    trackLate,
     ...(opts.defaults ? { defaults: opts.defaults } : {}),
     ...(opts.identityToken ? { identityToken: opts.identityToken } : {}),
   };
@@ -163,8 +166,14 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     const idMember = rawMember(text, ['id']);
     const childId = `${prefix}list-${++seq}`;
     const identityToken = opts.identityToken?.();
-    lists.set(childId, { clientIdRaw: idMember.found ? idMember.raw : JSON.stringify(msg.id), params: msg.params, ...(identityToken !== undefined ? { identityToken } : {}) });
-    ports.toServer(idMember.found ? text.slice(0, idMember.span[0]) + JSON.stringify(childId) + text.slice(idMember.span[1]) : JSON.stringify({ ...msg, id: childId }));
+    lists.set(childId, {
+      clientIdRaw: idMember.found ? idMember.raw : JSON.stringify(msg.id),
+      params: msg.params,
+      ...(identityToken !== undefined ? { identityToken } : {}),
+    });
+    ports.toServer(
+      idMember.found ? text.slice(0, idMember.span[0]) + JSON.stringify(childId) + text.slice(idMember.span[1]) : JSON.stringify({ ...msg, id: childId }),
+    );
   }
 
   /**
@@ -237,10 +246,14 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
       const why = dupParams ? 'repeats a member (params, name, arguments or _meta)' : !isObject(params) ? 'has no params object' : 'has no tool name';
       const m = !dupParams && isObject(params) && isObject(params._meta) ? params._meta : {};
       const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
-      respondResult(idRaw.raw, dupParams ? undefined : params, refusalResult(
-        { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: exec },
-        `writ: refused (INVALID_REQUEST): the tools/call ${why}; the policy decision point was not asked and the tool did not run`,
-      ));
+      respondResult(
+        idRaw.raw,
+        dupParams ? undefined : params,
+        refusalResult(
+          { code: 'INVALID_REQUEST', reasons: [], obligations: [], execution_id: exec },
+          `writ: refused (INVALID_REQUEST): the tools/call ${why}; the policy decision point was not asked and the tool did not run`,
+        ),
+      );
       return;
     }
     if (exited) {
@@ -271,7 +284,12 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
   }
 
   async function guardedCall(
-    entry: Pending, clientKey: string, params: Record<string, unknown>, idRawText: string, msg: Record<string, unknown>, text: string,
+    entry: Pending,
+    clientKey: string,
+    params: Record<string, unknown>,
+    idRawText: string,
+    msg: Record<string, unknown>,
+    text: string,
     cancelled: AbortSignal,
   ): Promise<void> {
     const idRaw = { raw: idRawText };
@@ -296,20 +314,25 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
           }
           entry.childId = prefix + ++seq;
           // A task handle goes to the client now; the task is followed until it ends (task.ts).
-          entry.resolve = (r) => resolve(r.task === undefined && r.status !== 'unknown' && createdTaskOf(r.result) ? { ...r, task: followChildTask(createdTaskOf(r.result)!, params) } : r);
+          entry.resolve = (r) =>
+            resolve(
+              r.task === undefined && r.status !== 'unknown' && createdTaskOf(r.result) ? { ...r, task: followChildTask(createdTaskOf(r.result)!, params) } : r,
+            );
           pending.set(entry.childId, entry);
           byClientId.set(clientKey, entry);
           ports.toServer(forwardedCallText(text, msg, entry.childId, admitted, execution.execution_id));
           signal.addEventListener('abort', () => {
             if (entry.answered) return;
-            ports.toServer(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: `${name}: call timeout` } }));
+            ports.toServer(
+              JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: entry.childId, reason: `${name}: call timeout` } }),
+            );
           });
         }),
     );
     if (byClientId.get(clientKey) === entry) byClientId.delete(clientKey);
     if ('error' in answer) {
       const message = (answer.error as Error)?.message ?? String(answer.error);
-      respond(idRaw.raw, `"error":{"code":-32603,"message":${JSON.stringify(`${name}: ` + message)}}`);
+      respond(idRaw.raw, `"error":{"code":-32603,"message":${JSON.stringify(`${name}: ${message}`)}}`);
       return;
     }
     if (answer.raw !== undefined) respond(idRaw.raw, `"result":${answer.raw}`);
@@ -376,7 +399,7 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     }
     if (Array.isArray(msg) && msg.some((m) => isObject(m) && (m.method === 'tools/call' || m.method === 'tools/list'))) {
       const raws = rawElements(text);
-      msg.forEach((m, i) => fromClientMessage(m, raws[i]!));
+      for (const [i, m] of msg.entries()) fromClientMessage(m, raws[i]!);
       return;
     }
     fromClientMessage(msg, text, raw);
@@ -421,9 +444,13 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
         return !m.found && m.duplicate;
       });
       const bad =
-        repeated !== undefined ? `a repeated ${repeated.join('.')} member`
-        : 'result' in msg ? (createdTaskOf(result) ? undefined : malformedToolResult(result))
-        : 'neither result nor error';
+        repeated !== undefined
+          ? `a repeated ${repeated.join('.')} member`
+          : 'result' in msg
+            ? createdTaskOf(result)
+              ? undefined
+              : malformedToolResult(result)
+            : 'neither result nor error';
       if (bad !== undefined) {
         log(`${name}: malformed answer from the server for ${msg.id}: ${bad}; outcome unknown`);
         entry.resolve({ status: 'unknown', detail: `malformed answer after dispatch: ${bad}` });
@@ -448,7 +475,6 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     }
     return false;
   }
-
 
   return {
     fromClient,
@@ -514,7 +540,8 @@ export function forwardedCallText(text: string, msg: Record<string, unknown>, ch
   };
   // handleCall has checked that none of these repeats; a message whose text did not show them, or
   // whose `_meta` is not an object, is rebuilt from its parsed form.
-  if (!id.found || !params.found || (!args.found && args.duplicate) || (!meta.found && meta.duplicate) || (!execMember.found && execMember.duplicate)) return rebuilt();
+  if (!id.found || !params.found || (!args.found && args.duplicate) || (!meta.found && meta.duplicate) || (!execMember.found && execMember.duplicate))
+    return rebuilt();
   if (meta.found && !metaIsObject) return rebuilt();
   const admittedText = JSON.stringify(admitted);
   const execText = JSON.stringify(executionId);
@@ -525,7 +552,11 @@ export function forwardedCallText(text: string, msg: Record<string, unknown>, ch
   if (execMember.found) edits.push([execMember.span[0], execMember.span[1], execText]);
   else if (meta.found) {
     const empty = /^\{\s*\}$/.test(meta.raw);
-    edits.push(empty ? [meta.span[0], meta.span[1], `{${JSON.stringify(META_EXECUTION_ID)}:${execText}}`] : [meta.span[0] + 1, meta.span[0] + 1, `${JSON.stringify(META_EXECUTION_ID)}:${execText},`]);
+    edits.push(
+      empty
+        ? [meta.span[0], meta.span[1], `{${JSON.stringify(META_EXECUTION_ID)}:${execText}}`]
+        : [meta.span[0] + 1, meta.span[0] + 1, `${JSON.stringify(META_EXECUTION_ID)}:${execText},`],
+    );
   } else edits.push([params.span[0] + 1, params.span[0] + 1, `"_meta":{${JSON.stringify(META_EXECUTION_ID)}:${execText}},`]);
   edits.sort((x, y) => y[0] - x[0]);
   let out = text;

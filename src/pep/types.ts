@@ -72,9 +72,7 @@ export interface PdpErrorBody {
 }
 
 /** Every PDP call answers one of these; it never throws. */
-export type PdpResult<T> =
-  | { ok: true; status: number; body: T }
-  | { ok: false; status: number; error: PdpErrorBody };
+export type PdpResult<T> = { ok: true; status: number; body: T } | { ok: false; status: number; error: PdpErrorBody };
 
 /**
  * What the MCP client sees in `_meta["io.writ/decision"]` of every refusal and every unknown outcome

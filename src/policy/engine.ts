@@ -707,7 +707,11 @@ export class PolicyEngine {
   }
 
   private searchProgramUncached(
-    input: RequestInput, open: 'principal' | 'resource', plan: ActionPlan, known: Uid, requestEntities: EntityJson[],
+    input: RequestInput,
+    open: 'principal' | 'resource',
+    plan: ActionPlan,
+    known: Uid,
+    requestEntities: EntityJson[],
   ): ResidualProgram | 'none allowed' | undefined {
     const entities = requestEntitySlice({ ...input, principal: known, resource: known, requestEntities }, plan);
     let answer: cedar.PartialAuthorizationAnswer;

@@ -73,7 +73,12 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       } catch (e) {
         throw new Error(`search.request${isWritError(e) ? `${e.path ?? ''}: ${e.code}: ${e.message}` : ''}`);
       }
-      const page = searchPageSync(request, candidatesOf(request, entities.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, entities)), searchJudgeOf(request, engine, entities));
+      const page = searchPageSync(
+        request,
+        candidatesOf(request, entities.all(), engine.actionNames()),
+        (e) => engine.decideRequest(requestInputOf(e, entities)),
+        searchJudgeOf(request, engine, entities),
+      );
       results.push(...page.results);
       token = page.next_token;
     } while (token !== '');

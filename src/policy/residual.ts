@@ -56,7 +56,10 @@ export class Instant {
 
 /** A Cedar entity reference. */
 export class EntityValue {
-  constructor(readonly type: string, readonly id: string) {}
+  constructor(
+    readonly type: string,
+    readonly id: string,
+  ) {}
 }
 
 /** A Cedar set (its elements as given; equality and membership compare them as a set). */
@@ -218,7 +221,7 @@ function valueOfJson(json: unknown): Value {
   if (typeof json !== 'object' || json === null) throw NOT_HERE;
   const obj = json as Record<string, unknown>;
   if (Object.hasOwn(obj, '__entity')) {
-    const ref = obj['__entity'] as { type?: unknown; id?: unknown } | null;
+    const ref = obj.__entity as { type?: unknown; id?: unknown } | null;
     if (Object.keys(obj).length !== 1 || ref === null || typeof ref !== 'object' || typeof ref.type !== 'string' || typeof ref.id !== 'string') throw NOT_HERE;
     if (Object.keys(ref).length !== 2) throw NOT_HERE;
     return new EntityValue(ref.type, ref.id);

@@ -35,7 +35,9 @@ export type CandidateJudge = (candidate: Uid, requestEntities: readonly EntityJs
  * there is none (every candidate goes to the engine). `known` is the member that is not searched.
  */
 export function candidateJudgeOf(
-  program: ResidualProgram | 'none allowed' | undefined, open: 'principal' | 'resource', known: Uid,
+  program: ResidualProgram | 'none allowed' | undefined,
+  open: 'principal' | 'resource',
+  known: Uid,
 ): CandidateJudge | undefined {
   if (program === undefined) return undefined;
   const knownKey = uidKey(known);

@@ -47,7 +47,10 @@ export interface RunningSidecar {
   close(): Promise<void>;
 }
 
-export async function startSidecar(config: WritConfig, o: { devTokens: boolean; log?: (line: string) => void; stopRequested?: () => boolean }): Promise<RunningSidecar> {
+export async function startSidecar(
+  config: WritConfig,
+  o: { devTokens: boolean; log?: (line: string) => void; stopRequested?: () => boolean },
+): Promise<RunningSidecar> {
   const log = o.log ?? logInfo;
   countUnroutedAnswers();
   if (config.log_format) setLogFormat(config.log_format); // as loadConfig does, for a config built in code
@@ -58,9 +61,14 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   metrics.policyReloads.inc({ result: 'ok' }); // the start's load counts as one (a failed one ends the start)
   const faults = faultHooksFromEnv();
   if (!config.database_url) refuseLostLedger(config.data_dir, dataFileOf(config.data_dir));
-  const open = () => openStore({
-    dataDir: config.data_dir, databaseUrl: config.database_url, durability: config.durability, writeTimeoutMs: 10_000, ...(faults ? { faults } : {}),
-  });
+  const open = () =>
+    openStore({
+      dataDir: config.data_dir,
+      databaseUrl: config.database_url,
+      durability: config.durability,
+      writeTimeoutMs: 10_000,
+      ...(faults ? { faults } : {}),
+    });
   // Replicas wait for an unreachable database, answering 503 on their address meanwhile (waiting.ts);
   // the embedded LMDB store either opens or the start fails.
   let store: Awaited<ReturnType<typeof open>>;
@@ -71,7 +79,12 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
   let waited = false;
   if (config.database_url) {
     const opened = await openStoreWhenReachable(open, {
-      listen: config.listen, log, stopRequested: o.stopRequested ?? (() => false), tokens: config.tokens, sharePort, ...(tls ? { tls } : {}),
+      listen: config.listen,
+      log,
+      stopRequested: o.stopRequested ?? (() => false),
+      tokens: config.tokens,
+      sharePort,
+      ...(tls ? { tls } : {}),
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
     });
     store = opened.store;
@@ -95,7 +108,10 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // Before anything is written: a store behind (or beside) the checkpoints its witness holds is refused.
     if (config.witness_dir) await checkAgainstWitness(store, config.witness_dir);
     const key = loadDeploymentKey({
-      dataDir: config.data_dir, keyFile: config.signing_key_file, ledgerHasKeys: (await store.keys()).length > 0, ledgerWhere: `the ledger in ${store.location}`,
+      dataDir: config.data_dir,
+      keyFile: config.signing_key_file,
+      ledgerHasKeys: (await store.keys()).length > 0,
+      ledgerWhere: `the ledger in ${store.location}`,
     });
     await ensureKeyRecord(store, key);
     const notes = new CheckpointNotes(store, key, config.log_origin ?? (await defaultOrigin(store, key)));
@@ -109,7 +125,10 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     const submitter = config.witnesses.length > 0 ? startWitnessSubmitter(store, notes, config.witnesses) : undefined;
     witnessSubmitter = submitter;
     checkpointer = startCheckpointer(store, {
-      key, everyRecords: config.checkpoint.every_records, everyMs: config.checkpoint.every_ms, witnessDir: config.witness_dir,
+      key,
+      everyRecords: config.checkpoint.every_records,
+      everyMs: config.checkpoint.every_ms,
+      witnessDir: config.witness_dir,
       ...(submitter ? { onCheckpoint: (record) => submitter.submit(record) } : {}),
     });
     // A checkpoint at start, so an auditor always has a signed head to hold.
@@ -131,15 +150,16 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     }
     let shuttingDown = false;
     let publicUrl: string | undefined;
-    const jwt = config.jwt_issuers.length > 0
-      ? new JwtVerifier(config.jwt_issuers, {
-        onFetch: (issuer, ok, problem) => {
-          metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' });
-          // At most one line per 30 s per issuer (the fetch budget): an unreachable IdP is said, not flooded.
-          if (!ok) logWarn(`writ: the keys of JWT issuer ${issuer} could not be fetched (${problem}); keys already held stay in use`);
-        },
-      })
-      : undefined;
+    const jwt =
+      config.jwt_issuers.length > 0
+        ? new JwtVerifier(config.jwt_issuers, {
+            onFetch: (issuer, ok, problem) => {
+              metrics.jwksFetches.inc({ issuer, result: ok ? 'ok' : 'failed' });
+              // At most one line per 30 s per issuer (the fetch budget): an unreachable IdP is said, not flooded.
+              if (!ok) logWarn(`writ: the keys of JWT issuer ${issuer} could not be fetched (${problem}); keys already held stay in use`);
+            },
+          })
+        : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
       sidecar,
@@ -168,21 +188,26 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // The public address is bound just below (by this listener, or by the fronts after it).
     if (frontCount === 0) await stopWaiting();
     server = await new Promise<Server>((resolve, reject) => {
-      const s = serveHttp({
-        fetch: appFetch, hostname: frontCount > 0 ? '127.0.0.1' : host, port: frontCount > 0 ? 0 : port,
-        // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
-        // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
-        // upstream stays plain HTTP (the fronts terminate TLS).
-        createServer: ((options: ServerOptions, listener: RequestListener) =>
-          // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-          createPublicServer(frontCount === 0 ? tls : undefined, { ...options, requireHostHeader: false }, (req, res) => {
-            const problem = requestTargetProblem(req);
-            if (problem === undefined) return listener(req, res);
-            echoRequestId(req, res);
-            closeAfterAnswer({ incoming: req, outgoing: res });
-            refuseRequestTarget(res, problem);
-          })) as unknown as typeof createHttpServer,
-      }, () => resolve(s as Server)) as Server;
+      const s = serveHttp(
+        {
+          fetch: appFetch,
+          hostname: frontCount > 0 ? '127.0.0.1' : host,
+          port: frontCount > 0 ? 0 : port,
+          // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
+          // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
+          // upstream stays plain HTTP (the fronts terminate TLS).
+          createServer: ((options: ServerOptions, listener: RequestListener) =>
+            // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
+            createPublicServer(frontCount === 0 ? tls : undefined, { ...options, requireHostHeader: false }, (req, res) => {
+              const problem = requestTargetProblem(req);
+              if (problem === undefined) return listener(req, res);
+              echoRequestId(req, res);
+              closeAfterAnswer({ incoming: req, outgoing: res });
+              refuseRequestTarget(res, problem);
+            })) as unknown as typeof createHttpServer,
+        },
+        () => resolve(s as Server),
+      ) as Server;
       s.once('error', reject);
       s.on('clientError', answerClientError);
     });
@@ -199,7 +224,16 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
-        count: frontCount, host, port, mainPort: addr.port, tokens: tokenSpecs, jwtIssuers: config.jwt_issuers, maxBodyBytes: config.max_body_bytes, core: sidecar.core, decisions: sidecar.decisions, ...(tls ? { tls } : {}),
+        count: frontCount,
+        host,
+        port,
+        mainPort: addr.port,
+        tokens: tokenSpecs,
+        jwtIssuers: config.jwt_issuers,
+        maxBodyBytes: config.max_body_bytes,
+        core: sidecar.core,
+        decisions: sidecar.decisions,
+        ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         // A request a front hands over by message is answered by the same app as the loopback listener's.
@@ -243,14 +277,18 @@ export async function startSidecar(config: WritConfig, o: { devTokens: boolean; 
     // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'})`);
-    log(`writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`);
+    log(
+      `writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`,
+    );
     if (devTokens && tokensFile) {
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
     }
-    for (const i of config.jwt_issuers) log(`writ serve: JWT callers of ${i.issuer} (audience ${i.audience}; scopes ${Object.keys(i.roles).join(', ') || 'none'})`);
+    for (const i of config.jwt_issuers)
+      log(`writ serve: JWT callers of ${i.issuer} (audience ${i.audience}; scopes ${Object.keys(i.roles).join(', ') || 'none'})`);
     if (config.tls_client_ca_file) log(`writ serve: client certificates of ${config.tls_client_ca_file} (${config.tls_clients.length} tls_clients)`);
-    if (!o.devTokens && config.tokens.length === 0 && config.jwt_issuers.length === 0 && config.tls_clients.length === 0) logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
+    if (!o.devTokens && config.tokens.length === 0 && config.jwt_issuers.length === 0 && config.tls_clients.length === 0)
+      logWarn('writ serve: the config lists no tokens ("tokens": []): every API call is refused (401) until it does');
 
     const httpServer = server;
     let closing: Promise<void> | undefined;

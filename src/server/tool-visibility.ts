@@ -20,8 +20,10 @@ export interface ToolsVisibleAnswer {
 }
 
 export function visibleTools(engine: PolicyEngine, entities: EntitySource, caller: Caller, text: string): ToolsVisibleAnswer {
+  // biome-ignore lint/suspicious/noExplicitAny: the body before its schema check, filled in place
   let body: Record<string, any>;
   try {
+    // biome-ignore lint/suspicious/noExplicitAny: the body before its schema check
     body = toPlain(parseLossless(text)) as Record<string, any>;
   } catch (e) {
     if (e instanceof WritError) throw e;

@@ -71,7 +71,8 @@ export interface WaitOptions {
  * and retries. Returns the store and the listen address to start on (the port actually bound).
  */
 export async function openStoreWhenReachable(
-  open: () => Promise<LedgerStore>, o: WaitOptions,
+  open: () => Promise<LedgerStore>,
+  o: WaitOptions,
 ): Promise<{ store: LedgerStore; listen: string; stopWaiting: () => Promise<void>; waited: boolean }> {
   try {
     return { store: await open(), listen: o.listen, stopWaiting: async () => undefined, waited: false };
@@ -159,7 +160,14 @@ function waitingApp(o: WaitOptions, origin: () => string | undefined): Hono {
 function apiRoutes(openapi: Record<string, unknown>): Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> {
   const routes: Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> = [];
   for (const [template, ops] of Object.entries(openapi.paths as Record<string, Record<string, Record<string, unknown>>>)) {
-    const path = new RegExp('^' + template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+') + '$');
+    const path = new RegExp(
+      '^' +
+        template
+          .split(/\{[^}]+\}/)
+          .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^/]+') +
+        '$',
+    );
     for (const [method, op] of Object.entries(ops)) {
       routes.push({ method: method.toUpperCase(), path, roles: (op['x-writ-roles'] as Role[] | undefined) ?? null });
     }
@@ -224,4 +232,3 @@ async function pause(ms: number, stopRequested: () => boolean): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end && !stopRequested()) await new Promise((r) => setTimeout(r, Math.min(100, end - Date.now())));
 }
-

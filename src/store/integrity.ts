@@ -76,9 +76,13 @@ export function readHead(dbs: StoreDbs): ChainHead {
 
 function corrupt(dataDir: string, seq: number | null, why: string): WritError {
   const where = seq === null ? '' : ` at seq ${seq}`;
-  return new WritError('STORE_CORRUPT', `store in ${dataDir} is corrupt${where}: ${why}; run 'writ repair --data-dir ${dataDir}' to cut the chain at the last good record`, {
-    details: { seq },
-  });
+  return new WritError(
+    'STORE_CORRUPT',
+    `store in ${dataDir} is corrupt${where}: ${why}; run 'writ repair --data-dir ${dataDir}' to cut the chain at the last good record`,
+    {
+      details: { seq },
+    },
+  );
 }
 
 function leafMatches(dbs: StoreDbs, seq: number, hash: string): boolean {
@@ -155,7 +159,8 @@ export function checkIntegrity(dbs: StoreDbs, dataDir: string, tail = DEFAULT_TA
 
 function checkLatestCheckpoint(dbs: StoreDbs, dataDir: string, chainSize: number): void {
   let cpSeq: number | undefined;
-  for (const key of dbs.indexes.idx_kind.getKeys({ start: ['checkpoint', Number.MAX_SAFE_INTEGER], end: ['checkpoint', -1], reverse: true, limit: 1 })) cpSeq = key[1];
+  for (const key of dbs.indexes.idx_kind.getKeys({ start: ['checkpoint', Number.MAX_SAFE_INTEGER], end: ['checkpoint', -1], reverse: true, limit: 1 }))
+    cpSeq = key[1];
   if (cpSeq === undefined) return;
   if (cpSeq >= chainSize) throw corrupt(dataDir, chainSize, `records are missing from the end of the chain (a checkpoint was at seq ${cpSeq})`);
   const cp = parseHashed(dbs.records.get(cpSeq), cpSeq);
@@ -174,7 +179,10 @@ function checkLatestCheckpoint(dbs: StoreDbs, dataDir: string, chainSize: number
   }
   const publicKey = ledgerKeys(dbs).get(String(cp.key_id));
   if (publicKey === undefined) throw corrupt(dataDir, cpSeq, `checkpoint is signed by unknown key ${String(cp.key_id)}`);
-  if (typeof cp.signature !== 'string' || !verifyPayload(publicKey, checkpointPayload({ key_id: String(cp.key_id), root: cp.root as string, size }), cp.signature)) {
+  if (
+    typeof cp.signature !== 'string' ||
+    !verifyPayload(publicKey, checkpointPayload({ key_id: String(cp.key_id), root: cp.root as string, size }), cp.signature)
+  ) {
     throw corrupt(dataDir, cpSeq, 'checkpoint signature does not verify');
   }
 }
@@ -245,7 +253,11 @@ export function scanChain(dbs: StoreDbs, o: { limit?: number; onGood?: (r: Ledge
         break;
       }
       const pk = keys.get(String(r.key_id));
-      if (!pk || typeof r.signature !== 'string' || !verifyPayload(pk, checkpointPayload({ key_id: String(r.key_id), root: String(r.root), size }), r.signature)) {
+      if (
+        !pk ||
+        typeof r.signature !== 'string' ||
+        !verifyPayload(pk, checkpointPayload({ key_id: String(r.key_id), root: String(r.root), size }), r.signature)
+      ) {
         firstBad = seq;
         problem = pk ? 'checkpoint signature does not verify' : `checkpoint is signed by unknown key ${String(r.key_id)}`;
         break;

@@ -115,7 +115,10 @@ export function correlationTerm(field: 'task_id' | 'trace_id', value: string): s
 /** Whether a record has the task id / trace id a listing asks for (the index may hold a digest of a long term). */
 export function correlationMatches(record: Record<string, unknown>, q: { task_id?: string; trace_id?: string }): boolean {
   const env = record.envelope as { task_id?: unknown } | null | undefined;
-  return (q.task_id === undefined || (env !== null && typeof env === 'object' && env.task_id === q.task_id)) && (q.trace_id === undefined || record.trace_id === q.trace_id);
+  return (
+    (q.task_id === undefined || (env !== null && typeof env === 'object' && env.task_id === q.task_id)) &&
+    (q.trace_id === undefined || record.trace_id === q.trace_id)
+  );
 }
 
 /** Attaches a handler to lmdb-js's `commitError` promise so a failed commit is not also an unhandled rejection. */

@@ -155,7 +155,7 @@ export async function lockDataDir(dataDir: string): Promise<DirLock> {
 /** The lock file's part (see the module comment); the caller holds the kernel lock where there is one. */
 function lockFile(dataDir: string, dir: string, lockPath: string): DirLock {
   const mine: LockInfo = { pid: process.pid, started: procStat(process.pid)?.started ?? null, host: hostname() };
-  const myText = JSON.stringify(mine) + '\n';
+  const myText = `${JSON.stringify(mine)}\n`;
   const tmp = `${lockPath}.${process.pid}.${Date.now()}.tmp`;
   writeFileSync(tmp, myText, { mode: 0o600 });
   try {

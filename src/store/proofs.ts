@@ -35,11 +35,14 @@ export class LedgerProofs<Async extends boolean> {
 
   /** Merkle root of the first `size` records (default: all committed), 'sha256:<hex>'. */
   root(size?: number): Answer<string, Async> {
-    return this.#answer((committed) => {
-      const n = size ?? committed;
-      checkSize('size', n, committed);
-      return rootNodes(n);
-    }, (nodes, hashes) => bytesToHash(rootFrom(nodes, hashes)));
+    return this.#answer(
+      (committed) => {
+        const n = size ?? committed;
+        checkSize('size', n, committed);
+        return rootNodes(n);
+      },
+      (nodes, hashes) => bytesToHash(rootFrom(nodes, hashes)),
+    );
   }
 
   /** RFC 9162 inclusion proof of record `seq` in the tree of `size` records: lowercase hex, no prefix. */

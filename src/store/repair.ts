@@ -81,7 +81,7 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
       const fd = openSync(droppedFile, 'wx', 0o600);
       try {
         for (const { key: seq, value } of d.records.getRange({ start: firstBad })) {
-          writeSync(fd, JSON.stringify({ seq, text: value }) + '\n');
+          writeSync(fd, `${JSON.stringify({ seq, text: value })}\n`);
           dropped++;
         }
         fsyncSync(fd);
@@ -121,7 +121,7 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
               const kept: Record<string, unknown> = { ...e };
               if (Array.isArray(e.records)) kept.records = e.records.filter((q) => typeof q === 'number' && q < firstBad);
               if (Array.isArray(e.approvals)) kept.approvals = e.approvals.filter((id) => keptApprovals.has(id as string));
-              if (cutApprovals) kept.rev = (typeof (e as { rev?: unknown }).rev === "number" ? (e as { rev: number }).rev : 0) + 1;
+              if (cutApprovals) kept.rev = (typeof (e as { rev?: unknown }).rev === 'number' ? (e as { rev: number }).rev : 0) + 1;
               d.tables.executions.put(key, JSON.stringify(kept));
             }
           }

@@ -91,7 +91,11 @@ export function presealMembers(fields: { kind: string } & Record<string, unknown
  * (elsewhere); `fields` then serve only the store's indexes (kind, actor, execution id).
  */
 export function sealNextRecord(
-  fields: { kind: string } & Record<string, unknown>, seq: number, head: string, reader: SubtreeReader, presealed?: PresealedMembers,
+  fields: { kind: string } & Record<string, unknown>,
+  seq: number,
+  head: string,
+  reader: SubtreeReader,
+  presealed?: PresealedMembers,
 ): SealedRecord {
   const p = (presealed ?? presealMembers(fields)).parts;
   if (p.length !== ASSIGNED.length + 1) throw new TypeError('presealed members need one part per gap between assigned members');
@@ -100,7 +104,7 @@ export function sealNextRecord(
   const after = [`"prev":${JSON.stringify(head)}`, `"seq":${seq}`, `"ts":${JSON.stringify(ts)}`, '"v":1'];
   const tail = [p[1]!, after[0]!, p[2]!, after[1]!, p[3]!, after[2]!, p[4]!, after[3]!, p[5]!];
   const unsealed = `{${joinMembers([p[0]!, ...tail])}}`;
-  const hash = 'sha256:' + sha256Hex('\u0000' + unsealed);
+  const hash = `sha256:${sha256Hex(`\u0000${unsealed}`)}`;
   const leaf = hashToBytes(hash);
   const text = `{${joinMembers([p[0]!, `"hash":${JSON.stringify(hash)}`, ...tail])}}`;
   return { body, hash, text, leaf, completed: subtreesCompletedBy(seq, leaf, reader) };
@@ -139,4 +143,3 @@ function canonicalizeMember(v: unknown): string | undefined {
   if (v instanceof KnownJcs) return v.text;
   return jcsOrUndefined(v);
 }
-

@@ -19,7 +19,19 @@ import type { LedgerRecord } from '../ledger/record.js';
 import { bytesToHash } from '../ledger/merkle/hasher.js';
 import { checkSubtreeRange, readNodes, rootAt, type SubtreeReader } from '../ledger/merkle/tree.js';
 import { lockDataDir, type DirLock } from './lock.js';
-import { correlationMatches, correlationTerm, FORMAT_KEY, FORMAT_VERSION, indexTermsOf, openStoreDbs, settleCommitError, type IndexKey, type IndexName, type StoreDbs, type Table } from './layout.js';
+import {
+  correlationMatches,
+  correlationTerm,
+  FORMAT_KEY,
+  FORMAT_VERSION,
+  indexTermsOf,
+  openStoreDbs,
+  settleCommitError,
+  type IndexKey,
+  type IndexName,
+  type StoreDbs,
+  type Table,
+} from './layout.js';
 import { LedgerProofs } from './proofs.js';
 import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 
@@ -226,14 +238,19 @@ export class Store implements LedgerStore {
     const lock = await lockDataDir(o.dataDir);
     let dbs: StoreDbs | undefined;
     try {
-      dbs = openStoreDbs(o.dataDir, { ...(o.durability ? { durability: o.durability } : {}), ...(o.mapSizeBytes !== undefined ? { mapSizeBytes: o.mapSizeBytes } : {}) });
+      dbs = openStoreDbs(o.dataDir, {
+        ...(o.durability ? { durability: o.durability } : {}),
+        ...(o.mapSizeBytes !== undefined ? { mapSizeBytes: o.mapSizeBytes } : {}),
+      });
       const format = dbs.internal.get(FORMAT_KEY);
       if (format === undefined) {
         if (readHead(dbs).size > 0) throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has records but no format marker`, { details: { seq: null } });
         await dbs.internal.put(FORMAT_KEY, FORMAT_VERSION);
         await dbs.env.flushed;
       } else if (format !== FORMAT_VERSION) {
-        throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has format ${format}; this writ reads format ${FORMAT_VERSION}`, { details: { seq: null } });
+        throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has format ${format}; this writ reads format ${FORMAT_VERSION}`, {
+          details: { seq: null },
+        });
       }
       const head = checkIntegrity(dbs, o.dataDir, o.tailCheck ?? DEFAULT_TAIL_CHECK);
       return new Store(o, dbs, lock, head);
@@ -273,7 +290,12 @@ export class Store implements LedgerStore {
       }
       if (this.#closed) throw unavailable('the store is closed');
     }
-    const tx = new BufferedTx(this.#pendingSize(), this.#pendingHead(), (t, k) => this.#pendingTable(t, k), (l, i) => this.#pendingNode(l, i));
+    const tx = new BufferedTx(
+      this.#pendingSize(),
+      this.#pendingHead(),
+      (t, k) => this.#pendingTable(t, k),
+      (l, i) => this.#pendingNode(l, i),
+    );
     const result = fn(tx);
     if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
       throw new TypeError('Store.write callbacks must be synchronous');
@@ -298,7 +320,7 @@ export class Store implements LedgerStore {
   /** Joins the open batch (or opens one) and resolves when that batch is durable. */
   #enqueue(o: Overlay, endSize: number, endHead: string, result: unknown, deadline: number, counts: boolean, label?: string): Promise<unknown> {
     let batch = this.#batches[this.#batches.length - 1];
-    if (!batch || batch.state !== 'open') {
+    if (batch?.state !== 'open') {
       batch = { ...newOverlay(), endSize, endHead, waiters: [], state: 'open', writes: 0, labels: [] };
       this.#batches.push(batch);
     }
@@ -614,7 +636,12 @@ export class Store implements LedgerStore {
     if (cp && cp.seq < this.#committedSize) return cp;
     if (!cp) return undefined;
     // Visible but not yet acknowledged ('flushed' durability): the one before it.
-    for (const key of this.#dbs.indexes.idx_kind.getKeys({ start: ['checkpoint', this.#committedSize - 1], end: ['checkpoint', -1], reverse: true, limit: 1 })) {
+    for (const key of this.#dbs.indexes.idx_kind.getKeys({
+      start: ['checkpoint', this.#committedSize - 1],
+      end: ['checkpoint', -1],
+      reverse: true,
+      limit: 1,
+    })) {
       return this.getRecord(key[1]);
     }
     return undefined;

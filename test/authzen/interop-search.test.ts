@@ -22,18 +22,32 @@ after(async () => {
   await server?.stop();
 });
 
-test('over HTTP: the interop\'s subject, resource and action searches, and a numeric record id refused', async () => {
+test("over HTTP: the interop's subject, resource and action searches, and a numeric record id refused", async () => {
   const search = (kind: string, body: unknown) => call(server, 'POST', `/access/v1/search/${kind}`, { token: TOKEN, body });
   const editors = await search('subject', { subject: { type: 'user' }, action: { name: 'edit' }, resource: { type: 'record', id: '115' } });
   assert.equal(editors.status, 200, editors.text);
-  assert.deepEqual(editors.body, { results: [{ type: 'user', id: 'carol' }, { type: 'user', id: 'dan' }], page: { next_token: '' } });
+  assert.deepEqual(editors.body, {
+    results: [
+      { type: 'user', id: 'carol' },
+      { type: 'user', id: 'dan' },
+    ],
+    page: { next_token: '' },
+  });
   const erin = await search('resource', { subject: { type: 'user', id: 'erin' }, action: { name: 'view' }, resource: { type: 'record' } });
-  assert.deepEqual(erin.body.results.map((r: { id: string }) => r.id), ['105', '111', '115', '117']);
+  assert.deepEqual(
+    erin.body.results.map((r: { id: string }) => r.id),
+    ['105', '111', '115', '117'],
+  );
   // Paged: limit 2 walks alice's five editable records in order.
   const seen: string[] = [];
   let token = '';
   do {
-    const page = await search('resource', { subject: { type: 'user', id: 'alice' }, action: { name: 'edit' }, resource: { type: 'record' }, page: { limit: 2, ...(token ? { token } : {}) } });
+    const page = await search('resource', {
+      subject: { type: 'user', id: 'alice' },
+      action: { name: 'edit' },
+      resource: { type: 'record' },
+      page: { limit: 2, ...(token ? { token } : {}) },
+    });
     assert.equal(page.status, 200, page.text);
     seen.push(...page.body.results.map((r: { id: string }) => r.id));
     token = page.body.page.next_token;
@@ -51,7 +65,8 @@ test('over HTTP: the interop\'s subject, resource and action searches, and a num
 // After the HTTP test: a test blocked in spawnSync past the server's keep-alive finds a pooled connection closed.
 test('writ policy test passes the published expected results (60 subject, 18 resource, 74 action searches)', () => {
   const cases = JSON.parse(readFileSync(join(EXAMPLE, 'tests', 'search.json'), 'utf8')) as Array<{ search: { kind: string } }>;
-  const kinds = cases.reduce<Record<string, number>>((n, c) => ({ ...n, [c.search.kind]: (n[c.search.kind] ?? 0) + 1 }), {});
+  const kinds: Record<string, number> = {};
+  for (const c of cases) kinds[c.search.kind] = (kinds[c.search.kind] ?? 0) + 1;
   assert.deepEqual(kinds, { subject: 60, resource: 18, action: 74 });
   const run = spawnSync(process.execPath, [WRIT_BIN, 'policy', 'test', '--dir', EXAMPLE, '--coverage'], { encoding: 'utf8' });
   assert.equal(run.status, 0, run.stdout + run.stderr);

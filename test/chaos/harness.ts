@@ -136,7 +136,10 @@ export async function assertConsistent(url: string, older: Record<string, any>, 
   assert.equal(r.status, 200, r.text);
   if (r.body.from_root !== undefined) assert.equal(r.body.from_root, older.root, 'the server agrees with the held root');
   if (r.body.to_root !== undefined) assert.equal(r.body.to_root, newer.root);
-  assert.doesNotThrow(() => verifyConsistency(older.size, newer.size, hashToBytes(older.root), hashToBytes(newer.root), (r.body.path as string[]).map(proofBytes)), `consistency proof ${older.size} → ${newer.size} does not verify`);
+  assert.doesNotThrow(
+    () => verifyConsistency(older.size, newer.size, hashToBytes(older.root), hashToBytes(newer.root), (r.body.path as string[]).map(proofBytes)),
+    `consistency proof ${older.size} → ${newer.size} does not verify`,
+  );
 }
 
 /** Ledger size as an auditor sees it (via the export, the source of truth). */

@@ -40,7 +40,7 @@ const requests: string[] = [];
 const consoleErrors: string[] = [];
 
 /** Where the screenshots go: the docs' folder only when asked to refresh it. */
-const screenshot = (name: string) => join(process.env['WRIT_SCREENSHOT_DIR'] ?? dir, name);
+const screenshot = (name: string) => join(process.env.WRIT_SCREENSHOT_DIR ?? dir, name);
 
 const at = (t: string) => writeFileSync(join(dir, 'now'), t);
 // The timer would write checkpoints at random moments; the test places them itself (stop = checkpoint).

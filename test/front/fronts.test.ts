@@ -218,7 +218,13 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const inc = await call(fronts, 'GET', `/v1/ledger/proofs/inclusion?seq=${first.seq}&size=${records.length}`, { token: t.auditor });
     assert.equal(inc.status, 200, inc.text);
     assert.equal(inc.body.leaf, first.hash);
-    verifyInclusion(first.seq, records.length, hashToBytes(first.hash), inc.body.path.map((h: string) => Buffer.from(h, 'hex')), hashToBytes(inc.body.root));
+    verifyInclusion(
+      first.seq,
+      records.length,
+      hashToBytes(first.hash),
+      inc.body.path.map((h: string) => Buffer.from(h, 'hex')),
+      hashToBytes(inc.body.root),
+    );
   });
 
   test('an admin entity change is honoured by the very next decision through the fronts', async () => {

@@ -493,7 +493,7 @@ test('HTTPS like writ serve: tls_cert_file and tls_key_file', async () => {
   }
 });
 
-test('an upstream URL that redirects (308) is followed with the call and the configured headers, as a browser\'s fetch would', async () => {
+test("an upstream URL that redirects (308) is followed with the call and the configured headers, as a browser's fetch would", async () => {
   const before = linesOf(seen1).length;
   const client = await sdk1Client('moved', tokens['mcp-client moved']!);
   try {

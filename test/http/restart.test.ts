@@ -48,7 +48,13 @@ test('SIGTERM checkpoint, restart continuity, consistency across the restart', a
       assert.equal((await call(s2, 'GET', `/v1/ledger/records/${more.body.record.seq}`, { token: a })).body.prev, prev.hash);
       const now = (await call(s2, 'GET', '/v1/ledger/checkpoint', { token: a })).body;
       const proof = (await call(s2, 'GET', `/v1/ledger/proofs/consistency?from=${held.size}&to=${now.size}`, { token: a })).body;
-      verifyConsistency(held.size, now.size, hashToBytes(held.root), hashToBytes(now.root), proof.path.map((h: string) => Buffer.from(h, 'hex')));
+      verifyConsistency(
+        held.size,
+        now.size,
+        hashToBytes(held.root),
+        hashToBytes(now.root),
+        proof.path.map((h: string) => Buffer.from(h, 'hex')),
+      );
       // A restart does not reuse an execution id: the acknowledged invoking ones still refuse execute.
       const again = await call(s2, 'POST', '/v1/decisions', {
         token: s2.tokens.pep,

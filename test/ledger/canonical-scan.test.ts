@@ -151,7 +151,7 @@ test('hand-picked cases: numbers, escapes, surrogates, key order, structure', ()
     assert.equal(scanCanonicalObject(line) !== undefined, canonical, `scan on ${JSON.stringify(line)}`);
   }
   // Beyond its depth limit the scan declines (never overflows the stack) and the reference decides.
-  const deep = '{"a":' + '['.repeat(2000) + ']'.repeat(2000) + '}';
+  const deep = `{"a":${'['.repeat(2000)}${']'.repeat(2000)}}`;
   assert.equal(scanCanonicalObject(deep) !== undefined, false);
   assert.equal(isCanonicalLineSlow(deep), true);
 });

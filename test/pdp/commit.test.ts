@@ -23,7 +23,11 @@ async function openCore(t: { after(fn: () => Promise<void> | void): void }): Pro
 }
 
 /** A proposal that appends one record naming `attempt`, valid when `valid(attempt)`. */
-function proposal(attempt: number, entitiesVersion: string | undefined, valid: (attempt: number) => boolean): Proposal<number, { attempt: number; seq: number }> {
+function proposal(
+  attempt: number,
+  entitiesVersion: string | undefined,
+  valid: (attempt: number) => boolean,
+): Proposal<number, { attempt: number; seq: number }> {
   return {
     ...(entitiesVersion === undefined ? {} : { entitiesVersion }),
     stillValid: () => valid(attempt),
@@ -48,14 +52,18 @@ test('a snapshot that moved is decided again: only the attempt that held is writ
   assert.equal(core.store.knownSize(), before + 1);
 });
 
-test('a snapshot that keeps moving ends in the proposal\'s own answer; without one, in 503 STORE_UNAVAILABLE', async (t) => {
+test("a snapshot that keeps moving ends in the proposal's own answer; without one, in 503 STORE_UNAVAILABLE", async (t) => {
   const core = await openCore(t);
   let proposals = 0;
   await assert.rejects(
-    commitWithRevalidation(core, async (attempt) => {
-      proposals++;
-      return { ...proposal(attempt, core.entities.version, () => false), keepsMoving: () => new WritError('EXECUTION_IN_FLIGHT', 'moving') };
-    }, { holdEntities: true }),
+    commitWithRevalidation(
+      core,
+      async (attempt) => {
+        proposals++;
+        return { ...proposal(attempt, core.entities.version, () => false), keepsMoving: () => new WritError('EXECUTION_IN_FLIGHT', 'moving') };
+      },
+      { holdEntities: true },
+    ),
     (e: WritError) => e.code === 'EXECUTION_IN_FLIGHT',
   );
   assert.equal(proposals, MAX_ATTEMPTS + 1);
@@ -81,24 +89,33 @@ test('an entity change staged by this process is waited for, and the decision ma
   const core = await openCore(t);
   const versions: string[] = [];
   let change: Promise<void> | undefined;
-  const answer = await commitWithRevalidation(core, async (attempt) => {
-    versions.push(core.entities.version);
-    // The first attempt's write queues behind an entity change staged meanwhile (group commit).
-    if (attempt === 0) {
-      change = core.store.write((tx) => {
-        const staged = core.entities.stage(tx, [{ entity: { uid: { type: 'User', id: 'u1' }, attrs: {}, parents: [] } }], 'api');
-        return staged;
-      }, { label: 'entity' }).then((staged) => staged.commit());
-    }
-    return proposal(attempt, versions.at(-1), () => true);
-  }, { holdEntities: true });
+  const answer = await commitWithRevalidation(
+    core,
+    async (attempt) => {
+      versions.push(core.entities.version);
+      // The first attempt's write queues behind an entity change staged meanwhile (group commit).
+      if (attempt === 0) {
+        change = core.store
+          .write(
+            (tx) => {
+              const staged = core.entities.stage(tx, [{ entity: { uid: { type: 'User', id: 'u1' }, attrs: {}, parents: [] } }], 'api');
+              return staged;
+            },
+            { label: 'entity' },
+          )
+          .then((staged) => staged.commit());
+      }
+      return proposal(attempt, versions.at(-1), () => true);
+    },
+    { holdEntities: true },
+  );
   await change;
   assert.equal(answer.attempt, 1);
   assert.notEqual(versions[0], versions[1]);
   assert.equal(versions[1], core.entities.version);
 });
 
-test('a write failure is answered by the proposal\'s `failed`, by default 503 STORE_UNAVAILABLE', async (t) => {
+test("a write failure is answered by the proposal's `failed`, by default 503 STORE_UNAVAILABLE", async (t) => {
   const core = await openCore(t);
   const failing = (attempt: number): Proposal<number, number> => ({
     write: () => {
@@ -107,7 +124,10 @@ test('a write failure is answered by the proposal\'s `failed`, by default 503 ST
     label: 'test',
     answer: () => attempt,
   });
-  await assert.rejects(commitWithRevalidation(core, async (a) => failing(a), { holdEntities: false }), (e: WritError) => e.code === 'STORE_UNAVAILABLE' && /disk on fire/.test(e.message));
+  await assert.rejects(
+    commitWithRevalidation(core, async (a) => failing(a), { holdEntities: false }),
+    (e: WritError) => e.code === 'STORE_UNAVAILABLE' && /disk on fire/.test(e.message),
+  );
   await assert.rejects(
     commitWithRevalidation(core, async (a) => ({ ...failing(a), failed: () => new WritError('APPROVAL_STALE', 'refused') }), { holdEntities: false }),
     (e: WritError) => e.code === 'APPROVAL_STALE',

@@ -172,7 +172,7 @@ test("a near miss of @requires_approval is refused (it would silently be a plain
   }
 });
 
-test('writ\'s annotation problems name file, line and column, as Cedar\'s own errors do', () => {
+test("writ's annotation problems name file, line and column, as Cedar's own errors do", () => {
   // The policies sit at lines Cedar lists out of source order (policy10 sorts before policy2), one of
   // them twice, so the location comes from the source and not from Cedar's order.
   const filler = Array.from({ length: 11 }, (_, i) => `@id("p${i}")\n${PERMIT}\n`).join('');
@@ -183,7 +183,10 @@ test('writ\'s annotation problems name file, line and column, as Cedar\'s own er
   });
   try {
     const line = 11 * 2 + 3;
-    policyInvalid(() => loadPolicyDir(dir), new RegExp(`^sub/offboarding\\.cedar:${line}:3: needs-hr @requires_aproval: unknown annotation @requires_aproval: did you mean @requires_approval\\?$`));
+    policyInvalid(
+      () => loadPolicyDir(dir),
+      new RegExp(`^sub/offboarding\\.cedar:${line}:3: needs-hr @requires_aproval: unknown annotation @requires_aproval: did you mean @requires_approval\\?$`),
+    );
     policyInvalid(() => loadPolicyDir(dir), new RegExp(`^sub/offboarding\\.cedar:${line + 3}:1: allow-hr: @requires_approval is only meaningful on a forbid$`));
   } finally {
     cleanup();

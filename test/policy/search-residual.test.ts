@@ -26,7 +26,12 @@ function walk(engine: PolicyEngine, source: StaticEntitySource, kind: SearchKind
   do {
     const request = parseSearchRequest(JSON.stringify({ ...body, page: { limit, token } }), kind);
     const judge = pruned ? searchJudgeOf(request, engine, source) : undefined;
-    const page = searchPageSync(request, candidatesOf(request, source.all(), engine.actionNames()), (e) => engine.decideRequest(requestInputOf(e, source)), judge);
+    const page = searchPageSync(
+      request,
+      candidatesOf(request, source.all(), engine.actionNames()),
+      (e) => engine.decideRequest(requestInputOf(e, source)),
+      judge,
+    );
     pages.push({ results: page.results, next_token: page.next_token });
     answered += page.pruned;
     token = page.next_token;
@@ -54,8 +59,14 @@ test('pruning: no candidate evaluated when nothing can be allowed; owner and gro
     assert.deepEqual(editors.pages, [{ results: [{ type: 'user', id: 'u2' }], next_token: '' }]);
     assert.equal(editors.answered, 6, 'every candidate answered without the engine');
     const readers = walk(engine, source, 'subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }, 2, true);
-    assert.deepEqual(readers, walk(engine, source, 'subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }, 2, false) && readers);
-    assert.deepEqual(readers.pages.flatMap((p: any) => p.results.map((r: any) => r.id)), ['u0', 'u2', 'u4']);
+    assert.deepEqual(
+      readers,
+      walk(engine, source, 'subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }, 2, false) && readers,
+    );
+    assert.deepEqual(
+      readers.pages.flatMap((p: any) => p.results.map((r: any) => r.id)),
+      ['u0', 'u2', 'u4'],
+    );
     // A locked document: Cedar denies whatever the principal is; no candidate reaches the engine.
     const locked = walk(engine, source, 'subject', { subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd2' } }, 50, true);
     assert.deepEqual(locked.pages, [{ results: [], next_token: '' }]);
@@ -63,7 +74,10 @@ test('pruning: no candidate evaluated when nothing can be allowed; owner and gro
     const request = parseSearchRequest(JSON.stringify({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd2' } }), 'subject');
     assert.equal(engine.searchProgram(requestInputOf(request.template, source), 'principal'), 'none allowed');
     // Every page of a search reuses one reduction while the entities stay as they are.
-    const readersOf = parseSearchRequest(JSON.stringify({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }), 'subject');
+    const readersOf = parseSearchRequest(
+      JSON.stringify({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } }),
+      'subject',
+    );
     const first = engine.searchProgram(requestInputOf(readersOf.template, source), 'principal');
     assert.equal(typeof first, 'object');
     assert.equal(engine.searchProgram(requestInputOf(readersOf.template, source), 'principal'), first);
@@ -80,12 +94,18 @@ test('pruning: no candidate evaluated when nothing can be allowed; owner and gro
   }
 });
 
-test('pruning: the candidate that is the known member itself (one entity, both members\' properties) goes to the engine', () => {
-  const { engine, cleanup } = engineOf(`@id("same-dept") permit (principal is user, action == Action::"meet", resource is user) when { principal.dept == resource.dept };`);
+test("pruning: the candidate that is the known member itself (one entity, both members' properties) goes to the engine", () => {
+  const { engine, cleanup } = engineOf(
+    `@id("same-dept") permit (principal is user, action == Action::"meet", resource is user) when { principal.dept == resource.dept };`,
+  );
   const source = new StaticEntitySource([0, 1, 2].map((i) => ({ uid: { type: 'user', id: `u${i}` }, attrs: i === 2 ? { dept: 'a' } : {}, parents: [] })));
   try {
     // u1 as resource says dept "b", as subject "a": Cedar sees one u1 (the subject's properties first).
-    const body = { subject: { type: 'user', properties: { dept: 'a' } }, action: { name: 'meet' }, resource: { type: 'user', id: 'u1', properties: { dept: 'b' } } };
+    const body = {
+      subject: { type: 'user', properties: { dept: 'a' } },
+      action: { name: 'meet' },
+      resource: { type: 'user', id: 'u1', properties: { dept: 'b' } },
+    };
     const pruned = walk(engine, source, 'subject', body, 50, true);
     assert.deepEqual(pruned, { ...walk(engine, source, 'subject', body, 50, false), answered: 2 });
     assert.deepEqual(pruned.pages, [{ results: [{ type: 'user', id: 'u1' }], next_token: '' }]);
@@ -99,7 +119,11 @@ test('pruning: the candidate that is the known member itself (one entity, both m
     @id("locked") forbid (principal, action == Action::"meet", resource) when { resource.locked };
   `);
   try {
-    const body = { subject: { type: 'user', properties: { locked: false } }, action: { name: 'meet' }, resource: { type: 'user', id: 'u1', properties: { locked: true } } };
+    const body = {
+      subject: { type: 'user', properties: { locked: false } },
+      action: { name: 'meet' },
+      resource: { type: 'user', id: 'u1', properties: { locked: true } },
+    };
     const request = parseSearchRequest(JSON.stringify(body), 'subject');
     assert.equal(locked.engine.searchProgram(requestInputOf(request.template, source), 'principal'), 'none allowed');
     const pruned = walk(locked.engine, source, 'subject', body, 50, true);
@@ -180,7 +204,9 @@ test('property: a pruned search gives exactly the pages of one-by-one evaluation
   let nonEmpty = 0;
   fc.assert(
     fc.property(
-      fc.array(policyArb, { minLength: 1, maxLength: 5 }), fc.array(userArb, { minLength: 6, maxLength: 6 }), fc.array(docArb, { minLength: 4, maxLength: 4 }),
+      fc.array(policyArb, { minLength: 1, maxLength: 5 }),
+      fc.array(userArb, { minLength: 6, maxLength: 6 }),
+      fc.array(docArb, { minLength: 4, maxLength: 4 }),
       fc.array(searchArb, { minLength: 2, maxLength: 4 }),
       (policies, users, docs, searches) => {
         const text = policies
@@ -218,7 +244,12 @@ test('property: a pruned search gives exactly the pages of one-by-one evaluation
             const body =
               s.kind === 'subject'
                 ? { subject: { type: 'user', ...withProps }, action: { name: s.action }, resource: known, context: { flag: s.flag } }
-                : { subject: { type: 'user', id: `u${s.known}`, ...knownProps }, action: { name: s.action }, resource: { type: s.knownIsUser ? 'user' : 'doc', ...withProps }, context: { flag: s.flag } };
+                : {
+                    subject: { type: 'user', id: `u${s.known}`, ...knownProps },
+                    action: { name: s.action },
+                    resource: { type: s.knownIsUser ? 'user' : 'doc', ...withProps },
+                    context: { flag: s.flag },
+                  };
             const naive = walk(engine, source, s.kind, body, s.limit, false);
             const pruned = walk(engine, source, s.kind, body, s.limit, true);
             assert.deepEqual(pruned.pages, naive.pages, `${JSON.stringify(body)} limit ${s.limit} under\n${text}`);

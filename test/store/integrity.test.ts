@@ -120,7 +120,13 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   const withActor = records.filter((r) => r.actor !== undefined).length;
   assert.equal(store.listRecords({ actor: 'Agent::"a"', limit: 1000 }).records.length, withActor + 1);
   const size = heldCheckpoint.size as number;
-  verifyConsistency(size, store.size(), hashToBytes(heldCheckpoint.root as string), hashToBytes(store.root()), store.consistencyProof(size, store.size()).map((h) => Buffer.from(h, 'hex')));
+  verifyConsistency(
+    size,
+    store.size(),
+    hashToBytes(heldCheckpoint.root as string),
+    hashToBytes(store.root()),
+    store.consistencyProof(size, store.size()).map((h) => Buffer.from(h, 'hex')),
+  );
 });
 
 test('repair drops the approvals whose approval record was cut: an approval the ledger no longer holds authorizes nothing', async (t) => {

@@ -27,15 +27,21 @@ after(() => {
 
 /** A place for a ledger, and how to open a store on it. */
 const backends: Array<[string, () => Promise<() => Promise<LedgerStore>>]> = [
-  ['lmdb', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'writ-proofs-'));
-    dirs.push(dir);
-    return () => Store.open({ dataDir: dir });
-  }],
-  ['postgres', async () => {
-    const url = await (await sharedPostgres()).createDatabase();
-    return () => PgStore.open({ url });
-  }],
+  [
+    'lmdb',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'writ-proofs-'));
+      dirs.push(dir);
+      return () => Store.open({ dataDir: dir });
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const url = await (await sharedPostgres()).createDatabase();
+      return () => PgStore.open({ url });
+    },
+  ],
 ];
 
 /** The code a store call fails with (synchronously on LMDB, as a rejection on PostgreSQL), or 'answered'. */
@@ -53,7 +59,10 @@ for (const [name, place] of backends) {
     test('roots and proofs from a cold store equal the in-memory tree, and requests outside it are INVALID_REQUEST', async () => {
       const open = await place();
       const writer = await open();
-      for (let i = 0; i < SIZE; i += 10) await writer.write((tx) => { for (let k = i; k < i + 10; k++) tx.append({ kind: 'note', k }); });
+      for (let i = 0; i < SIZE; i += 10)
+        await writer.write((tx) => {
+          for (let k = i; k < i + 10; k++) tx.append({ kind: 'note', k });
+        });
       await writer.close();
       const store = await open();
       try {
@@ -63,10 +72,24 @@ for (const [name, place] of backends) {
         const hex = (bs: Buffer[]) => bs.map((b) => b.toString('hex'));
         for (let n = 0; n <= SIZE; n++) assert.equal(await store.root(n), bytesToHash(rootAt(n, mem)), `root ${n}`);
         assert.equal(await store.root(), bytesToHash(rootAt(SIZE, mem)));
-        for (const [seq, size] of [[0, 1], [5, 8], [6, 7], [13, 70], [69, 70], [40, 41]] as const) {
+        for (const [seq, size] of [
+          [0, 1],
+          [5, 8],
+          [6, 7],
+          [13, 70],
+          [69, 70],
+          [40, 41],
+        ] as const) {
           assert.deepEqual(await store.inclusionProof(seq, size), hex(inclusionProof(seq, size, mem)), `inclusion ${seq}/${size}`);
         }
-        for (const [m, n] of [[0, 70], [1, 70], [6, 7], [13, 70], [64, 70], [70, 70]] as const) {
+        for (const [m, n] of [
+          [0, 70],
+          [1, 70],
+          [6, 7],
+          [13, 70],
+          [64, 70],
+          [70, 70],
+        ] as const) {
           assert.deepEqual(await store.consistencyProof(m, n), hex(consistencyProof(m, n, mem)), `consistency ${m} → ${n}`);
         }
         assert.equal(await codeOf(() => store.root(SIZE + 1)), 'INVALID_REQUEST');
@@ -84,7 +107,9 @@ for (const [name, place] of backends) {
 test('store proofs: postgres answers STORE_CORRUPT when a node a proof needs is missing', async () => {
   const url = await (await sharedPostgres()).createDatabase();
   const writer = await PgStore.open({ url });
-  await writer.write((tx) => { for (let k = 0; k < 8; k++) tx.append({ kind: 'note', k }); });
+  await writer.write((tx) => {
+    for (let k = 0; k < 8; k++) tx.append({ kind: 'note', k });
+  });
   await writer.close();
   const client = new pg.Client({ connectionString: url });
   await client.connect();

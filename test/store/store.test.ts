@@ -97,12 +97,18 @@ test('roots and proofs from stored nodes equal the pure Merkle functions over th
     assert.equal(store.root(size), bytesToHash(root));
     for (let seq = 0; seq < size; seq++) {
       const proof = store.inclusionProof(seq, size);
-      assert.deepEqual(proof, inclusionProof(seq, size, mem).map((b) => b.toString('hex')));
+      assert.deepEqual(
+        proof,
+        inclusionProof(seq, size, mem).map((b) => b.toString('hex')),
+      );
       verifyInclusion(seq, size, leaves[seq]!, hex(proof), root);
     }
     for (let m = 1; m <= size; m++) {
       const proof = store.consistencyProof(m, size);
-      assert.deepEqual(proof, consistencyProof(m, size, mem).map((b) => b.toString('hex')));
+      assert.deepEqual(
+        proof,
+        consistencyProof(m, size, mem).map((b) => b.toString('hex')),
+      );
       verifyConsistency(m, size, rootAt(m, mem), root, hex(proof));
     }
   }

@@ -102,7 +102,8 @@ export function readNodes(r: SubtreeReader, ids: readonly NodeId[]): Buffer[] {
 /** Refuses a run of subtrees of height `level` that is not complete within a tree of `size` leaves. */
 export function checkSubtreeRange(level: number, from: number, count: number, size: number): void {
   const ok = Number.isSafeInteger(level) && level >= 0 && level <= 53 && Number.isSafeInteger(from) && from >= 0 && Number.isSafeInteger(count) && count >= 0;
-  if (!ok || (from + count) * 2 ** level > size) throw new RangeError(`subtrees ${from}..${from + count - 1} of height ${level} are not complete in a tree of ${size}`);
+  if (!ok || (from + count) * 2 ** level > size)
+    throw new RangeError(`subtrees ${from}..${from + count - 1} of height ${level} are not complete in a tree of ${size}`);
 }
 
 /** The nodes whose fold is the root of the tree of the first `size` leaves (none for the empty tree). */

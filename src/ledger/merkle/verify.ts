@@ -73,7 +73,8 @@ export function verifyInclusion(index: number, size: number, leaf: Uint8Array, p
   // equal byte strings of any length (even empty) would otherwise "prove" a size-1 tree.
   requireHashes('the leaf or root', [leaf, root]);
   requireHashes('a proof element', proof);
-  if (!equalBytes(fold(index, size - 1, leaf, proof, 0), root)) throw new ProofError('root', `the proof does not lead from leaf ${index} to the root of the tree of ${size}`);
+  if (!equalBytes(fold(index, size - 1, leaf, proof, 0), root))
+    throw new ProofError('root', `the proof does not lead from leaf ${index} to the root of the tree of ${size}`);
 }
 
 /**
@@ -87,7 +88,8 @@ export function verifyConsistency(m: number, n: number, rootM: Uint8Array, rootN
   requireHashes('a root', [rootM, rootN]);
   if (m === n || m === 0) {
     if (proof.length !== 0) throw new ProofError('length', `the consistency proof from size ${m} to ${n} must be empty`);
-    if (!equalBytes(rootM, m === n ? rootN : EMPTY_ROOT)) throw new ProofError('root', m === n ? 'trees of equal size have different roots' : 'the root of the empty tree is not the hash of nothing');
+    if (!equalBytes(rootM, m === n ? rootN : EMPTY_ROOT))
+      throw new ProofError('root', m === n ? 'trees of equal size have different roots' : 'the root of the empty tree is not the hash of nothing');
     return;
   }
   if (proof.length === 0) throw new ProofError('length', `the consistency proof from size ${m} to ${n} is empty`);

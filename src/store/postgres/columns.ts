@@ -29,9 +29,18 @@ export function recordColumns(body: Record<string, unknown>): RecordColumns {
 }
 
 /** The INSERT of many records at once: `$1..$7` the arrays of seq, text and the columns. */
-export const INSERT_RECORDS = 'INSERT INTO records (seq, text, kind, actor, execution_id, task_id, trace_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])';
+export const INSERT_RECORDS =
+  'INSERT INTO records (seq, text, kind, actor, execution_id, task_id, trace_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])';
 
 /** INSERT_RECORDS's parameters for `rows`. */
 export function insertRecordsParams(rows: Array<{ seq: number; text: string } & RecordColumns>): unknown[] {
-  return [rows.map((r) => r.seq), rows.map((r) => r.text), rows.map((r) => r.kind), rows.map((r) => r.actor), rows.map((r) => r.execution_id), rows.map((r) => r.task_id), rows.map((r) => r.trace_id)];
+  return [
+    rows.map((r) => r.seq),
+    rows.map((r) => r.text),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.actor),
+    rows.map((r) => r.execution_id),
+    rows.map((r) => r.task_id),
+    rows.map((r) => r.trace_id),
+  ];
 }

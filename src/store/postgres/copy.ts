@@ -6,7 +6,7 @@
  * is locked for the copy (its server must be stopped) and its chain tail checked first.
  */
 import { existsSync } from 'node:fs';
-import pg from 'pg';
+import type pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { entitiesVersionOf, type EntityJson } from '../../policy/entities.js';
@@ -30,7 +30,8 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
   // Checked before the lock and the open, which would create files: a wrong path must leave no trace,
   // in the directory or in the database.
   if (!existsSync(dataDir)) throw new WritError('INVALID_REQUEST', `data dir ${dataDir} does not exist`);
-  if (!existsSync(dataFileOf(dataDir))) throw new WritError('INVALID_REQUEST', `data dir ${dataDir} holds no writ store (no ${dataFileOf(dataDir)}): nothing to copy`);
+  if (!existsSync(dataFileOf(dataDir)))
+    throw new WritError('INVALID_REQUEST', `data dir ${dataDir} holds no writ store (no ${dataFileOf(dataDir)}): nothing to copy`);
   const lock = await lockDataDir(dataDir);
   const dbs = openStoreDbs(dataDir);
   // One long copy transaction, its process reading LMDB between statements: not the 5-s idle limit of serving.
@@ -45,7 +46,9 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       await migrate(client);
       await client.query('BEGIN');
       const lockedHead = await client.query<{ size: string }>('SELECT size FROM ledger_head WHERE id = 1 FOR UPDATE');
-      const held = await client.query<{ n: string }>('SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM state) + (SELECT count(*) FROM merkle) AS n');
+      const held = await client.query<{ n: string }>(
+        'SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM state) + (SELECT count(*) FROM merkle) AS n',
+      );
       if (Number(lockedHead.rows[0]?.size ?? 0) !== 0 || Number(held.rows[0]!.n) !== 0) {
         throw new WritError('INVALID_REQUEST', `${redactUrl(url)} already holds a writ ledger or state; store copy only fills an empty database`);
       }
@@ -73,7 +76,9 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       const flushNodes = async () => {
         if (nodes.length === 0) return;
         await client.query('INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($1::int[], $2::bigint[], $3::bytea[])', [
-          nodes.map((n) => n[0]), nodes.map((n) => n[1]), nodes.map((n) => n[2]),
+          nodes.map((n) => n[0]),
+          nodes.map((n) => n[1]),
+          nodes.map((n) => n[2]),
         ]);
         nodeCount += nodes.length;
         nodes = [];
@@ -106,7 +111,9 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       for (let i = 0; i < rows.length; i += CHUNK) {
         const part = rows.slice(i, i + CHUNK);
         await client.query('INSERT INTO state (tbl, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])', [
-          part.map((r) => r[0]), part.map((r) => r[1]), part.map((r) => r[2]),
+          part.map((r) => r[0]),
+          part.map((r) => r[1]),
+          part.map((r) => r[2]),
         ]);
       }
       await client.query('UPDATE ledger_head SET size = $1, head = $2 WHERE id = 1', [size, head]);

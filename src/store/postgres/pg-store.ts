@@ -86,7 +86,10 @@ function asUnavailable(e: unknown, what: string, audience: 'operator' | 'client'
     log.warn(`writ: ${what}: ${detail}`);
   }
   const code = (e as { code?: unknown } | null)?.code;
-  return unavailable(`${what}${typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : ''}: the database did not complete the request (the sidecar's log has the detail)`, e);
+  return unavailable(
+    `${what}${typeof code === 'string' && /^[A-Z0-9_]{1,32}$/.test(code) ? ` (${code})` : ''}: the database did not complete the request (the sidecar's log has the detail)`,
+    e,
+  );
 }
 let lastDetailLogged = 0;
 
@@ -103,7 +106,12 @@ export function redactUrl(url: string): string {
 
 /** Thrown inside a callback when it reads a row the batch has not fetched yet. */
 class NeedRow {
-  constructor(readonly table: Table | null, readonly key: string, readonly level = 0, readonly index = 0) {}
+  constructor(
+    readonly table: Table | null,
+    readonly key: string,
+    readonly level = 0,
+    readonly index = 0,
+  ) {}
 }
 
 const rowKey = (t: Table, k: string) => `${t}\u0000${k}`;
@@ -250,7 +258,13 @@ export class PgStore implements LedgerStore {
     if (this.#closed) return Promise.reject(unavailable('the store is closed'));
     return new Promise<T>((resolve, reject) => {
       const item: Item = {
-        fn, reads: opts.reads ?? [], resolve: resolve as (v: unknown) => void, reject, failed: false, settled: false, timer: undefined,
+        fn,
+        reads: opts.reads ?? [],
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        failed: false,
+        settled: false,
+        timer: undefined,
       };
       item.timer = setTimeout(() => settle(item, false, unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
       this.#queue.push(item);
@@ -284,11 +298,17 @@ export class PgStore implements LedgerStore {
     try {
       client = await this.#pool.connect();
       // BEGIN and the lock in one round trip (a simple-protocol query of two statements).
-      const opened = (await client.query('BEGIN; SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE')) as unknown as Array<pg.QueryResult<{ size: string; head: string }>>;
+      const opened = (await client.query('BEGIN; SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE')) as unknown as Array<
+        pg.QueryResult<{ size: string; head: string }>
+      >;
       const head = opened[1]!;
       if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
       const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
-      await this.#prefetch(client, view, items.flatMap((i) => i.reads));
+      await this.#prefetch(
+        client,
+        view,
+        items.flatMap((i) => i.reads),
+      );
       for (let i = 0; i < items.length; i++) {
         const item = items[i]!;
         if (item.settled) continue;
@@ -358,7 +378,14 @@ export class PgStore implements LedgerStore {
       }
     }
     if (want.size === 0 && levels.length === 0) return;
-    const rows = await client.query<{ tbl: Table | null; key: string | null; value: string | null; level: number | null; idx: string | null; hash: Buffer | null }>(
+    const rows = await client.query<{
+      tbl: Table | null;
+      key: string | null;
+      value: string | null;
+      level: number | null;
+      idx: string | null;
+      hash: Buffer | null;
+    }>(
       `SELECT s.tbl, s.key, s.value, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
          FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key
        UNION ALL
@@ -386,7 +413,7 @@ export class PgStore implements LedgerStore {
   async #readNode(client: pg.ClientBase | pg.Pool, level: number, index: number): Promise<Buffer> {
     const r = await client.query<{ hash: Buffer }>('SELECT hash FROM merkle WHERE level = $1 AND idx = $2', [level, index]);
     const hash = r.rows[0]?.hash;
-    if (!hash || hash.length !== 32) throw new WritError('STORE_CORRUPT', `merkle node (${level}, ${index}) is missing`, { details: { seq: null } });
+    if (hash?.length !== 32) throw new WritError('STORE_CORRUPT', `merkle node (${level}, ${index}) is missing`, { details: { seq: null } });
     return hash;
   }
 
@@ -413,10 +440,17 @@ export class PgStore implements LedgerStore {
        UPDATE ledger_head SET size = $16, head = $17 WHERE id = 1 AND size = $18`,
       [
         ...insertRecordsParams(w.records),
-        nodes.map((n) => n.level), nodes.map((n) => n.index), nodes.map((n) => n.hash),
-        puts.map((r) => r.table), puts.map((r) => r.key), puts.map((r) => r.value),
-        dels.map((r) => r.table), dels.map((r) => r.key),
-        view.size, view.head, startSize,
+        nodes.map((n) => n.level),
+        nodes.map((n) => n.index),
+        nodes.map((n) => n.hash),
+        puts.map((r) => r.table),
+        puts.map((r) => r.key),
+        puts.map((r) => r.value),
+        dels.map((r) => r.table),
+        dels.map((r) => r.key),
+        view.size,
+        view.head,
+        startSize,
       ],
     );
   }
@@ -576,7 +610,13 @@ export class PgStore implements LedgerStore {
     if (count === 0) return [];
     let rows: Array<{ idx: string; hash: Buffer }>;
     try {
-      rows = (await this.#pool.query<{ idx: string; hash: Buffer }>('SELECT idx, hash FROM merkle WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [level, from, from + count])).rows;
+      rows = (
+        await this.#pool.query<{ idx: string; hash: Buffer }>('SELECT idx, hash FROM merkle WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx', [
+          level,
+          from,
+          from + count,
+        ])
+      ).rows;
     } catch (err) {
       throw asUnavailable(err, 'the database could not be read');
     }

@@ -73,8 +73,20 @@ test('golden merkle section: root of 5, inclusion of seq 2 in 5, consistency 3 â
   // and the golden checkpoint (size 4) carries the root of the first 4
   assert.equal(bytesToHash(rootAt(4, r)), lines[4].root);
   const root5 = hashToBytes(golden.merkle.root_size_5);
-  verifyInclusion(2, 5, ls[2]!, golden.merkle.inclusion_seq_2_size_5.map((h: string) => Buffer.from(h, 'hex')), root5);
-  verifyConsistency(3, 5, rootAt(3, r), root5, golden.merkle.consistency_3_to_5.map((h: string) => Buffer.from(h, 'hex')));
+  verifyInclusion(
+    2,
+    5,
+    ls[2]!,
+    golden.merkle.inclusion_seq_2_size_5.map((h: string) => Buffer.from(h, 'hex')),
+    root5,
+  );
+  verifyConsistency(
+    3,
+    5,
+    rootAt(3, r),
+    root5,
+    golden.merkle.consistency_3_to_5.map((h: string) => Buffer.from(h, 'hex')),
+  );
 });
 
 test('hash text â†” bytes, node hash and the empty root', () => {
@@ -245,15 +257,39 @@ test('proof nodes are complete subtrees of the tree asked about, with at most on
     for (let i = 0; i < size; i++) plans.push(inclusionNodes(i, size));
     for (let m = 0; m <= size; m++) plans.push(consistencyNodes(m, size));
     for (const plan of plans) {
-      assert.equal(plan.widths.reduce((a, b) => a + b, 0), plan.ids.length);
+      assert.equal(
+        plan.widths.reduce((a, b) => a + b, 0),
+        plan.ids.length,
+      );
       for (const id of plan.ids) assert.ok((id.index + 1) * 2 ** id.level <= size, `(${id.level}, ${id.index}) within ${size}`);
     }
     for (const plan of plans.slice(1)) assert.ok(plan.widths.filter((w) => w > 1).length <= 1);
   }
   assert.deepEqual(rootNodes(0), { ids: [], widths: [] });
-  assert.deepEqual(rootNodes(6), { ids: [{ level: 2, index: 0 }, { level: 1, index: 2 }], widths: [2] });
-  assert.deepEqual(inclusionNodes(0, 6), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }], widths: [1, 1, 1] });
-  assert.deepEqual(inclusionNodes(0, 7), { ids: [{ level: 0, index: 1 }, { level: 1, index: 1 }, { level: 1, index: 2 }, { level: 0, index: 6 }], widths: [1, 1, 2] });
+  assert.deepEqual(rootNodes(6), {
+    ids: [
+      { level: 2, index: 0 },
+      { level: 1, index: 2 },
+    ],
+    widths: [2],
+  });
+  assert.deepEqual(inclusionNodes(0, 6), {
+    ids: [
+      { level: 0, index: 1 },
+      { level: 1, index: 1 },
+      { level: 1, index: 2 },
+    ],
+    widths: [1, 1, 1],
+  });
+  assert.deepEqual(inclusionNodes(0, 7), {
+    ids: [
+      { level: 0, index: 1 },
+      { level: 1, index: 1 },
+      { level: 1, index: 2 },
+      { level: 0, index: 6 },
+    ],
+    widths: [1, 1, 2],
+  });
 });
 
 test('a proof that does not verify throws a ProofError saying why', () => {
@@ -269,20 +305,65 @@ test('a proof that does not verify throws a ProofError saying why', () => {
     }
     return 'verified';
   };
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof, root)), 'verified');
-  assert.equal(reason(() => verifyInclusion(7, 7, LEAVES[2]!, proof, root)), 'range');
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!.subarray(1), proof, root)), 'malformed');
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, Buffer.alloc(31)], root)), 'malformed');
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof.slice(1), root)), 'length');
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, root], root)), 'length');
-  assert.equal(reason(() => verifyInclusion(2, 7, LEAVES[3]!, proof, root)), 'root');
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof, root)),
+    'verified',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(7, 7, LEAVES[2]!, proof, root)),
+    'range',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[2]!.subarray(1), proof, root)),
+    'malformed',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, Buffer.alloc(31)], root)),
+    'malformed',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[2]!, proof.slice(1), root)),
+    'length',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[2]!, [...proof, root], root)),
+    'length',
+  );
+  assert.equal(
+    reason(() => verifyInclusion(2, 7, LEAVES[3]!, proof, root)),
+    'root',
+  );
   const cproof = consistencyProof(3, 7, r);
-  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(3, r), root, cproof)), 'verified');
-  assert.equal(reason(() => verifyConsistency(7, 3, root, rootAt(3, r), cproof)), 'range');
-  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(3, r), root, [])), 'length');
-  assert.equal(reason(() => verifyConsistency(7, 7, root, root, cproof)), 'length');
-  assert.equal(reason(() => verifyConsistency(3, 7, rootAt(4, r), root, cproof)), 'root');
-  assert.equal(reason(() => verifyConsistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [])), 'verified');
-  assert.equal(reason(() => verifyConsistency(0, 0, root, root, [])), 'verified');
-  assert.equal(reason(() => verifyConsistency(0, 7, root, root, [])), 'root');
+  assert.equal(
+    reason(() => verifyConsistency(3, 7, rootAt(3, r), root, cproof)),
+    'verified',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(7, 3, root, rootAt(3, r), cproof)),
+    'range',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(3, 7, rootAt(3, r), root, [])),
+    'length',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(7, 7, root, root, cproof)),
+    'length',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(3, 7, rootAt(4, r), root, cproof)),
+    'root',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(0, 0, EMPTY_ROOT, EMPTY_ROOT, [])),
+    'verified',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(0, 0, root, root, [])),
+    'verified',
+  );
+  assert.equal(
+    reason(() => verifyConsistency(0, 7, root, root, [])),
+    'root',
+  );
 });

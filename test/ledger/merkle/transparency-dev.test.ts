@@ -90,10 +90,19 @@ test('transparency-dev inclusion proofs: generated as given, verified, and every
     });
     if (proof.length > 0) probes.push(['removed component', index, v.size, leaf, proof.slice(0, -1), root]);
     if (proof.length > 1) probes.push(['inserted component', index, v.size, leaf, [proof[0]!, SOME, ...proof.slice(1)], root]);
-    for (const [desc, i, size, l, p, r] of probes) assert.ok(refused(() => verifyInclusion(i, size, l, p, r)), `${desc} (${index}/${v.size})`);
+    for (const [desc, i, size, l, p, r] of probes)
+      assert.ok(
+        refused(() => verifyInclusion(i, size, l, p, r)),
+        `${desc} (${index}/${v.size})`,
+      );
   }
   // TestVerifyInclusion's probes of empty and mismatched roots and leaves at impossible positions.
-  for (const [index, size] of [[0, 0], [0, 1], [1, 0], [2, 1]] as const) {
+  for (const [index, size] of [
+    [0, 0],
+    [0, 1],
+    [1, 0],
+    [2, 1],
+  ] as const) {
     assert.ok(refused(() => verifyInclusion(index, size, SOME, [], Buffer.alloc(0))));
     assert.ok(refused(() => verifyInclusion(index, size, Buffer.alloc(0), [], EMPTY)));
     assert.ok(refused(() => verifyInclusion(index, size, SOME, [], EMPTY)));
@@ -101,7 +110,11 @@ test('transparency-dev inclusion proofs: generated as given, verified, and every
   // TestVerifyInclusionSingleEntry: a 1-leaf tree's root is its leaf; an empty hash is never one.
   const data = leafHash(Buffer.from('data'));
   verifyInclusion(0, 1, data, [], data);
-  for (const [root, leaf] of [[data, Buffer.alloc(0)], [Buffer.alloc(0), data], [Buffer.alloc(0), Buffer.alloc(0)]]) {
+  for (const [root, leaf] of [
+    [data, Buffer.alloc(0)],
+    [Buffer.alloc(0), data],
+    [Buffer.alloc(0), Buffer.alloc(0)],
+  ]) {
     assert.ok(refused(() => verifyInclusion(0, 1, leaf!, [], root!)));
   }
 });
@@ -139,7 +152,11 @@ test('transparency-dev consistency proofs: generated as given, verified, and eve
       bent[i]![0]! ^= 16;
       probes.push([`modified proof[${i}] bit 4`, v.size1, v.size2, root1, root2, bent]);
     });
-    for (const [desc, m, n, r1, r2, p] of probes) assert.ok(refused(() => verifyConsistency(m, n, r1, r2, p)), `${desc} (${v.size1} → ${v.size2})`);
+    for (const [desc, m, n, r1, r2, p] of probes)
+      assert.ok(
+        refused(() => verifyConsistency(m, n, r1, r2, p)),
+        `${desc} (${v.size1} → ${v.size2})`,
+      );
   }
 });
 
