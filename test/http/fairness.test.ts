@@ -115,15 +115,30 @@ for (const httpThreads of [1, 0]) {
     test('a caller over its share gets 429 RATE_LIMITED with Retry-After; another caller is still served', async () => {
       // A decision whose body is still being sent holds 300,000 bytes of the pep token's 262,144-byte share.
       const { port, hostname } = new URL(s.url);
-      const held: Socket = connect(Number(port), hostname);
-      await new Promise((resolve) => held.once('connect', resolve));
-      held.write(
-        `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{"execution_id":`,
-      );
+      // The held request and the first probe travel on different connections: a probe that arrives first
+      // makes the held request the one over the share (answered 429 at once). Then it is sent again.
+      const holdShare = async (): Promise<{ socket: Socket; refused: () => boolean }> => {
+        const socket: Socket = connect(Number(port), hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        let answered = false;
+        socket.once('data', () => {
+          answered = true;
+        });
+        socket.write(
+          `POST /v1/decisions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${s.tokens.pep}\r\nContent-Type: application/json\r\nContent-Length: 300000\r\n\r\n{"execution_id":`,
+        );
+        return { socket, refused: () => answered };
+      };
+      let hold = await holdShare();
       const limited = await until(async () => {
+        if (hold.refused()) {
+          hold.socket.destroy();
+          hold = await holdShare();
+        }
         const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: offboardingBody({ execution_id: `over-${Math.random()}` }) });
         return r.status === 429 ? r : undefined;
       }, 'a 429 for the caller whose share is held');
+      const held = hold.socket;
       assert.equal(limited.body.error.code, 'RATE_LIMITED');
       const again = await fetch(`${s.url}/access/v1/evaluation`, {
         method: 'POST',
