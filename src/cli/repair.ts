@@ -1,5 +1,5 @@
 /**
- * `writ repair [--data-dir DIR] [--reason TEXT]` (issue 7): explicit operator repair of a store that
+ * `writ repair [--data-dir DIR] [--reason TEXT]`: explicit operator repair of a store that
  * refuses to open as corrupt. The server must be stopped (the data dir lock tells). Finds the last
  * good record, moves the bad tail out of the live store (saved as DIR/repair-<time>-dropped.jsonl),
  * rebuilds derived data and appends a signed `chain_break` record chaining from the last good hash.

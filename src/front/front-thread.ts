@@ -1,5 +1,5 @@
 /**
- * An HTTP front thread (issue 14): one of several threads that accept the sidecar's connections on
+ * An HTTP front thread: one of several threads that accept the sidecar's connections on
  * the same port (SO_REUSEPORT), so HTTP parsing, admission, Cedar and the canonical text of a decision
  * record use every core, while the main thread stays the one ledger writer.
  *

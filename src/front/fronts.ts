@@ -1,5 +1,5 @@
 /**
- * The sidecar's side of its HTTP front threads (front-thread.ts, issue 14): starts them on the public
+ * The sidecar's side of its HTTP front threads (front-thread.ts): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
  * decision (DecisionService.commitPrepared) or decide a request text (DecisionService.decide), record or evaluate an
  * AuthZEN request (AuthzenService), answer a forwarded API request (the sidecar's own app) — after the

@@ -42,9 +42,9 @@ export class PdpCore {
   readonly entities: EntityStore;
   /**
    * Executions by state, for the metrics gauge: counted from the store once (countExecutionStates, at
-   * start), then moved by every committed transition. Performance (issue 8): the gauge used to re-read
-   * and JSON.parse the whole executions table every 5 s — O(executions), i.e. the event loop blocked
-   * for seconds once a sidecar has seen a million executions.
+   * start), then moved by every committed transition. Re-reading and parsing the whole executions
+   * table for each scrape would be O(executions): seconds of a blocked event loop once a sidecar has
+   * seen a million executions.
    */
   readonly executionStates: Record<string, number> = { proposed: 0, invoking: 0, committed: 0, rejected: 0, unknown: 0, reconciled: 0 };
 

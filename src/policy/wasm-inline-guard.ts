@@ -4,7 +4,7 @@
  * Node 20's V8 (11.3) inlines JS→Wasm calls into optimized callers; when such a caller is lazily
  * deoptimized while cedar-wasm's glue runs (its string getters change object maps), the process
  * aborts (V8_Fatal "unreachable code" in Deoptimizer::DoComputeBuiltinContinuation). The flag prevents
- * it, but makes every bare cedar-wasm call about 2.3× slower (measured in issue 12: a trivial
+ * it, but makes every bare cedar-wasm call about 2.3× slower (a trivial
  * statefulIsAuthorized takes 97 µs with it, 41 µs without, on Node 20; 22 µs on Node 24 without it),
  * so it is applied only where the abort exists.
  *

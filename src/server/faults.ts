@@ -1,5 +1,5 @@
 /**
- * Test-only fault injection for a running server (issue 7): when WRIT_FAULT_FILE names a file, every
+ * Test-only fault injection for a running server: when WRIT_FAULT_FILE names a file, every
  * durable write reads it first. The file holds `{"label"?: "reserve"|"decision"|"terminal"|...,
  * "mode": "fail"|"enospc"|"timeout"|"hang", "remaining"?: N, "timeout_ms"?: MS}`; a matching write fails
  * that way (before its commit, so nothing of it is written) and `remaining` counts down (the file is

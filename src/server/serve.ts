@@ -211,7 +211,7 @@ export async function startSidecar(
       s.once('error', reject);
       s.on('clientError', answerClientError);
     });
-    // Slow or idle clients must not hold resources forever (issue 7: 500 idle sockets).
+    // Slow or idle clients must not hold resources forever (hundreds of idle sockets would).
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
     // Behind fronts this listener is their loopback upstream, and a front's agent reuses its idle

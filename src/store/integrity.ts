@@ -1,5 +1,5 @@
 /**
- * Integrity checks over a store's raw sub-databases (issue 7, startup integrity): the chain tail is
+ * Integrity checks over a store's raw sub-databases (startup integrity): the chain tail is
  * re-hashed and re-linked, and the latest checkpoint's root is recomputed from the stored Merkle nodes
  * and its signature checked. A failure names the first bad seq. `scanChain` is the full walk that
  * `writ repair` uses to find the last good record.

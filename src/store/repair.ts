@@ -1,5 +1,5 @@
 /**
- * Explicit operator repair of a corrupt store (issue 7): walk the chain from seq 0, keep the good
+ * Explicit operator repair of a corrupt store: walk the chain from seq 0, keep the good
  * prefix, move the bad tail out of the live store (its raw text is saved beside it for forensics),
  * rebuild the Merkle nodes and indexes of what is kept, and append a `chain_break` record chaining
  * from the last good hash, signed with the data dir key over

@@ -67,8 +67,8 @@ export interface PresealedMembers {
  * Canonicalises a record's own members (docs/protocol.md §6). JCS writes an object as its members
  * sorted by key (UTF-16 code units, as Array.prototype.sort), each as JSON-string(key) ":" JCS(value),
  * members whose value has no JSON form left out; so the text with and without `hash` share every
- * member's canonical text, and one canonicalisation serves both (issue 8: this was two JCS passes and
- * a JSON.parse, ~8 % of a decision's CPU).
+ * member's canonical text, and one canonicalisation serves both (two JCS passes and a JSON.parse would
+ * cost ~8 % of a decision's CPU).
  */
 export function presealMembers(fields: { kind: string } & Record<string, unknown>): PresealedMembers {
   checkAppendFields(fields);

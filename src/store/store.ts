@@ -1,5 +1,5 @@
 /**
- * The durable store of a data dir (docs/protocol.md §6, issues 3 and 7): the hash-chained ledger, its
+ * The durable store of a data dir (docs/protocol.md §6): the hash-chained ledger, its
  * Merkle subtree nodes and indexes, and the state tables, in one LMDB environment (see layout.ts).
  *
  * Writes: `write(fn)` runs `fn` synchronously against a private transaction buffer layered over the
