@@ -181,7 +181,7 @@ function ask(
 ): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
-  outbox.push({ id, ...a } as FrontAsk);
+  outbox.push({ id, ...a });
   const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve, at: performance.now() }));
   if (outbox.length >= ASK_BATCH) flush();
   return answer;
@@ -624,7 +624,7 @@ server.on('clientError', answerClientError);
 server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;
 server.keepAliveTimeout = 5_000;
-server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }));
+server.on('error', (e) => post({ type: 'failed', message: e.message }));
 // Threads share the port by SO_REUSEPORT where Node has it (a lone front thread on an older Node has the
 // port to itself); cluster processes share it through the sidecar's handle.
 const listenOptions = parentPort && frontThreadsSupported() ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };

@@ -171,7 +171,7 @@ export function buildApp(o: AppOptions): Hono<Env> {
     }
     // Anything unexpected is a refusal, never an allow and never a bare 500 page. A client gone
     // before its body ended is not unexpected: nobody will read the answer, and nothing to log.
-    if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}`);
+    if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err)?.stack ?? err}`);
     const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
     countRefusal(refusal, { logged: true });
     return errorResponse(c, refusal);

@@ -19,7 +19,7 @@ import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
-import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
+import { type ContextShape, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
 import { namesMember, visibilityContexts } from './visibility.js';
 import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction, resourceReadOf } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
@@ -680,7 +680,7 @@ export class PolicyEngine {
       return undefined; // whatever went wrong, Cedar itself evaluates every call of this shape
     }
     if (answer.type !== 'residuals') return undefined;
-    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+    return residualProgramOf(answer.response, plan.policyIds);
   }
 
   /**
@@ -729,7 +729,7 @@ export class PolicyEngine {
     }
     if (answer.type !== 'residuals' || answer.response.errored.length > 0) return undefined;
     if (answer.response.decision === 'deny') return 'none allowed';
-    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+    return residualProgramOf(answer.response, plan.policyIds);
   }
 
   /**

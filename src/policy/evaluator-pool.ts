@@ -128,6 +128,8 @@ export class EvaluatorPool {
         // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
         const prepared = engine.prepareCall(input);
         memoKey = prepared.memoKey;
+        // A closure over the prepared call (engine.ts), not a method that reads `this`.
+        // eslint-disable-next-line @typescript-eslint/unbound-method
         residual = prepared.residual;
         workOf = () => ({ call: prepared.call() });
       } else {

@@ -206,7 +206,7 @@ export async function startSidecar(
               refuseRequestTarget(res, problem);
             })) as unknown as typeof createHttpServer,
         },
-        () => resolve(s as Server),
+        () => resolve(s),
       ) as Server;
       s.once('error', reject);
       s.on('clientError', answerClientError);

@@ -36,7 +36,7 @@ test('evaluator threads answer decideRequest exactly as the in-process engine do
     const kinds = new Set<string>();
     inputs.forEach((input, i) => {
       assert.deepEqual(answers[i], engine.decideRequest(input));
-      kinds.add(answers[i]!.decision);
+      kinds.add(answers[i].decision);
     });
     assert.deepEqual([...kinds].sort(), ['allow', 'deny']);
   } finally {

@@ -107,7 +107,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       }
     };
     child.stdout!.on('data', onData);
-    exited.then((code) => {
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening:\n${out}`));
     });

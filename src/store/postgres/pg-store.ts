@@ -260,7 +260,7 @@ export class PgStore implements LedgerStore {
       const item: Item = {
         fn,
         reads: opts.reads ?? [],
-        resolve: resolve as (v: unknown) => void,
+        resolve: resolve,
         reject,
         failed: false,
         settled: false,
