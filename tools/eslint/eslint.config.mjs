@@ -4,6 +4,7 @@
 // It runs on TypeScript 5.9 from this folder's own package.json, since typescript-eslint loads the compiler's
 // JavaScript API, which the native TypeScript 7 the project compiles with does not ship.
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
@@ -11,12 +12,12 @@ const root = new URL('../..', import.meta.url).pathname;
 // node:test's test() and describe() return promises the runner itself awaits.
 const nodeTest = { from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] };
 
-export default tseslint.config(
+export default defineConfig(
   { basePath: root, ignores: ['dist/**', 'node_modules/**', 'tools/**'] },
   {
     basePath: root,
     files: ['**/*.ts'],
-    extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
+    extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     // tsconfig.json plus noUncheckedIndexedAccess (see ./tsconfig.json), so that the `!` after a checked index
     // is a needed assertion here and no-unnecessary-type-assertion reports only the ones that are not.
     languageOptions: { parserOptions: { project: [new URL('tsconfig.json', import.meta.url).pathname], tsconfigRootDir: root } },
