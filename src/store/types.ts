@@ -1,7 +1,7 @@
 /**
  * The store seam (docs/protocol.md §6, §9): what the decision path, the state machine, approvals, entities,
  * the checkpointer, key handling and the auditor routes need from a durable store, whichever one it is:
- * the embedded LMDB store of a data dir (store.ts) or a PostgreSQL database shared by replicas
+ * the embedded LMDB store of a data dir (lmdb/lmdb-store.ts) or a PostgreSQL database shared by replicas
  * (postgres/pg-store.ts).
  *
  * Writes keep one synchronous-callback API: `write(fn)` runs `fn` against a transaction view and

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { EntityStore } from '../../src/entities/entity-store.js';
 import { commitWithRevalidation, MAX_ATTEMPTS, type Proposal } from '../../src/pdp/commit.js';
 import { WritError } from '../../src/errors.js';

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store, type FaultHooks } from '../../src/store/store.js';
+import { Store, type FaultHooks } from '../../src/store/lmdb/lmdb-store.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 import { WritError } from '../../src/errors.js';
 import { tempDir } from './helpers.js';

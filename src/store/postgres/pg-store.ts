@@ -33,7 +33,7 @@ import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRec
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate } from './schema.js';
 import { LedgerProofs } from '../proofs.js';
-import type { FaultHooks } from '../store.js';
+import type { FaultHooks } from '../lmdb/lmdb-store.js';
 import * as log from '../../log/log.js';
 
 const MAX_PAGE = 1000;

@@ -13,12 +13,12 @@
  * LMDB commits are atomic, so the disk holds exactly the batches that committed.
  */
 import { mkdirSync } from 'node:fs';
-import { WritError } from '../errors.js';
-import { uidKey } from '../util/uid.js';
-import type { LedgerRecord } from '../ledger/record.js';
-import { bytesToHash } from '../ledger/merkle/hasher.js';
-import { checkSubtreeRange, readNodes, rootAt, type SubtreeReader } from '../ledger/merkle/tree.js';
-import { lockDataDir, type DirLock } from './lock.js';
+import { WritError } from '../../errors.js';
+import { uidKey } from '../../util/uid.js';
+import type { LedgerRecord } from '../../ledger/record.js';
+import { bytesToHash } from '../../ledger/merkle/hasher.js';
+import { checkSubtreeRange, readNodes, rootAt, type SubtreeReader } from '../../ledger/merkle/tree.js';
+import { lockDataDir, type DirLock } from '../lock.js';
 import {
   correlationMatches,
   correlationTerm,
@@ -31,16 +31,16 @@ import {
   type IndexName,
   type StoreDbs,
   type Table,
-} from './layout.js';
-import { LedgerProofs } from './proofs.js';
-import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
+} from '../layout.js';
+import { LedgerProofs } from '../proofs.js';
+import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from '../integrity.js';
 
-import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from './seal.js';
-import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from './types.js';
+import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
+import type { AppendedRecord, LedgerStore, RecordQuery, WriteOptions, WriteTx } from '../types.js';
 
-export type { Table } from './layout.js';
-export type { AppendedRecord, WriteTx } from './types.js';
-export { indexTerm } from './seal.js';
+export type { Table } from '../layout.js';
+export type { AppendedRecord, WriteTx } from '../types.js';
+export { indexTerm } from '../seal.js';
 
 export interface FaultHooks {
   /** Called before a write's callback runs and is committed; a throw (or rejection) fails that write
