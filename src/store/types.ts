@@ -5,9 +5,10 @@
  * (postgres/pg-store.ts).
  *
  * Writes keep one synchronous-callback API: `write(fn)` runs `fn` against a transaction view and
- * resolves with its result only once the write is durable (LMDB fsync / PostgreSQL COMMIT). A callback
- * must be re-runnable: the PostgreSQL store may run it again after fetching a row it asked for, so it
- * may only read through `tx`, compute, and make idempotent assignments outside the tx.
+ * resolves with its result only once the write is durable (LMDB fsync / PostgreSQL COMMIT). Both stores
+ * get it from one store machine (machine/group-commit.ts, machine/overlay.ts). A callback must be
+ * re-runnable: the PostgreSQL store may run it again after fetching a row it asked for, so it may only
+ * read through `tx`, compute, and make idempotent assignments outside the tx.
  *
  * Reads may answer synchronously (LMDB: memory-mapped, the hot path stays lean) or with a promise
  * (PostgreSQL): callers always `await` them, and iterate `entries`/`exportLines` with `for await`.

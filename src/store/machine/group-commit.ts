@@ -317,7 +317,8 @@ export class GroupCommit<R extends PendingRecord> {
     mergeWrites(batch.writes, tx.own);
     batch.size = tx.size();
     batch.head = tx.head();
-    if (!batch.items.includes(item)) batch.items.push(item);
+    // Callbacks that run in write() join here; those run at flush time are in the batch already.
+    if (item.batch !== batch) batch.items.push(item);
     item.batch = batch as Batch<PendingRecord>;
     item.wrote = true;
     batch.writeCount++;
@@ -381,8 +382,15 @@ export class GroupCommit<R extends PendingRecord> {
     let sync = true;
     try {
       if (!batch.txn) {
-        const reads = batch.items.flatMap((i) => (i.settled ? [] : i.reads));
-        const began = this.#backend.begin(reads);
+        const live = batch.items.filter((i) => !i.settled);
+        if (live.length === 0) {
+          // Every write of it timed out before it began: no transaction for nothing.
+          this.#batches.shift();
+          batch.state = 'done';
+          return;
+        }
+        sync = false;
+        const began = this.#backend.begin(live.flatMap((i) => i.reads));
         this.#began(batch, isThenable(began) ? await began : (began as BackendBatch<R>), true);
         await this.#runQueued(batch);
       }
@@ -401,7 +409,6 @@ export class GroupCommit<R extends PendingRecord> {
         else settle(item, true, item.result);
       }
     } catch (e) {
-      sync = false;
       this.#stats.failedCommits++;
       if (!committing) await batch.txn?.abort?.(e).catch(() => undefined);
       const err = this.#backend.commitError(e);
