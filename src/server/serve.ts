@@ -277,9 +277,7 @@ export async function startSidecar(
     // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'})`);
-    log(
-      `writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`,
-    );
+    log(`writ serve: ${store.where} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);

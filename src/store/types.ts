@@ -64,10 +64,19 @@ export interface RecordQuery {
 
 export interface LedgerStore {
   readonly kind: 'lmdb' | 'postgres';
-  /** True when other processes write the same store: in-memory caches must be re-checked in writes. */
+  /**
+   * True when other processes write the same store: in-memory caches must be re-checked in writes.
+   * Only what is about replicas branches on it, each keeping a meta row a replica reads under the write
+   * lock (the embedded store has one writer and keeps none): the entities version (entities/entity-store.ts),
+   * the policy version a joint start records once (pdp/policy-reload.ts), the ledger key a rotation moves
+   * (checkpoints/keys.ts), the last checkpoint's end and time (checkpoints/checkpointer.ts), and the
+   * witness dir replicas may share (checkpoints/witness.ts).
+   */
   readonly shared: boolean;
   /** Where the store lives, for messages (a data dir, or a database URL without its password). */
   readonly location: string;
+  /** The store as the start's log line names it: `data dir D` or `database URL` (no password). */
+  readonly where: string;
 
   write<T>(fn: (tx: WriteTx) => T, opts?: WriteOptions): Promise<T>;
   /**

@@ -298,6 +298,10 @@ export class Store implements LedgerStore {
     return this.dataDir;
   }
 
+  get where(): string {
+    return `data dir ${this.dataDir}`;
+  }
+
   // ── reading committed state ──
 
   get<T>(table: Table, key: string): T | undefined {

@@ -111,6 +111,7 @@ export class PgStore implements LedgerStore {
   readonly kind = 'postgres' as const;
   readonly shared = true;
   readonly location: string;
+  readonly where: string;
   readonly #pool: pg.Pool;
   readonly #writes: GroupCommit<PgRecord>;
   #closed = false;
@@ -124,6 +125,7 @@ export class PgStore implements LedgerStore {
 
   private constructor(o: PgStoreOptions, pool: pg.Pool) {
     this.location = redactUrl(o.url);
+    this.where = `database ${this.location}`;
     this.#pool = pool;
     this.#writes = new GroupCommit(this.#backend(), { writeTimeoutMs: o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS, faults: o.faults });
   }
