@@ -52,7 +52,10 @@ test('a new database is schema 2: records and rows are stored packed and read ba
     const lines = await writeSome(store, 0, 12);
     assert.deepEqual(await collect(store.exportLines()), lines);
     for (const [seq, line] of lines.entries()) assert.equal(recordLine((await store.getRecord(seq))!), line);
-    assert.deepEqual((await store.listRecords({ kind: 'decision' })).records.map(recordLine), lines.filter((l) => l.includes('"kind":"decision"')));
+    assert.deepEqual(
+      (await store.listRecords({ kind: 'decision' })).records.map(recordLine),
+      lines.filter((l) => l.includes('"kind":"decision"')),
+    );
     assert.deepEqual(await store.get('executions', 'key-4'), { execution_id: 'E-4', state: 'proposed', n: 4 });
     assert.equal((await collect(store.entries('executions'))).length, 12);
   } finally {

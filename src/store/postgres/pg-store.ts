@@ -28,7 +28,17 @@ import { bytesToHash } from '../../ledger/merkle/hasher.js';
 import { checkSubtreeRange, rootAt, type NodeId, type SubtreeReader } from '../../ledger/merkle/tree.js';
 import { uidKey } from '../../util/uid.js';
 import { correlationMatches } from '../layout.js';
-import { INSERT_RECORDS, insertRecordsParams, RECORD_TEXT, recordColumns, recordText, STATE_VALUE, stateValue, stateValueParams, type RecordColumns } from './columns.js';
+import {
+  INSERT_RECORDS,
+  insertRecordsParams,
+  RECORD_TEXT,
+  recordColumns,
+  recordText,
+  STATE_VALUE,
+  stateValue,
+  stateValueParams,
+  type RecordColumns,
+} from './columns.js';
 import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
 import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
 import { migrate, schemaVersion } from './schema.js';
@@ -409,7 +419,10 @@ export class PgStore implements LedgerStore {
       this.#cacheNode(nodeKey(need.level, need.index), hash);
       return;
     }
-    const r = await client.query<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [need.table, need.key]);
+    const r = await client.query<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [
+      need.table,
+      need.key,
+    ]);
     view.fetched.set(rowKey(need.table, need.key), r.rows[0] ? stateValue(r.rows[0]) : null);
   }
 
@@ -641,7 +654,9 @@ export class PgStore implements LedgerStore {
   }
 
   async latestCheckpoint(): Promise<LedgerRecord | undefined> {
-    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(`SELECT ${RECORD_TEXT} FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`);
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(
+      `SELECT ${RECORD_TEXT} FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`,
+    );
     return r.rows[0] ? (JSON.parse(recordText(r.rows[0])) as LedgerRecord) : undefined;
   }
 

@@ -104,7 +104,8 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
 export async function schemaVersion(client: pg.ClientBase | pg.Pool): Promise<number> {
   const found = await client.query<{ version: number }>(`SELECT version FROM writ_schema WHERE id = 1`);
   const version = found.rows[0]?.version;
-  if (version === undefined) throw new WritError('STORE_CORRUPT', 'the database has no writ schema version (run writ store migrate)', { details: { seq: null } });
+  if (version === undefined)
+    throw new WritError('STORE_CORRUPT', 'the database has no writ schema version (run writ store migrate)', { details: { seq: null } });
   checkVersion(version);
   return version;
 }
