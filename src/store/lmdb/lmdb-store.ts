@@ -16,16 +16,18 @@ import type { LedgerRecord } from '../../ledger/record.js';
 import { checkSubtreeRange, readNodes, type SubtreeReader } from '../../ledger/merkle/tree.js';
 import { lockDataDir, type DirLock } from '../lock.js';
 import {
+  appendRecord,
   correlationMatches,
   correlationTerm,
   FORMAT_KEY,
-  FORMAT_VERSION,
   indexTermsOf,
   openStoreDbs,
   settleCommitError,
+  STORE_FORMATS,
   type IndexKey,
   type IndexName,
   type StoreDbs,
+  type StoreFormat,
   type Table,
 } from '../layout.js';
 import { LedgerProofs } from '../proofs.js';
@@ -57,6 +59,8 @@ export interface StoreOptions {
   writeTimeoutMs?: number;
   /** Records re-hashed at the end of the chain on open (default 1000). */
   tailCheck?: number;
+  /** The on-disk format of a new store (layout.ts; default the current one). An existing store keeps its own. */
+  format?: StoreFormat;
 }
 
 const DEFAULT_WRITE_TIMEOUT_MS = 5000;
@@ -172,14 +176,15 @@ export class Store implements LedgerStore {
       dbs = openStoreDbs(o.dataDir, {
         ...(o.durability ? { durability: o.durability } : {}),
         ...(o.mapSizeBytes !== undefined ? { mapSizeBytes: o.mapSizeBytes } : {}),
+        ...(o.format ? { newFormat: o.format } : {}),
       });
       const format = dbs.internal.get(FORMAT_KEY);
       if (format === undefined) {
         if (readHead(dbs).size > 0) throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has records but no format marker`, { details: { seq: null } });
-        await dbs.internal.put(FORMAT_KEY, FORMAT_VERSION);
+        await dbs.internal.put(FORMAT_KEY, dbs.format);
         await dbs.env.flushed;
-      } else if (format !== FORMAT_VERSION) {
-        throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has format ${format}; this writ reads format ${FORMAT_VERSION}`, {
+      } else if (!STORE_FORMATS.includes(format)) {
+        throw new WritError('STORE_CORRUPT', `store in ${o.dataDir} has format ${format}; this writ reads formats ${STORE_FORMATS.join(' and ')}`, {
           details: { seq: null },
         });
       }
@@ -247,7 +252,7 @@ export class Store implements LedgerStore {
     const apply = (): void => {
       const d = this.#dbs;
       for (const r of w.records) {
-        d.records.put(r.seq, r.text);
+        appendRecord(d, r.seq, r.text);
         for (const [name, key] of r.index) d.indexes[name].put(key, '');
       }
       for (const n of w.nodes.values()) d.merkle.put([n.level, n.index], n.hash);

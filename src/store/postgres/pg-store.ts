@@ -27,10 +27,20 @@ import { ZERO_HASH } from '../../ledger/record.js';
 import { checkSubtreeRange, type NodeId } from '../../ledger/merkle/tree.js';
 import { uidKey } from '../../util/uid.js';
 import { correlationMatches } from '../layout.js';
-import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
+import {
+  INSERT_RECORDS,
+  insertRecordsParams,
+  RECORD_TEXT,
+  recordColumns,
+  recordText,
+  STATE_VALUE,
+  stateValue,
+  stateValueParams,
+  type RecordColumns,
+} from './columns.js';
 import { indexTerm, isTableKey } from '../seal.js';
 import type { LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
-import { migrate } from './schema.js';
+import { migrate, schemaVersion } from './schema.js';
 import { LedgerProofs } from '../proofs.js';
 import { GroupCommit, type Backend, type BackendBatch, type FaultHooks, type StoreStats } from '../machine/group-commit.js';
 import { NeedRow, nodeKey, rowKey, type PendingRecord, type Writes } from '../machine/overlay.js';
@@ -122,10 +132,13 @@ export class PgStore implements LedgerStore {
     nodes: (ids) => this.#fetchNodes(ids),
   });
   #knownSize = 0;
+  /** Whether this database packs texts (schema 2) or keeps them plain (schema 1): schema.ts. */
+  readonly #packed: boolean;
 
-  private constructor(o: PgStoreOptions, pool: pg.Pool) {
+  private constructor(o: PgStoreOptions, pool: pg.Pool, version: number) {
     this.location = redactUrl(o.url);
     this.where = `database ${this.location}`;
+    this.#packed = version >= 2;
     this.#pool = pool;
     this.#writes = new GroupCommit(this.#backend(), { writeTimeoutMs: o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS, faults: o.faults });
   }
@@ -153,15 +166,14 @@ export class PgStore implements LedgerStore {
   static async open(o: PgStoreOptions): Promise<PgStore> {
     const pool = PgStore.createPool(o);
     try {
-      if (o.migrate !== false) {
-        const client = await pool.connect();
-        try {
-          await migrate(client);
-        } finally {
-          client.release();
-        }
+      const client = await pool.connect();
+      let version: number;
+      try {
+        version = o.migrate !== false ? await migrate(client) : await schemaVersion(client);
+      } finally {
+        client.release();
       }
-      return new PgStore(o, pool);
+      return new PgStore(o, pool, version);
     } catch (e) {
       await pool.end().catch(() => undefined);
       throw asUnavailable(e, `cannot open the database ${redactUrl(o.url)}`, 'operator');
@@ -276,20 +288,21 @@ export class PgStore implements LedgerStore {
       tbl: Table | null;
       key: string | null;
       value: string | null;
+      packed: Buffer | null;
       level: number | null;
       idx: string | null;
       hash: Buffer | null;
     }>(
-      `SELECT s.tbl, s.key, s.value, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
+      `SELECT s.tbl, s.key, s.value, s.packed, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
          FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key
        UNION ALL
-       SELECT NULL, NULL, NULL, m.level, m.idx, m.hash
+       SELECT NULL, NULL, NULL, NULL, m.level, m.idx, m.hash
          FROM merkle m JOIN unnest($3::int[], $4::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx`,
       [[...want.values()].map((r) => r[0]), [...want.values()].map((r) => r[1]), levels, indexes],
     );
     for (const k of want.keys()) fetched.set(k, null);
     for (const r of rows.rows) {
-      if (r.tbl !== null && r.key !== null) fetched.set(rowKey(r.tbl, r.key), r.value);
+      if (r.tbl !== null && r.key !== null) fetched.set(rowKey(r.tbl, r.key), stateValue(r));
       else if (r.level !== null && r.idx !== null && r.hash) this.#cacheNode(nodeKey(r.level, Number(r.idx)), r.hash);
     }
   }
@@ -300,8 +313,11 @@ export class PgStore implements LedgerStore {
       this.#cacheNode(nodeKey(need.level, need.index), hash);
       return;
     }
-    const r = await client.query<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [need.table, need.key]);
-    fetched.set(rowKey(need.table, need.key), r.rows[0]?.value ?? null);
+    const r = await client.query<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [
+      need.table,
+      need.key,
+    ]);
+    fetched.set(rowKey(need.table, need.key), r.rows[0] ? stateValue(r.rows[0]) : null);
   }
 
   async #readNode(client: pg.ClientBase | pg.Pool, level: number, index: number): Promise<Buffer> {
@@ -327,18 +343,22 @@ export class PgStore implements LedgerStore {
     const dels = [...w.rows.values()].filter((r) => r.value === null);
     await client.query(
       `WITH r AS (${INSERT_RECORDS}),
-            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($8::int[], $9::bigint[], $10::bytea[])),
-            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
-            d AS (DELETE FROM state s USING unnest($14::text[], $15::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
-       UPDATE ledger_head SET size = $16, head = $17 WHERE id = 1 AND size = $18`,
+            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($9::int[], $10::bigint[], $11::bytea[])),
+            p AS (INSERT INTO state (tbl, key, value, packed) SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::bytea[])
+                  ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value, packed = EXCLUDED.packed),
+            d AS (DELETE FROM state s USING unnest($16::text[], $17::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
+       UPDATE ledger_head SET size = $18, head = $19 WHERE id = 1 AND size = $20`,
       [
-        ...insertRecordsParams(w.records),
+        ...insertRecordsParams(w.records, this.#packed),
         nodes.map((n) => n.level),
         nodes.map((n) => n.index),
         nodes.map((n) => n.hash),
         puts.map((r) => r.table),
         puts.map((r) => r.key),
-        puts.map((r) => r.value),
+        ...stateValueParams(
+          puts.map((r) => r.value!),
+          this.#packed,
+        ),
         dels.map((r) => r.table),
         dels.map((r) => r.key),
         end.size,
@@ -361,18 +381,18 @@ export class PgStore implements LedgerStore {
 
   async get<T>(table: Table, key: string): Promise<T | undefined> {
     if (!isTableKey(key)) return undefined;
-    const r = await this.#q<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [table, key]);
-    return r.rows[0] ? (JSON.parse(r.rows[0].value) as T) : undefined;
+    const r = await this.#q<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [table, key]);
+    return r.rows[0] ? (JSON.parse(stateValue(r.rows[0])) as T) : undefined;
   }
 
   async *entries<T>(table: Table, prefix = ''): AsyncIterable<[string, T]> {
     let after: string | undefined;
     for (;;) {
-      const r = await this.#q<{ key: string; value: string }>(
-        `SELECT key, value FROM state WHERE tbl = $1 AND starts_with(key, $2) ${after === undefined ? '' : 'AND key > $3'} ORDER BY key LIMIT 1000`,
+      const r = await this.#q<{ key: string; value: string | null; packed: Buffer | null }>(
+        `SELECT key, ${STATE_VALUE} FROM state WHERE tbl = $1 AND starts_with(key, $2) ${after === undefined ? '' : 'AND key > $3'} ORDER BY key LIMIT 1000`,
         after === undefined ? [table, prefix] : [table, prefix, after],
       );
-      for (const row of r.rows) yield [row.key, JSON.parse(row.value) as T];
+      for (const row of r.rows) yield [row.key, JSON.parse(stateValue(row)) as T];
       if (r.rows.length < 1000) return;
       after = r.rows[r.rows.length - 1]!.key;
     }
@@ -399,8 +419,8 @@ export class PgStore implements LedgerStore {
 
   async getRecord(seq: number): Promise<LedgerRecord | undefined> {
     if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
-    const r = await this.#q<{ text: string }>('SELECT text FROM records WHERE seq = $1', [seq]);
-    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(`SELECT ${RECORD_TEXT} FROM records WHERE seq = $1`, [seq]);
+    return r.rows[0] ? (JSON.parse(recordText(r.rows[0])) as LedgerRecord) : undefined;
   }
 
   async listRecords(q: RecordQuery): Promise<{ records: LedgerRecord[]; next: number | null }> {
@@ -424,12 +444,12 @@ export class PgStore implements LedgerStore {
     const records: LedgerRecord[] = [];
     let cursor = from;
     for (;;) {
-      const page = await this.#q<{ seq: string; text: string }>(
-        `SELECT seq, text FROM records WHERE seq >= $${values.length + 1} ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY seq LIMIT ${limit + 1}`,
+      const page = await this.#q<{ seq: string; text: string | null; packed: Buffer | null }>(
+        `SELECT seq, ${RECORD_TEXT} FROM records WHERE seq >= $${values.length + 1} ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY seq LIMIT ${limit + 1}`,
         [...values, cursor],
       );
       for (const row of page.rows) {
-        const r = JSON.parse(row.text) as LedgerRecord;
+        const r = JSON.parse(recordText(row)) as LedgerRecord;
         if (!matches(r)) continue;
         if (records.length === limit) return { records, next: Number(row.seq) };
         records.push(r);
@@ -443,9 +463,12 @@ export class PgStore implements LedgerStore {
     const end = Math.min(to ?? Number.MAX_SAFE_INTEGER, await this.size());
     let next = from;
     while (next < end) {
-      const r = await this.#q<{ seq: string; text: string }>('SELECT seq, text FROM records WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 2000', [next, end]);
+      const r = await this.#q<{ seq: string; text: string | null; packed: Buffer | null }>(
+        `SELECT seq, ${RECORD_TEXT} FROM records WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 2000`,
+        [next, end],
+      );
       if (r.rows.length === 0) return;
-      for (const row of r.rows) yield row.text;
+      for (const row of r.rows) yield recordText(row);
       next = Number(r.rows[r.rows.length - 1]!.seq) + 1;
     }
   }
@@ -524,14 +547,16 @@ export class PgStore implements LedgerStore {
   }
 
   async latestCheckpoint(): Promise<LedgerRecord | undefined> {
-    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`);
-    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(
+      `SELECT ${RECORD_TEXT} FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`,
+    );
+    return r.rows[0] ? (JSON.parse(recordText(r.rows[0])) as LedgerRecord) : undefined;
   }
 
   async keys(): Promise<Array<{ key_id: string; public_key: string }>> {
-    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'key' ORDER BY seq`);
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(`SELECT ${RECORD_TEXT} FROM records WHERE kind = 'key' ORDER BY seq`);
     return r.rows.map((row) => {
-      const rec = JSON.parse(row.text) as LedgerRecord;
+      const rec = JSON.parse(recordText(row)) as LedgerRecord;
       return { key_id: String(rec.key_id), public_key: String(rec.public_key) };
     });
   }
