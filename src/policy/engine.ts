@@ -194,7 +194,7 @@ export interface RequestInput {
  * narrowed to what the kept policies read, and the entity slice with only the attributes they read. Built
  * once, beside the memo key, and evaluated as is: an evaluator thread rebuilds none of it.
  */
-export interface PreparedCall {
+export interface CedarCall {
   actionId: string;
   principal: Uid;
   resource: Uid;
@@ -202,12 +202,12 @@ export interface PreparedCall {
   entities: EntityJson[];
 }
 
-/** A decision without approvals, prepared (PolicyEngine.prepareCall). */
-export interface PreparedDecision {
+/** A decision without approvals, planned once (PolicyEngine.planCall): its memo key, its Cedar call, its residual outcome. */
+export interface CallPlan {
   /** Its exact-input memo key; undefined when the memo is off or the input cannot be keyed exactly. */
   memoKey: string | undefined;
   /** Its exact Cedar inputs (the entity slice is cut on the first call). */
-  call(): PreparedCall;
+  call(): CedarCall;
   /** Its outcome from a residual program, or undefined when Cedar must evaluate it (residual.ts). */
   residual(): DecisionOutcome | undefined;
 }
@@ -598,17 +598,17 @@ export class PolicyEngine {
   }
 
   /**
-   * A decision without approvals as its Cedar inputs (PreparedCall), with its memo key (undefined when
+   * A decision without approvals as its Cedar inputs (CedarCall), with its memo key (undefined when
    * the memo is off). The context and key are built at once; the entity slice only when asked for, so a
    * memo hit never cuts one. Throws where decideOrThrow would (a malformed envelope).
    */
-  prepareCall(input: DecisionInput): PreparedDecision {
-    if (input.approvals.length > 0) throw new TypeError('prepareCall: a decision with approvals is evaluated once per approval (decide)');
+  planCall(input: DecisionInput): CallPlan {
+    if (input.approvals.length > 0) throw new TypeError('planCall: a decision with approvals is evaluated once per approval (decide)');
     const actionId = `${input.server}/${input.tool}`;
     const plan = this.planFor(actionId);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
-    const call = (): PreparedCall => ({
+    const call = (): CedarCall => ({
       actionId,
       principal: input.actor,
       resource: input.subject,
@@ -629,7 +629,7 @@ export class PolicyEngine {
    * a shape asked once never costs one — and partial evaluations (which parse the kept policies again)
    * take at most a share of the time (1/20 unless told): after one that took d ms, none starts for 19·d ms.
    */
-  private residualOutcome(plan: ActionPlan, input: DecisionInput, context: Record<string, unknown>, call: () => PreparedCall): DecisionOutcome | undefined {
+  private residualOutcome(plan: ActionPlan, input: DecisionInput, context: Record<string, unknown>, call: () => CedarCall): DecisionOutcome | undefined {
     const residuals = this.residuals;
     if (residuals === undefined || this.schemaName !== undefined) return undefined;
     const shape = contextShapeOf(context);
@@ -665,7 +665,7 @@ export class PolicyEngine {
   }
 
   /** Cedar's partial evaluation of the plan's policies with the context strings and datetimes unknown, as a program. */
-  private residualProgram(plan: ActionPlan, call: PreparedCall, shape: ContextShape): ResidualProgram | undefined {
+  private residualProgram(plan: ActionPlan, call: CedarCall, shape: ContextShape): ResidualProgram | undefined {
     let answer: cedar.PartialAuthorizationAnswer;
     try {
       answer = cedar.isAuthorizedPartial({
@@ -798,16 +798,16 @@ export class PolicyEngine {
     return false;
   }
 
-  /** Evaluates a PreparedCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */
-  decidePrepared(call: PreparedCall): DecisionOutcome {
+  /** Evaluates a CedarCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */
+  evaluateCall(call: CedarCall): DecisionOutcome {
     try {
-      return this.concludePrepared(call);
+      return this.concludeCall(call);
     } catch (e) {
       return denyOf(e);
     }
   }
 
-  private concludePrepared(call: PreparedCall): DecisionOutcome {
+  private concludeCall(call: CedarCall): DecisionOutcome {
     const plan = this.planFor(call.actionId);
     return this.concludeWithCedar(plan, { principal: call.principal, actionId: call.actionId, resource: call.resource }, call.context, call.entities);
   }
@@ -817,8 +817,8 @@ export class PolicyEngine {
     try {
       if (input.approvals.length === 0) {
         // A fresh execution's shape: the context is built once, for the key and for Cedar.
-        const prepared = this.prepareCall(input);
-        return this.memoized(prepared.memoKey, input.entities.version, () => prepared.residual() ?? this.concludePrepared(prepared.call()));
+        const planned = this.planCall(input);
+        return this.memoized(planned.memoKey, input.entities.version, () => planned.residual() ?? this.concludeCall(planned.call()));
       }
       return this.memoized(this.memoKeyOf(input), input.entities.version, () => this.decideOrThrow(input));
     } catch (e) {

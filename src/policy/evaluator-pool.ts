@@ -10,7 +10,7 @@
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import type { DecisionInput, DecisionOutcome, PolicyEngine, PreparedCall, RequestInput } from './engine.js';
+import type { DecisionInput, DecisionOutcome, PolicyEngine, CedarCall, RequestInput } from './engine.js';
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import * as log from '../log/log.js';
@@ -18,8 +18,8 @@ import { WritError } from '../errors.js';
 
 /** What a thread is asked to evaluate. */
 export type DecideWork =
-  /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.decidePrepared): the common case … */
-  | { call: PreparedCall }
+  /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.evaluateCall): the common case … */
+  | { call: CedarCall }
   /** … an MCP decision with approvals (PolicyEngine.decide, on the shipped slice) … */
   | { input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] }
   /** … or a direct Cedar request (PolicyEngine.decideRequest; its request entities are already in the slice). */
@@ -126,10 +126,10 @@ export class EvaluatorPool {
       if (input.approvals.length === 0 && engine.memo !== undefined) {
         // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
         // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
-        const prepared = engine.prepareCall(input);
-        memoKey = prepared.memoKey;
-        residual = prepared.residual;
-        workOf = () => ({ call: prepared.call() });
+        const planned = engine.planCall(input);
+        memoKey = planned.memoKey;
+        residual = planned.residual;
+        workOf = () => ({ call: planned.call() });
       } else {
         memoKey = engine.memoKeyOf(input);
         workOf = () => {

@@ -18,7 +18,7 @@ function answer(request: DecideRequest): DecisionOutcome {
     // Were it to, refuse rather than guess.
     return { decision: 'deny', reasons: [], errors: [{ message: `evaluator thread has no policy set ${request.engineId}` }], obligations: [] };
   }
-  if ('call' in request) return engine.decidePrepared(request.call);
+  if ('call' in request) return engine.evaluateCall(request.call);
   const entities = new StaticEntitySource(request.entities);
   if ('request' in request) return engine.decideRequest({ ...request.request, requestEntities: [], entities });
   return engine.decide({ ...request.input, entities });

@@ -52,7 +52,7 @@ export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
 /**
  * Runs `fn` with four engines over `policies`: narrowed (the default), the reference that hands Cedar
  * the whole set, context and slice, one without a memo, and one behind an evaluator thread — with a one-entry memo, so a
- * thread is handed the narrowed Cedar call itself (PreparedCall) and nearly every request still goes to it.
+ * thread is handed the narrowed Cedar call itself (CedarCall) and nearly every request still goes to it.
  */
 export async function withEngines(
   policies: Record<string, string>,
