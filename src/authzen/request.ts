@@ -271,7 +271,7 @@ export async function evaluateItems(
  * and time they were evaluated with. The sidecar records them only if the policy set and entities are
  * still those; otherwise it evaluates the request again itself.
  */
-export interface PreparedAuthzen {
+export interface PendingAuthzen {
   /** The answer's shape: one decision, or `{ evaluations }`. */
   single: boolean;
   outcomes: DecisionOutcome[];

@@ -2,7 +2,7 @@
  * What an HTTP front does with a fresh decision before the write (front-thread.ts): admission,
  * evaluation against the policy set and entities it holds, and the decision record's canonical
  * members — everything of DecisionService.decide for an execution id not seen before, except the write that
- * DecisionService.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
+ * DecisionService.commitPending does on the ledger writer. Kept apart from the thread so it can be tested
  * in-process against the sidecar itself.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,8 +20,8 @@ import {
   pdpNow,
   type AdmittedDecision,
   type DecisionResponse,
-  type PreparedCommit,
-  type PreparedDecision,
+  type PendingDecisionResult,
+  type PendingDecision,
 } from '../pdp/admission.js';
 
 export interface FrontState {
@@ -34,7 +34,7 @@ export interface FrontState {
   evaluate(engine: PolicyEngine, input: DecisionInput): DecisionOutcome | Promise<DecisionOutcome>;
 }
 
-export interface Prepared {
+export interface FrontDecision {
   admitted: AdmittedDecision;
   outcome: DecisionOutcome;
   decisionId: string;
@@ -42,7 +42,7 @@ export interface Prepared {
   policyVersion: string;
   entitiesVersion: string;
   /** What the ledger writer commits. */
-  ask: PreparedDecision;
+  ask: PendingDecision;
 }
 
 /**
@@ -50,7 +50,7 @@ export interface Prepared {
  * reads another execution's state). Throws what admission throws; the caller then lets the sidecar
  * decide the text, so the refusal is the sidecar's own.
  */
-export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<Prepared | undefined> {
+export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<FrontDecision | undefined> {
   const admitted = admitDecision(caller, text, front.limits);
   if (typeof admitted.envelope.supersedes === 'string') return undefined;
   const now = pdpNow(front.clockFile);
@@ -79,7 +79,7 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const entitiesVersion = entities.version;
   const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
   const { parts } = presealMembers(fields);
-  const ask: PreparedDecision = {
+  const ask: PendingDecision = {
     caller,
     text,
     key: admitted.key,
@@ -107,7 +107,7 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
 }
 
 /** The answer to a prepared decision, once the writer has committed it (or decided it again). */
-export function preparedAnswer(prepared: Prepared, commit: PreparedCommit): DecisionResponse {
+export function frontDecisionAnswer(prepared: FrontDecision, commit: PendingDecisionResult): DecisionResponse {
   if ('response' in commit) return commit.response;
   const { admitted, decisionId, outcome, policyVersion, entitiesVersion, state } = prepared;
   return decisionResponseOf(admitted, { decisionId, outcome, policyVersion, entitiesVersion, state }, commit.record);

@@ -331,7 +331,7 @@ export function pdpNow(clockFile: string | null): Date {
  * what the front assumed still holds under the store's write (no execution under `key`, the same
  * policy set and entities); otherwise it decides `text` again itself, from scratch.
  */
-export interface PreparedDecision {
+export interface PendingDecision {
   caller: Caller;
   /** The request text, for deciding it again. */
   text: string;
@@ -365,4 +365,4 @@ export interface PreparedDecision {
 }
 
 /** What the sidecar answers a prepared decision with: its record, or the whole answer decided again. */
-export type PreparedCommit = { record: { seq: number; hash: string } } | { response: DecisionResponse };
+export type PendingDecisionResult = { record: { seq: number; hash: string } } | { response: DecisionResponse };

@@ -14,8 +14,8 @@ import {
   withPriorMember,
   type AdmittedDecision,
   type DecisionResponse,
-  type PreparedCommit,
-  type PreparedDecision,
+  type PendingDecisionResult,
+  type PendingDecision,
 } from './admission.js';
 import { checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot, type Execution, type Resolution } from '../executions/machine.js';
 import { countsOf, priorCountsKey, priorSeen, putExecution, samePrior, withApprovalGroups, type Prior } from '../executions/prior.js';
@@ -50,14 +50,14 @@ export class DecisionService {
    * set and the entities it evaluated against. Otherwise the request is decided here again from
    * scratch, exactly as if it had come straight to decide().
    */
-  async commitPrepared(p: PreparedDecision): Promise<PreparedCommit> {
+  async commitPending(p: PendingDecision): Promise<PendingDecisionResult> {
     const started = p.startedAt - performance.timeOrigin;
     let admitted: AdmittedDecision | undefined;
     return commitWithRevalidation(
       this.core,
-      async (attempt): Promise<Proposal<Written, PreparedCommit>> => {
+      async (attempt): Promise<Proposal<Written, PendingDecisionResult>> => {
         if (attempt === 0 && p.policyVersion === this.core.engine.policyVersion && p.entitiesVersion === this.core.entities.version)
-          return this.preparedProposal(p);
+          return this.pendingProposal(p);
         admitted ??= admitDecision(p.caller, p.text, this.core.config.admission_limits);
         const direct = await this.decisionProposal(admitted, started);
         return { ...direct, answer: (written) => ({ response: direct.answer(written) }) };
@@ -215,7 +215,7 @@ export class DecisionService {
   }
 
   /** A front's prepared decision (front/prepare.ts), committed while no execution holds its key. */
-  private preparedProposal(p: PreparedDecision): Proposal<Written, PreparedCommit> {
+  private pendingProposal(p: PendingDecision): Proposal<Written, PendingDecisionResult> {
     const countsKey = priorCountsKey(p.actor, p.binding);
     let prior: Prior | undefined;
     return {
