@@ -77,8 +77,8 @@ export class AuthzenService {
     now: Date,
   ): Promise<{ records: PresealedAuthzenRecord[]; answer: () => AuthzenDecision[] }> {
     const core = this.core;
-    const decide = (e: AuthzenEvaluation) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities));
-    const outcomes = await evaluateItems(request, decide);
+    const evaluate = (e: AuthzenEvaluation) => core.evaluator.evaluateRequest(engine, requestInputOf(e, core.entities));
+    const outcomes = await evaluateItems(request, evaluate);
     const records = presealAuthzenRecords(request, outcomes, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
     return { records, answer: () => this.answers(outcomes, records) };
   }
@@ -100,7 +100,7 @@ export class AuthzenService {
       const page = await searchPage(
         request,
         candidates,
-        (e) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities)),
+        (e) => core.evaluator.evaluateRequest(engine, requestInputOf(e, core.entities)),
         searchJudgeOf(request, engine, core.entities),
       );
       const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });

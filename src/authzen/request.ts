@@ -253,13 +253,13 @@ export function admitAuthzen(caller: Caller, text: string, batch: boolean, limit
 /** Evaluates a request's items: all at once (execute_all), else in order, stopping where its semantic says. */
 export async function evaluateItems(
   request: AuthzenRequest,
-  decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  evaluate: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
 ): Promise<DecisionOutcome[]> {
-  if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(decide));
+  if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(evaluate));
   // In order, one at a time: the items after the deciding one are never evaluated.
   const outcomes: DecisionOutcome[] = [];
   for (const e of request.evaluations) {
-    const outcome = await decide(e);
+    const outcome = await evaluate(e);
     outcomes.push(outcome);
     if (stopsAfter(request.semantic, outcome.decision === 'allow')) break;
   }

@@ -434,7 +434,7 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
   let prepared: FrontDecision | undefined;
   try {
     prepared = await prepareDecision(
-      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) },
+      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.evaluate(e, input) },
       caller,
       text,
       startedAt,
@@ -475,7 +475,7 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
     const usedEngine = engine;
     const usedEntities = entities;
     const now = pdpNow(start.clockFile);
-    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(usedEngine, requestInputOf(item, usedEntities)));
+    const outcomes = await evaluateItems(request, (item) => evaluator.evaluateRequest(usedEngine, requestInputOf(item, usedEntities)));
     const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
     // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
     prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };

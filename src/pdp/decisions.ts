@@ -121,7 +121,7 @@ export class DecisionService {
     // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
     // no policy counts are not evaluated again in turn).
     const readsPrior = engine.readsPrior(server, tool);
-    const outcome = await this.core.evaluator.decide(engine, {
+    const outcome = await this.core.evaluator.evaluate(engine, {
       actor,
       server,
       tool,

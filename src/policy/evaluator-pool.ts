@@ -3,7 +3,7 @@
  * evaluating the request) runs beside the event loop that parses HTTP, admits arguments and writes
  * the ledger, instead of on it.
  *
- * Every answer is the answer PolicyEngine.decide gives in-process: the thread runs the same engine on
+ * Every answer is the answer PolicyEngine.evaluate gives in-process: the thread runs the same engine on
  * the same policy bundle, and the caller's entity slice (the same roots the engine slices from) is
  * shipped with the request. Fail closed and never lost: if a thread dies or stops answering, every
  * decision it held is decided in-process instead, and the thread is replaced (a bounded number of
@@ -20,9 +20,9 @@ import { WritError } from '../errors.js';
 export type DecideWork =
   /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.evaluateCall): the common case … */
   | { call: CedarCall }
-  /** … an MCP decision with approvals (PolicyEngine.decide, on the shipped slice) … */
+  /** … an MCP decision with approvals (PolicyEngine.evaluate, on the shipped slice) … */
   | { input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] }
-  /** … or a direct Cedar request (PolicyEngine.decideRequest; its request entities are already in the slice). */
+  /** … or a direct Cedar request (PolicyEngine.evaluateRequest; its request entities are already in the slice). */
   | { request: Omit<RequestInput, 'entities' | 'requestEntities'>; entities: EntityJson[] };
 
 export type DecideRequest = { id: number; engineId: string } & DecideWork;
@@ -114,9 +114,9 @@ export class EvaluatorPool {
     }
   }
 
-  decide(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
+  evaluate(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
-    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.evaluate(input);
     let work: DecideWork;
     let memoKey: string | undefined;
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
@@ -150,38 +150,38 @@ export class EvaluatorPool {
       }
       work = workOf();
     } catch {
-      return engine.decide(input); // the engine turns the malformed request into its deny
+      return engine.evaluate(input); // the engine turns the malformed request into its deny
     }
     return kept(
       engine,
       memoKey,
       entitiesVersion,
-      this.dispatch(thread, engine, () => engine.decide(input), work),
+      this.dispatch(thread, engine, () => engine.evaluate(input), work),
     );
   }
 
-  /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
-  decideRequest(engine: PolicyEngine, input: RequestInput): Promise<DecisionOutcome> | DecisionOutcome {
+  /** PolicyEngine.evaluateRequest on a thread (in-process when there is none), with the same fail-over. */
+  evaluateRequest(engine: PolicyEngine, input: RequestInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
-    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decideRequest(input);
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.evaluateRequest(input);
     let entities: EntityJson[];
     let memoKey: string | undefined;
     const entitiesVersion = input.entities.version;
     try {
-      // As for decide(): the memo answers a repeated question here, before any hop to a thread.
+      // As for evaluate(): the memo answers a repeated question here, before any hop to a thread.
       memoKey = engine.requestMemoKeyOf(input);
       const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
       entities = engine.requestEntities(input);
     } catch {
-      return engine.decideRequest(input);
+      return engine.evaluateRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
     return kept(
       engine,
       memoKey,
       entitiesVersion,
-      this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }),
+      this.dispatch(thread, engine, () => engine.evaluateRequest(input), { request: portable, entities }),
     );
   }
 

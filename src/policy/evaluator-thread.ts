@@ -20,8 +20,8 @@ function answer(request: DecideRequest): DecisionOutcome {
   }
   if ('call' in request) return engine.evaluateCall(request.call);
   const entities = new StaticEntitySource(request.entities);
-  if ('request' in request) return engine.decideRequest({ ...request.request, requestEntities: [], entities });
-  return engine.decide({ ...request.input, entities });
+  if ('request' in request) return engine.evaluateRequest({ ...request.request, requestEntities: [], entities });
+  return engine.evaluate({ ...request.input, entities });
 }
 
 parentPort!.on('message', (message: EvaluatorRequest) => {

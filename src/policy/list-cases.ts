@@ -76,7 +76,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       const page = searchPageSync(
         request,
         candidatesOf(request, entities.all(), engine.actionNames()),
-        (e) => engine.decideRequest(requestInputOf(e, entities)),
+        (e) => engine.evaluateRequest(requestInputOf(e, entities)),
         searchJudgeOf(request, engine, entities),
       );
       results.push(...page.results);

@@ -225,7 +225,7 @@ function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | 
  * `{name, now?, authzen: {subject, action, resource, context?}, expect}` — mapped and admitted exactly
  * as POST /access/v1/evaluation does, `properties` layered under the seed entities' attributes.
  */
-function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
+function evaluateAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
   if (testCase.request !== undefined) caseError('a case has either request or authzen, not both');
   if (testCase.now !== undefined) timestampAt(testCase.now, 'now');
   let evaluation;
@@ -235,7 +235,7 @@ function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: Entity
     if (isWritError(e)) caseError(`authzen${e.path ?? ''}: ${e.code}: ${e.message}`);
     throw e;
   }
-  return engine.decideRequest(requestInputOf(evaluation, entities));
+  return engine.evaluateRequest(requestInputOf(evaluation, entities));
 }
 
 /** The members a case, its `expect` and its approvals may have: a misspelt one (`reason`) would silently check nothing. */
@@ -342,7 +342,8 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
           return;
         }
         expected = expectationOf(testCase);
-        const got = testCase.authzen !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
+        const got =
+          testCase.authzen !== undefined ? evaluateAuthzenCase(engine, testCase, entities) : engine.evaluate(decisionInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
         results.push({ file, name, passed, expected, got });
       } catch (e) {

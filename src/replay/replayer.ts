@@ -113,7 +113,7 @@ export class Replayer {
       errors = outcome.errors ?? [];
     } else {
       const input = decisionInputOf(record, this.entitiesFor(record), this.executions.viewFor(record));
-      const outcome = this.engine.decide(input);
+      const outcome = this.engine.evaluate(input);
       candidate = { decision: outcome.decision, reasons: outcome.reasons };
       errors = errorTexts(outcome.errors);
     }

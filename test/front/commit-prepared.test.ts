@@ -69,7 +69,7 @@ describe('Sidecar.commitPending', () => {
       entities: sidecar.entities,
       clockFile: null,
       limits: DEFAULT_ADMISSION_LIMITS,
-      evaluate: (e, i) => e.decide(i),
+      evaluate: (e, i) => e.evaluate(i),
     };
   });
   after(() => opened?.close());
