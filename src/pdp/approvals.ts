@@ -9,7 +9,7 @@ import type { Execution } from '../executions/machine.js';
 import { PENDING_PREFIX, putExecution } from '../executions/prior.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import type { WriteTx } from '../store/types.js';
-import { ENTITIES_VERSION_KEY } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY } from '../entities/entity-cache.js';
 import { commitWithRevalidation, storeFailure } from './commit.js';
 import { validateApprovalRequest } from '../schemas/validate.js';
 import { callerFields, type Caller } from '../identity/caller.js';

@@ -15,7 +15,7 @@
  * out of attempts because the path's own snapshot keeps moving is the path's to say (`keepsMoving`).
  */
 import { WritError, isWritError } from '../errors.js';
-import { EntitiesUnsettled, StaleEntities, type EntityStore } from '../entities/entity-store.js';
+import { EntitiesUnsettled, StaleEntities, type EntityStore } from '../entities/entity-cache.js';
 import type { LedgerStore, Table, WriteTx } from '../store/types.js';
 
 /** Decisions of one request again and again while what they read keeps moving, before giving up. */

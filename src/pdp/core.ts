@@ -10,7 +10,7 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { LedgerStore } from '../store/types.js';
-import { EntityStore } from '../entities/entity-store.js';
+import { EntityStore } from '../entities/entity-cache.js';
 import { storeFailure } from './commit.js';
 import type { WritConfig } from '../config/config.js';
 

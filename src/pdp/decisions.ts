@@ -22,7 +22,7 @@ import { countsOf, priorCountsKey, priorSeen, putExecution, samePrior, withAppro
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import type { ValidApproval } from '../policy/engine.js';
 import type { Table } from '../store/types.js';
-import { ENTITIES_VERSION_KEY } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY } from '../entities/entity-cache.js';
 import { commitWithRevalidation, type Proposal } from './commit.js';
 import * as metrics from '../metrics/metrics.js';
 import type { Caller } from '../identity/caller.js';

@@ -8,7 +8,7 @@ import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/pars
 import { validateEntity } from '../policy/load.js';
 import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import type { Table, WriteTx } from '../store/types.js';
-import { ENTITIES_VERSION_KEY, type EntityStore, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY, type EntityStore, subjectRevisionKey } from '../entities/entity-cache.js';
 import { commitWithRevalidation, storeFailure } from './commit.js';
 import { validateEntityUpsert } from '../schemas/validate.js';
 import { callerFields, type Caller } from '../identity/caller.js';

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
 import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
-import { EntityStore } from '../../src/entities/entity-store.js';
+import { EntityStore } from '../../src/entities/entity-cache.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { nextTurn } from '../helpers/wait.js';
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../../src/store/store.js';
-import { EntityStore } from '../../src/entities/entity-store.js';
+import { EntityStore } from '../../src/entities/entity-cache.js';
 import { commitWithRevalidation, MAX_ATTEMPTS, type Proposal } from '../../src/pdp/commit.js';
 import { WritError } from '../../src/errors.js';
 
