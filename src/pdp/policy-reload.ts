@@ -9,7 +9,7 @@ import { PolicyFileAbsent, readPolicyFile, signatureOf } from '../policy/dir-fil
 import type { EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
 import type { Table } from '../store/types.js';
-import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, type EntityStore, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-cache.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, type EntityCache, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-cache.js';
 import { commitWithRevalidation } from './commit.js';
 import * as metrics from '../metrics/metrics.js';
 import { uidKey } from '../util/uid.js';
@@ -168,7 +168,7 @@ export class PolicyReload {
 
   private async applyEntitiesFile(parsed: EntityJson[]): Promise<void> {
     const fileText = jcs(parsed);
-    let staged: ReturnType<EntityStore['stage']> | undefined;
+    let staged: ReturnType<EntityCache['stage']> | undefined;
     await commitWithRevalidation(
       this.core,
       async () => ({

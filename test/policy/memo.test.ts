@@ -33,7 +33,7 @@ cleanup();
 
 const uid = (type: string, id: string) => ({ type, id });
 
-/** A mutable trusted store: every change moves `version`, as the sidecar's EntityStore does. */
+/** A mutable trusted store: every change moves `version`, as the sidecar's EntityCache does. */
 class MutableEntities implements EntitySource {
   private byKey = new Map<string, EntityJson>();
   version = '';
