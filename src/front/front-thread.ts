@@ -50,7 +50,7 @@ import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, Sid
 import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PendingAuthzen } from '../authzen/request.js';
 import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
-import { frontThreadsSupported } from './support.js';
+import { frontThreadsSupported } from './node-version.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
