@@ -13,8 +13,8 @@ import { toPlain, type LosslessValue } from '../binding/index.js';
 import { requestInputOf } from '../authzen/request.js';
 import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPageSync, type SearchKind } from '../authzen/search.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
-import type { EntityJson, EntitySource } from './entities.js';
-import type { PolicyEngine } from './engine.js';
+import type { EntityJson, EntitySource } from '../policy/entities.js';
+import type { PolicyEngine } from '../policy/engine.js';
 import type { Uid } from '../util/uid.js';
 
 type Obj = { [k: string]: LosslessValue };
