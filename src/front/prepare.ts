@@ -17,6 +17,7 @@ import {
   admitDecision,
   decisionRecordFields,
   decisionResponseOf,
+  evaluationInputOf,
   pdpNow,
   type AdmittedDecision,
   type DecisionResponse,
@@ -59,20 +60,7 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const { engine, entities } = front;
   // A fresh execution has no approvals; were this id not fresh, the writer decides it again. Nor, as far
   // as the front knows, other executions of this call: the writer checks that where a policy counts them.
-  const outcome = await front.evaluate(engine, {
-    actor,
-    server,
-    tool,
-    subject,
-    envelope,
-    phase,
-    binding: bound.binding,
-    cedarArguments: bound.cedar,
-    now,
-    approvals: [],
-    prior: noPrior(),
-    entities,
-  });
+  const outcome = await front.evaluate(engine, evaluationInputOf(admitted, { now, approvals: [], prior: noPrior(), entities }));
   const decisionId = randomUUID();
   const state = stateAfterDecision(phase, outcome.decision);
   const policyVersion = engine.policyVersion;

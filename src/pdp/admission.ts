@@ -12,7 +12,8 @@ import type { AdmissionLimits } from '../binding/limits.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
 import { validateDecisionRequest, type DecisionEnvelope } from '../schemas/validate.js';
-import type { DecisionOutcome } from '../policy/engine.js';
+import type { DecisionInput, DecisionOutcome, ValidApproval } from '../policy/engine.js';
+import type { EntitySource } from '../policy/entities.js';
 import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
 import { callerFields, type Caller, type RecordCaller } from '../identity/caller.js';
@@ -209,6 +210,40 @@ function parseWithDepthOutsideArguments(text: string, limits: AdmissionLimits): 
 function envelopeViews(envelope: Record<string, unknown>): { envelopeJcs: string; envDigest: string } {
   const envelopeJcs = jcs(envelope);
   return { envelopeJcs, envDigest: envelopeDigestOfCanonical(envelopeJcs) };
+}
+
+/** What an evaluation of an admitted decision reads beyond the request: the store's and the clock's. */
+export interface EvaluationFacts {
+  now: Date;
+  /** Valid approvals only, earliest first (none for a fresh execution). */
+  approvals: ValidApproval[];
+  /** The state of the execution the envelope supersedes, when it names one (undefined: none). */
+  supersedes?: DecisionInput['supersedes'];
+  prior: Prior;
+  entities: EntitySource;
+}
+
+/**
+ * The evaluator's input for an admitted decision: one literal for the writer's own decisions
+ * (decisions.ts) and the fronts' (front/prepare.ts), so a front evaluates exactly what the writer would.
+ * Members in one order whatever the path, so the evaluator sees one object shape.
+ */
+export function evaluationInputOf(a: AdmittedDecision, f: EvaluationFacts): DecisionInput {
+  return {
+    actor: a.actor,
+    server: a.server,
+    tool: a.tool,
+    subject: a.envelope.subject,
+    envelope: a.envelope,
+    phase: a.phase,
+    binding: a.bound.binding,
+    cedarArguments: a.bound.cedar,
+    now: f.now,
+    approvals: f.approvals,
+    ...(f.supersedes ? { supersedes: f.supersedes } : {}),
+    prior: f.prior,
+    entities: f.entities,
+  };
 }
 
 /** What a decision record says beyond the admitted request (docs/protocol.md §6). */

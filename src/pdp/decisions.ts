@@ -10,6 +10,7 @@ import {
   decisionIndexFields,
   decisionRecordFields,
   decisionResponseOf,
+  evaluationInputOf,
   executionKey,
   withPriorMember,
   type AdmittedDecision,
@@ -121,21 +122,10 @@ export class DecisionService {
     // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
     // no policy counts are not evaluated again in turn).
     const readsPrior = engine.readsPrior(server, tool);
-    const outcome = await this.core.evaluator.evaluate(engine, {
-      actor,
-      server,
-      tool,
-      subject,
-      envelope,
-      phase,
-      binding: bound.binding,
-      cedarArguments: bound.cedar,
-      now,
-      approvals: valid,
-      ...(supersedes ? { supersedes } : {}),
-      prior,
-      entities: this.core.entities,
-    });
+    const outcome = await this.core.evaluator.evaluate(
+      engine,
+      evaluationInputOf(admitted, { now, approvals: valid, supersedes, prior, entities: this.core.entities }),
+    );
     const decisionId = randomUUID();
     // The execution as the write reads it (stillValid reads it once for the write).
     let current: Execution | undefined;
