@@ -17,7 +17,7 @@ import * as log from '../log/log.js';
 import { WritError } from '../errors.js';
 
 /** What a thread is asked to evaluate. */
-export type DecideWork =
+export type EvaluationWork =
   /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.evaluateCall): the common case … */
   | { call: CedarCall }
   /** … an MCP decision with approvals (PolicyEngine.evaluate, on the shipped slice) … */
@@ -25,7 +25,7 @@ export type DecideWork =
   /** … or a direct Cedar request (PolicyEngine.evaluateRequest; its request entities are already in the slice). */
   | { request: Omit<RequestInput, 'entities' | 'requestEntities'>; entities: EntityJson[] };
 
-export type DecideRequest = { id: number; engineId: string } & DecideWork;
+export type EvaluationJob = { id: number; engineId: string } & EvaluationWork;
 
 /**
  * Decisions travel in batches: everything asked in one turn of the event loop is one message, and its
@@ -35,7 +35,7 @@ export type DecideRequest = { id: number; engineId: string } & DecideWork;
 export type EvaluatorRequest =
   | { type: 'load'; engineId: string; bundle: PolicyBundle }
   | { type: 'unload'; engineId: string }
-  | { type: 'decide'; batch: DecideRequest[] };
+  | { type: 'evaluate'; batch: EvaluationJob[] };
 
 export type EvaluatorReply = Array<{ id: number; outcome: DecisionOutcome }>;
 
@@ -55,7 +55,7 @@ interface Thread {
   /** Engine ids this thread has been sent. */
   loaded: Set<string>;
   /** Decisions asked this turn, sent together at the end of it. */
-  outbox: DecideRequest[];
+  outbox: EvaluationJob[];
 }
 
 /** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
@@ -117,11 +117,11 @@ export class EvaluatorPool {
   evaluate(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
     if (thread === undefined || !this.engines.has(engine.engineId)) return engine.evaluate(input);
-    let work: DecideWork;
+    let work: EvaluationWork;
     let memoKey: string | undefined;
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
-      let workOf: () => DecideWork;
+      let workOf: () => EvaluationWork;
       let residual: (() => DecisionOutcome | undefined) | undefined;
       if (input.approvals.length === 0 && engine.memo !== undefined) {
         // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
@@ -185,7 +185,7 @@ export class EvaluatorPool {
     );
   }
 
-  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {
+  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: EvaluationWork): Promise<DecisionOutcome> {
     if (!thread.loaded.has(engine.engineId)) {
       thread.worker.postMessage({ type: 'load', engineId: engine.engineId, bundle: this.engines.get(engine.engineId)!.bundle } satisfies EvaluatorRequest);
       thread.loaded.add(engine.engineId);
@@ -204,7 +204,7 @@ export class EvaluatorPool {
     thread.outbox = [];
     // A thread retired since (its pending work was already redone in-process) gets nothing.
     if (batch.length === 0 || !this.threads.includes(thread)) return;
-    thread.worker.postMessage({ type: 'decide', batch } satisfies EvaluatorRequest);
+    thread.worker.postMessage({ type: 'evaluate', batch } satisfies EvaluatorRequest);
   }
 
   async close(): Promise<void> {

@@ -6,12 +6,12 @@
 import { parentPort } from 'node:worker_threads';
 import { PolicyEngine, type DecisionOutcome } from './engine.js';
 import { StaticEntitySource } from './entities.js';
-import type { DecideRequest, EvaluatorRequest, EvaluatorReply } from './evaluator-pool.js';
+import type { EvaluationJob, EvaluatorRequest, EvaluatorReply } from './evaluator-pool.js';
 
 /** The engines the pool has sent and not yet dropped (it drops old ones after reloads). */
 const engines = new Map<string, PolicyEngine>();
 
-function answer(request: DecideRequest): DecisionOutcome {
+function answer(request: EvaluationJob): DecisionOutcome {
   const engine = engines.get(request.engineId);
   if (engine === undefined) {
     // Cannot happen: the pool sends `load` before, and `unload` only after, every decision naming it.
