@@ -114,7 +114,7 @@ function asTheSidecarWould<T>(step: () => T): T {
 }
 
 /** Turns one case into the DecisionInput the server would build, approvals filtered to valid ones. */
-function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
+function caseInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
   const nowText = timestampAt(testCase.now, 'now');
   const now = new Date(nowText);
   const request = testCase.request;
@@ -342,8 +342,7 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
           return;
         }
         expected = expectationOf(testCase);
-        const got =
-          testCase.authzen !== undefined ? evaluateAuthzenCase(engine, testCase, entities) : engine.evaluate(decisionInputOf(testCase, name, entities));
+        const got = testCase.authzen !== undefined ? evaluateAuthzenCase(engine, testCase, entities) : engine.evaluate(caseInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
         results.push({ file, name, passed, expected, got });
       } catch (e) {
