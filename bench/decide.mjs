@@ -170,7 +170,7 @@ offboarding story's approved execute after 17:00 (allow, with HR's approval as \
 Two baselines, both \`statefulIsAuthorized\` with everything built once outside the loop, on the same entity slice:
 **bare, whole set** = the whole preparsed policy set and the whole §2 context (what a plain Cedar integration sends);
 **bare, same call** = exactly the call writ makes — only the policies whose action scope can match this action, only
-the context attributes they read and only the entity attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.decide\` (entity
+the context attributes they read and only the entity attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.evaluate\` (entity
 slice from the store, context build incl. datetime conversion, narrowing, evaluation, outcome mapping). Policy counts are
 the bundled set plus unrelated filler policies on other actions. All columns run with V8's
 \`--no-turbo-inline-js-wasm-calls\`, which src/policy/engine.ts sets on import (Node 20 aborted
