@@ -1,7 +1,7 @@
 /**
  * The sidecar's side of its HTTP front threads (front-thread.ts): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
- * decision (DecisionService.commitPrepared) or decide a request text (DecisionService.decide), record or evaluate an
+ * decision (DecisionService.commitPending) or decide a request text (DecisionService.decide), record or evaluate an
  * AuthZEN request (AuthzenService), answer a forwarded API request (the sidecar's own app) — after the
  * durable write, in batches.
  *
@@ -21,13 +21,13 @@ import type { PdpCore } from '../pdp/core.js';
 import type { DecisionService } from '../pdp/decisions.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
-import { frontsAreThreads } from './support.js';
+import { frontsAreThreads } from './node-version.js';
 import { probePort } from './probe-port.js';
 import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import type { PreparedCommit } from '../pdp/admission.js';
+import type { PendingDecisionResult } from '../pdp/admission.js';
 import { AuthzenService } from '../authzen/handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
-import { countAnswer, countRefusal } from '../http/answered.js';
+import { countAnswer, countRefusal } from '../http/answer-metrics.js';
 import { fairnessOf } from '../http/fairness.js';
 import * as log from '../log/log.js';
 import type { TlsMaterial } from '../http/tls.js';
@@ -301,14 +301,14 @@ export class Fronts {
       );
       return;
     }
-    let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
-    if ('prepared' in a) work = decisions.commitPrepared(a.prepared);
+    let work: Promise<PendingDecisionResult | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
+    if ('prepared' in a) work = decisions.commitPending(a.prepared);
     else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));
     else if ('decide' in a) work = decisions.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
       this.authzen ??= new AuthzenService(core);
       const { caller, text, batch, prepared } = a.authzen;
-      const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPrepared(caller, text, batch, prepared);
+      const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPending(caller, text, batch, prepared);
       work = answer.then((authzen) => ({ authzen }));
     }
     // A forwarded request is counted by the app that answers it; the rest by the route the front took.

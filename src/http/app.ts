@@ -18,7 +18,7 @@ import * as metrics from '../metrics/metrics.js';
 import { allowedMethods, rawPathOf, undecodableSegment } from './paths.js';
 import { isJsonMediaType } from './media-type.js';
 import { echoedRequestId } from './request-id.js';
-import { countAnswer, countRefusal } from './answered.js';
+import { countAnswer, countRefusal } from './answer-metrics.js';
 import { registerConsoleRoutes } from '../console/routes.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, registerAuthzenRoutes } from '../authzen/routes.js';
 import { CallerGate, callerKey, fairnessOf, retryAfterOf } from './fairness.js';

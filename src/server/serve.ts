@@ -10,7 +10,7 @@ import { createPublicServer, readTlsMaterial } from '../http/tls.js';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
-import { countUnroutedAnswers } from '../http/answered.js';
+import { countUnroutedAnswers } from '../http/answer-metrics.js';
 import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
 import { Authenticator, TokenTable } from '../http/auth.js';
 import { JwtVerifier } from '../identity/verify.js';
@@ -32,7 +32,7 @@ import { Sidecar } from './sidecar.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
 import { forwardedRequest } from '../front/forwarded-request.js';
-import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../front/node-version.js';
 import * as metrics from '../metrics/metrics.js';
 
 /** How long a stop waits for the witnesses to cosign the final checkpoint. */

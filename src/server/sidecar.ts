@@ -2,7 +2,7 @@
  * The PDP as one object, for the callers that take it whole (the HTTP app, serve.ts, tests): the
  * decision core (src/pdp/core.ts) and its services, with their methods under one roof.
  *
- *   decisions    decide(), commitPrepared()                     src/pdp/decisions.ts
+ *   decisions    decide(), commitPending()                     src/pdp/decisions.ts
  *   executions   outcome(), reconcile(), confirm(), events(), queue(), getExecution()
  *                                                               src/pdp/executions.ts
  *   approvals    approve(), revoke(), pendingApprovals()        src/pdp/approvals.ts
@@ -85,8 +85,8 @@ export class Sidecar {
   decide(...a: Parameters<DecisionService['decide']>) {
     return this.decisions.decide(...a);
   }
-  commitPrepared(...a: Parameters<DecisionService['commitPrepared']>) {
-    return this.decisions.commitPrepared(...a);
+  commitPending(...a: Parameters<DecisionService['commitPending']>) {
+    return this.decisions.commitPending(...a);
   }
 
   outcome(...a: Parameters<ExecutionService['outcome']>) {

@@ -88,7 +88,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
         if (nodes.length >= CHUNK) await flushNodes();
       }
       await flushNodes();
-      // State tables, plus the meta rows replicas check inside their writes (see entity-store.ts,
+      // State tables, plus the meta rows replicas check inside their writes (see entity-cache.ts,
       // checkpointer.ts, keys.ts, sidecar.ts recordPolicyLoad).
       const rows: Array<[string, string, string]> = [];
       const entities: EntityJson[] = [];
