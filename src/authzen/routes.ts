@@ -3,7 +3,7 @@
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Env, Hono } from 'hono';
-import { requireRole } from '../http/auth.js';
+import type { Role } from '../config/config.js';
 import type { Caller } from '../identity/caller.js';
 import type { PdpCore } from '../pdp/core.js';
 import { AuthzenService } from './handler.js';
@@ -29,8 +29,8 @@ export interface DiscoveryDeps {
 export interface AuthzenDeps extends DiscoveryDeps {
   /** The decision core the evaluations are made and recorded with. */
   core: PdpCore;
-  /** Every role the request's credential holds (src/http/auth.ts Authenticator). */
-  authenticate: (c: Context) => Promise<Caller[]>;
+  /** The caller as a route admitting `roles` takes it (src/http/route-kit.ts): 401, 403, or the backend's refusal. */
+  callerIn: (c: Context, roles: readonly Role[]) => Promise<Caller>;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
   readBody: (c: Context) => Promise<string>;
 }
@@ -55,8 +55,8 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
 
 export function registerAuthzenRoutes<E extends Env>(app: Hono<E>, deps: AuthzenDeps): void {
   const service = new AuthzenService(deps.core);
-  // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
-  const authenticate = async (c: Context): Promise<Caller> => requireRole(await deps.authenticate(c), ['evaluator', 'pep']);
+  // X-Request-ID is echoed by the app for every route (src/http/request-id.ts), errors included.
+  const authenticate = (c: Context): Promise<Caller> => deps.callerIn(c, ['evaluator', 'pep']);
   app.post(AUTHZEN_EVALUATION_PATH, async (c) => {
     const caller = await authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), false));

@@ -3,11 +3,11 @@
  * sidecar, with hot reload and graceful shutdown (SIGTERM: stop accepting, finish in-flight requests,
  * write a checkpoint covering everything acknowledged, exit 0).
  */
-import { serve as serveHttp } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import type { createServer as createHttpServer, RequestListener, Server, ServerOptions } from 'node:http';
-import { createPublicServer, readTlsMaterial } from '../http/tls.js';
-import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
+import type { Server } from 'node:http';
+import { readTlsMaterial } from '../http/tls.js';
+import { appServer } from '../http/listener.js';
+import { fairnessOf } from '../http/fairness.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
 import { countUnroutedAnswers } from '../http/answered.js';
@@ -15,7 +15,6 @@ import { error as logError, info as logInfo, setLogFormat, warn as logWarn } fro
 import { Authenticator, TokenTable } from '../http/auth.js';
 import { JwtVerifier } from '../identity/verify.js';
 import { rememberForwardedCaller } from '../http/client-certs.js';
-import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
 import { openStore } from '../store/open.js';
@@ -23,12 +22,12 @@ import { openStoreWhenReachable } from './waiting.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
 import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
-import { echoRequestId } from '../http/request-id.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { CheckpointNotes, defaultOrigin } from '../checkpoints/notes.js';
 import { startWitnessSubmitter, type WitnessSubmitter } from '../checkpoints/witnesses.js';
 import { loadPolicyDir } from '../policy/load.js';
-import { Sidecar } from './sidecar.js';
+import { pdpServices, type PdpServices } from '../pdp/services.js';
+import type { PdpCore } from '../pdp/core.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
 import { forwardedRequest } from '../front/forwarded-request.js';
@@ -40,7 +39,8 @@ const WITNESS_GRACE_MS = 2000;
 
 export interface RunningSidecar {
   url: string;
-  sidecar: Sidecar;
+  /** The decision core and its services. */
+  pdp: PdpServices;
   tokensFile?: string;
   devTokens?: Record<string, string>;
   /** Graceful stop: no new requests, in-flight ones finish, final checkpoint, store closed. */
@@ -103,7 +103,7 @@ export async function startSidecar(
   let witnessSubmitter: WitnessSubmitter | undefined;
   let server: Server | undefined;
   let fronts: Fronts | undefined;
-  let created: Sidecar | undefined;
+  let created: PdpServices | undefined;
   try {
     // Before anything is written: a store behind (or beside) the checkpoints its witness holds is refused.
     if (config.witness_dir) await checkAgainstWitness(store, config.witness_dir);
@@ -119,9 +119,9 @@ export async function startSidecar(
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
     // what it decides again itself.
     const frontCount = config.http_threads;
-    const sidecar = new Sidecar(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
-    created = sidecar;
-    await sidecar.recordStartup();
+    const pdp = pdpServices(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
+    created = pdp;
+    await pdp.policy.recordStartup();
     const submitter = config.witnesses.length > 0 ? startWitnessSubmitter(store, notes, config.witnesses) : undefined;
     witnessSubmitter = submitter;
     checkpointer = startCheckpointer(store, {
@@ -162,13 +162,12 @@ export async function startSidecar(
         : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
     const app = buildApp({
-      sidecar,
+      backend: { pdp, ready: async () => !shuttingDown && (await store.writable()), notes },
       auth,
       maxBodyBytes: config.max_body_bytes,
-      ready: async () => !shuttingDown && (await store.writable()),
+      fairness: fairnessOf(config),
       publicOrigin: () => publicUrl,
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
-      notes,
       publicTiles: config.public_tiles,
     });
     const cp = checkpointer;
@@ -178,8 +177,6 @@ export async function startSidecar(
     // routes would never run: a route that answers ends the chain.)
     const appFetch = async (request: Request, env?: unknown) => {
       const res = await app.fetch(request, env);
-      // Answered before the body was read (413, or a refusal on the headers): linger, then close.
-      if (env !== undefined && (res.status === 413 || answeredBeforeBody(env))) closeAfterAnswer(env);
       if (request.url.includes('/v1/')) cp.maybeCheckpoint();
       return res;
     };
@@ -187,38 +184,18 @@ export async function startSidecar(
     // they neither decide themselves nor hand over by message.
     // The public address is bound just below (by this listener, or by the fronts after it).
     if (frontCount === 0) await stopWaiting();
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = serveHttp(
-        {
-          fetch: appFetch,
-          hostname: frontCount > 0 ? '127.0.0.1' : host,
-          port: frontCount > 0 ? 0 : port,
-          // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
-          // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
-          // upstream stays plain HTTP (the fronts terminate TLS).
-          createServer: ((options: ServerOptions, listener: RequestListener) =>
-            // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-            createPublicServer(frontCount === 0 ? tls : undefined, { ...options, requireHostHeader: false }, (req, res) => {
-              const problem = requestTargetProblem(req);
-              if (problem === undefined) return listener(req, res);
-              echoRequestId(req, res);
-              closeAfterAnswer({ incoming: req, outgoing: res });
-              refuseRequestTarget(res, problem);
-            })) as unknown as typeof createHttpServer,
-        },
-        () => resolve(s as Server),
-      ) as Server;
-      s.once('error', reject);
-      s.on('clientError', answerClientError);
-    });
-    // Slow or idle clients must not hold resources forever (hundreds of idle sockets would).
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 30_000;
+    // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
+    // upstream stays plain HTTP (the fronts terminate TLS).
+    const listener = appServer(appFetch, { tls: frontCount === 0 ? tls : undefined, hostname: frontCount > 0 ? '127.0.0.1' : host });
     // Behind fronts this listener is their loopback upstream, and a front's agent reuses its idle
     // connections until one second before the timeout the listener announces: with 5 s, a front whose
     // timers ran late under load could send a request on a connection the listener was closing (a reset,
     // answered 503). Its connections are the fronts' own, so they may stay idle for a minute.
-    server.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
+    listener.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
+    server = await new Promise<Server>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(frontCount > 0 ? 0 : port, frontCount > 0 ? '127.0.0.1' : host, () => resolve(listener));
+    });
     const addr = server.address() as AddressInfo;
     if (frontCount > 0) {
       fronts = await Fronts.start({
@@ -231,8 +208,8 @@ export async function startSidecar(
         tokens: tokenSpecs,
         jwtIssuers: config.jwt_issuers,
         maxBodyBytes: config.max_body_bytes,
-        core: sidecar.core,
-        decisions: sidecar.decisions,
+        core: pdp.core,
+        decisions: pdp.decisions,
         ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
@@ -257,7 +234,7 @@ export async function startSidecar(
     const reloadTimer = setInterval(() => {
       if (reloading) return;
       reloading = true;
-      sidecar
+      pdp.policy
         .reloadIfChanged()
         .catch((e) => logError(`writ: reload failed: ${(e as Error).message}`))
         .finally(() => {
@@ -265,10 +242,10 @@ export async function startSidecar(
         });
     }, config.policy_poll_ms);
     reloadTimer.unref();
-    await sidecar.countExecutionStates();
-    const gaugeTimer = setInterval(() => updateExecutionGauge(sidecar), 5000);
+    await pdp.core.countExecutionStates();
+    const gaugeTimer = setInterval(() => updateExecutionGauge(pdp.core), 5000);
     gaugeTimer.unref();
-    updateExecutionGauge(sidecar);
+    updateExecutionGauge(pdp.core);
 
     if (fronts) {
       const kind = frontsAreThreads(frontCount) ? (frontCount === 1 ? 'thread' : 'threads') : 'processes';
@@ -313,10 +290,10 @@ export async function startSidecar(
           clearTimeout(timer);
           witnessSubmitter.stop();
         }
-        await sidecar.close();
+        await pdp.core.close();
         await store.close();
       })());
-    const running: RunningSidecar = { url, sidecar, close };
+    const running: RunningSidecar = { url, pdp, close };
     if (tokensFile) running.tokensFile = tokensFile;
     if (devTokens) running.devTokens = devTokens;
     return running;
@@ -326,14 +303,14 @@ export async function startSidecar(
     server?.close();
     await checkpointer?.stop().catch(() => undefined);
     witnessSubmitter?.stop();
-    await created?.close().catch(() => undefined);
+    await created?.core.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;
   }
 }
 
 /** Executions by state (kept current by the sidecar, O(1) here) and the ledger size, for /metrics. */
-function updateExecutionGauge(sidecar: Sidecar): void {
-  for (const [state, n] of Object.entries(sidecar.executionStates)) metrics.executionsByState.set({ state }, n);
-  metrics.ledgerRecords.set(sidecar.store.knownSize());
+function updateExecutionGauge(core: PdpCore): void {
+  for (const [state, n] of Object.entries(core.executionStates)) metrics.executionsByState.set({ state }, n);
+  metrics.ledgerRecords.set(core.store.knownSize());
 }
