@@ -75,11 +75,8 @@ export function registerAuthzenRoutes<E extends Env>(app: Hono<E>, deps: Authzen
   registerAuthzenDiscovery(app, deps);
 }
 
-/**
- * GET /.well-known/authzen-configuration. It needs no store, so a replica still waiting for its
- * database (src/server/waiting.ts) registers it too: a client can discover the PDP before it answers.
- */
-export function registerAuthzenDiscovery<E extends Env>(app: Hono<E>, deps: DiscoveryDeps): void {
+/** GET /.well-known/authzen-configuration. It needs no store: a replica still waiting for its database answers it too. */
+function registerAuthzenDiscovery<E extends Env>(app: Hono<E>, deps: DiscoveryDeps): void {
   app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
     const origin = originOf(c, deps);
     return c.json({
