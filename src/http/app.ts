@@ -17,9 +17,11 @@ import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, registerAuthzenRoute
 import type { PdpServices } from '../pdp/services.js';
 import type { PdpCore } from '../pdp/core.js';
 import type { LedgerStore } from '../store/types.js';
-import { countAnswersByRoute } from './count-answers.js';
+import { COUNTED_HERE, countAnswersByRoute, type AnswerCounts } from './count-answers.js';
+import { AuthzenService } from '../authzen/handler.js';
+import { visibleTools } from '../server/tool-visibility.js';
 import { answerErrorsInShape } from './error-shape.js';
-import type { FairnessSettings } from './fairness.js';
+import { CallerGate, type FairnessSettings } from './fairness.js';
 import { noStore } from './no-store.js';
 import { decodablePath, singleQueryParameters } from './request-checks.js';
 import { echoRequestIdHeader } from './request-id.js';
@@ -29,9 +31,9 @@ import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerEntityRoutes } from './routes/entities.js';
 import { registerExecutionRoutes } from './routes/executions.js';
-import { registerHealthRoutes, storeReadiness } from './routes/health.js';
+import { registerHealthRoutes, storeReadiness, type Readiness } from './routes/health.js';
 import { registerLedgerRoutes } from './routes/ledger.js';
-import { registerToolRoutes } from './routes/tools.js';
+import { registerToolRoutes, type ToolVisibility } from './routes/tools.js';
 
 /** A running sidecar: its decision core and services, answering every route. */
 export interface ServingBackend {
@@ -39,7 +41,13 @@ export interface ServingBackend {
   /** False while shutting down or when the store cannot write. */
   ready: () => Promise<boolean>;
   /** The ledger as C2SP signed notes and tiles (docs/protocol.md §16). */
-  notes?: CheckpointNotes;
+  notes?: CheckpointNotes | undefined;
+  /** How ready the sidecar is; by default from `ready` and the core's store (storeReadiness). */
+  readiness?: Readiness;
+  /** AuthZEN's evaluations and searches; by default an AuthzenService over the core. */
+  authzen?: Pick<AuthzenService, 'evaluate' | 'search'>;
+  /** The tools a caller may see; by default the core's engine and entities (src/server/tool-visibility.ts). */
+  toolsVisible?: ToolVisibility;
 }
 
 /**
@@ -59,12 +67,16 @@ export interface AppOptions {
   maxBodyBytes: number;
   /** Callers' shares of the work (src/http/fairness.ts fairnessOf). */
   fairness: FairnessSettings;
+  /** The callers' shares to enter; by default the app's own (an HTTP front's app shares its fast path's). */
+  gate?: CallerGate;
   /** `http://host:port` the sidecar listens on, once it does (absolute URLs for requests without a Host header). */
   publicOrigin?: () => string | undefined;
   /** The configured `public_url`: AuthZEN discovery names it rather than the request's Host. */
   publicUrl?: string;
   /** `public_tiles`: tiles need no token. */
   publicTiles?: boolean;
+  /** Where answers are counted (COUNTED_HERE by default; an HTTP front relays them to the sidecar). */
+  counts?: AnswerCounts;
 }
 
 export function buildApp(o: AppOptions): Hono<AppEnv> {
@@ -87,8 +99,9 @@ export function buildApp(o: AppOptions): Hono<AppEnv> {
   const notes = serving ? serving.notes : refusing<CheckpointNotes>(refusal!);
   const kit = routeKit(auth, o.maxBodyBytes, refusal);
 
-  answerErrorsInShape(app, refusal ?? (() => new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 })));
-  app.use('*', countAnswersByRoute);
+  const counts = o.counts ?? COUNTED_HERE;
+  answerErrorsInShape(app, refusal ?? (() => new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 })), counts);
+  app.use('*', countAnswersByRoute(counts));
   app.use('*', echoRequestIdHeader);
   app.use('*', noStore);
   app.use('*', decodablePath);
@@ -98,7 +111,7 @@ export function buildApp(o: AppOptions): Hono<AppEnv> {
   registerHealthRoutes(
     app,
     serving
-      ? storeReadiness({ store, policyVersion: () => core.engine.policyVersion, ready: serving.ready })
+      ? (serving.readiness ?? storeReadiness({ store, policyVersion: () => core.engine.policyVersion, ready: serving.ready }))
       : { probe: async () => ({ ready: false, body: { ready: false } }) },
   );
   // The auditor console (§11): a static page; its data calls carry the auditor token.
@@ -106,16 +119,17 @@ export function buildApp(o: AppOptions): Hono<AppEnv> {
   if (notes) registerTransparencyRoutes(app, { notes, store, publicTiles: o.publicTiles ?? false, auditor: kit.roles('auditor') });
 
   // ── a caller's share (src/http/share.ts): every request that evaluates policy ──
-  const share = callerShare(o.fairness, kit.authenticate, o.maxBodyBytes);
+  const gate = o.gate ?? new CallerGate({ maxInFlight: o.fairness.callerMaxInFlight, maxInFlightBytes: o.fairness.callerMaxInFlightBytes });
+  const share = callerShare(gate, kit.authenticate, o.maxBodyBytes);
   for (const path of ['/v1/decisions', AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH]) app.post(path, share);
 
   registerDecisionRoutes(app, kit, pdp.decisions);
   registerExecutionRoutes(app, kit, pdp.executions);
   // Tool lists (docs/protocol.md §15): nothing is ledgered.
-  registerToolRoutes(app, kit, core);
+  registerToolRoutes(app, kit, serving?.toolsVisible ?? ((caller, text) => visibleTools(core.engine, core.entities, caller, text)));
   // AuthZEN Authorization API 1.0 (docs/protocol.md §10).
   registerAuthzenRoutes(app, {
-    core,
+    service: serving?.authzen ?? new AuthzenService(core),
     callerIn: kit.callerIn,
     readBody: (c) => kit.readBody(c),
     ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}),

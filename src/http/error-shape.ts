@@ -6,7 +6,7 @@
 import type { Context, Env, Hono } from 'hono';
 import { WritError, isWritError } from '../errors.js';
 import * as log from '../log/log.js';
-import { countRefusal } from './answered.js';
+import type { AnswerCounts } from './count-answers.js';
 import { clientWentAway } from './body.js';
 import { retryAfterOf } from './fairness.js';
 import { allowedMethods } from './paths.js';
@@ -23,16 +23,16 @@ export function errorResponse(c: Context, e: WritError): Response {
  * Installs the app's onError and notFound. `unexpected`: the refusal an unexpected error is answered
  * with (the app's backend says what it could not do).
  */
-export function answerErrorsInShape<E extends Env>(app: Hono<E>, unexpected: () => WritError): void {
+export function answerErrorsInShape<E extends Env>(app: Hono<E>, unexpected: () => WritError, counts: AnswerCounts): void {
   app.onError((err, c) => {
     if (isWritError(err)) {
-      countRefusal(err);
+      counts.refusal(err);
       return errorResponse(c, err);
     }
     // A client gone before its body ended is not unexpected: nobody will read the answer, and nothing to log.
     if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}`);
     const refusal = unexpected();
-    countRefusal(refusal, { logged: true });
+    counts.refusal(refusal, { logged: true });
     return errorResponse(c, refusal);
   });
   app.notFound((c) => {
@@ -41,11 +41,11 @@ export function answerErrorsInShape<E extends Env>(app: Hono<E>, unexpected: () 
     // A route that answers this method but has nothing at this path (a console file that does not exist) is 404.
     if (allow.length && !allow.includes(c.req.method)) {
       const e = new WritError('METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`);
-      countRefusal(e);
+      counts.refusal(e);
       return c.json(e.toBody(), 405, { allow: allow.join(', ') });
     }
     const e = new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`);
-    countRefusal(e);
+    counts.refusal(e);
     return errorResponse(c, e);
   });
 }

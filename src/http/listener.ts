@@ -4,7 +4,7 @@
  * (src/http/request-target.ts) and a bad one refused in the contract's shape rather than with Node's
  * bare 400; slow or idle clients are cut (hundreds of idle sockets would hold resources forever).
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { answerClientError, refuseRequestTarget, requestTargetProblem } from './request-target.js';
 import { echoRequestId } from './request-id.js';
@@ -20,7 +20,20 @@ export interface AppListenerOptions {
   closeEveryConnection?: boolean;
 }
 
-export function appServer(fetch: (request: Request, env: unknown) => Response | Promise<Response>, o: AppListenerOptions = {}): Server {
+type Fetch = (request: Request, env: unknown) => Response | Promise<Response>;
+
+export function appServer(fetch: Fetch, o: AppListenerOptions = {}): Server {
+  const listener = appRequestListener(fetch, o);
+  // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
+  const server = createPublicServer(o.tls, { requireHostHeader: false }, (req, res) => {
+    if (!refusedRequestTarget(req, res)) listener(req, res);
+  });
+  cutSlowClients(server);
+  return server;
+}
+
+/** The app as a Node request listener (the request target already judged): the one way a Node request reaches it. */
+export function appRequestListener(fetch: Fetch, o: Omit<AppListenerOptions, 'tls'> = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const answer = async (request: Request, env: unknown): Promise<Response> => {
     const res = await fetch(request, env);
     // Answered before the body was read (413, or a refusal on the headers): linger, then close, so the
@@ -29,17 +42,27 @@ export function appServer(fetch: (request: Request, env: unknown) => Response | 
     return res;
   };
   const listener = getRequestListener(answer, o.hostname === undefined ? {} : { hostname: o.hostname });
-  // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-  const server = createPublicServer(o.tls, { requireHostHeader: false }, (req, res) => {
-    const problem = requestTargetProblem(req);
-    if (problem === undefined) return void listener(req, res);
-    echoRequestId(req, res);
-    closeAfterAnswer({ incoming: req, outgoing: res });
-    refuseRequestTarget(res, problem);
-  });
+  return (req, res) => void listener(req, res);
+}
+
+/**
+ * Refuses a request whose request line or Host is bad (src/http/request-target.ts), in the contract's
+ * shape and before any route, then closes the connection; true when it did. Every listener of writ
+ * judges the request target this way (this one, the HTTP fronts').
+ */
+export function refusedRequestTarget(req: IncomingMessage, res: ServerResponse): boolean {
+  const problem = requestTargetProblem(req);
+  if (problem === undefined) return false;
+  echoRequestId(req, res);
+  closeAfterAnswer({ incoming: req, outgoing: res });
+  refuseRequestTarget(res, problem);
+  return true;
+}
+
+/** Slow or idle clients must not hold resources forever (hundreds of idle sockets would): every listener's limits. */
+export function cutSlowClients(server: Server): void {
   server.on('clientError', answerClientError);
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 5_000;
-  return server;
 }

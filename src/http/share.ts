@@ -5,10 +5,9 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Caller } from '../identity/caller.js';
-import { CallerGate, callerKey, type FairnessSettings } from './fairness.js';
+import { type CallerGate, callerKey } from './fairness.js';
 
-export function callerShare(fairness: FairnessSettings, authenticate: (c: Context) => Promise<Caller[]>, maxBodyBytes: number): MiddlewareHandler {
-  const gate = new CallerGate({ maxInFlight: fairness.callerMaxInFlight, maxInFlightBytes: fairness.callerMaxInFlightBytes });
+export function callerShare(gate: CallerGate, authenticate: (c: Context) => Promise<Caller[]>, maxBodyBytes: number): MiddlewareHandler {
   return async (c, next) => {
     let caller: Caller | undefined;
     try {

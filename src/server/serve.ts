@@ -14,9 +14,10 @@ import { countUnroutedAnswers } from '../http/answered.js';
 import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
 import { Authenticator, TokenTable } from '../http/auth.js';
 import { JwtVerifier } from '../identity/verify.js';
-import { rememberForwardedCaller } from '../http/client-certs.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
+import { storeReadiness } from '../http/routes/health.js';
+import { AuthzenService } from '../authzen/handler.js';
 import { openStore } from '../store/open.js';
 import { openStoreWhenReachable } from './waiting.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
@@ -30,7 +31,6 @@ import { pdpServices, type PdpServices } from '../pdp/services.js';
 import type { PdpCore } from '../pdp/core.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
-import { forwardedRequest } from '../front/forwarded-request.js';
 import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
 import * as metrics from '../metrics/metrics.js';
 
@@ -164,50 +164,48 @@ export async function startSidecar(
           })
         : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
-    const app = buildApp({
-      backend: { pdp, ready: async () => !shuttingDown && (await store.writable()), notes },
-      auth,
-      maxBodyBytes: config.max_body_bytes,
-      fairness: fairnessOf(config),
-      publicOrigin: () => publicUrl,
-      ...(config.public_url ? { publicUrl: config.public_url } : {}),
-      publicTiles: config.public_tiles,
-    });
     const cp = checkpointer;
+    const backend = {
+      pdp,
+      readiness: storeReadiness({ store, policyVersion: () => pdp.core.engine.policyVersion, ready: async () => !shuttingDown && (await store.writable()) }),
+      notes,
+    };
 
     const { host, port } = parseListen(config.listen);
-    // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
-    // routes would never run: a route that answers ends the chain.)
-    const appFetch = async (request: Request, env?: unknown) => {
-      const res = await app.fetch(request, env);
-      if (request.url.includes('/v1/')) cp.maybeCheckpoint();
-      return res;
-    };
-    // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
-    // they neither decide themselves nor hand over by message.
-    // The public address is bound just below (by this listener, or by the fronts after it).
-    if (frontCount === 0) await stopWaiting();
-    // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
-    // upstream stays plain HTTP (the fronts terminate TLS).
-    const listener = appServer(appFetch, { tls: frontCount === 0 ? tls : undefined, hostname: frontCount > 0 ? '127.0.0.1' : host });
-    // Behind fronts this listener is their loopback upstream, and a front's agent reuses its idle
-    // connections until one second before the timeout the listener announces: with 5 s, a front whose
-    // timers ran late under load could send a request on a connection the listener was closing (a reset,
-    // answered 503). Its connections are the fronts' own, so they may stay idle for a minute.
-    listener.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
-    server = await new Promise<Server>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(frontCount > 0 ? 0 : port, frontCount > 0 ? '127.0.0.1' : host, () => resolve(listener));
-    });
-    const addr = server.address() as AddressInfo;
-    if (frontCount > 0) {
+    let address: AddressInfo | undefined;
+    if (frontCount === 0) {
+      const app = buildApp({
+        backend: { ...backend, ready: async () => (await backend.readiness.probe()).ready },
+        auth,
+        maxBodyBytes: config.max_body_bytes,
+        fairness: fairnessOf(config),
+        publicOrigin: () => publicUrl,
+        ...(config.public_url ? { publicUrl: config.public_url } : {}),
+        publicTiles: config.public_tiles,
+      });
+      // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
+      // routes would never run: a route that answers ends the chain.)
+      const appFetch = async (request: Request, env?: unknown) => {
+        const res = await app.fetch(request, env);
+        if (request.url.includes('/v1/')) cp.maybeCheckpoint();
+        return res;
+      };
+      await stopWaiting();
+      const listener = appServer(appFetch, { tls, hostname: host });
+      server = await new Promise<Server>((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(port, host, () => resolve(listener));
+      });
+      address = server.address() as AddressInfo;
+    } else {
+      // The fronts serve the app themselves, over calls by message to this thread's services
+      // (src/front/backend-calls.ts): this thread has no HTTP listener.
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
         count: frontCount,
         host,
         port,
-        mainPort: addr.port,
         tokens: tokenSpecs,
         jwtIssuers: config.jwt_issuers,
         maxBodyBytes: config.max_body_bytes,
@@ -216,18 +214,17 @@ export async function startSidecar(
         ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
-        // A request a front hands over by message is answered by the same app as the loopback listener's.
         ...(jwt?.cache ? { keySet: jwt.cache.keySetFor.bind(jwt.cache) } : {}),
-        forward: async (f) => {
-          const request = forwardedRequest(f);
-          if (f.certificate) rememberForwardedCaller(request, f.certificate);
-          const res = await appFetch(request);
-          return { status: res.status, headers: [...res.headers], body: new Uint8Array(await res.arrayBuffer()) };
+        backend: { ...backend, authzen: new AuthzenService(pdp.core) },
+        app: {
+          ...(config.public_url ? { publicUrl: config.public_url } : {}),
+          publicTiles: config.public_tiles,
+          notesOrigin: notes.origin,
         },
       });
     }
-    const publicPort = fronts ? fronts.port : addr.port;
-    const publicHost = fronts ? host : addr.address;
+    const publicPort = fronts ? fronts.port : address!.port;
+    const publicHost = fronts ? host : address!.address;
     const url = `${tls ? 'https' : 'http'}://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
     publicUrl = url;
 
@@ -284,7 +281,7 @@ export async function startSidecar(
         clearInterval(gaugeTimer);
         // Fronts first: their in-flight decisions are answered by this thread's writes.
         await fronts?.close();
-        await closeGracefully(httpServer);
+        if (httpServer) await closeGracefully(httpServer);
         await cp.stop();
         // The final checkpoint goes to the witnesses too, if they answer soon; a slow one is not waited for.
         if (witnessSubmitter) {

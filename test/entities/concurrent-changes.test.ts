@@ -4,40 +4,21 @@
 // subject, not a mix. In-process against the real sidecar and LMDB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/store.js';
-import { pdpServices, type PdpServices } from '../../src/pdp/services.js';
-import { loadPolicyDir } from '../../src/policy/load.js';
+import type { Store } from '../../src/store/store.js';
+import type { PdpServices } from '../../src/pdp/services.js';
+import { openPdp } from '../helpers/pdp.js';
 import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js';
 import type { Caller } from '../../src/identity/caller.js';
-import { offboardingBody, REPO } from '../helpers/server.js';
+import { offboardingBody } from '../helpers/server.js';
 
 const PEP: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
 const HR: Caller = { role: 'approver', name: 'test-hr', principal: { type: 'User', id: 'hr-5519' } };
 const ADMIN: Caller = { role: 'admin', name: 'test-admin' };
 
 async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: PdpServices }> {
-  const dir = mkdtempSync(join(tmpdir(), 'writ-entity-race-'));
-  const config: WritConfig = {
-    ...DEFAULTS,
-    tokens: [],
-    policy_dir: join(REPO, 'policies'),
-    data_dir: join(dir, 'data'),
-    evaluator_threads: 0,
-    http_threads: 0,
-  };
-  const store = await Store.open({ dataDir: config.data_dir });
-  const sidecar = pdpServices(config, store, loadPolicyDir(config.policy_dir));
-  await sidecar.policy.recordStartup();
-  t.after(async () => {
-    await sidecar.core.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { store, sidecar };
+  const opened = await openPdp('writ-entity-race-');
+  t.after(() => opened.close());
+  return { store: opened.store, sidecar: opened.pdp };
 }
 
 /**

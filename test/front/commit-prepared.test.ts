@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/store.js';
-import { pdpServices, type PdpServices } from '../../src/pdp/services.js';
+import type { WritConfig } from '../../src/config/config.js';
+import type { Store } from '../../src/store/store.js';
+import type { PdpServices } from '../../src/pdp/services.js';
+import { openPdp } from '../helpers/pdp.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
 import { prepareDecision, preparedAnswer, type FrontState } from '../../src/front/prepare.js';
@@ -31,28 +32,8 @@ const shared = (r: Record<string, unknown>) => Object.fromEntries(Object.entries
 
 /** A sidecar on the bundled policies and a fresh LMDB store in a temp dir, as `writ serve` wires them. */
 async function openSidecar(prefix: string): Promise<{ config: WritConfig; store: Store; sidecar: PdpServices; close(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const config: WritConfig = {
-    ...DEFAULTS,
-    tokens: [],
-    policy_dir: join(REPO, 'policies'),
-    data_dir: join(dir, 'data'),
-    evaluator_threads: 0,
-    http_threads: 0,
-  };
-  const store = await Store.open({ dataDir: config.data_dir });
-  const sidecar = pdpServices(config, store, loadPolicyDir(config.policy_dir));
-  await sidecar.policy.recordStartup();
-  return {
-    config,
-    store,
-    sidecar,
-    async close() {
-      await sidecar.core.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const opened = await openPdp(prefix);
+  return { ...opened, sidecar: opened.pdp };
 }
 
 describe('DecisionService.commitPrepared', () => {

@@ -12,6 +12,8 @@ export interface Readiness {
   probe(): Promise<{ ready: boolean; body: Record<string, unknown> }>;
   /** Brings the metrics that are read rather than counted up to date before a scrape. */
   beforeScrape?(): Promise<void>;
+  /** The metrics text, when another thread holds them (an HTTP front asks the sidecar); else this thread's. */
+  render?(): Promise<string>;
 }
 
 export function registerHealthRoutes<E extends Env>(app: Hono<E>, readiness: Readiness): void {
@@ -22,7 +24,8 @@ export function registerHealthRoutes<E extends Env>(app: Hono<E>, readiness: Rea
   });
   app.get('/metrics', async (c) => {
     await readiness.beforeScrape?.();
-    return c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType });
+    const text = readiness.render ? await readiness.render() : await metrics.renderMetrics();
+    return c.body(text, 200, { 'content-type': metrics.metricsContentType });
   });
   const openapi = JSON.stringify(buildOpenApi());
   app.get('/openapi.json', (c) => c.body(openapi, 200, { 'content-type': 'application/json' }));
