@@ -30,8 +30,7 @@ import { RelayedKeys } from '../identity/jwks-cache.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
-import { reportUnroutedAnswersTo, singleHeader, UNROUTED, withoutDotSegments } from '../http/request-target.js';
-import { appRequestListener, cutSlowClients, refusedRequestTarget } from '../http/listener.js';
+import { cutSlowClients, refusedRequestTarget, reportUnroutedAnswersTo, singleHeader, UNROUTED, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
@@ -40,8 +39,7 @@ import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
 import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
 import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
 import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import { callingBackend, refusalOf, type BackendCall } from './backend-calls.js';
-import { buildApp } from '../http/app.js';
+import type { BackendCall } from './backend-calls.js';
 import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
 import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
@@ -453,37 +451,54 @@ function enterShare(req: IncomingMessage, res: ServerResponse, caller: Caller, r
 
 // ── the sidecar's app, for every request off the fast path ─────────────────────────────────────────
 
-/** A call of the app's backend, by message on the same link as the fast path's asks. */
-async function callSidecar(call: BackendCall): Promise<unknown> {
-  const a = await ask({ call });
-  if ('error' in a) throw refusalOf(a.error.status, a.error.body);
-  if (!('called' in a.ok)) unreachable();
-  return a.ok.called;
+/**
+ * The app, loaded once this front listens: its modules (Hono, every route) are not on the fast path, so
+ * they do not delay the start; a request off the fast path that comes first waits for them.
+ */
+let app: Promise<(req: IncomingMessage, res: ServerResponse) => void> | undefined;
+function loadApp(): Promise<(req: IncomingMessage, res: ServerResponse) => void> {
+  app ??= (async () => {
+    const [{ buildApp }, { appRequestListener }, { callingBackend, refusalOf }] = await Promise.all([
+      import('../http/app.js'),
+      import('../http/listener.js'),
+      import('./backend-calls.js'),
+    ]);
+    /** A call of the app's backend, by message on the same link as the fast path's asks. */
+    const callSidecar = async (call: BackendCall): Promise<unknown> => {
+      const a = await ask({ call });
+      if ('error' in a) throw refusalOf(a.error.status, a.error.body);
+      if (!('called' in a.ok)) unreachable();
+      return a.ok.called;
+    };
+    const built = buildApp({
+      backend: callingBackend(callSidecar, start.app.notesOrigin),
+      auth,
+      maxBodyBytes: start.maxBodyBytes,
+      fairness: start.fairness,
+      // One share per caller on this front, whichever way its request goes.
+      gate,
+      publicOrigin: () => `${start.tls ? 'https' : 'http'}://${publicHost}`,
+      ...(start.app.publicUrl ? { publicUrl: start.app.publicUrl } : {}),
+      publicTiles: start.app.publicTiles,
+      // The sidecar serves /metrics: what the app answers here is counted there.
+      counts: {
+        answer: (route, status) => post({ type: 'answered', route, status }),
+        refusal: (e, opts) =>
+          post({ type: 'refused', status: (e as WritError).status ?? 0, code: e.code, message: e.message, ...(opts?.logged ? { logged: true } : {}) }),
+      },
+    });
+    return appRequestListener(built.fetch);
+  })();
+  return app;
 }
-
-const app = buildApp({
-  backend: callingBackend(callSidecar, start.app.notesOrigin),
-  auth,
-  maxBodyBytes: start.maxBodyBytes,
-  fairness: start.fairness,
-  // One share per caller on this front, whichever way its request goes.
-  gate,
-  publicOrigin: () => `${start.tls ? 'https' : 'http'}://${publicHost}`,
-  ...(start.app.publicUrl ? { publicUrl: start.app.publicUrl } : {}),
-  publicTiles: start.app.publicTiles,
-  // The sidecar serves /metrics: what the app answers here is counted there.
-  counts: {
-    answer: (route, status) => post({ type: 'answered', route, status }),
-    refusal: (e, opts) =>
-      post({ type: 'refused', status: (e as WritError).status ?? 0, code: e.code, message: e.message, ...(opts?.logged ? { logged: true } : {}) }),
-  },
-});
-const appListener = appRequestListener(app.fetch);
 
 function serveApp(req: IncomingMessage, res: ServerResponse): void {
   // An HTTP/1.0 request may come without Host: the app then takes the address this front listens on.
   if (req.headers.host === undefined) req.headers.host = publicHost;
-  appListener(req, res);
+  loadApp().then(
+    (listener) => listener(req, res),
+    () => sendUnavailable(res, UNROUTED),
+  );
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -555,6 +570,7 @@ function listen(): void {
     const port = typeof addr === 'object' && addr ? addr.port : start.port;
     publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${port}`;
     post({ type: 'listening', port });
+    void loadApp();
   });
 }
 // Held (a replica that waited for its database still answers on the port): loaded now, listening on `listen`.

@@ -18,7 +18,7 @@ import type { PdpServices } from '../pdp/services.js';
 import type { PdpCore } from '../pdp/core.js';
 import type { LedgerStore } from '../store/types.js';
 import { COUNTED_HERE, countAnswersByRoute, type AnswerCounts } from './count-answers.js';
-import { AuthzenService } from '../authzen/handler.js';
+import type { AuthzenService } from '../authzen/handler.js';
 import { visibleTools } from '../server/tool-visibility.js';
 import { answerErrorsInShape } from './error-shape.js';
 import { CallerGate, type FairnessSettings } from './fairness.js';
@@ -44,8 +44,11 @@ export interface ServingBackend {
   notes?: CheckpointNotes | undefined;
   /** How ready the sidecar is; by default from `ready` and the core's store (storeReadiness). */
   readiness?: Readiness;
-  /** AuthZEN's evaluations and searches; by default an AuthzenService over the core. */
-  authzen?: Pick<AuthzenService, 'evaluate' | 'search'>;
+  /**
+   * AuthZEN's evaluations and searches: an AuthzenService over the core, or a front's calls. Given rather
+   * than made here, so that an HTTP front's app never loads the commit path it does not run.
+   */
+  authzen: Pick<AuthzenService, 'evaluate' | 'search'>;
   /** The tools a caller may see; by default the core's engine and entities (src/server/tool-visibility.ts). */
   toolsVisible?: ToolVisibility;
 }
@@ -129,7 +132,7 @@ export function buildApp(o: AppOptions): Hono<AppEnv> {
   registerToolRoutes(app, kit, serving?.toolsVisible ?? ((caller, text) => visibleTools(core.engine, core.entities, caller, text)));
   // AuthZEN Authorization API 1.0 (docs/protocol.md §10).
   registerAuthzenRoutes(app, {
-    service: serving?.authzen ?? new AuthzenService(core),
+    service: serving?.authzen ?? refusing(refusal!),
     callerIn: kit.callerIn,
     readBody: (c) => kit.readBody(c),
     ...(o.publicOrigin ? { publicOrigin: o.publicOrigin } : {}),

@@ -6,8 +6,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
-import { answerClientError, refuseRequestTarget, requestTargetProblem } from './request-target.js';
-import { echoRequestId } from './request-id.js';
+import { cutSlowClients, refusedRequestTarget } from './request-target.js';
 import { answeredBeforeBody, closeAfterAnswer } from './linger.js';
 import { createPublicServer, type TlsMaterial } from './tls.js';
 
@@ -43,26 +42,4 @@ export function appRequestListener(fetch: Fetch, o: Omit<AppListenerOptions, 'tl
   };
   const listener = getRequestListener(answer, o.hostname === undefined ? {} : { hostname: o.hostname });
   return (req, res) => void listener(req, res);
-}
-
-/**
- * Refuses a request whose request line or Host is bad (src/http/request-target.ts), in the contract's
- * shape and before any route, then closes the connection; true when it did. Every listener of writ
- * judges the request target this way (this one, the HTTP fronts').
- */
-export function refusedRequestTarget(req: IncomingMessage, res: ServerResponse): boolean {
-  const problem = requestTargetProblem(req);
-  if (problem === undefined) return false;
-  echoRequestId(req, res);
-  closeAfterAnswer({ incoming: req, outgoing: res });
-  refuseRequestTarget(res, problem);
-  return true;
-}
-
-/** Slow or idle clients must not hold resources forever (hundreds of idle sockets would): every listener's limits. */
-export function cutSlowClients(server: Server): void {
-  server.on('clientError', answerClientError);
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
 }

@@ -167,6 +167,7 @@ export async function startSidecar(
     const cp = checkpointer;
     const backend = {
       pdp,
+      authzen: new AuthzenService(pdp.core),
       readiness: storeReadiness({ store, policyVersion: () => pdp.core.engine.policyVersion, ready: async () => !shuttingDown && (await store.writable()) }),
       notes,
     };
@@ -215,7 +216,7 @@ export async function startSidecar(
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
         ...(jwt?.cache ? { keySet: jwt.cache.keySetFor.bind(jwt.cache) } : {}),
-        backend: { ...backend, authzen: new AuthzenService(pdp.core) },
+        backend,
         app: {
           ...(config.public_url ? { publicUrl: config.public_url } : {}),
           publicTiles: config.public_tiles,
