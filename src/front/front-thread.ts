@@ -36,14 +36,14 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { evaluationTally } from '../policy/memo.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
-import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
-import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
+import type { DecisionResponse, PendingDecisionResult, PendingDecision } from '../pdp/admission.js';
+import { prepareDecision, frontDecisionAnswer, type FrontDecision } from './prepare.js';
 import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import type { BackendCall } from './backend-calls.js';
-import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
+import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PendingAuthzen } from '../authzen/request.js';
 import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
-import { frontThreadsSupported } from './support.js';
+import { frontThreadsSupported } from './node-version.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
@@ -166,7 +166,7 @@ function post(message: FromFront): void {
 const ASK_BATCH = 8;
 function ask(
   a:
-    | { prepared: PreparedDecision }
+    | { prepared: PendingDecision }
     | { decide: { caller: Caller; text: string } }
     | { authzen: AuthzenAsk }
     | { call: BackendCall }
@@ -254,7 +254,7 @@ function answeredHere(e: unknown): WritError | undefined {
   return isWritError(e) && ANSWERED_HERE.has(e.code) ? e : undefined;
 }
 
-function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
+function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PendingDecisionResult) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
   else if ('authzen' in a.ok || 'called' in a.ok || 'jwks' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
@@ -359,10 +359,10 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
     post({ type: 'refused', route: '/v1/decisions', status: e.status, code: e.code, message: e.message });
     return;
   }
-  let prepared: Prepared | undefined;
+  let prepared: FrontDecision | undefined;
   try {
     prepared = await prepareDecision(
-      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) },
+      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.evaluate(e, input) },
       caller,
       text,
       startedAt,
@@ -379,7 +379,7 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
   }
   const made = prepared;
   const a = await ask({ prepared: made.ask });
-  sendAnswer(res, a, (ok) => preparedAnswer(made, ok));
+  sendAnswer(res, a, (ok) => frontDecisionAnswer(made, ok));
 }
 
 function unreachable(): never {
@@ -396,14 +396,14 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
   // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
   // all, so the answer is its own.
-  let prepared: PreparedAuthzen | undefined;
+  let prepared: PendingAuthzen | undefined;
   try {
     const request = admitAuthzen(caller, text, batch, start.fairness.limits);
     // This request's policy set and entities, whatever the sidecar sends meanwhile.
     const usedEngine = engine;
     const usedEntities = entities;
     const now = pdpNow(start.clockFile);
-    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(usedEngine, requestInputOf(item, usedEntities)));
+    const outcomes = await evaluateItems(request, (item) => evaluator.evaluateRequest(usedEngine, requestInputOf(item, usedEntities)));
     const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
     // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
     prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };

@@ -1,13 +1,13 @@
 /**
  * The sidecar's side of its HTTP front threads (front-thread.ts): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
- * decision (DecisionService.commitPrepared) or decide a request text (DecisionService.decide), record or evaluate an
+ * decision (DecisionService.commitPending) or decide a request text (DecisionService.decide), record or evaluate an
  * AuthZEN request (AuthzenService), run a call of the app the front serves on the sidecar's services
  * (backend-calls.ts) — after the durable write, in batches.
  *
  * Fronts are worker threads that listen with SO_REUSEPORT (`reusePort`, Node ≥ 22.12 / ≥ 23.1), or on
  * an older Node processes forked by node:cluster that share the port through the cluster's handle — except
- * a single front, which has the port to itself and is a thread on every Node (support.ts).
+ * a single front, which has the port to itself and is a thread on every Node (node-version.ts).
  */
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
@@ -21,13 +21,13 @@ import type { PdpCore } from '../pdp/core.js';
 import type { DecisionService } from '../pdp/decisions.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
-import { frontsAreThreads } from './support.js';
+import { frontsAreThreads } from './node-version.js';
 import { probePort } from './probe-port.js';
 import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
 import { answerCall, type WriterBackend } from './backend-calls.js';
-import type { PreparedCommit } from '../pdp/admission.js';
+import type { PendingDecisionResult } from '../pdp/admission.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
-import { countAnswer, countRefusal } from '../http/answered.js';
+import { countAnswer, countRefusal } from '../http/answer-metrics.js';
 import { fairnessOf } from '../http/fairness.js';
 import * as log from '../log/log.js';
 import type { TlsMaterial } from '../http/tls.js';
@@ -305,14 +305,14 @@ export class Fronts {
       );
       return;
     }
-    let work: Promise<PreparedCommit | { authzen: unknown } | { called: unknown }>;
-    if ('prepared' in a) work = decisions.commitPrepared(a.prepared);
+    let work: Promise<PendingDecisionResult | { authzen: unknown } | { called: unknown }>;
+    if ('prepared' in a) work = decisions.commitPending(a.prepared);
     else if ('call' in a) work = answerCall(this.o.backend, a.call).then((called) => ({ called }));
     else if ('decide' in a) work = decisions.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
       const { authzen } = this.o.backend;
       const { caller, text, batch, prepared } = a.authzen;
-      const answer = prepared === undefined ? authzen.evaluate(caller, text, batch) : authzen.recordPrepared(caller, text, batch, prepared);
+      const answer = prepared === undefined ? authzen.evaluate(caller, text, batch) : authzen.recordPending(caller, text, batch, prepared);
       work = answer.then((authzen) => ({ authzen }));
     }
     // A call is counted by the app on the front that made it; the rest by the route the front took.

@@ -12,8 +12,8 @@ import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
 import type { TlsMaterial } from '../http/tls.js';
 import type { FairnessSettings } from '../http/fairness.js';
-import type { PreparedCommit, PreparedDecision } from '../pdp/admission.js';
-import type { PreparedAuthzen } from '../authzen/request.js';
+import type { PendingDecisionResult, PendingDecision } from '../pdp/admission.js';
+import type { PendingAuthzen } from '../authzen/request.js';
 import type { BackendCall } from './backend-calls.js';
 
 export interface FrontStart {
@@ -48,7 +48,7 @@ export interface FrontStart {
  * record (or evaluate) an AuthZEN request, or run a call of the app the front serves (backend-calls.ts).
  */
 export type FrontAsk =
-  | { id: number; prepared: PreparedDecision }
+  | { id: number; prepared: PendingDecision }
   | { id: number; decide: { caller: Caller; text: string } }
   | { id: number; authzen: AuthzenAsk }
   | { id: number; call: BackendCall }
@@ -61,11 +61,11 @@ export interface AuthzenAsk {
   text: string;
   /** /access/v1/evaluations rather than /access/v1/evaluation. */
   batch: boolean;
-  prepared?: PreparedAuthzen;
+  prepared?: PendingAuthzen;
 }
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit | { authzen: unknown } | { called: unknown } | { jwks: JSONWebKeySet } }
+  | { id: number; ok: PendingDecisionResult | { authzen: unknown } | { called: unknown } | { jwks: JSONWebKeySet } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =

@@ -1,10 +1,10 @@
 /**
- * What the app counts of its answers: by default on this thread's metrics (src/http/answered.ts); an
+ * What the app counts of its answers: by default on this thread's metrics (src/http/answer-metrics.ts); an
  * HTTP front relays its counts to the sidecar, which serves /metrics.
  */
 import type { MiddlewareHandler } from 'hono';
 import type { WritError } from '../errors.js';
-import { countAnswer, countRefusal } from './answered.js';
+import { countAnswer, countRefusal } from './answer-metrics.js';
 
 export interface AnswerCounts {
   /** An answer, by the route pattern that gave it. */

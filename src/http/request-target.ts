@@ -17,7 +17,7 @@ type UnroutedReport = (status: number, code: ErrorCode, message: string) => void
 let reportUnrouted: UnroutedReport = () => {};
 /**
  * Told of every answer given here, before any route sees the request (a refused request line or Host, a
- * request Node's HTTP parser refused), so that the thread serving /metrics counts it: src/http/answered.ts
+ * request Node's HTTP parser refused), so that the thread serving /metrics counts it: src/http/answer-metrics.ts
  * on the main thread; a front thread posts it there. Nothing is counted until one is set.
  */
 export function reportUnroutedAnswersTo(report: UnroutedReport): void {

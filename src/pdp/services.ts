@@ -2,7 +2,7 @@
  * The decision core and its services, made together once per sidecar (src/server/serve.ts, tests). The
  * HTTP route groups (src/http/routes/) and the fronts each take the service they need from here.
  *
- *   decisions    decide(), commitPrepared()                     decisions.ts
+ *   decisions    decide(), commitPending()                     decisions.ts
  *   executions   outcome(), reconcile(), confirm(), events(), queue(), getExecution()
  *                                                               executions.ts
  *   approvals    approve(), revoke(), pendingApprovals()        approvals.ts

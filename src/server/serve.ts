@@ -10,7 +10,7 @@ import { appServer } from '../http/listener.js';
 import { fairnessOf } from '../http/fairness.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
-import { countUnroutedAnswers } from '../http/answered.js';
+import { countUnroutedAnswers } from '../http/answer-metrics.js';
 import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
 import { Authenticator, TokenTable } from '../http/auth.js';
 import { JwtVerifier } from '../identity/verify.js';
@@ -31,7 +31,7 @@ import { pdpServices, type PdpServices } from '../pdp/services.js';
 import type { PdpCore } from '../pdp/core.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
-import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../front/node-version.js';
 import * as metrics from '../metrics/metrics.js';
 
 /** How long a stop waits for the witnesses to cosign the final checkpoint. */
@@ -255,9 +255,7 @@ export async function startSidecar(
     // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'})`);
-    log(
-      `writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`,
-    );
+    log(`writ serve: ${store.where} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);

@@ -4,7 +4,7 @@
 // subject, not a mix. In-process against the real sidecar and LMDB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js';

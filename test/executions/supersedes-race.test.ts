@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { pdpServices } from '../../src/pdp/services.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import type { Caller } from '../../src/identity/caller.js';

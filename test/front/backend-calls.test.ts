@@ -3,7 +3,7 @@
 // with its status and code, the export streams in pages, and nothing but the app's calls is callable.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { AuthzenService } from '../../src/authzen/handler.js';

@@ -8,17 +8,17 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WritConfig } from '../../src/config/config.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
-import { prepareDecision, preparedAnswer, type FrontState } from '../../src/front/prepare.js';
+import { prepareDecision, frontDecisionAnswer, type FrontState } from '../../src/front/prepare.js';
 import { recordHash } from '../../src/ledger/record.js';
 import type { Caller } from '../../src/identity/caller.js';
 import { offboardingBody, REPO } from '../helpers/server.js';
 import { AuthzenService } from '../../src/authzen/handler.js';
-import { admitAuthzen, type PreparedAuthzen } from '../../src/authzen/request.js';
+import { admitAuthzen, type PendingAuthzen } from '../../src/authzen/request.js';
 import { DEFAULT_ADMISSION_LIMITS } from '../../src/binding/limits.js';
 import { authzenRecordOf, presealAuthzenRecords } from '../../src/authzen/records.js';
 import type { DecisionOutcome } from '../../src/policy/engine.js';
@@ -36,7 +36,7 @@ async function openSidecar(prefix: string): Promise<{ config: WritConfig; store:
   return { ...opened, sidecar: opened.pdp };
 }
 
-describe('DecisionService.commitPrepared', () => {
+describe('DecisionService.commitPending', () => {
   let opened: Awaited<ReturnType<typeof openSidecar>>;
   let store: Store;
   let sidecar: PdpServices;
@@ -50,7 +50,7 @@ describe('DecisionService.commitPrepared', () => {
       entities: sidecar.core.entities,
       clockFile: null,
       limits: DEFAULT_ADMISSION_LIMITS,
-      evaluate: (e, i) => e.decide(i),
+      evaluate: (e, i) => e.evaluate(i),
     };
   });
   after(() => opened?.close());
@@ -58,9 +58,9 @@ describe('DecisionService.commitPrepared', () => {
   test('a fresh decision is committed as the record the sidecar writes itself, and answered the same', async () => {
     const own = await sidecar.decisions.decide(CALLER, read('own-1'));
     const prepared = (await prepareDecision(front, CALLER, read('front-1'), performance.timeOrigin + performance.now()))!;
-    const commit = await sidecar.decisions.commitPrepared(prepared.ask);
+    const commit = await sidecar.decisions.commitPending(prepared.ask);
     assert.ok('record' in commit, 'committed as prepared, not decided again');
-    const answer = preparedAnswer(prepared, commit);
+    const answer = frontDecisionAnswer(prepared, commit);
     assert.equal(answer.decision, 'allow');
     assert.equal(answer.state, 'invoking');
     assert.deepEqual({ ...answer, decision_id: '', execution_id: '', record: null }, { ...own, decision_id: '', execution_id: '', record: null });
@@ -79,7 +79,7 @@ describe('DecisionService.commitPrepared', () => {
   test('entities that moved since the front evaluated: decided again, on the entities in force', async () => {
     const stale: FrontState = { ...front, entities: { get: (k) => sidecar.core.entities.get(k), version: `sha256:${'0'.repeat(64)}` } };
     const prepared = (await prepareDecision(stale, CALLER, read('front-2'), 0))!;
-    const commit = await sidecar.decisions.commitPrepared(prepared.ask);
+    const commit = await sidecar.decisions.commitPending(prepared.ask);
     assert.ok('response' in commit, 'not committed as prepared');
     assert.equal(commit.response.entities_version, sidecar.core.entities.version);
     const record = (await store.getRecord(commit.response.record.seq))!;
@@ -96,7 +96,7 @@ describe('DecisionService.commitPrepared', () => {
       const elsewhere: FrontState = { ...front, engine: new PolicyEngine(loadPolicyDir(other)) };
       const prepared = (await prepareDecision(elsewhere, CALLER, read('front-3'), 0))!;
       assert.equal(prepared.outcome.decision, 'deny', 'the front alone would have denied');
-      const commit = await sidecar.decisions.commitPrepared(prepared.ask);
+      const commit = await sidecar.decisions.commitPending(prepared.ask);
       assert.ok('response' in commit);
       assert.equal(commit.response.decision, 'allow');
       assert.equal(commit.response.policy_version, sidecar.core.engine.policyVersion);
@@ -109,7 +109,7 @@ describe('DecisionService.commitPrepared', () => {
     const proposed = await sidecar.decisions.decide(CALLER, read('front-4', 'propose'));
     assert.equal(proposed.state, 'proposed');
     const prepared = (await prepareDecision(front, CALLER, read('front-4', 'execute'), 0))!;
-    const commit = await sidecar.decisions.commitPrepared(prepared.ask);
+    const commit = await sidecar.decisions.commitPending(prepared.ask);
     assert.ok('response' in commit);
     assert.equal(commit.response.state, 'invoking');
     const execution = await sidecar.executions.getExecution(CALLER.actor!, 'front-4');
@@ -117,7 +117,7 @@ describe('DecisionService.commitPrepared', () => {
     assert.equal((execution.records as number[]).length, 2, 'one execution, two decision records');
     // And once invoking, a second prepared execute is refused exactly as decide refuses it.
     const again = (await prepareDecision(front, CALLER, read('front-4', 'execute'), 0))!;
-    await assert.rejects(sidecar.decisions.commitPrepared(again.ask), (e: { code?: string }) => e.code === 'EXECUTION_IN_FLIGHT');
+    await assert.rejects(sidecar.decisions.commitPending(again.ask), (e: { code?: string }) => e.code === 'EXECUTION_IN_FLIGHT');
   });
 
   test('a supersedes is left to the sidecar', async () => {
@@ -131,7 +131,7 @@ describe('DecisionService.commitPrepared', () => {
   });
 });
 
-describe('AuthzenService.recordPrepared', () => {
+describe('AuthzenService.recordPending', () => {
   let opened: Awaited<ReturnType<typeof openSidecar>>;
   let store: Store;
   let sidecar: PdpServices;
@@ -146,7 +146,7 @@ describe('AuthzenService.recordPrepared', () => {
   // whether the sidecar recorded the front's outcome or evaluated the request itself.
   const fabricated: DecisionOutcome = { decision: 'allow', reasons: ['as-the-front-evaluated'], errors: [], obligations: [] };
   /** What a front sends: its outcomes and their records, canonicalised there (over: what moved since). */
-  const prepared = (over: Record<string, unknown> = {}): PreparedAuthzen => {
+  const prepared = (over: Record<string, unknown> = {}): PendingAuthzen => {
     const evaluated = { policyVersion: sidecar.core.engine.policyVersion, entitiesVersion: sidecar.core.entities.version, now: '2026-08-24T08:30:00.000Z' };
     const records = presealAuthzenRecords(admitAuthzen(EVALUATOR, text, false, DEFAULT_ADMISSION_LIMITS), [fabricated], EVALUATOR, evaluated);
     return { single: true, outcomes: [fabricated], records, ...evaluated, ...over };
@@ -168,7 +168,7 @@ describe('AuthzenService.recordPrepared', () => {
   after(() => opened?.close());
 
   test('what the front evaluated on the policy set and entities in force is recorded as it evaluated it', async () => {
-    const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared())) as any;
+    const answer = (await service.recordPending(EVALUATOR, text, false, prepared())) as any;
     assert.deepEqual([answer.decision, answer.context.reasons], [true, ['as-the-front-evaluated']]);
     const r = await recordOf(answer.context.decision_id);
     assert.deepEqual(
@@ -181,7 +181,7 @@ describe('AuthzenService.recordPrepared', () => {
   test('entities or a policy set that moved since the front evaluated: evaluated again by the sidecar', async () => {
     const own = (await service.evaluate(EVALUATOR, text, false)) as any;
     for (const over of [{ entitiesVersion: `sha256:${'0'.repeat(64)}` }, { policyVersion: `sha256:${'1'.repeat(64)}` }]) {
-      const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared(over))) as any;
+      const answer = (await service.recordPending(EVALUATOR, text, false, prepared(over))) as any;
       assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons], JSON.stringify(over));
       const r = await recordOf(answer.context.decision_id);
       assert.deepEqual(
@@ -193,13 +193,13 @@ describe('AuthzenService.recordPrepared', () => {
 
   test('outcomes and records that do not pair up: evaluated again by the sidecar', async () => {
     const own = (await service.evaluate(EVALUATOR, text, false)) as any;
-    const answer = (await service.recordPrepared(EVALUATOR, text, false, prepared({ records: [] }))) as any;
+    const answer = (await service.recordPending(EVALUATOR, text, false, prepared({ records: [] }))) as any;
     assert.deepEqual([answer.decision, answer.context.reasons], [own.decision, own.context.reasons]);
   });
 
   test('the record a front canonicalised is the record the sidecar writes for the same evaluation', async () => {
     const p = prepared();
-    const answer = (await service.recordPrepared(EVALUATOR, text, false, p)) as any;
+    const answer = (await service.recordPending(EVALUATOR, text, false, p)) as any;
     assert.equal(answer.context.decision_id, p.records[0]!.decisionId);
     const r = await recordOf(answer.context.decision_id);
     const { v, seq, ts, prev, hash, ...own } = r as Record<string, unknown>;
