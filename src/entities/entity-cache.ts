@@ -22,7 +22,7 @@ export const ENTITIES_VERSION_KEY = 'entities_version';
 
 /**
  * The meta row holding the entities of `<policy_dir>/entities.json` as last applied to this store. An
- * edit of the file is applied as what changed in the file since (sidecar.ts applyEntitiesFile), once
+ * edit of the file is applied as what changed in the file since (src/pdp/policy-reload.ts), once
  * per store: not again by a second replica (which would undo an admin change made in between), and not
  * over admin changes to entities the edit did not touch.
  */

@@ -108,7 +108,7 @@ export class PdpCore {
   async refuse(e: unknown, key: string | undefined, fields: Record<string, unknown>): Promise<unknown> {
     if (!isWritError(e)) return storeFailure(e);
     if (!LEDGERED_REFUSALS.has(e.code)) return e;
-    // Counted once, by the HTTP layer that answers it (src/http/app.ts onError), like every refusal.
+    // Counted once, by the HTTP layer that answers it (src/http/error-shape.ts onError), like every refusal.
     try {
       await this.store.write(
         (tx) => {

@@ -67,7 +67,7 @@ export interface LedgerStore {
   /**
    * True when other processes write the same store: in-memory caches must be re-checked in writes.
    * Only what is about replicas branches on it, each keeping a meta row a replica reads under the write
-   * lock (the embedded store has one writer and keeps none): the entities version (entities/entity-store.ts),
+   * lock (the embedded store has one writer and keeps none): the entities version (entities/entity-cache.ts),
    * the policy version a joint start records once (pdp/policy-reload.ts), the ledger key a rotation moves
    * (checkpoints/keys.ts), the last checkpoint's end and time (checkpoints/checkpointer.ts), and the
    * witness dir replicas may share (checkpoints/witness.ts).

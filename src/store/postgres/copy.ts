@@ -89,7 +89,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       }
       await flushNodes();
       // State tables, plus the meta rows replicas check inside their writes (see entity-cache.ts,
-      // checkpointer.ts, keys.ts, sidecar.ts recordPolicyLoad).
+      // checkpointer.ts, keys.ts, pdp/policy-reload.ts).
       const rows: Array<[string, string, string]> = [];
       const entities: EntityJson[] = [];
       for (const t of TABLES) {
