@@ -1,4 +1,4 @@
-// In-process decision cost: PolicyEngine.decide() (entity slice + context build + Cedar evaluation
+// In-process decision cost: PolicyEngine.evaluate() (entity slice + context build + Cedar evaluation
 // + outcome mapping) against a bare cedar-wasm statefulIsAuthorized on the same request, same
 // preparsed policies and same entities, measured in the same run. Goal: decide ≤ 1.3× bare.
 //
@@ -87,7 +87,7 @@ function benchSize(total) {
     const engine = new PolicyEngine(bundle);
     const store = new StaticEntitySource(bundle.seedEntities);
     const input = storyInput(store);
-    const outcome = engine.decide(input);
+    const outcome = engine.evaluate(input);
     if (outcome.decision !== 'allow') throw new Error(`bench request should allow, got ${JSON.stringify(outcome)}`);
 
     // The bare baseline: the same call decide() ends up making, with everything prepared up front.
@@ -124,14 +124,14 @@ function benchSize(total) {
 
     // The approval_required path (two evaluations) for reference.
     const proposeInput = { ...input, phase: 'propose', approvals: [], now: new Date('2026-08-24T08:30:00Z') };
-    if (engine.decide(proposeInput).decision !== 'approval_required') throw new Error('propose should need approval');
+    if (engine.evaluate(proposeInput).decision !== 'approval_required') throw new Error('propose should need approval');
 
     const rounds = { bare: [], bareNarrow: [], decide: [], approvalRequired: [] };
     for (let r = 0; r < ROUNDS; r++) {
       rounds.bare.push(measure(() => cedar.statefulIsAuthorized(call)));
       rounds.bareNarrow.push(measure(() => cedar.statefulIsAuthorized(narrowCall)));
-      rounds.decide.push(measure(() => engine.decide(input)));
-      rounds.approvalRequired.push(measure(() => engine.decide(proposeInput)));
+      rounds.decide.push(measure(() => engine.evaluate(input)));
+      rounds.approvalRequired.push(measure(() => engine.evaluate(proposeInput)));
     }
     const summary = (rs) => ({ mean: median(rs.map((x) => x.meanUs)), p50: median(rs.map((x) => x.p50)), p99: median(rs.map((x) => x.p99)) });
     const s = {
@@ -170,7 +170,7 @@ offboarding story's approved execute after 17:00 (allow, with HR's approval as \
 Two baselines, both \`statefulIsAuthorized\` with everything built once outside the loop, on the same entity slice:
 **bare, whole set** = the whole preparsed policy set and the whole §2 context (what a plain Cedar integration sends);
 **bare, same call** = exactly the call writ makes — only the policies whose action scope can match this action, only
-the context attributes they read and only the entity attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.decide\` (entity
+the context attributes they read and only the entity attributes they read (\`src/policy/relevance.ts\`). decide() = the whole \`PolicyEngine.evaluate\` (entity
 slice from the store, context build incl. datetime conversion, narrowing, evaluation, outcome mapping). Policy counts are
 the bundled set plus unrelated filler policies on other actions. All columns run with V8's
 \`--no-turbo-inline-js-wasm-calls\`, which src/policy/engine.ts sets on import (Node 20 aborted

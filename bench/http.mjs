@@ -20,7 +20,7 @@
 //   node bench/http.mjs [--reps 3] [--duration 10] [--warmup 2] [--connections "10 50"]
 //                       [--targets writ,hono,cerbos] [--workloads "repeated distinct"]
 //                       [--http-threads "default"] [--memo-sizes "4096"] [--node-bins "PATH ..."]
-//                       [--cpu-prof DIR] [--no-write] [--render-only]
+//                       [--cpu-prof DIR] [--no-write] [--render-only] [--checkouts "before=DIR after=DIR"]
 // --node-bins runs writ under each Node binary given (default: this one), started directly (the Node 20
 // wasm-inlining flag is applied by the engine itself on Node 20 only).
 // Writes bench/results/http.md (unless --no-write) and the raw JSON lines to bench/tmp/http-raw.jsonl.
@@ -29,7 +29,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { machineBusySeconds, procCpuSeconds, threadCpuSeconds } from './proc.mjs';
@@ -62,6 +62,9 @@ const { values: a } = parseArgs({
     'memo-sizes': { type: 'string', default: '4096' },
     // Node binaries to run writ under; the first is the headline.
     'node-bins': { type: 'string', default: process.execPath },
+    // Builds of writ to run, as LABEL=DIR (a checkout with its dist built); default: this checkout. Two of them
+    // (e.g. before=/tmp/before after=.) compare builds in the same run, each bracketed by the same Cerbos runs.
+    checkouts: { type: 'string', default: '' },
     'no-write': { type: 'boolean', default: false },
     // Re-render bench/results/http.md from bench/tmp/http-raw.jsonl (the last run) without measuring.
     'render-only': { type: 'boolean', default: false },
@@ -86,14 +89,23 @@ const EVALUATOR_THREADS = settingList(a['evaluator-threads']);
 const MEMO_SIZES = a['memo-sizes'].split(/[ ,]+/).filter(Boolean).map(Number);
 const NODE_BINS = a['node-bins'].split(/[ ,]+/).filter(Boolean);
 const nodeVersionOf = (bin) => execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim();
+const CHECKOUTS = a.checkouts
+  .split(/[ ,]+/)
+  .filter(Boolean)
+  .map((x) => {
+    const [label, dir] = x.split('=');
+    if (!label || !dir) throw new Error(`--checkouts takes LABEL=DIR, not ${x}`);
+    return { label, dir: resolve(dir) };
+  });
 const WRIT_CONFIGS = [];
-for (const bin of NODE_BINS) {
-  const node = nodeVersionOf(bin);
-  for (const fronts of HTTP_THREADS)
-    for (const evaluators of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ bin, node, fronts, evaluators, memo });
-}
-const writConfigLabel = ({ node, fronts, evaluators, memo }) =>
-  `Node ${node}, ${fronts === 'default' && evaluators === 'default' ? 'default threads' : `http_threads ${fronts}, evaluator_threads ${evaluators}`}, memo ${memo === 0 ? 'off' : memo}`;
+for (const checkout of CHECKOUTS.length > 0 ? CHECKOUTS : [{ label: '', dir: root }])
+  for (const bin of NODE_BINS) {
+    const node = nodeVersionOf(bin);
+    for (const fronts of HTTP_THREADS)
+      for (const evaluators of EVALUATOR_THREADS) for (const memo of MEMO_SIZES) WRIT_CONFIGS.push({ checkout, bin, node, fronts, evaluators, memo });
+  }
+const writConfigLabel = ({ checkout, node, fronts, evaluators, memo }) =>
+  `${checkout.label ? `${checkout.label}: ` : ''}Node ${node}, ${fronts === 'default' && evaluators === 'default' ? 'default threads' : `http_threads ${fronts}, evaluator_threads ${evaluators}`}, memo ${memo === 0 ? 'off' : memo}`;
 const TARGETS = a.targets.split(',');
 const CERBOS_RUN = join(root, '..', 'shared', 'peers', 'cerbos', 'run.sh');
 const WRIT_PORT = 8791;
@@ -263,7 +275,7 @@ async function runWrit(rep, cfg) {
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   const nodeArgs = [...(a['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${a['cpu-prof']}`] : []), ...a['node-args'].split(' ').filter(Boolean)];
-  const child = spawn(cfg.bin, [...nodeArgs, join(root, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], {
+  const child = spawn(cfg.bin, [...nodeArgs, join(cfg.checkout.dir, 'bin', 'writ'), 'serve', '--config', join(dir, 'config.json')], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
@@ -515,9 +527,11 @@ fronts (HTTP, admission, memo, the record's canonical text) and the evaluator th
 |---:|---|---|---:|---|---|---|---:|
 ${ratios.join('\n')}
 
-Reproduce: \`npm run build && node bench/http.mjs${LOADGEN === 'wrk' ? ' --loadgen wrk' : ''}\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
+Reproduce: \`npm run build && node bench/http.mjs${LOADGEN === 'wrk' ? ' --loadgen wrk' : ''}${CHECKOUTS.length > 0 ? ` --checkouts "${CHECKOUTS.map((c) => `${c.label}=DIR`).join(' ')}"` : ''}\` (Cerbos needs the external peer beside the checkout, \`peers/cerbos\` of the workspace's shared folder; without it
 run \`--targets writ,hono\`; \`--node-bins "$(which node) /path/to/node24"\` adds rows per Node; raw lines in \`bench/tmp/${LOADGEN === 'wrk' ? 'http-wrk-raw' : 'http-raw'}.jsonl\`${LOADGEN === 'wrk' ? '; wrk: `apt-get install -y wrk`' : ''}).
 `;
 // wrk runs go beside the headline (autocannon, as the peer measures), never over it.
-if (!a['no-write']) writeFileSync(join(here, 'results', LOADGEN === 'wrk' ? 'http-wrk.md' : 'http.md'), md);
+// A comparison of builds is not the headline: it gets a page of its own.
+const resultsPage = CHECKOUTS.length > 0 ? 'http-checkouts.md' : LOADGEN === 'wrk' ? 'http-wrk.md' : 'http.md';
+if (!a['no-write']) writeFileSync(join(here, 'results', resultsPage), md);
 process.stdout.write(md);

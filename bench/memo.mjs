@@ -76,10 +76,10 @@ async function measure() {
   };
   const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
   const perCall = (engine, make, n) => {
-    for (let i = 0; i < 500; i++) engine.decide(make(i));
+    for (let i = 0; i < 500; i++) engine.evaluate(make(i));
     // CPU time, not wall time: on a shared machine the process is descheduled at random.
     const c0 = process.cpuUsage();
-    for (let i = 0; i < n; i++) engine.decide(make(i + 1000));
+    for (let i = 0; i < n; i++) engine.evaluate(make(i + 1000));
     const c = process.cpuUsage(c0);
     return (c.user + c.system) / n;
   };
@@ -108,7 +108,7 @@ async function measure() {
       const pool = new EvaluatorPool(1);
       pool.register(engine, bundle);
       const go = async (n) => {
-        for (let k = 0; k < n / 50; k++) await Promise.all(Array.from({ length: 50 }, () => pool.decide(engine, input())));
+        for (let k = 0; k < n / 50; k++) await Promise.all(Array.from({ length: 50 }, () => pool.evaluate(engine, input())));
       };
       await go(1000);
       const m0 = mainThreadMs();

@@ -65,7 +65,7 @@ const overBudget = () => performance.now() - t0 > BUDGET_MS;
 async function worker() {
   while (issued < TOTAL && !overBudget()) {
     const id = `m-${issued++}`;
-    const r = await running.sidecar.decide(caller, body(id));
+    const r = await running.pdp.decisions.decide(caller, body(id));
     if (r.decision !== 'allow' || r.state !== 'invoking') throw new Error(`unexpected answer ${JSON.stringify(r)}`);
     done++;
     if (done >= nextSample && !sampling) {
@@ -81,7 +81,7 @@ async function worker() {
 await Promise.all(Array.from({ length: C }, worker));
 const end = { decisions: done, seconds: (performance.now() - t0) / 1000, ...memory() };
 if (samples[samples.length - 1].decisions !== done) samples.push(end);
-const ledger = running.sidecar.store.size();
+const ledger = running.pdp.core.store.size();
 await running.close();
 rmSync(dir, { recursive: true, force: true });
 
@@ -104,7 +104,7 @@ const md = `## Memory over a long run of decisions
 
 Run ${new Date().toISOString()}; machine: ${cpus().length} cores (${cpus()[0]?.model}), Node ${process.version}.
 In-process sidecar (\`startSidecar\`: durable store with \`durability: ${config.durability}\`, checkpointer, hot-reload timer; no HTTP),
-${C} concurrent callers of \`Sidecar.decide\`, each call a fresh execution (\`execute\` → allow → \`invoking\`, one durable
+${C} concurrent callers of \`DecisionService.decide\`, each call a fresh execution (\`execute\` → allow → \`invoking\`, one durable
 decision record). ${done.toLocaleString('en-US')} decisions in ${f(end.seconds, 0)} s (${f(done / end.seconds, 0)}/s; the run stops at
 ${TOTAL.toLocaleString('en-US')} decisions or ${a.minutes} min); ledger at the end: ${ledger.toLocaleString('en-US')} records. Memory sampled after a
 forced GC every ${SAMPLE.toLocaleString('en-US')} decisions. RSS = anonymous (JS heap, wasm memory, buffers: where a leak

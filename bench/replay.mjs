@@ -147,7 +147,7 @@ function generate(exportPath, records) {
     const key = jcs([tool, phase, requester, now, after, valid.map((a) => a.approver.id), store.get(uidKey(envelope.subject)), bound.arguments.employee_id]);
     let outcome = memo.get(key);
     if (outcome === undefined) {
-      outcome = engine.decide({
+      outcome = engine.evaluate({
         actor: ACTOR,
         server,
         tool,

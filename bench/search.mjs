@@ -49,7 +49,7 @@ function walk(pruned) {
     const page = searchPageSync(
       request,
       candidatesOf(request, source.all(), engine.actionNames()),
-      (e) => engine.decideRequest(requestInputOf(e, source)),
+      (e) => engine.evaluateRequest(requestInputOf(e, source)),
       judge,
     );
     pages.push({ results: page.results, next_token: page.next_token });
@@ -73,7 +73,7 @@ for (let r = 0; r < ROUNDS; r++) {
   const template = parseSearchRequest(JSON.stringify(body), 'subject').template;
   const t = performance.now();
   for (let i = 0; i < USERS; i++)
-    engine.decideRequest(requestInputOf({ ...template, subject: { type: 'user', id: `u${String(i).padStart(5, '0')}` } }, source));
+    engine.evaluateRequest(requestInputOf({ ...template, subject: { type: 'user', id: `u${String(i).padStart(5, '0')}` } }, source));
   evalMs.push(performance.now() - t);
 }
 const found = naive.pages.reduce((n, p) => n + p.results.length, 0);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { open } from 'lmdb';
-import { Store } from '../dist/src/store/store.js';
+import { Store } from '../dist/src/store/lmdb/lmdb-store.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const TMP = join(here, 'tmp');

@@ -79,7 +79,7 @@ for (let r = 0; r < ROUNDS; r++) {
   visibleIt = ask(engine, 'it-3001');
   t = performance.now();
   for (const tool of tools) {
-    engine.decide({
+    engine.evaluate({
       actor: { type: 'Agent', id: 'offboarding-agent-prod' },
       server: 'svc',
       tool,

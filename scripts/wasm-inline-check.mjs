@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Does this Node's V8 abort on cedar-wasm calls without --no-turbo-inline-js-wasm-calls?
-// The check behind src/policy/wasm-inline-guard.ts: runs bench/decide.mjs (PolicyEngine.decide and the
+// The check behind src/policy/wasm-inline-guard.ts: runs bench/decide.mjs (PolicyEngine.evaluate and the
 // bare cedar-wasm calls on the bundled story over 10 and 1000 policies, interleaved in measured rounds:
 // the call pattern that made Node 20 abort) with the guard forced off (WRIT_WASM_INLINE_GUARD=off),
 // --runs times, and reports whether each run survived. A simpler tight loop of the same calls did NOT

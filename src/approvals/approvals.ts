@@ -28,7 +28,7 @@ export type InvalidReason = 'revoked' | 'expired' | 'subject_changed' | 'binding
 
 /**
  * Digest of a subject's trusted record as an approval binds it; a missing record has its own fixed
- * digest. `revision` counts the times the record changed (EntityStore keeps it): a record changed and
+ * digest. `revision` counts the times the record changed (EntityCache keeps it): a record changed and
  * then changed back is the same record but not the same fact history, and an approval given before the
  * first change must stay dead (§5: "a changed fact invalidates it"). Revision 0 keeps the first recipe,
  * so approvals given before revisions were counted keep their digest while their subject never changes.

@@ -15,7 +15,7 @@ import type { PdpCore } from '../pdp/core.js';
 import * as metrics from '../metrics/metrics.js';
 import { commitWithRevalidation } from '../pdp/commit.js';
 import type { WriteTx } from '../store/types.js';
-import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PreparedAuthzen } from './request.js';
+import { admitAuthzen, evaluateItems, requestInputOf, type AuthzenEvaluation, type AuthzenRequest, type PendingAuthzen } from './request.js';
 import { AUTHZEN_RECORD_INDEX_FIELDS, presealAuthzenRecords, presealAuthzenSearchRecord, type PresealedAuthzenRecord } from './records.js';
 import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPage, type SearchKind, type SearchPage } from './search.js';
 
@@ -48,11 +48,11 @@ export class AuthzenService {
   }
 
   /**
-   * Records what a front evaluated and sealed (PreparedAuthzen) and answers it — the same records and
+   * Records what a front evaluated and sealed (PendingAuthzen) and answers it — the same records and
    * answer as evaluate() gives — unless the policy set or entities moved since: then it is evaluated here.
    * The front admitted the text for this caller; the sidecar admits it again only to evaluate it.
    */
-  async recordPrepared(caller: Caller, text: string, batch: boolean, p: PreparedAuthzen): Promise<AuthzenAnswer> {
+  async recordPending(caller: Caller, text: string, batch: boolean, p: PendingAuthzen): Promise<AuthzenAnswer> {
     const core = this.core;
     let request: AuthzenRequest | undefined;
     const prepared = p.outcomes.length === p.records.length ? { ...p, answer: () => answerOf(p.single, this.answers(p.outcomes, p.records)) } : undefined;
@@ -77,8 +77,8 @@ export class AuthzenService {
     now: Date,
   ): Promise<{ records: PresealedAuthzenRecord[]; answer: () => AuthzenDecision[] }> {
     const core = this.core;
-    const decide = (e: AuthzenEvaluation) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities));
-    const outcomes = await evaluateItems(request, decide);
+    const evaluate = (e: AuthzenEvaluation) => core.evaluator.evaluateRequest(engine, requestInputOf(e, core.entities));
+    const outcomes = await evaluateItems(request, evaluate);
     const records = presealAuthzenRecords(request, outcomes, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });
     return { records, answer: () => this.answers(outcomes, records) };
   }
@@ -100,7 +100,7 @@ export class AuthzenService {
       const page = await searchPage(
         request,
         candidates,
-        (e) => core.evaluator.decideRequest(engine, requestInputOf(e, core.entities)),
+        (e) => core.evaluator.evaluateRequest(engine, requestInputOf(e, core.entities)),
         searchJudgeOf(request, engine, core.entities),
       );
       const record = presealAuthzenSearchRecord(request, page, caller, { policyVersion: engine.policyVersion, entitiesVersion, now: now.toISOString() });

@@ -159,12 +159,15 @@ export function authzenRequestOf(raw: LosslessValue, batch: boolean): AuthzenReq
   const items = memberOf(raw, 'evaluations');
   const single = !batch || items === undefined || (Array.isArray(items) && items.length === 0);
   const defaults: Partial<Record<Member, { raw: LosslessValue; path: string }>> = {};
+  let semantic: EvaluationsSemantic = 'execute_all';
   if (!batch) {
     // The single route admits exactly the evaluation members (unknown ones are refused by the schema).
     const issue = authzenEvaluationIssue(toPlain(raw));
     if (issue !== null) throw new WritError('INVALID_REQUEST', issue.message, { path: issue.path });
   } else {
-    validateAuthzenEvaluations(toPlain(raw));
+    const plain = toPlain(raw);
+    validateAuthzenEvaluations(plain);
+    semantic = plain.options?.evaluations_semantic ?? semantic;
   }
   for (const m of MEMBERS) {
     const value = memberOf(raw, m);
@@ -172,7 +175,6 @@ export function authzenRequestOf(raw: LosslessValue, batch: boolean): AuthzenReq
   }
   if (single) return { single: true, semantic: 'execute_all', evaluations: [evaluationOf('', defaults)] };
 
-  const options = toPlain(memberOf(raw, 'options') ?? {}) as { evaluations_semantic?: EvaluationsSemantic };
   const evaluations = (items as LosslessValue[]).map((item, i) => {
     const itemPath = `/evaluations/${i}`;
     const sources = { ...defaults };
@@ -182,7 +184,7 @@ export function authzenRequestOf(raw: LosslessValue, batch: boolean): AuthzenReq
     }
     return evaluationOf(itemPath, sources);
   });
-  return { single: false, semantic: options.evaluations_semantic ?? 'execute_all', evaluations };
+  return { single: false, semantic, evaluations };
 }
 
 /** Whether a batch evaluated in `semantic` stops after a decision (`allowed` = AuthZEN `true`). */
@@ -253,13 +255,13 @@ export function admitAuthzen(caller: Caller, text: string, batch: boolean, limit
 /** Evaluates a request's items: all at once (execute_all), else in order, stopping where its semantic says. */
 export async function evaluateItems(
   request: AuthzenRequest,
-  decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  evaluate: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
 ): Promise<DecisionOutcome[]> {
-  if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(decide));
+  if (request.semantic === 'execute_all') return Promise.all(request.evaluations.map(evaluate));
   // In order, one at a time: the items after the deciding one are never evaluated.
   const outcomes: DecisionOutcome[] = [];
   for (const e of request.evaluations) {
-    const outcome = await decide(e);
+    const outcome = await evaluate(e);
     outcomes.push(outcome);
     if (stopsAfter(request.semantic, outcome.decision === 'allow')) break;
   }
@@ -271,7 +273,7 @@ export async function evaluateItems(
  * and time they were evaluated with. The sidecar records them only if the policy set and entities are
  * still those; otherwise it evaluates the request again itself.
  */
-export interface PreparedAuthzen {
+export interface PendingAuthzen {
   /** The answer's shape: one decision, or `{ evaluations }`. */
   single: boolean;
   outcomes: DecisionOutcome[];

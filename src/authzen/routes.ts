@@ -3,10 +3,9 @@
  * src/http/app.ts. Errors go through the app's onError, so they have the contract's shape (§8).
  */
 import type { Context, Env, Hono } from 'hono';
-import { requireRole } from '../http/auth.js';
+import type { Role } from '../config/config.js';
 import type { Caller } from '../identity/caller.js';
-import type { PdpCore } from '../pdp/core.js';
-import { AuthzenService } from './handler.js';
+import type { AuthzenService } from './handler.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from './request.js';
 
 export { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH };
@@ -27,10 +26,10 @@ export interface DiscoveryDeps {
 }
 
 export interface AuthzenDeps extends DiscoveryDeps {
-  /** The decision core the evaluations are made and recorded with. */
-  core: PdpCore;
-  /** Every role the request's credential holds (src/http/auth.ts Authenticator). */
-  authenticate: (c: Context) => Promise<Caller[]>;
+  /** Evaluates and records (AuthzenService over the decision core, or an HTTP front's way to it). */
+  service: Pick<AuthzenService, 'evaluate' | 'search'>;
+  /** The caller as a route admitting `roles` takes it (src/http/route-kit.ts): 401, 403, or the backend's refusal. */
+  callerIn: (c: Context, roles: readonly Role[]) => Promise<Caller>;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8). */
   readBody: (c: Context) => Promise<string>;
 }
@@ -39,7 +38,7 @@ export interface AuthzenDeps extends DiscoveryDeps {
  * `<scheme>://<host>` of this sidecar as the request reached it: its Host header exactly as sent (AuthZEN
  * discovery compares the identifier with the URL the client used, character for character: no case or
  * default-port normalisation), or — an HTTP/1.0 request may send none — the address the sidecar listens
- * on (not the loopback address a front passed the request through, nor a URL without its port). The
+ * on (not a URL without its port). The
  * Host header's syntax was checked before any route ran (src/http/request-target.ts).
  */
 function originOf(c: Context, deps: DiscoveryDeps): string {
@@ -47,16 +46,16 @@ function originOf(c: Context, deps: DiscoveryDeps): string {
   if (deps.publicUrl) return deps.publicUrl;
   const host = c.req.header('host');
   // The scheme is the public port's (https with TLS files), not that of the listener that answered:
-  // behind HTTP fronts that is the sidecar's loopback HTTP listener.
+  // the listener's address as it names it publicly.
   const listening = deps.publicOrigin?.();
   if (host) return `${new URL(listening ?? c.req.url).protocol}//${host}`;
   return listening ?? new URL(c.req.url).origin;
 }
 
 export function registerAuthzenRoutes<E extends Env>(app: Hono<E>, deps: AuthzenDeps): void {
-  const service = new AuthzenService(deps.core);
-  // X-Request-ID is echoed by the app for every route (src/http/app.ts), errors included.
-  const authenticate = async (c: Context): Promise<Caller> => requireRole(await deps.authenticate(c), ['evaluator', 'pep']);
+  const { service } = deps;
+  // X-Request-ID is echoed by the app for every route (src/http/request-id.ts), errors included.
+  const authenticate = (c: Context): Promise<Caller> => deps.callerIn(c, ['evaluator', 'pep']);
   app.post(AUTHZEN_EVALUATION_PATH, async (c) => {
     const caller = await authenticate(c);
     return c.json(await service.evaluate(caller, await deps.readBody(c), false));
@@ -75,11 +74,8 @@ export function registerAuthzenRoutes<E extends Env>(app: Hono<E>, deps: Authzen
   registerAuthzenDiscovery(app, deps);
 }
 
-/**
- * GET /.well-known/authzen-configuration. It needs no store, so a replica still waiting for its
- * database (src/server/waiting.ts) registers it too: a client can discover the PDP before it answers.
- */
-export function registerAuthzenDiscovery<E extends Env>(app: Hono<E>, deps: DiscoveryDeps): void {
+/** GET /.well-known/authzen-configuration. It needs no store: a replica still waiting for its database answers it too. */
+function registerAuthzenDiscovery<E extends Env>(app: Hono<E>, deps: DiscoveryDeps): void {
   app.get(AUTHZEN_CONFIGURATION_PATH, (c) => {
     const origin = originOf(c, deps);
     return c.json({

@@ -214,12 +214,12 @@ class PageBuilder {
 
 /**
  * One page: candidates taken in order until `limit` are true or the page's budget is spent; each is
- * answered by `judge` when it can (searchJudgeOf), else evaluated by `decide`.
+ * answered by `judge` when it can (searchJudgeOf), else by `evaluate`.
  */
 export async function searchPage(
   request: SearchRequest,
   candidates: readonly string[],
-  decide: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
+  evaluate: (e: AuthzenEvaluation) => DecisionOutcome | Promise<DecisionOutcome>,
   judge?: SearchJudge,
 ): Promise<SearchPage> {
   const b = new PageBuilder(request, candidates, judge);
@@ -227,7 +227,7 @@ export async function searchPage(
   for (let c = b.next(); c !== undefined; c = b.next()) {
     if (b.judged(c) === undefined) {
       inARow = 0;
-      b.accept(c, (await decide(candidateEvaluation(request, c))).decision === 'allow');
+      b.accept(c, (await evaluate(candidateEvaluation(request, c))).decision === 'allow');
     } else if (++inARow % JUDGED_BETWEEN_YIELDS === 0) {
       // Judging runs on the server's own thread: a page of 10,000 candidates lets other requests in.
       await new Promise((resolve) => setImmediate(resolve));
@@ -240,12 +240,12 @@ export async function searchPage(
 export function searchPageSync(
   request: SearchRequest,
   candidates: readonly string[],
-  decide: (e: AuthzenEvaluation) => DecisionOutcome,
+  evaluate: (e: AuthzenEvaluation) => DecisionOutcome,
   judge?: SearchJudge,
 ): SearchPage {
   const b = new PageBuilder(request, candidates, judge);
   for (let c = b.next(); c !== undefined; c = b.next()) {
-    if (b.judged(c) === undefined) b.accept(c, decide(candidateEvaluation(request, c)).decision === 'allow');
+    if (b.judged(c) === undefined) b.accept(c, evaluate(candidateEvaluation(request, c)).decision === 'allow');
   }
   return b.page();
 }

@@ -38,7 +38,7 @@ export interface BindOutput {
   stdout: string;
 }
 
-// The HTTP API's decoding of a request body (src/http/app.ts readJsonText, src/front/front-thread.ts):
+// The HTTP API's decoding of a request body (src/http/body.ts readJsonText, src/front/front-thread.ts):
 // bytes that are not UTF-8 are refused (INVALID_JSON), never replaced by U+FFFD, which would bind
 // different arguments than the ones sent; one leading UTF-8 BOM is dropped (ignoreBOM: false), and
 // a second BOM, or one after whitespace, is then refused by the JSON parser (INVALID_JSON).

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { isWritError } from '../errors.js';
 import { describeCedarErrors, entitiesVersionOf, listSourceFiles, loadPolicyDir, type PolicyBundle } from '../policy/load.js';
-import { caseLine, runPolicyTests } from '../policy/testing.js';
+import { caseLine, runPolicyTests } from '../policy-tests/run.js';
 
 const USAGE = `usage: writ policy <validate|test|fmt|replay> [--dir DIR] [options]
 

@@ -23,14 +23,15 @@ export function admitEvents(text: string, delegated = false): ToolEvent[] {
     // Depth inside an event's data is a binding refusal (as in arguments); elsewhere a malformed body.
     throw relabelDepthStop(e, (path) => (/^\/events\/\d+\/data(\/|$)/.test(path) ? undefined : 'INVALID_REQUEST'));
   }
-  const plain = toPlain(raw) as Record<string, unknown>;
+  const plain = toPlain(raw);
   validateEventsRequest(plain);
   if (!delegated && plain.identity_token !== undefined) {
     throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
   }
+  // The types come from the validated body; each event's data is admitted from the lossless value.
   const list = memberOf(raw, 'events') as LosslessValue[];
-  return list.map((event, i) => ({
-    type: toPlain(memberOf(event, 'type')!) as string,
-    data: admitValue(memberOf(event, 'data')!, `/events/${i}/data`),
+  return plain.events.map(({ type }, i) => ({
+    type,
+    data: admitValue(memberOf(list[i], 'data')!, `/events/${i}/data`),
   }));
 }

@@ -9,12 +9,12 @@
  * decision memo) and hands the prepared record to the sidecar, which commits it only if the execution
  * id is still fresh and the policy set and entities are still the ones used (else it decides the text
  * again itself). The answer goes out only after the sidecar's durable commit. AuthZEN evaluations take
- * the same road. Other small JSON POSTs to `/v1/` (outcomes, approvals…) are handed to the sidecar's own
- * app by message, as received. Anything else — other routes, any doubt — is passed through unchanged
- * to the sidecar's own HTTP listener on loopback, so every route, refusal and error answers exactly as
- * it does without fronts.
+ * the same road. Every other request — other routes, any doubt — is answered by the sidecar's own app
+ * (src/http/app.ts), served here over a backend whose services are calls by message to the sidecar
+ * (backend-calls.ts), so every route, refusal and error answers exactly as it does without fronts.
  */
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createPublicServer } from '../http/tls.js';
 import type { ListenOptions } from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -30,27 +30,20 @@ import { RelayedKeys } from '../identity/jwks-cache.js';
 import { closeAfterAnswer } from '../http/linger.js';
 import { isJsonMediaType } from '../http/media-type.js';
 import { echoRequestId } from '../http/request-id.js';
-import {
-  answerClientError,
-  refuseRequestTarget,
-  reportUnroutedAnswersTo,
-  requestTargetProblem,
-  singleHeader,
-  UNROUTED,
-  withoutDotSegments,
-} from '../http/request-target.js';
+import { cutSlowClients, refusedRequestTarget, reportUnroutedAnswersTo, singleHeader, UNROUTED, withoutDotSegments } from '../http/request-target.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import { evaluationTally } from '../policy/memo.js';
 import { StaticEntitySource, type EntitySource } from '../policy/entities.js';
-import type { DecisionResponse, PreparedCommit, PreparedDecision } from '../pdp/admission.js';
-import { prepareDecision, preparedAnswer, type Prepared } from './prepare.js';
-import type { AuthzenAsk, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PreparedAuthzen } from '../authzen/request.js';
+import type { DecisionResponse, PendingDecisionResult, PendingDecision } from '../pdp/admission.js';
+import { prepareDecision, frontDecisionAnswer, type FrontDecision } from './prepare.js';
+import type { AuthzenAsk, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import type { BackendCall } from './backend-calls.js';
+import { admitAuthzen, AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH, evaluateItems, requestInputOf, type PendingAuthzen } from '../authzen/request.js';
 import { pdpNow } from '../pdp/admission.js';
 import { presealAuthzenRecords } from '../authzen/records.js';
-import { frontThreadsSupported } from './support.js';
+import { frontThreadsSupported } from './node-version.js';
 
 /**
  * The link to the sidecar: a worker thread's port, or — a front process forked by node:cluster, where
@@ -136,7 +129,7 @@ function entitySourceOf(version: string, list: FrontStart['entities']['list']): 
 
 let nextAskId = 0;
 /** Asks waiting for the sidecar, oldest first (a Map keeps insertion order), with when each was made. */
-const waiting = new Map<number, { resolve(a: SidecarAnswer): void; at: number }>();
+const waiting = new Map<number, { resolve(a: SidecarAnswer): void; at: number; call: boolean }>();
 
 /**
  * An ask the sidecar has not answered within ASK_DEADLINE_MS is answered 503 STORE_UNAVAILABLE here. The
@@ -155,8 +148,8 @@ setInterval(() => {
       `the ledger writer did not answer within ${ASK_DEADLINE_MS / 1000} s; whether the request was recorded is unknown until a later read`,
     );
     w.resolve({ id, error: { status: refusal.status, body: refusal.toBody() } });
-    // A refusal the client got; its request is counted by route when the writer gets to it.
-    post({ type: 'refused', status: refusal.status, code: refusal.code, message: refusal.message });
+    // A refusal the client got; its request is counted by route when the writer gets to it (a call's by the app that made it).
+    if (!w.call) post({ type: 'refused', status: refusal.status, code: refusal.code, message: refusal.message });
   }
 }, 1000).unref();
 let outbox: FrontAsk[] = [];
@@ -173,16 +166,16 @@ function post(message: FromFront): void {
 const ASK_BATCH = 8;
 function ask(
   a:
-    | { prepared: PreparedDecision }
+    | { prepared: PendingDecision }
     | { decide: { caller: Caller; text: string } }
     | { authzen: AuthzenAsk }
-    | { forward: ForwardedRequest }
+    | { call: BackendCall }
     | { jwks: { issuer: string; kid: string } },
 ): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
   outbox.push({ id, ...a });
-  const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve, at: performance.now() }));
+  const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve, at: performance.now(), call: 'call' in a }));
   if (outbox.length >= ASK_BATCH) flush();
   return answer;
 }
@@ -261,9 +254,9 @@ function answeredHere(e: unknown): WritError | undefined {
   return isWritError(e) && ANSWERED_HERE.has(e.code) ? e : undefined;
 }
 
-function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PreparedCommit) => DecisionResponse): void {
+function sendAnswer(res: ServerResponse, a: SidecarAnswer, build: (ok: PendingDecisionResult) => DecisionResponse): void {
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
-  else if ('authzen' in a.ok || 'forwarded' in a.ok || 'jwks' in a.ok) unreachable();
+  else if ('authzen' in a.ok || 'called' in a.ok || 'jwks' in a.ok) unreachable();
   else sendJson(res, 200, build(a.ok));
 }
 
@@ -318,70 +311,6 @@ function authzenCaller(callers: readonly Caller[] | undefined): Caller | undefin
   return callers?.find((c) => c.role === 'evaluator' || (c.role === 'pep' && c.delegated === undefined));
 }
 
-const upstream = new http.Agent({ keepAlive: true, maxSockets: 1024 });
-const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection'];
-
-/** Passes a request through to the sidecar's own listener, and its answer back, unchanged. */
-function passThrough(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
-  // The headers as sent, repeats included (req.headers keeps only the first Authorization or
-  // Content-Type of a repeat; the sidecar must see what the client sent), less the hop-by-hop ones.
-  const headers: string[] = [];
-  let hasHost = false;
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
-    if (HOP_BY_HOP.includes(name) || (body !== undefined && name === 'content-length')) continue;
-    if (name === 'host') hasHost = true;
-    headers.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-  }
-  // An HTTP/1.0 request may come without Host: the sidecar then takes the address it listens on, not
-  // the loopback one Node would name for this hop.
-  if (!hasHost) headers.push('Host', publicHost);
-  if (body !== undefined) headers.push('Content-Length', String(body.byteLength));
-  const up = http.request({
-    host: '127.0.0.1',
-    port: start.mainPort,
-    method: req.method,
-    path: req.url,
-    headers: headers as unknown as http.OutgoingHttpHeaders,
-    agent: upstream,
-  });
-  let cut = false;
-  up.on('response', (answer) => {
-    const out: http.OutgoingHttpHeaders = { ...answer.headers };
-    const last = String(answer.headers.connection ?? '').toLowerCase() === 'close';
-    for (const h of HOP_BY_HOP) delete out[h];
-    if (last || (body === undefined && !req.complete)) {
-      // The sidecar answered before it had the whole body (a 413, or a 401/403 refused on its headers):
-      // the rest of the body goes nowhere, so this connection ends after the answer — a lingering close,
-      // as the sidecar's own listener does — and no later request on it meets a half-sent one.
-      cut = true;
-      req.unpipe(up);
-      closeAfterAnswer({ incoming: req, outgoing: res });
-      answer.once('end', () => up.destroy());
-    }
-    res.writeHead(answer.statusCode ?? 502, out);
-    answer.pipe(res);
-    // The upstream answer cut short (the sidecar destroyed a stream it could not finish, an export whose
-    // database went away): the client's answer is cut too, at once, so a partial body can never look
-    // like a slow one. (`up` reports no error once its response has begun.)
-    answer.on('aborted', () => res.destroy());
-    answer.on('error', () => res.destroy());
-    answer.on('close', () => {
-      if (!answer.complete) res.destroy();
-    });
-  });
-  up.on('error', () => {
-    // The sidecar's listener did not answer (its app counts what it answers): no route was found for it.
-    if (!res.headersSent) sendUnavailable(res, UNROUTED);
-    else if (!cut && !res.writableFinished) res.destroy();
-  });
-  res.on('close', () => {
-    if (!res.writableFinished) up.destroy();
-  });
-  if (body !== undefined) up.end(body);
-  else req.pipe(up);
-}
-
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -397,10 +326,9 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 
 /**
  * The body of a fast-path request as text; undefined when it has been dealt with otherwise: a client
- * gone before its body ended is dropped, a body that is not UTF-8 is passed to the sidecar (which
- * refuses it with INVALID_JSON).
+ * gone before its body ended is dropped, a body that is not UTF-8 is refused as the app refuses it.
  */
-async function readText(req: IncomingMessage, res: ServerResponse): Promise<string | undefined> {
+async function readText(req: IncomingMessage, res: ServerResponse, route: string): Promise<string | undefined> {
   let bytes: Buffer;
   try {
     bytes = await readBody(req);
@@ -411,13 +339,13 @@ async function readText(req: IncomingMessage, res: ServerResponse): Promise<stri
   try {
     return utf8.decode(bytes);
   } catch {
-    passThrough(req, res, bytes);
+    refuseHere(res, route, new WritError('INVALID_JSON', 'the body is not valid UTF-8'));
     return undefined;
   }
 }
 
 async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): Promise<void> {
-  const text = await readText(req, res);
+  const text = await readText(req, res, '/v1/decisions');
   if (text === undefined) return;
   const startedAt = performance.timeOrigin + performance.now();
   let caller: Caller;
@@ -431,10 +359,10 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
     post({ type: 'refused', route: '/v1/decisions', status: e.status, code: e.code, message: e.message });
     return;
   }
-  let prepared: Prepared | undefined;
+  let prepared: FrontDecision | undefined;
   try {
     prepared = await prepareDecision(
-      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.decide(e, input) },
+      { engine, entities, clockFile: start.clockFile, limits: start.fairness.limits, evaluate: (e, input) => evaluator.evaluate(e, input) },
       caller,
       text,
       startedAt,
@@ -451,7 +379,7 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
   }
   const made = prepared;
   const a = await ask({ prepared: made.ask });
-  sendAnswer(res, a, (ok) => preparedAnswer(made, ok));
+  sendAnswer(res, a, (ok) => frontDecisionAnswer(made, ok));
 }
 
 function unreachable(): never {
@@ -463,19 +391,19 @@ function unreachable(): never {
  * route does (AuthzenService), handed the body by message (X-Request-ID is echoed by `handle`).
  */
 async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller, batch: boolean): Promise<void> {
-  const text = await readText(req, res);
+  const text = await readText(req, res, batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH);
   if (text === undefined) return;
   // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
   // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
   // all, so the answer is its own.
-  let prepared: PreparedAuthzen | undefined;
+  let prepared: PendingAuthzen | undefined;
   try {
     const request = admitAuthzen(caller, text, batch, start.fairness.limits);
     // This request's policy set and entities, whatever the sidecar sends meanwhile.
     const usedEngine = engine;
     const usedEntities = entities;
     const now = pdpNow(start.clockFile);
-    const outcomes = await evaluateItems(request, (item) => evaluator.decideRequest(usedEngine, requestInputOf(item, usedEntities)));
+    const outcomes = await evaluateItems(request, (item) => evaluator.evaluateRequest(usedEngine, requestInputOf(item, usedEntities)));
     const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
     // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
     prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };
@@ -490,38 +418,6 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   else unreachable();
 }
 
-/** Headers the sidecar's answer carries that the front sets itself (framing) or that belong to one hop. */
-const FRAMING = new Set(['content-length', ...HOP_BY_HOP]);
-
-/**
- * A small JSON POST to the API that this front does not decide (an outcome, an approval, a
- * reconciliation): handed to the sidecar's own app by message, with its headers and body as received,
- * and its answer sent back as the app gave it — one message each way instead of a loopback connection
- * with a second HTTP request and answer to write and parse on both sides.
- */
-async function forward(req: IncomingMessage, res: ServerResponse, url: string, certificate?: Caller): Promise<void> {
-  let body: Buffer;
-  try {
-    body = await readBody(req);
-  } catch {
-    res.destroy(); // the client left before its body ended: nobody to answer
-    return;
-  }
-  const headers: Array<[string, string]> = [];
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
-    if (!HOP_BY_HOP.includes(name)) headers.push([name, req.rawHeaders[i + 1]!]);
-  }
-  const a = await ask({ forward: { method: req.method!, url, headers, body, ...(certificate ? { certificate } : {}) } });
-  if ('error' in a) return sendJson(res, a.error.status, a.error.body);
-  if (!('forwarded' in a.ok)) unreachable();
-  const answer = a.ok.forwarded;
-  const out: http.OutgoingHttpHeaders = {};
-  for (const [name, value] of answer.headers) if (!FRAMING.has(name)) out[name] = value;
-  out['content-length'] = answer.body.byteLength;
-  res.writeHead(answer.status, out);
-  res.end(answer.body);
-}
 const AUTHZEN_PATHS = new Map([
   [AUTHZEN_EVALUATION_PATH, false],
   [AUTHZEN_EVALUATIONS_PATH, true],
@@ -553,17 +449,69 @@ function enterShare(req: IncomingMessage, res: ServerResponse, caller: Caller, r
   return true;
 }
 
+// ── the sidecar's app, for every request off the fast path ─────────────────────────────────────────
+
+/**
+ * The app, loaded once this front listens: its modules (Hono, every route) are not on the fast path, so
+ * they do not delay the start; a request off the fast path that comes first waits for them.
+ */
+let app: Promise<(req: IncomingMessage, res: ServerResponse) => void> | undefined;
+function loadApp(): Promise<(req: IncomingMessage, res: ServerResponse) => void> {
+  app ??= (async () => {
+    const [{ buildApp }, { appRequestListener }, { callingBackend, refusalOf }] = await Promise.all([
+      import('../http/app.js'),
+      import('../http/listener.js'),
+      import('./backend-calls.js'),
+    ]);
+    /** A call of the app's backend, by message on the same link as the fast path's asks. */
+    const callSidecar = async (call: BackendCall): Promise<unknown> => {
+      const a = await ask({ call });
+      if ('error' in a) throw refusalOf(a.error.status, a.error.body);
+      if (!('called' in a.ok)) unreachable();
+      return a.ok.called;
+    };
+    const built = buildApp({
+      backend: callingBackend(callSidecar, start.app.notesOrigin),
+      auth,
+      maxBodyBytes: start.maxBodyBytes,
+      fairness: start.fairness,
+      // One share per caller on this front, whichever way its request goes.
+      gate,
+      publicOrigin: () => `${start.tls ? 'https' : 'http'}://${publicHost}`,
+      ...(start.app.publicUrl ? { publicUrl: start.app.publicUrl } : {}),
+      publicTiles: start.app.publicTiles,
+      // The sidecar serves /metrics: what the app answers here is counted there.
+      counts: {
+        answer: (route, status) => post({ type: 'answered', route, status }),
+        refusal: (e, opts) =>
+          post({ type: 'refused', status: (e as WritError).status ?? 0, code: e.code, message: e.message, ...(opts?.logged ? { logged: true } : {}) }),
+      },
+    });
+    return appRequestListener(built.fetch);
+  })();
+  return app;
+}
+
+function serveApp(req: IncomingMessage, res: ServerResponse): void {
+  // An HTTP/1.0 request may come without Host: the app then takes the address this front listens on.
+  if (req.headers.host === undefined) req.headers.host = publicHost;
+  loadApp().then(
+    (listener) => listener(req, res),
+    () => sendUnavailable(res, UNROUTED),
+  );
+}
+
 function handle(req: IncomingMessage, res: ServerResponse): void {
-  // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/app.ts).
+  // The same request-line judgement as the sidecar's own listener (src/http/listener.ts).
+  if (refusedRequestTarget(req, res)) return;
+  // Echoed on every answer of this front, as the sidecar's app does on its own (src/http/request-id.ts).
   echoRequestId(req, res);
-  // The same request-line judgement as the sidecar's own listener (src/http/request-target.ts).
-  const problem = requestTargetProblem(req);
-  if (problem !== undefined) {
-    closeAfterAnswer({ incoming: req, outgoing: res });
-    refuseRequestTarget(res, problem);
+  const url = withoutDotSegments(req.url ?? '/');
+  // Only a decision or an AuthZEN evaluation may take a fast path: anything else goes to the app at once.
+  if (req.method !== 'POST' || (url !== '/v1/decisions' && !AUTHZEN_PATHS.has(url))) {
+    serveApp(req, res);
     return;
   }
-  const url = withoutDotSegments(req.url ?? '/');
   const known = knownCaller(req);
   // A static token is looked up at once; a JWT or a client certificate is verified first (its keys may
   // have to be fetched), the request's body waiting in its stream meanwhile.
@@ -600,30 +548,14 @@ function route(req: IncomingMessage, res: ServerResponse, url: string, callers: 
       return;
     }
   }
-  // Handed over by message only with a token the sidecar knows: a refusal on the headers (401, a pep
-  // token's 403 on /v1/decisions) is then the sidecar's own, answered before the body is read.
-  // A caller known by its client certificate alone cannot be passed through: the sidecar's loopback
-  // listener never sees the certificate. It is handed over by message, with the front's word for it.
-  // (Bodies as the fast paths take them only: anything else goes to the sidecar, which then answers 401.)
-  const bounded = req.headers['transfer-encoding'] === undefined && !(Number(req.headers['content-length'] ?? 0) > start.maxBodyBytes);
-  const certificate = callers !== undefined && bounded && req.headers.authorization === undefined ? socketCaller(req.socket) : undefined;
-  if (certificate !== undefined || (req.method === 'POST' && url.startsWith('/v1/') && url !== '/v1/decisions' && declaredJson(req) && callers !== undefined)) {
-    forward(req, res, url, certificate).catch(() => {
-      if (!res.headersSent) sendUnavailable(res, UNROUTED);
-    });
-    return;
-  }
-  passThrough(req, res);
+  serveApp(req, res);
 }
 
 // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
 // HTTPS when the config names TLS files: the fronts own the public port, so they terminate TLS.
 const server = createPublicServer(start.tls, { requireHostHeader: false }, handle);
-server.on('clientError', answerClientError);
-// Slow or idle clients must not hold resources forever (the same limits as the sidecar's listener).
-server.headersTimeout = 10_000;
-server.requestTimeout = 30_000;
-server.keepAliveTimeout = 5_000;
+// The same limits as the sidecar's listener.
+cutSlowClients(server);
 server.on('error', (e) => post({ type: 'failed', message: e.message }));
 // Threads share the port by SO_REUSEPORT where Node has it (a lone front thread on an older Node has the
 // port to itself); cluster processes share it through the sidecar's handle.
@@ -638,6 +570,7 @@ function listen(): void {
     const port = typeof addr === 'object' && addr ? addr.port : start.port;
     publicHost = `${start.host.includes(':') ? `[${start.host}]` : start.host}:${port}`;
     post({ type: 'listening', port });
+    void loadApp();
   });
 }
 // Held (a replica that waited for its database still answers on the port): loaded now, listening on `listen`.
@@ -649,7 +582,6 @@ function closeServer(): void {
   closing = true;
   void closeGracefully(server).then(() => {
     flush();
-    upstream.destroy();
     void evaluator.close().finally(() => post({ type: 'closed' }));
   });
 }

@@ -1,13 +1,13 @@
 /**
  * The sidecar's side of its HTTP front threads (front-thread.ts): starts them on the public
  * port, keeps their policy set and entities current, and answers their asks — commit a prepared
- * decision (DecisionService.commitPrepared) or decide a request text (DecisionService.decide), record or evaluate an
- * AuthZEN request (AuthzenService), answer a forwarded API request (the sidecar's own app) — after the
- * durable write, in batches.
+ * decision (DecisionService.commitPending) or decide a request text (DecisionService.decide), record or evaluate an
+ * AuthZEN request (AuthzenService), run a call of the app the front serves on the sidecar's services
+ * (backend-calls.ts) — after the durable write, in batches.
  *
  * Fronts are worker threads that listen with SO_REUSEPORT (`reusePort`, Node ≥ 22.12 / ≥ 23.1), or on
  * an older Node processes forked by node:cluster that share the port through the cluster's handle — except
- * a single front, which has the port to itself and is a thread on every Node (support.ts).
+ * a single front, which has the port to itself and is a thread on every Node (node-version.ts).
  */
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
@@ -21,13 +21,13 @@ import type { PdpCore } from '../pdp/core.js';
 import type { DecisionService } from '../pdp/decisions.js';
 import * as metrics from '../metrics/metrics.js';
 import { addTally, emptyTally, type EvaluationTally } from '../policy/memo.js';
-import { frontsAreThreads } from './support.js';
+import { frontsAreThreads } from './node-version.js';
 import { probePort } from './probe-port.js';
-import type { ForwardedAnswer, ForwardedRequest, FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
-import type { PreparedCommit } from '../pdp/admission.js';
-import { AuthzenService } from '../authzen/handler.js';
+import type { FrontAsk, FrontStart, FromFront, SidecarAnswer, ToFront } from './protocol.js';
+import { answerCall, type WriterBackend } from './backend-calls.js';
+import type { PendingDecisionResult } from '../pdp/admission.js';
 import { AUTHZEN_EVALUATION_PATH, AUTHZEN_EVALUATIONS_PATH } from '../authzen/request.js';
-import { countAnswer, countRefusal } from '../http/answered.js';
+import { countAnswer, countRefusal } from '../http/answer-metrics.js';
 import { fairnessOf } from '../http/fairness.js';
 import * as log from '../log/log.js';
 import type { TlsMaterial } from '../http/tls.js';
@@ -36,15 +36,18 @@ const THREAD_SCRIPT = new URL('./front-thread.js', import.meta.url);
 const MAX_RESTARTS = 10;
 const CLOSE_WAIT_MS = 15_000;
 
-function errorAnswer(id: number, e: unknown): SidecarAnswer {
+/**
+ * The refusal an ask is answered with. `counted`: the refusal is counted here, once, as the HTTP layer's
+ * onError counts the refusals it answers — except a call of the app on a front, whose onError counts it.
+ */
+function errorAnswer(id: number, e: unknown, counted: boolean): SidecarAnswer {
   if (isWritError(e)) {
-    // Counted here, once, as the HTTP layer's onError counts the refusals it answers.
-    countRefusal(e);
+    if (counted) countRefusal(e);
     return { id, error: { status: e.status, body: e.toBody() } };
   }
-  log.error(`writ: unexpected error on a front's decision: ${(e as Error)?.stack ?? String(e)}`);
+  log.error(`writ: unexpected error on a front's ask: ${(e as Error)?.stack ?? String(e)}`);
   const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
-  countRefusal(refusal, { logged: true });
+  if (counted) countRefusal(refusal, { logged: true });
   return { id, error: { status: 503, body: refusal.toBody() } };
 }
 
@@ -129,9 +132,7 @@ export interface FrontsOptions {
   count: number;
   host: string;
   port: number;
-  /** The sidecar's loopback listener, where fronts pass through everything they do not decide. */
-  mainPort: number;
-  /** TLS material for the public port (the fronts terminate TLS; their upstream stays loopback HTTP). */
+  /** TLS material for the public port (the fronts terminate TLS). */
   tls?: TlsMaterial;
   tokens: TokenSpec[];
   /** The config's `jwt_issuers`: each front verifies JWT callers itself (src/identity/). */
@@ -145,8 +146,10 @@ export interface FrontsOptions {
   decisions: DecisionService;
   /** After each answered ask (the checkpoint cadence). */
   afterAnswer: () => void;
-  /** Answers a request a front hands over as is, exactly as the sidecar's own listener would. */
-  forward: (request: ForwardedRequest) => Promise<ForwardedAnswer>;
+  /** The services the app on each front calls (backend-calls.ts answerCall). */
+  backend: WriterBackend;
+  /** What the app on each front needs from the config and the sidecar (FrontStart.app). */
+  app: FrontStart['app'];
   /** The sidecar's JWT key cache, which the fronts' verifiers draw on (src/identity/jwks-cache.ts RelayedKeys). */
   keySet?: (issuer: string, kid: string) => Promise<JSONWebKeySet>;
   /**
@@ -165,8 +168,6 @@ export class Fronts {
   private readonly exited: EvaluationTally = emptyTally();
   private readonly dropTallySource: () => void;
   private closing = false;
-  /** Answers the AuthZEN evaluations the fronts hand over (made on first use). */
-  private authzen: AuthzenService | undefined;
   readonly port: number;
 
   private constructor(
@@ -212,7 +213,7 @@ export class Fronts {
       evaluatorThreads: Math.floor(evaluatorThreads / count) + (index % count < evaluatorThreads % count ? 1 : 0),
       host: this.o.host,
       port: this.port,
-      mainPort: this.o.mainPort,
+      app: this.o.app,
       tokens: this.o.tokens,
       jwtIssuers: this.o.jwtIssuers ?? [],
       maxBodyBytes: this.o.maxBodyBytes,
@@ -269,7 +270,10 @@ export class Fronts {
             return;
           case 'refused':
             if (m.route !== undefined) countAnswer(m.route, m.status);
-            countRefusal({ code: m.code, message: `by an HTTP front: ${m.message}` });
+            countRefusal({ code: m.code, message: `by an HTTP front: ${m.message}` }, m.logged ? { logged: true } : {});
+            return;
+          case 'answered':
+            countAnswer(m.route, m.status);
             return;
           case 'closed':
             front.closed?.();
@@ -291,7 +295,7 @@ export class Fronts {
   }
 
   private answer(front: Front, a: FrontAsk): void {
-    const { core, decisions } = this.o;
+    const { decisions } = this.o;
     if ('jwks' in a) {
       // Not a request of its own: a refusal is the front's to answer (or the sidecar's, passed the request).
       const keySet = this.o.keySet ?? (() => Promise.reject(new Error('no jwt_issuers are configured')));
@@ -301,25 +305,25 @@ export class Fronts {
       );
       return;
     }
-    let work: Promise<PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer }>;
-    if ('prepared' in a) work = decisions.commitPrepared(a.prepared);
-    else if ('forward' in a) work = this.o.forward(a.forward).then((forwarded) => ({ forwarded }));
+    let work: Promise<PendingDecisionResult | { authzen: unknown } | { called: unknown }>;
+    if ('prepared' in a) work = decisions.commitPending(a.prepared);
+    else if ('call' in a) work = answerCall(this.o.backend, a.call).then((called) => ({ called }));
     else if ('decide' in a) work = decisions.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
-      this.authzen ??= new AuthzenService(core);
+      const { authzen } = this.o.backend;
       const { caller, text, batch, prepared } = a.authzen;
-      const answer = prepared === undefined ? this.authzen.evaluate(caller, text, batch) : this.authzen.recordPrepared(caller, text, batch, prepared);
+      const answer = prepared === undefined ? authzen.evaluate(caller, text, batch) : authzen.recordPending(caller, text, batch, prepared);
       work = answer.then((authzen) => ({ authzen }));
     }
-    // A forwarded request is counted by the app that answers it; the rest by the route the front took.
-    const route = 'forward' in a ? undefined : 'authzen' in a ? (a.authzen.batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH) : '/v1/decisions';
+    // A call is counted by the app on the front that made it; the rest by the route the front took.
+    const route = 'call' in a ? undefined : 'authzen' in a ? (a.authzen.batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH) : '/v1/decisions';
     work.then(
       (ok) => {
         if (route !== undefined) countAnswer(route, 200);
         this.reply(front, { id: a.id, ok });
       },
       (e) => {
-        const answer = errorAnswer(a.id, e);
+        const answer = errorAnswer(a.id, e, route !== undefined);
         if (route !== undefined && 'error' in answer) countAnswer(route, answer.error.status);
         this.reply(front, answer);
       },

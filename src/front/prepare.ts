@@ -2,7 +2,7 @@
  * What an HTTP front does with a fresh decision before the write (front-thread.ts): admission,
  * evaluation against the policy set and entities it holds, and the decision record's canonical
  * members — everything of DecisionService.decide for an execution id not seen before, except the write that
- * DecisionService.commitPrepared does on the ledger writer. Kept apart from the thread so it can be tested
+ * DecisionService.commitPending does on the ledger writer. Kept apart from the thread so it can be tested
  * in-process against the sidecar itself.
  */
 import { randomUUID } from 'node:crypto';
@@ -17,11 +17,12 @@ import {
   admitDecision,
   decisionRecordFields,
   decisionResponseOf,
+  evaluationInputOf,
   pdpNow,
   type AdmittedDecision,
   type DecisionResponse,
-  type PreparedCommit,
-  type PreparedDecision,
+  type PendingDecisionResult,
+  type PendingDecision,
 } from '../pdp/admission.js';
 
 export interface FrontState {
@@ -34,7 +35,7 @@ export interface FrontState {
   evaluate(engine: PolicyEngine, input: DecisionInput): DecisionOutcome | Promise<DecisionOutcome>;
 }
 
-export interface Prepared {
+export interface FrontDecision {
   admitted: AdmittedDecision;
   outcome: DecisionOutcome;
   decisionId: string;
@@ -42,7 +43,7 @@ export interface Prepared {
   policyVersion: string;
   entitiesVersion: string;
   /** What the ledger writer commits. */
-  ask: PreparedDecision;
+  ask: PendingDecision;
 }
 
 /**
@@ -50,7 +51,7 @@ export interface Prepared {
  * reads another execution's state). Throws what admission throws; the caller then lets the sidecar
  * decide the text, so the refusal is the sidecar's own.
  */
-export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<Prepared | undefined> {
+export async function prepareDecision(front: FrontState, caller: Caller, text: string, startedAt: number): Promise<FrontDecision | undefined> {
   const admitted = admitDecision(caller, text, front.limits);
   if (typeof admitted.envelope.supersedes === 'string') return undefined;
   const now = pdpNow(front.clockFile);
@@ -59,27 +60,14 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
   const { engine, entities } = front;
   // A fresh execution has no approvals; were this id not fresh, the writer decides it again. Nor, as far
   // as the front knows, other executions of this call: the writer checks that where a policy counts them.
-  const outcome = await front.evaluate(engine, {
-    actor,
-    server,
-    tool,
-    subject,
-    envelope,
-    phase,
-    binding: bound.binding,
-    cedarArguments: bound.cedar,
-    now,
-    approvals: [],
-    prior: noPrior(),
-    entities,
-  });
+  const outcome = await front.evaluate(engine, evaluationInputOf(admitted, { now, approvals: [], prior: noPrior(), entities }));
   const decisionId = randomUUID();
   const state = stateAfterDecision(phase, outcome.decision);
   const policyVersion = engine.policyVersion;
   const entitiesVersion = entities.version;
   const fields = decisionRecordFields(admitted, { decisionId, outcome, views: [], policyVersion, entitiesVersion, now, state });
   const { parts } = presealMembers(fields);
-  const ask: PreparedDecision = {
+  const ask: PendingDecision = {
     caller,
     text,
     key: admitted.key,
@@ -107,7 +95,7 @@ export async function prepareDecision(front: FrontState, caller: Caller, text: s
 }
 
 /** The answer to a prepared decision, once the writer has committed it (or decided it again). */
-export function preparedAnswer(prepared: Prepared, commit: PreparedCommit): DecisionResponse {
+export function frontDecisionAnswer(prepared: FrontDecision, commit: PendingDecisionResult): DecisionResponse {
   if ('response' in commit) return commit.response;
   const { admitted, decisionId, outcome, policyVersion, entitiesVersion, state } = prepared;
   return decisionResponseOf(admitted, { decisionId, outcome, policyVersion, entitiesVersion, state }, commit.record);

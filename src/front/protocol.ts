@@ -12,14 +12,20 @@ import type { PolicyBundle } from '../policy/load.js';
 import type { EvaluationTally } from '../policy/memo.js';
 import type { TlsMaterial } from '../http/tls.js';
 import type { FairnessSettings } from '../http/fairness.js';
-import type { PreparedCommit, PreparedDecision } from '../pdp/admission.js';
-import type { PreparedAuthzen } from '../authzen/request.js';
+import type { PendingDecisionResult, PendingDecision } from '../pdp/admission.js';
+import type { PendingAuthzen } from '../authzen/request.js';
+import type { BackendCall } from './backend-calls.js';
 
 export interface FrontStart {
   host: string;
   port: number;
-  /** The sidecar's own HTTP listener (loopback): every request a front does not decide itself goes there. */
-  mainPort: number;
+  /** What the sidecar's app, served by the front for every request off the fast path, takes from the config. */
+  app: {
+    publicUrl?: string;
+    publicTiles: boolean;
+    /** The signed notes' origin (the keys route names it); absent when the sidecar serves no notes. */
+    notesOrigin?: string;
+  };
   tokens: TokenSpec[];
   jwtIssuers: JwtIssuerSpec[];
   maxBodyBytes: number;
@@ -38,42 +44,16 @@ export interface FrontStart {
 }
 
 /**
- * A request for the sidecar: commit a decision the front prepared, decide a decision's text itself, or
- * record (or evaluate) an AuthZEN request — handed over as a message rather than passed through over
- * loopback HTTP, which cost a third of AuthZEN's throughput.
+ * A request for the sidecar: commit a decision the front prepared, decide a decision's text itself,
+ * record (or evaluate) an AuthZEN request, or run a call of the app the front serves (backend-calls.ts).
  */
 export type FrontAsk =
-  | { id: number; prepared: PreparedDecision }
+  | { id: number; prepared: PendingDecision }
   | { id: number; decide: { caller: Caller; text: string } }
   | { id: number; authzen: AuthzenAsk }
-  | { id: number; forward: ForwardedRequest }
+  | { id: number; call: BackendCall }
   /** An issuer's keys once `kid` was looked up in the sidecar's one key cache (src/identity/jwks-cache.ts). */
   | { id: number; jwks: { issuer: string; kid: string } };
-
-/**
- * A small JSON POST to the API that the front does not decide (an outcome, an approval, a
- * reconciliation…): handed to the sidecar's own app as is, answered by it as is.
- */
-export interface ForwardedRequest {
-  method: string;
-  /** Path and query, as the client sent them. */
-  url: string;
-  /** The request's headers, lower-cased, without hop-by-hop ones. */
-  headers: Array<[string, string]>;
-  body: Uint8Array;
-  /**
-   * The caller the connection's client certificate authenticated (the front terminated TLS): the
-   * front's own word, since no header of the request can carry it.
-   */
-  certificate?: Caller;
-}
-
-/** The sidecar app's answer to a ForwardedRequest. */
-export interface ForwardedAnswer {
-  status: number;
-  headers: Array<[string, string]>;
-  body: Uint8Array;
-}
 
 /** An AuthZEN request: evaluated by the front (`prepared`), or left to the sidecar to evaluate. */
 export interface AuthzenAsk {
@@ -81,11 +61,11 @@ export interface AuthzenAsk {
   text: string;
   /** /access/v1/evaluations rather than /access/v1/evaluation. */
   batch: boolean;
-  prepared?: PreparedAuthzen;
+  prepared?: PendingAuthzen;
 }
 
 export type SidecarAnswer =
-  | { id: number; ok: PreparedCommit | { authzen: unknown } | { forwarded: ForwardedAnswer } | { jwks: JSONWebKeySet } }
+  | { id: number; ok: PendingDecisionResult | { authzen: unknown } | { called: unknown } | { jwks: JSONWebKeySet } }
   | { id: number; error: { status: number; body: unknown } };
 
 export type ToFront =
@@ -107,5 +87,7 @@ export type FromFront =
    * the sidecar unreachable), for the sidecar's /metrics; `route` as writ_http_requests_total labels it,
    * absent when the sidecar's app already counts that request.
    */
-  | { type: 'refused'; route?: string; status: number; code: ErrorCode; message: string }
+  | { type: 'refused'; route?: string; status: number; code: ErrorCode; message: string; logged?: boolean }
+  /** An answer of the app on the front, by the route pattern that gave it (src/http/count-answers.ts). */
+  | { type: 'answered'; route: string; status: number }
   | { type: 'closed' };

@@ -65,17 +65,11 @@ export class ClientCertTable {
 }
 
 const callersBySocket = new WeakMap<object, Caller>();
-const callersByRequest = new WeakMap<object, Caller>();
 
 /** Remembers a connection's certificate caller (called once, at its handshake). */
 export function rememberCertificateCaller(socket: TLSSocket, table: ClientCertTable): void {
   const caller = table.callerOf(socket);
   if (caller !== undefined) callersBySocket.set(socket, caller);
-}
-
-/** The certificate caller of a request a front handed over by message (its own word, not a header). */
-export function rememberForwardedCaller(request: object, caller: Caller): void {
-  callersByRequest.set(request, caller);
 }
 
 /** The certificate caller of a node socket, if its handshake authenticated one. */
@@ -85,8 +79,6 @@ export function socketCaller(socket: object | undefined): Caller | undefined {
 
 /** The verified certificate caller behind a request, if any. */
 export function certificateCallerOf(c: Context): Caller | undefined {
-  const forwarded = callersByRequest.get(c.req.raw);
-  if (forwarded !== undefined) return forwarded;
   const env = c.env as { incoming?: { socket?: object } } | undefined;
   return socketCaller(env?.incoming?.socket);
 }

@@ -1,5 +1,6 @@
 /** The X-Request-ID header, echoed on every answer (src/http/app.ts and the HTTP fronts). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { MiddlewareHandler } from 'hono';
 
 /**
  * AuthZEN 1.0 (request identification): the PDP echoes the PEP's X-Request-ID, errors included, so a
@@ -14,3 +15,13 @@ export function echoRequestId(req: IncomingMessage, res: ServerResponse): void {
   const requestId = echoedRequestId(req.headers['x-request-id']);
   if (requestId !== undefined) res.setHeader('X-Request-ID', requestId);
 }
+
+/**
+ * The app's middleware: X-Request-ID is echoed on every answer, errors included (AuthZEN 1.0 asks it of
+ * its routes; a PEP or a proxy can match any answer to its request the same way).
+ */
+export const echoRequestIdHeader: MiddlewareHandler = async (c, next) => {
+  const requestId = echoedRequestId(c.req.header('x-request-id'));
+  if (requestId !== undefined) c.header('X-Request-ID', requestId);
+  await next();
+};

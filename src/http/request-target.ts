@@ -5,9 +5,11 @@
  * refuses (a backslash in the path, a Host that is no host) and the one rewrite it makes (dot segments,
  * `/v1/./decisions` is `/v1/decisions`, as WHATWG URL resolves them).
  */
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WritError, type ErrorCode } from '../errors.js';
+import { closeAfterAnswer } from './linger.js';
+import { echoRequestId } from './request-id.js';
 
 /** The `route` label of writ_http_requests_total for an answer given before any route was found. */
 export const UNROUTED = 'unrouted';
@@ -15,7 +17,7 @@ type UnroutedReport = (status: number, code: ErrorCode, message: string) => void
 let reportUnrouted: UnroutedReport = () => {};
 /**
  * Told of every answer given here, before any route sees the request (a refused request line or Host, a
- * request Node's HTTP parser refused), so that the thread serving /metrics counts it: src/http/answered.ts
+ * request Node's HTTP parser refused), so that the thread serving /metrics counts it: src/http/answer-metrics.ts
  * on the main thread; a front thread posts it there. Nothing is counted until one is set.
  */
 export function reportUnroutedAnswersTo(report: UnroutedReport): void {
@@ -126,4 +128,26 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
   reportUnrouted(status, 'INVALID_REQUEST', message);
+}
+
+/**
+ * Refuses a request whose request line or Host is bad (requestTargetProblem), in the contract's
+ * shape and before any route, then closes the connection; true when it did. Every listener of writ
+ * judges the request target this way (src/http/listener.ts, the HTTP fronts').
+ */
+export function refusedRequestTarget(req: IncomingMessage, res: ServerResponse): boolean {
+  const problem = requestTargetProblem(req);
+  if (problem === undefined) return false;
+  echoRequestId(req, res);
+  closeAfterAnswer({ incoming: req, outgoing: res });
+  refuseRequestTarget(res, problem);
+  return true;
+}
+
+/** Slow or idle clients must not hold resources forever (hundreds of idle sockets would): every listener's limits. */
+export function cutSlowClients(server: Server): void {
+  server.on('clientError', answerClientError);
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
 }

@@ -11,8 +11,9 @@ import { relabelDepthStop } from '../binding/parse.js';
 import type { AdmissionLimits } from '../binding/limits.js';
 import { KnownJcs } from '../store/seal.js';
 import { jcs } from '../util/canonical.js';
-import { validateDecisionRequest } from '../schemas/validate.js';
-import type { DecisionOutcome } from '../policy/engine.js';
+import { validateDecisionRequest, type DecisionEnvelope } from '../schemas/validate.js';
+import type { DecisionInput, DecisionOutcome, ValidApproval } from '../policy/engine.js';
+import type { EntitySource } from '../policy/entities.js';
 import { VersionedMemo } from '../policy/memo.js';
 import type { ApprovalView } from '../approvals/approvals.js';
 import { callerFields, type Caller, type RecordCaller } from '../identity/caller.js';
@@ -44,8 +45,8 @@ export function executionKey(actor: Uid, executionId: string): string {
 
 /** A decision request admitted (docs/protocol.md §3): what evaluation and the record are built from. */
 export interface AdmittedDecision {
-  // biome-ignore lint/suspicious/noExplicitAny: the envelope as the schema validated it; its members are read by name below
-  envelope: Record<string, any>;
+  /** The envelope as the schema validated it. */
+  envelope: DecisionEnvelope;
   actor: Uid;
   executionId: string;
   phase: 'propose' | 'execute';
@@ -116,12 +117,10 @@ function deepFreeze<T>(value: T): T {
 export function admitDecision(caller: Caller, text: string, limits: AdmissionLimits): AdmittedDecision {
   const parsed = parseWithDepthOutsideArguments(text, limits);
   const raw = parsed.value;
-  // biome-ignore lint/suspicious/noExplicitAny: the body as the schema validates it next; the decision validator does not narrow yet
-  const body = toPlain(raw) as Record<string, any>;
+  const body: unknown = toPlain(raw);
   const filled = caller.requester !== undefined && fillDelegatedIdentity(body, caller);
   validateDecisionRequest(body);
-  // biome-ignore lint/suspicious/noExplicitAny: the envelope as the schema validated it
-  const envelope = body.envelope as Record<string, any>;
+  const envelope = body.envelope;
   const actor = caller.actor!;
   if (caller.requester !== undefined) checkDelegatedIdentity(envelope, caller);
   else if (body.identity_token !== undefined) {
@@ -130,9 +129,8 @@ export function admitDecision(caller: Caller, text: string, limits: AdmissionLim
   if (!sameUid(envelope.actor, actor)) {
     throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
   }
-  const executionId: string = body.execution_id;
-  const server: string = body.action.server;
-  const tool: string = body.action.tool;
+  const executionId = body.execution_id;
+  const { server, tool } = body.action;
   // The schema has checked both members' shapes; what is derived from their text is computed once per text.
   const actionText = parsed.rootText('action');
   const bound =
@@ -163,10 +161,10 @@ export function admitDecision(caller: Caller, text: string, limits: AdmissionLim
  * A delegated request's envelope names the requester and actor its identity token names (docs/protocol.md
  * §13): omitted ones are filled in (true when any was). Runs before the schema, which requires both.
  */
-// biome-ignore lint/suspicious/noExplicitAny: a request body before its schema check, filled in place
-export function fillDelegatedIdentity(body: Record<string, any>, caller: Caller): boolean {
-  const envelope = body?.envelope;
-  if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) return false;
+export function fillDelegatedIdentity(body: unknown, caller: Caller): boolean {
+  if (!isJsonObject(body)) return false;
+  const envelope = body.envelope;
+  if (!isJsonObject(envelope)) return false;
   let filled = false;
   if (envelope.requester === undefined) {
     envelope.requester = { ...caller.requester! };
@@ -179,9 +177,13 @@ export function fillDelegatedIdentity(body: Record<string, any>, caller: Caller)
   return filled;
 }
 
+/** A JSON object (not null, not an array): a body or envelope before its schema check. */
+function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 /** 403 IDENTITY_MISMATCH when the envelope names someone other than the identity token does. */
-// biome-ignore lint/suspicious/noExplicitAny: the validated envelope's members read by name
-export function checkDelegatedIdentity(envelope: Record<string, any>, caller: Caller): void {
+export function checkDelegatedIdentity(envelope: Pick<DecisionEnvelope, 'requester' | 'actor'>, caller: Caller): void {
   if (!sameUid(envelope.requester, caller.requester!)) {
     throw new WritError('IDENTITY_MISMATCH', 'envelope.requester is not the subject of the identity token', { path: '/envelope/requester' });
   }
@@ -208,6 +210,40 @@ function parseWithDepthOutsideArguments(text: string, limits: AdmissionLimits): 
 function envelopeViews(envelope: Record<string, unknown>): { envelopeJcs: string; envDigest: string } {
   const envelopeJcs = jcs(envelope);
   return { envelopeJcs, envDigest: envelopeDigestOfCanonical(envelopeJcs) };
+}
+
+/** What an evaluation of an admitted decision reads beyond the request: the store's and the clock's. */
+export interface EvaluationFacts {
+  now: Date;
+  /** Valid approvals only, earliest first (none for a fresh execution). */
+  approvals: ValidApproval[];
+  /** The state of the execution the envelope supersedes, when it names one (undefined: none). */
+  supersedes?: DecisionInput['supersedes'];
+  prior: Prior;
+  entities: EntitySource;
+}
+
+/**
+ * The evaluator's input for an admitted decision: one literal for the writer's own decisions
+ * (decisions.ts) and the fronts' (front/prepare.ts), so a front evaluates exactly what the writer would.
+ * Members in one order whatever the path, so the evaluator sees one object shape.
+ */
+export function evaluationInputOf(a: AdmittedDecision, f: EvaluationFacts): DecisionInput {
+  return {
+    actor: a.actor,
+    server: a.server,
+    tool: a.tool,
+    subject: a.envelope.subject,
+    envelope: a.envelope,
+    phase: a.phase,
+    binding: a.bound.binding,
+    cedarArguments: a.bound.cedar,
+    now: f.now,
+    approvals: f.approvals,
+    ...(f.supersedes ? { supersedes: f.supersedes } : {}),
+    prior: f.prior,
+    entities: f.entities,
+  };
 }
 
 /** What a decision record says beyond the admitted request (docs/protocol.md §6). */
@@ -331,7 +367,7 @@ export function pdpNow(clockFile: string | null): Date {
  * what the front assumed still holds under the store's write (no execution under `key`, the same
  * policy set and entities); otherwise it decides `text` again itself, from scratch.
  */
-export interface PreparedDecision {
+export interface PendingDecision {
   caller: Caller;
   /** The request text, for deciding it again. */
   text: string;
@@ -365,4 +401,4 @@ export interface PreparedDecision {
 }
 
 /** What the sidecar answers a prepared decision with: its record, or the whole answer decided again. */
-export type PreparedCommit = { record: { seq: number; hash: string } } | { response: DecisionResponse };
+export type PendingDecisionResult = { record: { seq: number; hash: string } } | { response: DecisionResponse };

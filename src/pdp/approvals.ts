@@ -9,15 +9,27 @@ import type { Execution } from '../executions/machine.js';
 import { PENDING_PREFIX, putExecution } from '../executions/prior.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import type { WriteTx } from '../store/types.js';
-import { ENTITIES_VERSION_KEY } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY } from '../entities/entity-cache.js';
 import { commitWithRevalidation, storeFailure } from './commit.js';
-import { validateApprovalRequest } from '../schemas/validate.js';
+import { validateApprovalRequest, type DecisionEnvelope } from '../schemas/validate.js';
 import { callerFields, type Caller } from '../identity/caller.js';
 import { parseUidKey, sameUid, uidKey, type Uid } from '../util/uid.js';
 import type { PdpCore } from './core.js';
 import { parseBody } from './body.js';
 
 /** Approvals: given, revoked, pending, and judged now. */
+/** The members of a stored `decision` record (docs/protocol.md §6) the pending listing reads. */
+type StoredDecision = {
+  kind: string;
+  envelope: DecisionEnvelope;
+  now: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+  reasons: string[];
+  obligations: unknown[];
+};
+
 export class ApprovalService {
   constructor(private readonly core: PdpCore) {}
 
@@ -53,11 +65,9 @@ export class ApprovalService {
     for (const key of keys) {
       const e = await this.core.store.get<Execution>('executions', key);
       if (e?.state !== 'proposed' || !e.pending || !e.pending.groups.some((g) => this.inApproverGroup(approver, g))) continue;
-      // biome-ignore lint/suspicious/noExplicitAny: a stored decision record, read by member name
-      const r = (await this.core.store.getRecord(e.pending.seq)) as Record<string, any> | undefined;
+      const r = (await this.core.store.getRecord(e.pending.seq)) as StoredDecision | undefined;
       if (r?.kind !== 'decision') continue;
-      // biome-ignore lint/suspicious/noExplicitAny: a stored decision record's envelope, read by member name
-      const env = r.envelope as Record<string, any>;
+      const env = r.envelope;
       const item: Record<string, unknown> & { decided_at: string } = {
         execution_id: e.execution_id,
         actor: e.actor,
@@ -65,9 +75,9 @@ export class ApprovalService {
         subject: env.subject,
         task_id: env.task_id,
         purpose: env.purpose,
-        decided_at: r.now as string,
+        decided_at: r.now,
       };
-      for (const f of ['authoritative_event', 'execute_after', 'evidence_refs']) if (env[f] !== undefined && env[f] !== null) item[f] = env[f];
+      for (const f of ['authoritative_event', 'execute_after', 'evidence_refs'] as const) if (env[f] !== undefined && env[f] !== null) item[f] = env[f];
       Object.assign(item, {
         action: { server: r.server, tool: r.tool, arguments: r.arguments },
         binding: e.binding,

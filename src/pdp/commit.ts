@@ -15,7 +15,7 @@
  * out of attempts because the path's own snapshot keeps moving is the path's to say (`keepsMoving`).
  */
 import { WritError, isWritError } from '../errors.js';
-import { EntitiesUnsettled, StaleEntities, type EntityStore } from '../entities/entity-store.js';
+import { EntitiesUnsettled, StaleEntities, type EntityCache } from '../entities/entity-cache.js';
 import type { LedgerStore, Table, WriteTx } from '../store/types.js';
 
 /** Decisions of one request again and again while what they read keeps moving, before giving up. */
@@ -27,7 +27,7 @@ const MAX_SETTLE_WAITS = 10_000;
 /** What the commit needs of the decision core: the store it writes and the entities decisions read. */
 export interface CommitCore {
   readonly store: LedgerStore;
-  readonly entities: EntityStore;
+  readonly entities: EntityCache;
 }
 
 /** One attempt's decision, made on a snapshot, and how to write it. */
@@ -35,7 +35,7 @@ export interface Proposal<W, R> {
   /**
    * The entities version the decision read: the write goes ahead only while it is still the version in
    * force and no entity change is landing. Undefined for a write that reads entities only under the
-   * store's lock (it checks them itself, EntityStore.checkSettled).
+   * store's lock (it checks them itself, EntityCache.checkSettled).
    */
   entitiesVersion?: string;
   /** Under the store's lock: false when anything else the decision read has moved since (decide again). */
@@ -56,7 +56,7 @@ export interface Proposal<W, R> {
 export interface CommitOptions {
   /**
    * Decisions and evaluations hold off new entity changes of this process once they have lost twice
-   * (EntityStore.hold()), so a stream of admin updates cannot starve them; entity writers do not.
+   * (EntityCache.hold()), so a stream of admin updates cannot starve them; entity writers do not.
    */
   holdEntities: boolean;
 }

@@ -10,7 +10,7 @@ import { PolicyEngine } from '../policy/engine.js';
 import { EvaluatorPool } from '../policy/evaluator-pool.js';
 import type { PolicyBundle } from '../policy/load.js';
 import type { LedgerStore } from '../store/types.js';
-import { EntityStore } from '../entities/entity-store.js';
+import { EntityCache } from '../entities/entity-cache.js';
 import { storeFailure } from './commit.js';
 import type { WritConfig } from '../config/config.js';
 
@@ -39,7 +39,7 @@ export class PdpCore {
   /** Where decisions are evaluated: Cedar on worker threads, or in-process (config.evaluator_threads). */
   readonly evaluator: EvaluatorPool;
   bundle: PolicyBundle;
-  readonly entities: EntityStore;
+  readonly entities: EntityCache;
   /**
    * Executions by state, for the metrics gauge: counted from the store once (countExecutionStates, at
    * start), then moved by every committed transition. Re-reading and parsing the whole executions
@@ -57,7 +57,7 @@ export class PdpCore {
     this.engine = new PolicyEngine(bundle, { memoSize: config.decision_memo_size });
     this.evaluator = new EvaluatorPool(config.evaluator_threads, { deadlineMs: config.evaluation_deadline_ms });
     this.evaluator.register(this.engine, bundle);
-    this.entities = new EntityStore(store);
+    this.entities = new EntityCache(store);
   }
 
   private readonly policyListeners: Array<(bundle: PolicyBundle) => void> = [];
@@ -108,7 +108,7 @@ export class PdpCore {
   async refuse(e: unknown, key: string | undefined, fields: Record<string, unknown>): Promise<unknown> {
     if (!isWritError(e)) return storeFailure(e);
     if (!LEDGERED_REFUSALS.has(e.code)) return e;
-    // Counted once, by the HTTP layer that answers it (src/http/app.ts onError), like every refusal.
+    // Counted once, by the HTTP layer that answers it (src/http/error-shape.ts onError), like every refusal.
     try {
       await this.store.write(
         (tx) => {

@@ -10,19 +10,20 @@ import {
   decisionIndexFields,
   decisionRecordFields,
   decisionResponseOf,
+  evaluationInputOf,
   executionKey,
   withPriorMember,
   type AdmittedDecision,
   type DecisionResponse,
-  type PreparedCommit,
-  type PreparedDecision,
+  type PendingDecisionResult,
+  type PendingDecision,
 } from './admission.js';
 import { checkDecisionAllowed, stateAfterDecision, takeSupersedeSlot, type Execution, type Resolution } from '../executions/machine.js';
 import { countsOf, priorCountsKey, priorSeen, putExecution, samePrior, withApprovalGroups, type Prior } from '../executions/prior.js';
 import { approvalView, invalidReason, type Approval, type ApprovalView } from '../approvals/approvals.js';
 import type { ValidApproval } from '../policy/engine.js';
 import type { Table } from '../store/types.js';
-import { ENTITIES_VERSION_KEY } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY } from '../entities/entity-cache.js';
 import { commitWithRevalidation, type Proposal } from './commit.js';
 import * as metrics from '../metrics/metrics.js';
 import type { Caller } from '../identity/caller.js';
@@ -50,14 +51,14 @@ export class DecisionService {
    * set and the entities it evaluated against. Otherwise the request is decided here again from
    * scratch, exactly as if it had come straight to decide().
    */
-  async commitPrepared(p: PreparedDecision): Promise<PreparedCommit> {
+  async commitPending(p: PendingDecision): Promise<PendingDecisionResult> {
     const started = p.startedAt - performance.timeOrigin;
     let admitted: AdmittedDecision | undefined;
     return commitWithRevalidation(
       this.core,
-      async (attempt): Promise<Proposal<Written, PreparedCommit>> => {
+      async (attempt): Promise<Proposal<Written, PendingDecisionResult>> => {
         if (attempt === 0 && p.policyVersion === this.core.engine.policyVersion && p.entitiesVersion === this.core.entities.version)
-          return this.preparedProposal(p);
+          return this.pendingProposal(p);
         admitted ??= admitDecision(p.caller, p.text, this.core.config.admission_limits);
         const direct = await this.decisionProposal(admitted, started);
         return { ...direct, answer: (written) => ({ response: direct.answer(written) }) };
@@ -121,21 +122,10 @@ export class DecisionService {
     // Only counts a policy can observe must still hold at the write (many fresh ids for one call that
     // no policy counts are not evaluated again in turn).
     const readsPrior = engine.readsPrior(server, tool);
-    const outcome = await this.core.evaluator.decide(engine, {
-      actor,
-      server,
-      tool,
-      subject,
-      envelope,
-      phase,
-      binding: bound.binding,
-      cedarArguments: bound.cedar,
-      now,
-      approvals: valid,
-      ...(supersedes ? { supersedes } : {}),
-      prior,
-      entities: this.core.entities,
-    });
+    const outcome = await this.core.evaluator.evaluate(
+      engine,
+      evaluationInputOf(admitted, { now, approvals: valid, supersedes, prior, entities: this.core.entities }),
+    );
     const decisionId = randomUUID();
     // The execution as the write reads it (stillValid reads it once for the write).
     let current: Execution | undefined;
@@ -215,7 +205,7 @@ export class DecisionService {
   }
 
   /** A front's prepared decision (front/prepare.ts), committed while no execution holds its key. */
-  private preparedProposal(p: PreparedDecision): Proposal<Written, PreparedCommit> {
+  private pendingProposal(p: PendingDecision): Proposal<Written, PendingDecisionResult> {
     const countsKey = priorCountsKey(p.actor, p.binding);
     let prior: Prior | undefined;
     return {

@@ -8,7 +8,7 @@ import { jsonPointer, LosslessNumber, type LosslessValue } from '../binding/pars
 import { validateEntity } from '../policy/load.js';
 import { entityFromJson, malformedEscape, unrepresentableAttribute, type EntityJson } from '../policy/entities.js';
 import type { Table, WriteTx } from '../store/types.js';
-import { ENTITIES_VERSION_KEY, type EntityStore, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_VERSION_KEY, type EntityCache, subjectRevisionKey } from '../entities/entity-cache.js';
 import { commitWithRevalidation, storeFailure } from './commit.js';
 import { validateEntityUpsert } from '../schemas/validate.js';
 import { callerFields, type Caller } from '../identity/caller.js';
@@ -79,8 +79,8 @@ export class EntityService {
     const checked = entityFromJson({ uid: { type, id }, attrs: body.attrs, parents: body.parents }, 'body');
     if (Array.isArray(checked)) throw new WritError('INVALID_REQUEST', checked.join('; '));
     validateEntity(this.core.bundle, checked);
-    let staged: ReturnType<EntityStore['stage']> | undefined;
-    // A decision starved by entity changes goes first (EntityStore.hold()).
+    let staged: ReturnType<EntityCache['stage']> | undefined;
+    // A decision starved by entity changes goes first (EntityCache.hold()).
     await this.core.entities.unheld();
     const rec = await commitWithRevalidation(
       this.core,

@@ -9,7 +9,7 @@ import { PolicyFileAbsent, readPolicyFile, signatureOf } from '../policy/dir-fil
 import type { EntityJson } from '../policy/entities.js';
 import { join } from 'node:path';
 import type { Table } from '../store/types.js';
-import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, type EntityStore, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-store.js';
+import { ENTITIES_FILE_KEY, ENTITIES_VERSION_KEY, type EntityCache, entitiesFileChanges, subjectRevisionKey } from '../entities/entity-cache.js';
 import { commitWithRevalidation } from './commit.js';
 import * as metrics from '../metrics/metrics.js';
 import { uidKey } from '../util/uid.js';
@@ -127,7 +127,7 @@ export class PolicyReload {
   /**
    * Applies `<policy_dir>/entities.json` to the store: on a store that never saw it, it seeds what the
    * store does not hold; afterwards each edit (while running, or while stopped) is applied as what
-   * changed in the file (entity-store.ts entitiesFileChanges), once per store whatever the replicas.
+   * changed in the file (entity-cache.ts entitiesFileChanges), once per store whatever the replicas.
    */
   private async syncEntitiesFile(opts: { settle?: boolean } = {}): Promise<void> {
     let text: string;
@@ -176,7 +176,7 @@ export class PolicyReload {
 
   private async applyEntitiesFile(parsed: EntityJson[]): Promise<void> {
     const fileText = jcs(parsed);
-    let staged: ReturnType<EntityStore['stage']> | undefined;
+    let staged: ReturnType<EntityCache['stage']> | undefined;
     await commitWithRevalidation(
       this.core,
       async () => ({

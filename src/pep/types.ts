@@ -2,20 +2,10 @@
  * The PDP's HTTP API as the PEP sees it (docs/protocol.md §2, §4). Only the fields the PEP relies on are
  * typed strictly; everything else rides along untouched.
  */
-import type { Uid } from '../util/uid.js';
+import type { DecisionEnvelope } from '../schemas/validate.js';
 
-/** The §2 envelope. The PDP validates it; the PEP only carries it. */
-export interface Envelope {
-  task_id: string;
-  purpose: string;
-  requester: Uid;
-  actor: Uid;
-  subject: Uid;
-  authoritative_event?: string;
-  execute_after?: string;
-  evidence_refs?: string[];
-  supersedes?: string | null;
-  traceparent?: string;
+/** The §2 envelope (the schema's type). The PDP validates it; the PEP only carries it. */
+export interface Envelope extends DecisionEnvelope {
   [k: string]: unknown;
 }
 

@@ -194,7 +194,7 @@ export interface RequestInput {
  * narrowed to what the kept policies read, and the entity slice with only the attributes they read. Built
  * once, beside the memo key, and evaluated as is: an evaluator thread rebuilds none of it.
  */
-export interface PreparedCall {
+export interface CedarCall {
   actionId: string;
   principal: Uid;
   resource: Uid;
@@ -202,14 +202,14 @@ export interface PreparedCall {
   entities: EntityJson[];
 }
 
-/** A decision without approvals, prepared (PolicyEngine.prepareCall). */
-export interface PreparedDecision {
+/** A decision without approvals, planned once (PolicyEngine.planCall): its memo key, its Cedar call, its residual outcome. */
+export interface CallPlan {
   /** Its exact-input memo key; undefined when the memo is off or the input cannot be keyed exactly. */
   memoKey: string | undefined;
   /** Its exact Cedar inputs (the entity slice is cut on the first call). */
-  call(): PreparedCall;
+  call: () => CedarCall;
   /** Its outcome from a residual program, or undefined when Cedar must evaluate it (residual.ts). */
-  residual(): DecisionOutcome | undefined;
+  residual: () => DecisionOutcome | undefined;
 }
 
 /** Tool-visibility answers an engine keeps (mayBeCalled): a tools/list of 100 tools for 100 callers fits. */
@@ -448,7 +448,7 @@ export class PolicyEngine {
    * are the ones recorded. (A schema validates entities, where absent and empty differ: no shortcut; and
    * `narrowRequests: false`, the reference behaviour, hands Cedar the whole slice.)
    */
-  private evaluate(setId: string, target: CedarTarget, context: Record<string, unknown>, entities: EntityJson[]): Evaluation {
+  private evaluateSet(setId: string, target: CedarTarget, context: Record<string, unknown>, entities: EntityJson[]): Evaluation {
     if (this.narrowRequests && this.schemaName === undefined) {
       const lean = withoutEmptyEntities(entities);
       if (lean !== undefined) {
@@ -560,11 +560,11 @@ export class PolicyEngine {
   }
 
   /**
-   * The memo key of a decision (memo.ts): everything decideOrThrow's evaluations read — the kept set,
+   * The memo key of a decision (memo.ts): everything evaluateOrThrow's evaluations read — the kept set,
    * principal, action, resource, the narrowed context (`now` with it when a kept policy reads it), the
    * approvals in evaluation order with their approvers (approval_used names one), the slice's roots and
    * the entities_version the slice is cut from. Undefined when the memo is off or the input cannot be
-   * keyed exactly; throws where decideOrThrow would (a malformed envelope).
+   * keyed exactly; throws where evaluateOrThrow would (a malformed envelope).
    */
   /**
    * Whether a decision on this action can observe `context.prior` (a kept policy names it, or reads the
@@ -598,17 +598,17 @@ export class PolicyEngine {
   }
 
   /**
-   * A decision without approvals as its Cedar inputs (PreparedCall), with its memo key (undefined when
+   * A decision without approvals as its Cedar inputs (CedarCall), with its memo key (undefined when
    * the memo is off). The context and key are built at once; the entity slice only when asked for, so a
-   * memo hit never cuts one. Throws where decideOrThrow would (a malformed envelope).
+   * memo hit never cuts one. Throws where evaluateOrThrow would (a malformed envelope).
    */
-  prepareCall(input: DecisionInput): PreparedDecision {
-    if (input.approvals.length > 0) throw new TypeError('prepareCall: a decision with approvals is evaluated once per approval (decide)');
+  planCall(input: DecisionInput): CallPlan {
+    if (input.approvals.length > 0) throw new TypeError('planCall: a decision with approvals is evaluated once per approval (evaluate)');
     const actionId = `${input.server}/${input.tool}`;
     const plan = this.planFor(actionId);
     // Built whole (its checks refuse a malformed envelope whatever the policies read), then narrowed.
     const context = narrowed(buildCedarContext(input), plan.contextKeys);
-    const call = (): PreparedCall => ({
+    const call = (): CedarCall => ({
       actionId,
       principal: input.actor,
       resource: input.subject,
@@ -629,7 +629,7 @@ export class PolicyEngine {
    * a shape asked once never costs one — and partial evaluations (which parse the kept policies again)
    * take at most a share of the time (1/20 unless told): after one that took d ms, none starts for 19·d ms.
    */
-  private residualOutcome(plan: ActionPlan, input: DecisionInput, context: Record<string, unknown>, call: () => PreparedCall): DecisionOutcome | undefined {
+  private residualOutcome(plan: ActionPlan, input: DecisionInput, context: Record<string, unknown>, call: () => CedarCall): DecisionOutcome | undefined {
     const residuals = this.residuals;
     if (residuals === undefined || this.schemaName !== undefined) return undefined;
     const shape = contextShapeOf(context);
@@ -665,7 +665,7 @@ export class PolicyEngine {
   }
 
   /** Cedar's partial evaluation of the plan's policies with the context strings and datetimes unknown, as a program. */
-  private residualProgram(plan: ActionPlan, call: PreparedCall, shape: ContextShape): ResidualProgram | undefined {
+  private residualProgram(plan: ActionPlan, call: CedarCall, shape: ContextShape): ResidualProgram | undefined {
     let answer: cedar.PartialAuthorizationAnswer;
     try {
       answer = cedar.isAuthorizedPartial({
@@ -798,48 +798,48 @@ export class PolicyEngine {
     return false;
   }
 
-  /** Evaluates a PreparedCall (decided as decide() decides its input). Never throws: a failure is a deny with `errors`. */
-  decidePrepared(call: PreparedCall): DecisionOutcome {
+  /** Evaluates a CedarCall (as evaluate() evaluates its input). Never throws: a failure is a deny with `errors`. */
+  evaluateCall(call: CedarCall): DecisionOutcome {
     try {
-      return this.concludePrepared(call);
+      return this.concludeCall(call);
     } catch (e) {
       return denyOf(e);
     }
   }
 
-  private concludePrepared(call: PreparedCall): DecisionOutcome {
+  private concludeCall(call: CedarCall): DecisionOutcome {
     const plan = this.planFor(call.actionId);
     return this.concludeWithCedar(plan, { principal: call.principal, actionId: call.actionId, resource: call.resource }, call.context, call.entities);
   }
 
   /** Never throws for evaluation problems: every failure is a deny with `errors` (fail closed). */
-  decide(input: DecisionInput): DecisionOutcome {
+  evaluate(input: DecisionInput): DecisionOutcome {
     try {
       if (input.approvals.length === 0) {
         // A fresh execution's shape: the context is built once, for the key and for Cedar.
-        const prepared = this.prepareCall(input);
-        return this.memoized(prepared.memoKey, input.entities.version, () => prepared.residual() ?? this.concludePrepared(prepared.call()));
+        const planned = this.planCall(input);
+        return this.memoized(planned.memoKey, input.entities.version, () => planned.residual() ?? this.concludeCall(planned.call()));
       }
-      return this.memoized(this.memoKeyOf(input), input.entities.version, () => this.decideOrThrow(input));
+      return this.memoized(this.memoKeyOf(input), input.entities.version, () => this.evaluateOrThrow(input));
     } catch (e) {
       return denyOf(e);
     }
   }
 
   /**
-   * The memo's answer for `key`, else `decideOrThrow`'s, kept (a throw is neither kept nor caught here);
-   * without a key (memo off, or an input it cannot key exactly) simply `decideOrThrow`'s.
+   * The memo's answer for `key`, else `evaluateOrThrow`'s, kept (a throw is neither kept nor caught here);
+   * without a key (memo off, or an input it cannot key exactly) simply `evaluateOrThrow`'s.
    */
-  private memoized(key: string | undefined, entitiesVersion: string, decideOrThrow: () => DecisionOutcome): DecisionOutcome {
-    if (key === undefined) return decideOrThrow();
+  private memoized(key: string | undefined, entitiesVersion: string, evaluateOrThrow: () => DecisionOutcome): DecisionOutcome {
+    if (key === undefined) return evaluateOrThrow();
     const hit = this.memo!.get(key, entitiesVersion);
     if (hit !== undefined) return hit;
-    const outcome = decideOrThrow();
+    const outcome = evaluateOrThrow();
     this.memo!.set(key, entitiesVersion, outcome);
     return outcome;
   }
 
-  private decideOrThrow(input: DecisionInput): DecisionOutcome {
+  private evaluateOrThrow(input: DecisionInput): DecisionOutcome {
     const target: CedarTarget = { principal: input.actor, actionId: `${input.server}/${input.tool}`, resource: input.subject };
     const plan = this.planFor(target.actionId);
     const approvals = sortedByApprovalTime(input.approvals);
@@ -850,7 +850,7 @@ export class PolicyEngine {
 
     for (const approval of approvals) {
       const withApprover = narrowed({ ...fullContext, approver: entityRef(approval.approver) }, plan.contextKeys);
-      const result = this.evaluate(plan.setId, target, withApprover, entities);
+      const result = this.evaluateSet(plan.setId, target, withApprover, entities);
       if (result.allowed) {
         return { decision: 'allow', reasons: result.determining, errors: [], obligations: [], approval_used: approval.approval_id };
       }
@@ -861,12 +861,14 @@ export class PolicyEngine {
 
   /** conclude() with Cedar evaluating the plan's set (or the set without some forbids). */
   private concludeWithCedar(plan: ActionPlan, target: CedarTarget, baseContext: Record<string, unknown>, entities: EntityJson[]): DecisionOutcome {
-    return this.conclude((excluded) => this.evaluate(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities));
+    return this.conclude((excluded) =>
+      this.evaluateSet(excluded === undefined ? plan.setId : this.reducedSetId(plan, excluded), target, baseContext, entities),
+    );
   }
 
   /**
    * The evaluation without an approver, and `approval_required` derived from it (docs/protocol.md §2):
-   * shared by the MCP decision and the AuthZEN request (decideRequest), and by Cedar and residual
+   * shared by the MCP decision and the AuthZEN request (evaluateRequest), and by Cedar and residual
    * programs. `evaluateWithout(undefined)` evaluates the plan's set; `evaluateWithout(ids)` the set
    * without those policies.
    */
@@ -893,17 +895,17 @@ export class PolicyEngine {
 
   /**
    * A Cedar request named directly (AuthZEN, docs/protocol.md §10) rather than built from an MCP envelope:
-   * the same plans, narrowing and `approval_required` rule as decide(). Never throws (fail closed).
+   * the same plans, narrowing and `approval_required` rule as evaluate(). Never throws (fail closed).
    */
-  decideRequest(input: RequestInput): DecisionOutcome {
+  evaluateRequest(input: RequestInput): DecisionOutcome {
     try {
-      return this.memoized(this.requestMemoKeyOf(input), input.entities.version, () => this.decideRequestOrThrow(input));
+      return this.memoized(this.requestMemoKeyOf(input), input.entities.version, () => this.evaluateRequestOrThrow(input));
     } catch (e) {
       return denyOf(e);
     }
   }
 
-  private decideRequestOrThrow(input: RequestInput): DecisionOutcome {
+  private evaluateRequestOrThrow(input: RequestInput): DecisionOutcome {
     const target: CedarTarget = { principal: input.principal, actionId: input.action, resource: input.resource };
     const plan = this.planFor(target.actionId);
     const entities = withAttributes(requestEntitySlice(input, plan), plan.entityAttributes);
@@ -911,7 +913,7 @@ export class PolicyEngine {
   }
 
   /**
-   * The memo key of a RequestInput (memo.ts): everything decideRequest's evaluations read — the kept
+   * The memo key of a RequestInput (memo.ts): everything evaluateRequest's evaluations read — the kept
    * set, principal, action, resource, the narrowed context, the request's own entities as given (they
    * replace stored ones in the slice) and the entities_version of the store the rest of the slice is
    * cut from. Tagged and of another length than a decision's key, so the two can never be equal.

@@ -3,29 +3,29 @@
  * evaluating the request) runs beside the event loop that parses HTTP, admits arguments and writes
  * the ledger, instead of on it.
  *
- * Every answer is the answer PolicyEngine.decide gives in-process: the thread runs the same engine on
+ * Every answer is the answer PolicyEngine.evaluate gives in-process: the thread runs the same engine on
  * the same policy bundle, and the caller's entity slice (the same roots the engine slices from) is
  * shipped with the request. Fail closed and never lost: if a thread dies or stops answering, every
  * decision it held is decided in-process instead, and the thread is replaced (a bounded number of
  * times; after that the pool evaluates in-process only).
  */
 import { Worker } from 'node:worker_threads';
-import type { DecisionInput, DecisionOutcome, PolicyEngine, PreparedCall, RequestInput } from './engine.js';
+import type { DecisionInput, DecisionOutcome, PolicyEngine, CedarCall, RequestInput } from './engine.js';
 import type { EntityJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import * as log from '../log/log.js';
 import { WritError } from '../errors.js';
 
 /** What a thread is asked to evaluate. */
-export type DecideWork =
-  /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.decidePrepared): the common case … */
-  | { call: PreparedCall }
-  /** … an MCP decision with approvals (PolicyEngine.decide, on the shipped slice) … */
+export type EvaluationWork =
+  /** A decision without approvals, as its exact Cedar inputs (PolicyEngine.evaluateCall): the common case … */
+  | { call: CedarCall }
+  /** … an MCP decision with approvals (PolicyEngine.evaluate, on the shipped slice) … */
   | { input: Omit<DecisionInput, 'entities'>; entities: EntityJson[] }
-  /** … or a direct Cedar request (PolicyEngine.decideRequest; its request entities are already in the slice). */
+  /** … or a direct Cedar request (PolicyEngine.evaluateRequest; its request entities are already in the slice). */
   | { request: Omit<RequestInput, 'entities' | 'requestEntities'>; entities: EntityJson[] };
 
-export type DecideRequest = { id: number; engineId: string } & DecideWork;
+export type EvaluationJob = { id: number; engineId: string } & EvaluationWork;
 
 /**
  * Decisions travel in batches: everything asked in one turn of the event loop is one message, and its
@@ -35,7 +35,7 @@ export type DecideRequest = { id: number; engineId: string } & DecideWork;
 export type EvaluatorRequest =
   | { type: 'load'; engineId: string; bundle: PolicyBundle }
   | { type: 'unload'; engineId: string }
-  | { type: 'decide'; batch: DecideRequest[] };
+  | { type: 'evaluate'; batch: EvaluationJob[] };
 
 export type EvaluatorReply = Array<{ id: number; outcome: DecisionOutcome }>;
 
@@ -55,7 +55,7 @@ interface Thread {
   /** Engine ids this thread has been sent. */
   loaded: Set<string>;
   /** Decisions asked this turn, sent together at the end of it. */
-  outbox: DecideRequest[];
+  outbox: EvaluationJob[];
 }
 
 /** A thread that holds a decision this long is presumed wedged: it is replaced and its work redone. */
@@ -114,24 +114,22 @@ export class EvaluatorPool {
     }
   }
 
-  decide(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
+  evaluate(engine: PolicyEngine, input: DecisionInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
-    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decide(input);
-    let work: DecideWork;
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.evaluate(input);
+    let work: EvaluationWork;
     let memoKey: string | undefined;
     const entitiesVersion = engine.memo === undefined ? '' : input.entities.version;
     try {
-      let workOf: () => DecideWork;
+      let workOf: () => EvaluationWork;
       let residual: (() => DecisionOutcome | undefined) | undefined;
       if (input.approvals.length === 0 && engine.memo !== undefined) {
         // The key needs the narrowed context anyway: the Cedar inputs are built here once, with it, and
         // the thread only evaluates them. (Without a memo the thread builds them: off this event loop.)
-        const prepared = engine.prepareCall(input);
-        memoKey = prepared.memoKey;
-        // A closure over the prepared call (engine.ts), not a method that reads `this`.
-        // eslint-disable-next-line @typescript-eslint/unbound-method
-        residual = prepared.residual;
-        workOf = () => ({ call: prepared.call() });
+        const planned = engine.planCall(input);
+        memoKey = planned.memoKey;
+        residual = planned.residual;
+        workOf = () => ({ call: planned.call() });
       } else {
         memoKey = engine.memoKeyOf(input);
         workOf = () => {
@@ -152,42 +150,42 @@ export class EvaluatorPool {
       }
       work = workOf();
     } catch {
-      return engine.decide(input); // the engine turns the malformed request into its deny
+      return engine.evaluate(input); // the engine turns the malformed request into its deny
     }
     return kept(
       engine,
       memoKey,
       entitiesVersion,
-      this.dispatch(thread, engine, () => engine.decide(input), work),
+      this.dispatch(thread, engine, () => engine.evaluate(input), work),
     );
   }
 
-  /** PolicyEngine.decideRequest on a thread (in-process when there is none), with the same fail-over. */
-  decideRequest(engine: PolicyEngine, input: RequestInput): Promise<DecisionOutcome> | DecisionOutcome {
+  /** PolicyEngine.evaluateRequest on a thread (in-process when there is none), with the same fail-over. */
+  evaluateRequest(engine: PolicyEngine, input: RequestInput): Promise<DecisionOutcome> | DecisionOutcome {
     const thread = this.leastBusy();
-    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.decideRequest(input);
+    if (thread === undefined || !this.engines.has(engine.engineId)) return engine.evaluateRequest(input);
     let entities: EntityJson[];
     let memoKey: string | undefined;
     const entitiesVersion = input.entities.version;
     try {
-      // As for decide(): the memo answers a repeated question here, before any hop to a thread.
+      // As for evaluate(): the memo answers a repeated question here, before any hop to a thread.
       memoKey = engine.requestMemoKeyOf(input);
       const hit = memoHit(engine, memoKey, entitiesVersion);
       if (hit !== undefined) return hit;
       entities = engine.requestEntities(input);
     } catch {
-      return engine.decideRequest(input);
+      return engine.evaluateRequest(input);
     }
     const { entities: _source, requestEntities: _own, ...portable } = input;
     return kept(
       engine,
       memoKey,
       entitiesVersion,
-      this.dispatch(thread, engine, () => engine.decideRequest(input), { request: portable, entities }),
+      this.dispatch(thread, engine, () => engine.evaluateRequest(input), { request: portable, entities }),
     );
   }
 
-  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: DecideWork): Promise<DecisionOutcome> {
+  private dispatch(thread: Thread, engine: PolicyEngine, redo: () => DecisionOutcome, work: EvaluationWork): Promise<DecisionOutcome> {
     if (!thread.loaded.has(engine.engineId)) {
       thread.worker.postMessage({ type: 'load', engineId: engine.engineId, bundle: this.engines.get(engine.engineId)!.bundle } satisfies EvaluatorRequest);
       thread.loaded.add(engine.engineId);
@@ -206,7 +204,7 @@ export class EvaluatorPool {
     thread.outbox = [];
     // A thread retired since (its pending work was already redone in-process) gets nothing.
     if (batch.length === 0 || !this.threads.includes(thread)) return;
-    thread.worker.postMessage({ type: 'decide', batch } satisfies EvaluatorRequest);
+    thread.worker.postMessage({ type: 'evaluate', batch } satisfies EvaluatorRequest);
   }
 
   async close(): Promise<void> {

@@ -367,7 +367,7 @@ export function loadPolicyDir(dir: string, opts: { entities?: boolean; maxFileBy
  * The text of an `entities.json`, parsed and checked as a whole against the set's schema (or, without
  * one, for what Cedar can represent) → its entities, or POLICY_INVALID with every problem in `details`.
  * The one check for the file: at load (loadPolicyDir) and when an edit is applied while running
- * (Sidecar.syncEntitiesFile), so an entity a restart would refuse is never taken live.
+ * (PolicyReload.syncEntitiesFile, src/pdp/policy-reload.ts), so an entity a restart would refuse is never taken live.
  */
 export function checkEntitiesFile(text: string, schema: cedar.Schema | undefined): EntityJson[] {
   const entities = parseEntitiesJson(text, 'entities.json');

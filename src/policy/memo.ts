@@ -1,6 +1,6 @@
 /**
  * An exact-input decision memo: Cedar is a pure function of (policy set, entities, request), and so
- * is PolicyEngine.decide of what it hands Cedar. An agent doing the same job again asks the same
+ * is PolicyEngine.evaluate of what it hands Cedar. An agent doing the same job again asks the same
  * question with a fresh execution_id; the memo answers it without converting the request into wasm
  * again.
  *

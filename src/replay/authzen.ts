@@ -5,7 +5,7 @@
  * Re-deciding one exactly uses what the live AuthZEN path uses: its request mapping
  * (`src/authzen/request.ts` `requestInputOf`: properties added under the stored attributes as they
  * stood, an entity missing from the store built from its properties alone) and the engine's
- * `decideRequest`.
+ * `evaluateRequest`.
  */
 import { WritError } from '../errors.js';
 import { admitValue, type Json, type LosslessValue } from '../binding/index.js';
@@ -27,7 +27,7 @@ export type AuthzenDecider = (record: Record<string, unknown>, entities: EntityS
 /** The live AuthZEN path's decider for `engine` (kept async: callers await it). */
 export async function authzenDecider(engine: PolicyEngine): Promise<AuthzenDecider | undefined> {
   return (record, entities) => {
-    const outcome = engine.decideRequest(requestInputOf(evaluationOf(record), entities));
+    const outcome = engine.evaluateRequest(requestInputOf(evaluationOf(record), entities));
     return { decision: outcome.decision, reasons: outcome.reasons, errors: errorTexts(outcome.errors) };
   };
 }

@@ -2,7 +2,7 @@
  * The trusted entity store as it stood at any decision of a ledger export, rebuilt from the export's
  * `entity` records in seq order (policy replay, docs/protocol.md §12).
  *
- * Every change to the live store is one `entity` record (src/entities/entity-store.ts `stage`): admin
+ * Every change to the live store is one `entity` record (src/entities/entity-cache.ts `stage`): admin
  * PUTs (source `api`) and `<policy_dir>/entities.json` — seeded at first start and applied on every
  * edit (source `file`, deletions with `deleted: true`) — each carrying the `entities_version` the
  * change produced. A `policy` record names the files of a load, but not their content; the entity
@@ -11,7 +11,7 @@
  * Why an undo log: a decision is recorded with the `entities_version` it was evaluated against. Group
  * commit could put a decision's record just after an entity record it did not see (the entity change was
  * staged in the same batch, after the decision had been evaluated); writ now evaluates such a decision
- * again (entity-store.ts `settled`), but ledgers written before hold such records. The version tells which state the
+ * again (entity-cache.ts `settled`), but ledgers written before hold such records. The version tells which state the
  * decision saw; the timeline keeps the last UNDO_WINDOW changes so it can hand out that earlier state
  * as an overlay without copying the store. Versions are content digests, so any state with the
  * recorded version is the state the decision saw.

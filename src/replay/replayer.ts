@@ -7,7 +7,7 @@
 import type { PolicyEngine } from '../policy/engine.js';
 import { EntityTimeline, UNDO_WINDOW, type EntityRecord } from './entity-timeline.js';
 import { SupersededExecutions } from './executions.js';
-import { decisionInputOf, recordedDecisionOf, type RecordedDecision } from './request.js';
+import { recordInputOf, recordedDecisionOf, type RecordedDecision } from './request.js';
 import { decisionChanged, errorTexts, type ReplayChange } from './diff.js';
 import { isAuthzenDecision, type AuthzenDecider } from './authzen.js';
 
@@ -112,8 +112,8 @@ export class Replayer {
       candidate = { decision: outcome.decision, reasons: outcome.reasons };
       errors = outcome.errors ?? [];
     } else {
-      const input = decisionInputOf(record, this.entitiesFor(record), this.executions.viewFor(record));
-      const outcome = this.engine.decide(input);
+      const input = recordInputOf(record, this.entitiesFor(record), this.executions.viewFor(record));
+      const outcome = this.engine.evaluate(input);
       candidate = { decision: outcome.decision, reasons: outcome.reasons };
       errors = errorTexts(outcome.errors);
     }

@@ -86,7 +86,8 @@ function priorField(record: Record<string, unknown>): Prior {
   return prior;
 }
 
-export function decisionInputOf(record: Record<string, unknown>, entities: EntitySource, supersedes: SupersededView | undefined): DecisionInput {
+/** The DecisionInput a recorded decision was evaluated with, rebuilt from its record for replay. */
+export function recordInputOf(record: Record<string, unknown>, entities: EntitySource, supersedes: SupersededView | undefined): DecisionInput {
   const envelope = record.envelope;
   if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) throw bad(record.seq, 'the decision record has no envelope');
   const env = envelope as Record<string, unknown>;

@@ -128,7 +128,58 @@ export function schemaIssue(file: SchemaFile, value: unknown): SchemaIssue | nul
   return describe(fn.errors![0]!);
 }
 
-/** The bodies the route schemas (schemas/*.json) admit, as the code after a validator reads them. */
+/**
+ * The bodies the route schemas (schemas/*.json) admit, as the code after a validator reads them. Type
+ * aliases, not interfaces, where the body is handed on as plain JSON (`Record<string, unknown>`).
+ */
+
+/** schemas/envelope.json (docs/protocol.md §2). */
+export type DecisionEnvelope = {
+  task_id: string;
+  purpose: string;
+  requester: Uid;
+  actor: Uid;
+  subject: Uid;
+  authoritative_event?: string;
+  execute_after?: string;
+  evidence_refs?: string[];
+  supersedes?: string | null;
+  traceparent?: string;
+};
+/** schemas/decision-request.json: POST /v1/decisions. */
+export type DecisionRequest = {
+  execution_id: string;
+  phase: 'propose' | 'execute';
+  envelope: DecisionEnvelope;
+  identity_token?: string;
+  action: { server: string; tool: string; arguments: Record<string, unknown> };
+};
+/** schemas/tools-visible-request.json: POST /v1/tools/visible (§15). */
+export type ToolsVisibleRequest = {
+  envelope: DecisionEnvelope;
+  server: string;
+  tools: string[];
+  identity_token?: string;
+};
+/** schemas/events-request.json: POST /v1/executions/{id}/events (§17); each event's data is admitted after. */
+export type EventsRequest = {
+  events: Array<{ type: string; data: unknown }>;
+  identity_token?: string;
+};
+/** The members an AuthZEN request (schemas/authzen-evaluation(s)-request.json) may carry, each an object. */
+type AuthzenMembers = {
+  [k: string]: unknown;
+  subject?: Record<string, unknown>;
+  action?: Record<string, unknown>;
+  resource?: Record<string, unknown>;
+  context?: Record<string, unknown>;
+};
+/** schemas/authzen-evaluations-request.json: POST /access/v1/evaluations, the shape only (each item is checked with its defaults). */
+export type AuthzenEvaluationsRequest = AuthzenMembers & {
+  evaluations?: AuthzenMembers[];
+  options?: { evaluations_semantic?: 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit'; [k: string]: unknown };
+  [k: string]: unknown;
+};
 export interface ApprovalRequest {
   actor: Uid;
   execution_id: string;
@@ -176,14 +227,14 @@ const invalidRequest = (): ErrorCode => 'INVALID_REQUEST';
  * envelope) is ENVELOPE_INVALID; everything else (missing execution_id, bad phase, action not an
  * object, unknown top-level fields, a body that is not an object) is INVALID_REQUEST.
  */
-export function validateDecisionRequest(body: unknown): void {
+export function validateDecisionRequest(body: unknown): asserts body is DecisionRequest {
   check(decisionFn, body, (path) => (path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID' : 'INVALID_REQUEST'));
 }
 
 const toolsVisibleFn = VALIDATORS.get('tools-visible-request.json')!;
 
 /** Body of POST /v1/tools/visible (§15). ENVELOPE_INVALID for the envelope, else INVALID_REQUEST. */
-export function validateToolsVisibleRequest(body: unknown): void {
+export function validateToolsVisibleRequest(body: unknown): asserts body is ToolsVisibleRequest {
   check(toolsVisibleFn, body, (path) => (path === '/envelope' || path.startsWith('/envelope/') ? 'ENVELOPE_INVALID' : 'INVALID_REQUEST'));
 }
 
@@ -208,7 +259,7 @@ export function validateConfirmRequest(body: unknown): asserts body is ConfirmRe
 }
 
 /** Body of POST /v1/executions/{id}/events (§17), before each event's data is admitted. INVALID_REQUEST. */
-export function validateEventsRequest(body: unknown): void {
+export function validateEventsRequest(body: unknown): asserts body is EventsRequest {
   check(VALIDATORS.get('events-request.json')!, body, invalidRequest);
 }
 
@@ -226,6 +277,6 @@ export function authzenEvaluationIssue(body: unknown): SchemaIssue | null {
 }
 
 /** Body of POST /access/v1/evaluations (shape only: each item is checked with its defaults). INVALID_REQUEST. */
-export function validateAuthzenEvaluations(body: unknown): void {
+export function validateAuthzenEvaluations(body: unknown): asserts body is AuthzenEvaluationsRequest {
   check(authzenEvaluationsFn, body, invalidRequest);
 }

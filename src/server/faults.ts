@@ -8,7 +8,7 @@
  * Without the variable this module does nothing; production never sets it.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { FaultHooks } from '../store/store.js';
+import type { FaultHooks } from '../store/machine/group-commit.js';
 
 interface FaultSpec {
   label?: string;

@@ -3,36 +3,35 @@
  * sidecar, with hot reload and graceful shutdown (SIGTERM: stop accepting, finish in-flight requests,
  * write a checkpoint covering everything acknowledged, exit 0).
  */
-import { serve as serveHttp } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
-import type { createServer as createHttpServer, RequestListener, Server, ServerOptions } from 'node:http';
-import { createPublicServer, readTlsMaterial } from '../http/tls.js';
-import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
+import type { Server } from 'node:http';
+import { readTlsMaterial } from '../http/tls.js';
+import { appServer } from '../http/listener.js';
+import { fairnessOf } from '../http/fairness.js';
 import { generateDevTokens, parseListen, type WritConfig } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
-import { countUnroutedAnswers } from '../http/answered.js';
+import { countUnroutedAnswers } from '../http/answer-metrics.js';
 import { error as logError, info as logInfo, setLogFormat, warn as logWarn } from '../log/log.js';
 import { Authenticator, TokenTable } from '../http/auth.js';
 import { JwtVerifier } from '../identity/verify.js';
-import { rememberForwardedCaller } from '../http/client-certs.js';
-import { answeredBeforeBody, closeAfterAnswer } from '../http/linger.js';
 import { closeGracefully } from '../http/graceful-close.js';
 import { buildApp } from '../http/app.js';
+import { storeReadiness } from '../http/routes/health.js';
+import { AuthzenService } from '../authzen/handler.js';
 import { openStore } from '../store/open.js';
 import { openStoreWhenReachable } from './waiting.js';
 import { ensureKeyRecord, loadDeploymentKey, refuseLostLedger } from '../checkpoints/keys.js';
 import { dataFileOf } from '../store/layout.js';
 import { checkAgainstWitness } from '../checkpoints/witness.js';
-import { echoRequestId } from '../http/request-id.js';
 import { startCheckpointer } from '../checkpoints/checkpointer.js';
 import { CheckpointNotes, defaultOrigin } from '../checkpoints/notes.js';
 import { startWitnessSubmitter, type WitnessSubmitter } from '../checkpoints/witnesses.js';
 import { loadPolicyDir } from '../policy/load.js';
-import { Sidecar } from './sidecar.js';
+import { pdpServices, type PdpServices } from '../pdp/services.js';
+import type { PdpCore } from '../pdp/core.js';
 import { faultHooksFromEnv } from './faults.js';
 import { Fronts } from '../front/fronts.js';
-import { forwardedRequest } from '../front/forwarded-request.js';
-import { frontsAreThreads, frontThreadsSupported } from '../front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../front/node-version.js';
 import * as metrics from '../metrics/metrics.js';
 
 /** How long a stop waits for the witnesses to cosign the final checkpoint. */
@@ -40,7 +39,8 @@ const WITNESS_GRACE_MS = 2000;
 
 export interface RunningSidecar {
   url: string;
-  sidecar: Sidecar;
+  /** The decision core and its services. */
+  pdp: PdpServices;
   tokensFile?: string;
   devTokens?: Record<string, string>;
   /** Graceful stop: no new requests, in-flight ones finish, final checkpoint, store closed. */
@@ -83,6 +83,9 @@ export async function startSidecar(
       log,
       stopRequested: o.stopRequested ?? (() => false),
       tokens: config.tokens,
+      maxBodyBytes: config.max_body_bytes,
+      fairness: fairnessOf(config),
+      publicTiles: config.public_tiles,
       sharePort,
       ...(tls ? { tls } : {}),
       ...(config.public_url ? { publicUrl: config.public_url } : {}),
@@ -103,7 +106,7 @@ export async function startSidecar(
   let witnessSubmitter: WitnessSubmitter | undefined;
   let server: Server | undefined;
   let fronts: Fronts | undefined;
-  let created: Sidecar | undefined;
+  let created: PdpServices | undefined;
   try {
     // Before anything is written: a store behind (or beside) the checkpoints its witness holds is refused.
     if (config.witness_dir) await checkAgainstWitness(store, config.witness_dir);
@@ -119,9 +122,9 @@ export async function startSidecar(
     // share of the evaluator threads; this thread is the ledger writer and evaluates in-process only
     // what it decides again itself.
     const frontCount = config.http_threads;
-    const sidecar = new Sidecar(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
-    created = sidecar;
-    await sidecar.recordStartup();
+    const pdp = pdpServices(frontCount > 0 ? { ...config, evaluator_threads: 0 } : config, store, bundle);
+    created = pdp;
+    await pdp.policy.recordStartup();
     const submitter = config.witnesses.length > 0 ? startWitnessSubmitter(store, notes, config.witnesses) : undefined;
     witnessSubmitter = submitter;
     checkpointer = startCheckpointer(store, {
@@ -161,93 +164,68 @@ export async function startSidecar(
           })
         : undefined;
     const auth = new Authenticator(new TokenTable(tokenSpecs), jwt);
-    const app = buildApp({
-      sidecar,
-      auth,
-      maxBodyBytes: config.max_body_bytes,
-      ready: async () => !shuttingDown && (await store.writable()),
-      publicOrigin: () => publicUrl,
-      ...(config.public_url ? { publicUrl: config.public_url } : {}),
-      notes,
-      publicTiles: config.public_tiles,
-    });
     const cp = checkpointer;
+    const backend = {
+      pdp,
+      authzen: new AuthzenService(pdp.core),
+      readiness: storeReadiness({ store, policyVersion: () => pdp.core.engine.policyVersion, ready: async () => !shuttingDown && (await store.writable()) }),
+      notes,
+    };
 
     const { host, port } = parseListen(config.listen);
-    // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
-    // routes would never run: a route that answers ends the chain.)
-    const appFetch = async (request: Request, env?: unknown) => {
-      const res = await app.fetch(request, env);
-      // Answered before the body was read (413, or a refusal on the headers): linger, then close.
-      if (env !== undefined && (res.status === 413 || answeredBeforeBody(env))) closeAfterAnswer(env);
-      if (request.url.includes('/v1/')) cp.maybeCheckpoint();
-      return res;
-    };
-    // With fronts this thread's listener is a loopback one: the fronts pass through to it every request
-    // they neither decide themselves nor hand over by message.
-    // The public address is bound just below (by this listener, or by the fronts after it).
-    if (frontCount === 0) await stopWaiting();
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = serveHttp(
-        {
-          fetch: appFetch,
-          hostname: frontCount > 0 ? '127.0.0.1' : host,
-          port: frontCount > 0 ? 0 : port,
-          // A target the adapter would refuse with a bare 400 is refused here in the §8 shape, as a front does.
-          // HTTPS when this listener is the public one and the config names TLS files; the fronts' loopback
-          // upstream stays plain HTTP (the fronts terminate TLS).
-          createServer: ((options: ServerOptions, listener: RequestListener) =>
-            // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-            createPublicServer(frontCount === 0 ? tls : undefined, { ...options, requireHostHeader: false }, (req, res) => {
-              const problem = requestTargetProblem(req);
-              if (problem === undefined) return listener(req, res);
-              echoRequestId(req, res);
-              closeAfterAnswer({ incoming: req, outgoing: res });
-              refuseRequestTarget(res, problem);
-            })) as unknown as typeof createHttpServer,
-        },
-        () => resolve(s),
-      ) as Server;
-      s.once('error', reject);
-      s.on('clientError', answerClientError);
-    });
-    // Slow or idle clients must not hold resources forever (hundreds of idle sockets would).
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 30_000;
-    // Behind fronts this listener is their loopback upstream, and a front's agent reuses its idle
-    // connections until one second before the timeout the listener announces: with 5 s, a front whose
-    // timers ran late under load could send a request on a connection the listener was closing (a reset,
-    // answered 503). Its connections are the fronts' own, so they may stay idle for a minute.
-    server.keepAliveTimeout = frontCount > 0 ? 60_000 : 5_000;
-    const addr = server.address() as AddressInfo;
-    if (frontCount > 0) {
+    let address: AddressInfo | undefined;
+    if (frontCount === 0) {
+      const app = buildApp({
+        backend: { ...backend, ready: async () => (await backend.readiness.probe()).ready },
+        auth,
+        maxBodyBytes: config.max_body_bytes,
+        fairness: fairnessOf(config),
+        publicOrigin: () => publicUrl,
+        ...(config.public_url ? { publicUrl: config.public_url } : {}),
+        publicTiles: config.public_tiles,
+      });
+      // Checkpoint cadence is checked after every /v1 request. (A Hono middleware added after the
+      // routes would never run: a route that answers ends the chain.)
+      const appFetch = async (request: Request, env?: unknown) => {
+        const res = await app.fetch(request, env);
+        if (request.url.includes('/v1/')) cp.maybeCheckpoint();
+        return res;
+      };
+      await stopWaiting();
+      const listener = appServer(appFetch, { tls, hostname: host });
+      server = await new Promise<Server>((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(port, host, () => resolve(listener));
+      });
+      address = server.address() as AddressInfo;
+    } else {
+      // The fronts serve the app themselves, over calls by message to this thread's services
+      // (src/front/backend-calls.ts): this thread has no HTTP listener.
       fronts = await Fronts.start({
         // The waiting listener keeps the port until the fronts are loaded and bound beside it (or about to bind).
         ...(waited ? { heldPort: { shared: sharePort, release: stopWaiting } } : {}),
         count: frontCount,
         host,
         port,
-        mainPort: addr.port,
         tokens: tokenSpecs,
         jwtIssuers: config.jwt_issuers,
         maxBodyBytes: config.max_body_bytes,
-        core: sidecar.core,
-        decisions: sidecar.decisions,
+        core: pdp.core,
+        decisions: pdp.decisions,
         ...(tls ? { tls } : {}),
         evaluatorThreads: config.evaluator_threads,
         afterAnswer: () => cp.maybeCheckpoint(),
-        // A request a front hands over by message is answered by the same app as the loopback listener's.
         ...(jwt?.cache ? { keySet: jwt.cache.keySetFor.bind(jwt.cache) } : {}),
-        forward: async (f) => {
-          const request = forwardedRequest(f);
-          if (f.certificate) rememberForwardedCaller(request, f.certificate);
-          const res = await appFetch(request);
-          return { status: res.status, headers: [...res.headers], body: new Uint8Array(await res.arrayBuffer()) };
+        backend,
+        app: {
+          ...(config.public_url ? { publicUrl: config.public_url } : {}),
+          publicTiles: config.public_tiles,
+          notesOrigin: notes.origin,
         },
       });
     }
-    const publicPort = fronts ? fronts.port : addr.port;
-    const publicHost = fronts ? host : addr.address;
+    const publicPort = fronts ? fronts.port : address!.port;
+    const publicHost = fronts ? host : address!.address;
     const url = `${tls ? 'https' : 'http'}://${publicHost.includes(':') ? `[${publicHost}]` : publicHost}:${publicPort}`;
     publicUrl = url;
 
@@ -257,7 +235,7 @@ export async function startSidecar(
     const reloadTimer = setInterval(() => {
       if (reloading) return;
       reloading = true;
-      sidecar
+      pdp.policy
         .reloadIfChanged()
         .catch((e) => logError(`writ: reload failed: ${(e as Error).message}`))
         .finally(() => {
@@ -265,10 +243,10 @@ export async function startSidecar(
         });
     }, config.policy_poll_ms);
     reloadTimer.unref();
-    await sidecar.countExecutionStates();
-    const gaugeTimer = setInterval(() => updateExecutionGauge(sidecar), 5000);
+    await pdp.core.countExecutionStates();
+    const gaugeTimer = setInterval(() => updateExecutionGauge(pdp.core), 5000);
     gaugeTimer.unref();
-    updateExecutionGauge(sidecar);
+    updateExecutionGauge(pdp.core);
 
     if (fronts) {
       const kind = frontsAreThreads(frontCount) ? (frontCount === 1 ? 'thread' : 'threads') : 'processes';
@@ -277,9 +255,7 @@ export async function startSidecar(
     // The line that says the sidecar is ready (scripts and tests wait for it): everything is up by now.
     log(`writ serve: listening on ${url}`);
     log(`writ serve: policies ${config.policy_dir} (${bundle.policyVersion}, ${bundle.ids.length} ${bundle.ids.length === 1 ? 'policy' : 'policies'})`);
-    log(
-      `writ serve: ${store.kind === 'postgres' ? `database ${store.location}` : `data dir ${config.data_dir}`} (ledger ${await store.size()} records, head ${await store.head()})`,
-    );
+    log(`writ serve: ${store.where} (ledger ${await store.size()} records, head ${await store.head()})`);
     if (devTokens && tokensFile) {
       log(`writ serve: dev tokens (fresh on every start) written to ${tokensFile}:`);
       for (const [role, token] of Object.entries(devTokens)) log(`  ${role.padEnd(10)} ${token}`);
@@ -304,7 +280,7 @@ export async function startSidecar(
         clearInterval(gaugeTimer);
         // Fronts first: their in-flight decisions are answered by this thread's writes.
         await fronts?.close();
-        await closeGracefully(httpServer);
+        if (httpServer) await closeGracefully(httpServer);
         await cp.stop();
         // The final checkpoint goes to the witnesses too, if they answer soon; a slow one is not waited for.
         if (witnessSubmitter) {
@@ -313,10 +289,10 @@ export async function startSidecar(
           clearTimeout(timer);
           witnessSubmitter.stop();
         }
-        await sidecar.close();
+        await pdp.core.close();
         await store.close();
       })());
-    const running: RunningSidecar = { url, sidecar, close };
+    const running: RunningSidecar = { url, pdp, close };
     if (tokensFile) running.tokensFile = tokensFile;
     if (devTokens) running.devTokens = devTokens;
     return running;
@@ -326,14 +302,14 @@ export async function startSidecar(
     server?.close();
     await checkpointer?.stop().catch(() => undefined);
     witnessSubmitter?.stop();
-    await created?.close().catch(() => undefined);
+    await created?.core.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;
   }
 }
 
 /** Executions by state (kept current by the sidecar, O(1) here) and the ledger size, for /metrics. */
-function updateExecutionGauge(sidecar: Sidecar): void {
-  for (const [state, n] of Object.entries(sidecar.executionStates)) metrics.executionsByState.set({ state }, n);
-  metrics.ledgerRecords.set(sidecar.store.knownSize());
+function updateExecutionGauge(core: PdpCore): void {
+  for (const [state, n] of Object.entries(core.executionStates)) metrics.executionsByState.set({ state }, n);
+  metrics.ledgerRecords.set(core.store.knownSize());
 }

@@ -12,7 +12,7 @@ import type { EntitySource } from '../policy/entities.js';
 import type { PolicyEngine } from '../policy/engine.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
 import { checkDelegatedIdentity, fillDelegatedIdentity } from '../pdp/admission.js';
-import { sameUid, type Uid } from '../util/uid.js';
+import { sameUid } from '../util/uid.js';
 
 export interface ToolsVisibleAnswer {
   visible: string[];
@@ -20,11 +20,9 @@ export interface ToolsVisibleAnswer {
 }
 
 export function visibleTools(engine: PolicyEngine, entities: EntitySource, caller: Caller, text: string): ToolsVisibleAnswer {
-  // biome-ignore lint/suspicious/noExplicitAny: the body before its schema check, filled in place
-  let body: Record<string, any>;
+  let body: unknown;
   try {
-    // biome-ignore lint/suspicious/noExplicitAny: the body before its schema check
-    body = toPlain(parseLossless(text)) as Record<string, any>;
+    body = toPlain(parseLossless(text));
   } catch (e) {
     if (e instanceof WritError) throw e;
     throw new WritError('INVALID_JSON', 'the body is not JSON');
@@ -32,21 +30,21 @@ export function visibleTools(engine: PolicyEngine, entities: EntitySource, calle
   // A delegated pep (writ gateway, docs/protocol.md §13) sends its client's identity_token, which the
   // route has verified into `caller`: the envelope's requester and actor are that token's, as in a decision.
   const delegated = caller.requester !== undefined;
+  const members = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
   if (delegated) {
-    delete body.identity_token;
+    if (members !== undefined) delete members.identity_token;
     fillDelegatedIdentity(body, caller);
-  } else if (body !== null && typeof body === 'object' && body.identity_token !== undefined) {
+  } else if (members?.identity_token !== undefined) {
     throw new WritError('INVALID_REQUEST', 'identity_token is sent only by a delegated pep (docs/protocol.md §13)', { path: '/identity_token' });
   }
   validateToolsVisibleRequest(body);
-  const envelope = body.envelope as { actor: Uid; requester: Uid; subject: Uid };
+  const { envelope, server } = body;
   if (delegated) checkDelegatedIdentity(envelope, caller);
   if (!sameUid(envelope.actor, caller.actor!)) {
     throw new WritError('ACTOR_MISMATCH', 'envelope.actor is not the actor bound to this token', { path: '/envelope/actor' });
   }
-  const server = body.server as string;
   const visible: string[] = [];
-  for (const tool of new Set(body.tools as string[])) {
+  for (const tool of new Set(body.tools)) {
     if (engine.mayBeCalled({ actor: envelope.actor, requester: envelope.requester, subject: envelope.subject, server, tool, entities })) visible.push(tool);
   }
   return { visible, policy_version: engine.policyVersion };

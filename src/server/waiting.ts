@@ -6,27 +6,21 @@
  * (its data calls are then refused), AuthZEN discovery and `/openapi.json`; what a running replica
  * refuses before reading the database (unknown route 404, other method 405, token 401, role 403) is
  * refused alike, and every other request 503 STORE_UNAVAILABLE (nothing is decided, nothing is
- * allowed) — and keeps trying; once the database answers it starts for
+ * allowed): the sidecar's own app over an unavailable backend — and keeps trying; once the database answers it starts for
  * real on the same address. A database that answers but refuses (bad password, no such database) is a
  * configuration error: that still ends the start at once.
  */
 import type { Server } from 'node:http';
-import { createPublicServer, type TlsMaterial } from '../http/tls.js';
-import { getRequestListener } from '@hono/node-server';
-import { Hono } from 'hono';
-import { answerClientError, refuseRequestTarget, requestTargetProblem } from '../http/request-target.js';
-import { echoRequestId } from '../http/request-id.js';
-import { bearerOf, requireRole, TokenTable } from '../http/auth.js';
-import { looksLikeJwt } from '../identity/verify.js';
-import type { Role } from '../config/config.js';
-import { buildOpenApi } from '../schemas/openapi.js';
-import type { TokenSpec } from '../config/config.js';
-import { registerConsoleRoutes } from '../console/routes.js';
-import { registerAuthzenDiscovery } from '../authzen/routes.js';
 import type { AddressInfo, ListenOptions } from 'node:net';
+import type { TlsMaterial } from '../http/tls.js';
+import { bearerOf, TokenTable } from '../http/auth.js';
+import { buildApp } from '../http/app.js';
+import type { FairnessSettings } from '../http/fairness.js';
+import { appServer } from '../http/listener.js';
+import { looksLikeJwt } from '../identity/verify.js';
+import type { TokenSpec } from '../config/config.js';
 import { probePort } from '../front/probe-port.js';
 import { isWritError, WritError } from '../errors.js';
-import * as metrics from '../metrics/metrics.js';
 import type { LedgerStore } from '../store/types.js';
 import { parseListen } from '../config/config.js';
 
@@ -64,6 +58,10 @@ export interface WaitOptions {
   sharePort?: boolean;
   /** The config's TLS material: the waiting listener speaks HTTPS on the public port like the sidecar after it. */
   tls?: TlsMaterial;
+  /** The config's body limit, callers' shares and `public_tiles`, as the running app applies them. */
+  maxBodyBytes: number;
+  fairness: FairnessSettings;
+  publicTiles?: boolean;
 }
 
 /**
@@ -105,74 +103,30 @@ export async function openStoreWhenReachable(
   }
 }
 
-/** The waiting replica's routes: those that need no database, and 503 for the rest. */
-function waitingApp(o: WaitOptions, origin: () => string | undefined): Hono {
-  const app = new Hono();
-  const refuse = () => new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
-  app.onError((err) => {
-    const e = isWritError(err) ? err : refuse();
-    return Response.json(e.toBody(), { status: e.status });
-  });
-  // Every answer closes its connection, so that a client's next request reaches the real start.
-  app.use('*', async (c, next) => {
-    await next();
-    c.res.headers.set('connection', 'close');
-  });
-  app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/readyz', (c) => c.json({ ready: false }, 503));
-  app.get('/metrics', async (c) => c.body(await metrics.renderMetrics(), 200, { 'content-type': metrics.metricsContentType }));
+/**
+ * The waiting replica's app: the sidecar's own (src/http/app.ts) over an unavailable backend, so every
+ * route answers as a running replica's would up to the point where it needs the database, and there
+ * with 503 STORE_UNAVAILABLE.
+ */
+export function waitingApp(o: WaitOptions, origin: () => string | undefined) {
+  const refusal = () => new WritError('STORE_UNAVAILABLE', 'the database is unreachable; this replica is waiting for it');
   const tokens = new TokenTable(o.tokens ?? []);
-  registerConsoleRoutes(app, { tokens });
-  registerAuthzenDiscovery(app, { publicOrigin: origin, ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}) });
-  const openapi = buildOpenApi();
-  app.get('/openapi.json', (c) => c.json(openapi));
-  // What a running replica would refuse before it reads the database is refused the same way here:
-  // an unknown route 404, a known path with another method 405, a missing or unknown token 401, a
-  // role the route does not admit 403. Only a request a running replica would go on with is 503.
-  const routes = apiRoutes(openapi);
-  app.all('*', (c) => {
-    const path = c.req.path;
-    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
-    const atPath = routes.filter((r) => r.path.test(path));
-    const route = atPath.find((r) => r.method === method);
-    if (!route) {
-      if (atPath.length === 0) throw new WritError('NOT_FOUND', `no route ${c.req.method} ${path}`);
-      const allow = atPath.map((r) => r.method).join(', ');
-      const e = new WritError('METHOD_NOT_ALLOWED', `${path} answers ${allow}, not ${c.req.method}`);
-      return c.json(e.toBody(), 405, { allow });
-    }
-    // A JWT is verified only by a running replica (its keys are fetched then): until then it is 503 as any request that would go on.
-    const bearer = bearerOf(c.req.header('authorization'));
-    if (route.roles && !(bearer !== undefined && looksLikeJwt(bearer) && tokens.find(c.req.header('authorization')) === undefined)) {
-      requireRole(tokens.authenticate(c.req.header('authorization')), route.roles);
-    }
-    throw refuse();
+  return buildApp({
+    backend: { refusal },
+    auth: {
+      // A JWT is verified only by a running replica (its keys are fetched then): until then it is 503 as any request that would go on.
+      authenticate: async (header) => {
+        const bearer = bearerOf(header);
+        if (bearer !== undefined && looksLikeJwt(bearer) && tokens.find(header) === undefined) throw refusal();
+        return [tokens.authenticate(header)];
+      },
+    },
+    maxBodyBytes: o.maxBodyBytes,
+    fairness: o.fairness,
+    publicOrigin: origin,
+    ...(o.publicUrl ? { publicUrl: o.publicUrl } : {}),
+    publicTiles: o.publicTiles ?? false,
   });
-  // A console file that does not exist: 404, as a running replica answers.
-  app.notFound((c) => {
-    const e = new WritError('NOT_FOUND', `no route ${c.req.method} ${c.req.path}`);
-    return Response.json(e.toBody(), { status: e.status });
-  });
-  return app;
-}
-
-/** The API's routes, from its OpenAPI document: method, a matcher of the path, the roles admitted (null: no auth). */
-function apiRoutes(openapi: Record<string, unknown>): Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> {
-  const routes: Array<{ method: string; path: RegExp; roles: readonly Role[] | null }> = [];
-  for (const [template, ops] of Object.entries(openapi.paths as Record<string, Record<string, Record<string, unknown>>>)) {
-    const path = new RegExp(
-      '^' +
-        template
-          .split(/\{[^}]+\}/)
-          .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-          .join('[^/]+') +
-        '$',
-    );
-    for (const [method, op] of Object.entries(ops)) {
-      routes.push({ method: method.toUpperCase(), path, roles: (op['x-writ-roles'] as Role[] | undefined) ?? null });
-    }
-  }
-  return routes;
 }
 
 /** The waiting listener's URL as its log line and AuthZEN discovery name it. */
@@ -183,19 +137,7 @@ function urlOf(address: AddressInfo, tls: TlsMaterial | undefined): string {
 async function listenWhileWaiting(o: WaitOptions): Promise<Server> {
   const { host, port } = parseListen(o.listen);
   let origin: string | undefined;
-  const listener = getRequestListener(waitingApp(o, () => origin).fetch);
-  // No Host on HTTP/1.1 is refused by requestTargetProblem in the §8 shape, not by Node's bare 400.
-  const server = createPublicServer(o.tls, { requireHostHeader: false }, (req, res) => {
-    echoRequestId(req, res);
-    const problem = requestTargetProblem(req);
-    if (problem !== undefined) {
-      req.resume();
-      res.setHeader('connection', 'close');
-      return refuseRequestTarget(res, problem);
-    }
-    void listener(req, res);
-  });
-  server.on('clientError', answerClientError);
+  const server = appServer(waitingApp(o, () => origin).fetch, { tls: o.tls, hostname: host, closeEveryConnection: true });
   const bound = o.sharePort ? await probePort(host, port) : port;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -11,11 +11,19 @@
  *   t_executions | t_approvals | t_entities | t_meta   string key → JSON text
  *   internal  string key → string (format version, readiness probe)
  * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
+ *
+ * Two formats, marked in `internal` under `format`, share those keys and differ in how values are held:
+ *   1  records and table rows as plain UTF-8 text (stores made before format 2; opened as they are)
+ *   2  records and table rows LZ4-compressed by lmdb-js against RECORD_DICTIONARY (dictionary.ts), so
+ *      a decision costs about half its text; new stores get it
+ * In both, records are put with MDB_APPEND (Store's commit): seqs only grow, and an appended key starts
+ * a new page instead of splitting the last one in half, which left one record per 4 KiB page.
  */
 import { closeSync, existsSync, mkdirSync, openSync, readSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { WritError } from '../errors.js';
+import { RECORD_DICTIONARY } from './dictionary.js';
 
 export type Table = 'executions' | 'approvals' | 'entities' | 'meta';
 export const TABLES: readonly Table[] = ['executions', 'approvals', 'entities', 'meta'];
@@ -24,13 +32,20 @@ export const INDEXES: readonly IndexName[] = ['idx_kind', 'idx_actor', 'idx_exec
 
 export const STORE_SUBDIR = 'store';
 export const FORMAT_KEY = 'format';
-export const FORMAT_VERSION = '1';
+/** The format new stores get. */
+export const FORMAT_VERSION = '2';
+export type StoreFormat = '1' | '2';
+export const STORE_FORMATS: readonly string[] = ['1', '2'];
+/** Values shorter than this are stored as they are in a format-2 store (too short to gain). */
+const COMPRESSION_THRESHOLD = 64;
 
 export type IndexKey = [string, number];
 export type NodeKey = [number, number];
 
 export interface StoreDbs {
   env: RootDatabase;
+  /** The store's format: its marker, or for a store without one, the format it is being created in. */
+  format: StoreFormat;
   records: Database<string, number>;
   merkle: Database<Buffer, NodeKey>;
   indexes: Record<IndexName, Database<string, IndexKey>>;
@@ -41,6 +56,8 @@ export interface StoreDbs {
 export interface LayoutOptions {
   durability?: 'sync' | 'flushed';
   mapSizeBytes?: number;
+  /** The format of a store that has no marker yet (a new one): FORMAT_VERSION unless a test asks for '1'. */
+  newFormat?: StoreFormat;
 }
 
 /** Opens (creating when absent) the store of a data dir. LMDB-level failures become WritErrors. */
@@ -66,22 +83,45 @@ export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
     throw lmdbOpenError(dataDir, e);
   }
   try {
+    const internal = env.openDB<string, string>({ name: 'internal', encoding: 'string' });
+    // An unknown marker opens as format 1 here; Store.open refuses it (it names the format it found).
+    const format: StoreFormat = ((m) => (m === undefined ? (o.newFormat ?? FORMAT_VERSION) : m === '2' ? '2' : '1'))(internal.get(FORMAT_KEY));
+    // Values of the records and tables: plain text in format 1, LZ4 against the dictionary in format 2.
+    // Either way what a reader gets back is the text that was put (lmdb-js decompresses on read).
+    const values = { encoding: 'string' as const, ...(format === '2' ? { compression: compressionOf() } : {}) };
     const indexes = {} as Record<IndexName, Database<string, IndexKey>>;
     for (const name of INDEXES) indexes[name] = env.openDB<string, IndexKey>({ name, encoding: 'string' });
     const tables = {} as Record<Table, Database<string, string>>;
-    for (const t of TABLES) tables[t] = env.openDB<string, string>({ name: `t_${t}`, encoding: 'string' });
+    for (const t of TABLES) tables[t] = env.openDB<string, string>({ name: `t_${t}`, ...values });
     return {
       env,
-      records: env.openDB<string, number>({ name: 'records', encoding: 'string' }),
+      format,
+      records: env.openDB<string, number>({ name: 'records', ...values }),
       merkle: env.openDB<Buffer, NodeKey>({ name: 'merkle', encoding: 'binary' }),
       indexes,
       tables,
-      internal: env.openDB<string, string>({ name: 'internal', encoding: 'string' }),
+      internal,
     };
   } catch (e) {
     void env.close();
     throw lmdbOpenError(dataDir, e);
   }
+}
+
+/**
+ * Puts a record after the last one stored with MDB_APPEND, so full pages stay full (LMDB otherwise
+ * splits the last page in half). The seq must be greater than every stored one, as a chain's next is;
+ * lmdb-js takes the flag in an options object its put() types do not declare.
+ */
+export function appendRecord(dbs: StoreDbs, seq: number, text: string): void {
+  // Inside a write transaction lmdb-js writes at once and throws on failure; the promise only reports an
+  // ifVersion condition, which this put does not set.
+  void (dbs.records.put as (key: number, value: string, options: { append: boolean }) => Promise<boolean>).call(dbs.records, seq, text, { append: true });
+}
+
+/** lmdb-js compression settings of a format-2 store (one object per open: it holds a decompression buffer). */
+function compressionOf(): { threshold: number; dictionary: Buffer } {
+  return { threshold: COMPRESSION_THRESHOLD, dictionary: RECORD_DICTIONARY };
 }
 
 function lmdbOpenError(dataDir: string, e: unknown): WritError {

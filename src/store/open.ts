@@ -2,7 +2,8 @@
  * Opens the store a config names (docs/protocol.md §9): PostgreSQL when `database_url` is set (replicas
  * share it), otherwise the LMDB store of `data_dir`, exactly as before.
  */
-import { Store, type FaultHooks } from './store.js';
+import { Store } from './lmdb/lmdb-store.js';
+import type { FaultHooks } from './machine/group-commit.js';
 import { PgStore } from './postgres/pg-store.js';
 import type { LedgerStore } from './types.js';
 

@@ -20,7 +20,7 @@ import { loadSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
 import { lockDataDir } from './lock.js';
 import { INDEXES, indexTermsOf, openStoreDbs, requireExistingStore, settleCommitError, type StoreDbs } from './layout.js';
 import { scanChain } from './integrity.js';
-import { indexTerm } from './store.js';
+import { indexTerm } from './seal.js';
 
 export { chainBreakPayload } from '../ledger/signing.js';
 

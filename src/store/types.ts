@@ -1,13 +1,14 @@
 /**
  * The store seam (docs/protocol.md §6, §9): what the decision path, the state machine, approvals, entities,
  * the checkpointer, key handling and the auditor routes need from a durable store, whichever one it is:
- * the embedded LMDB store of a data dir (store.ts) or a PostgreSQL database shared by replicas
+ * the embedded LMDB store of a data dir (lmdb/lmdb-store.ts) or a PostgreSQL database shared by replicas
  * (postgres/pg-store.ts).
  *
  * Writes keep one synchronous-callback API: `write(fn)` runs `fn` against a transaction view and
- * resolves with its result only once the write is durable (LMDB fsync / PostgreSQL COMMIT). A callback
- * must be re-runnable: the PostgreSQL store may run it again after fetching a row it asked for, so it
- * may only read through `tx`, compute, and make idempotent assignments outside the tx.
+ * resolves with its result only once the write is durable (LMDB fsync / PostgreSQL COMMIT). Both stores
+ * get it from one store machine (machine/group-commit.ts, machine/overlay.ts). A callback must be
+ * re-runnable: the PostgreSQL store may run it again after fetching a row it asked for, so it may only
+ * read through `tx`, compute, and make idempotent assignments outside the tx.
  *
  * Reads may answer synchronously (LMDB: memory-mapped, the hot path stays lean) or with a promise
  * (PostgreSQL): callers always `await` them, and iterate `entries`/`exportLines` with `for await`.
@@ -63,10 +64,19 @@ export interface RecordQuery {
 
 export interface LedgerStore {
   readonly kind: 'lmdb' | 'postgres';
-  /** True when other processes write the same store: in-memory caches must be re-checked in writes. */
+  /**
+   * True when other processes write the same store: in-memory caches must be re-checked in writes.
+   * Only what is about replicas branches on it, each keeping a meta row a replica reads under the write
+   * lock (the embedded store has one writer and keeps none): the entities version (entities/entity-cache.ts),
+   * the policy version a joint start records once (pdp/policy-reload.ts), the ledger key a rotation moves
+   * (checkpoints/keys.ts), the last checkpoint's end and time (checkpoints/checkpointer.ts), and the
+   * witness dir replicas may share (checkpoints/witness.ts).
+   */
   readonly shared: boolean;
   /** Where the store lives, for messages (a data dir, or a database URL without its password). */
   readonly location: string;
+  /** The store as the start's log line names it: `data dir D` or `database URL` (no password). */
+  readonly where: string;
 
   write<T>(fn: (tx: WriteTx) => T, opts?: WriteOptions): Promise<T>;
   /**

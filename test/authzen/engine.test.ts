@@ -1,5 +1,5 @@
 /**
- * PolicyEngine.decideRequest (the AuthZEN entry): the same answers on evaluator threads as
+ * PolicyEngine.evaluateRequest (the AuthZEN entry): the same answers on evaluator threads as
  * in-process, the same with and without narrowing, approval_required as for MCP decisions, and
  * request entities that never leak into the store.
  */
@@ -24,7 +24,7 @@ function exampleInputs(entities: StaticEntitySource): RequestInput[] {
   return cases.map((c) => requestInputOf(authzenRequestOf(c.authzen, false).evaluations[0]!, entities));
 }
 
-test('evaluator threads answer decideRequest exactly as the in-process engine does', async () => {
+test('evaluator threads answer evaluateRequest exactly as the in-process engine does', async () => {
   const bundle = loadPolicyDir(EXAMPLE);
   const entities = new StaticEntitySource(bundle.seedEntities);
   const engine = new PolicyEngine(bundle);
@@ -32,10 +32,10 @@ test('evaluator threads answer decideRequest exactly as the in-process engine do
   pool.register(engine, bundle);
   try {
     const inputs = exampleInputs(entities);
-    const answers = await Promise.all(inputs.map((i) => pool.decideRequest(engine, i)));
+    const answers = await Promise.all(inputs.map((i) => pool.evaluateRequest(engine, i)));
     const kinds = new Set<string>();
     inputs.forEach((input, i) => {
-      assert.deepEqual(answers[i], engine.decideRequest(input));
+      assert.deepEqual(answers[i], engine.evaluateRequest(input));
       kinds.add(answers[i].decision);
     });
     assert.deepEqual([...kinds].sort(), ['allow', 'deny']);
@@ -52,11 +52,11 @@ test('a thread that dies mid-flight loses no AuthZEN evaluation: redone in-proce
   pool.register(engine, bundle);
   try {
     const inputs = exampleInputs(entities);
-    const inFlight = inputs.map((i) => pool.decideRequest(engine, i));
+    const inFlight = inputs.map((i) => pool.evaluateRequest(engine, i));
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
     inputs.forEach((input, i) => {
-      assert.deepEqual(answers[i], engine.decideRequest(input));
+      assert.deepEqual(answers[i], engine.evaluateRequest(input));
     });
     assert.equal(pool.size, 1, 'a replacement thread was started');
   } finally {
@@ -99,20 +99,20 @@ test('narrowing changes nothing, and approval_required is derived as for MCP dec
       [ask({ rows: 1 }, 'read', { type: 'doc', id: 'missing' }), 'deny', []],
     ];
     for (const [input, decision, reasons] of cases) {
-      const got = narrow.decideRequest(input);
+      const got = narrow.evaluateRequest(input);
       assert.equal(got.decision, decision, JSON.stringify(input.context));
       assert.deepEqual(got.reasons, reasons);
-      assert.deepEqual(got, whole.decideRequest(input));
+      assert.deepEqual(got, whole.evaluateRequest(input));
     }
     // Request entities (properties) are narrowed like stored ones: same answers either way.
     const withOwn = {
       ...ask({ rows: 5 }),
       requestEntities: [{ uid: { type: 'user', id: 'u' }, attrs: { level: 1, name: 'X', extra: { deep: 1 } }, parents: [] }],
     };
-    assert.equal(narrow.decideRequest(withOwn).decision, 'deny');
-    assert.deepEqual(narrow.decideRequest(withOwn), whole.decideRequest(withOwn));
-    assert.deepEqual(narrow.decideRequest(ask({ rows: 500 })).obligations, [{ policy: 'big-read', approver_group: 'group::"owners"' }]);
-    assert.ok(narrow.decideRequest(ask({})).errors.length > 0);
+    assert.equal(narrow.evaluateRequest(withOwn).decision, 'deny');
+    assert.deepEqual(narrow.evaluateRequest(withOwn), whole.evaluateRequest(withOwn));
+    assert.deepEqual(narrow.evaluateRequest(ask({ rows: 500 })).obligations, [{ policy: 'big-read', approver_group: 'group::"owners"' }]);
+    assert.ok(narrow.evaluateRequest(ask({})).errors.length > 0);
   } finally {
     cleanup();
   }
@@ -136,8 +136,8 @@ test('request entities are used for one evaluation only and never change the sto
       entities,
     };
     const withV = { ...base, requestEntities: [{ uid: { type: 'user', id: 'v' }, attrs: { level: 7 }, parents: [] }] };
-    assert.equal(engine.decideRequest(withV).decision, 'allow');
-    assert.equal(engine.decideRequest(base).decision, 'deny');
+    assert.equal(engine.evaluateRequest(withV).decision, 'allow');
+    assert.equal(engine.evaluateRequest(base).decision, 'deny');
     assert.equal(entities.get('user::"v"'), undefined);
   } finally {
     cleanup();

@@ -7,7 +7,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUNDLED_POLICIES, generateDevTokens, loadConfig } from '../../src/config/config.js';
-import { frontsAreThreads, frontThreadsSupported } from '../../src/front/support.js';
+import { frontsAreThreads, frontThreadsSupported } from '../../src/front/node-version.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

@@ -4,40 +4,21 @@
 // subject, not a mix. In-process against the real sidecar and LMDB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/store.js';
-import { Sidecar } from '../../src/server/sidecar.js';
-import { loadPolicyDir } from '../../src/policy/load.js';
+import type { Store } from '../../src/store/lmdb/lmdb-store.js';
+import type { PdpServices } from '../../src/pdp/services.js';
+import { openPdp } from '../helpers/pdp.js';
 import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js';
 import type { Caller } from '../../src/identity/caller.js';
-import { offboardingBody, REPO } from '../helpers/server.js';
+import { offboardingBody } from '../helpers/server.js';
 
 const PEP: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id: 'offboarding-agent-prod' } };
 const HR: Caller = { role: 'approver', name: 'test-hr', principal: { type: 'User', id: 'hr-5519' } };
 const ADMIN: Caller = { role: 'admin', name: 'test-admin' };
 
-async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: Sidecar }> {
-  const dir = mkdtempSync(join(tmpdir(), 'writ-entity-race-'));
-  const config: WritConfig = {
-    ...DEFAULTS,
-    tokens: [],
-    policy_dir: join(REPO, 'policies'),
-    data_dir: join(dir, 'data'),
-    evaluator_threads: 0,
-    http_threads: 0,
-  };
-  const store = await Store.open({ dataDir: config.data_dir });
-  const sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
-  await sidecar.recordStartup();
-  t.after(async () => {
-    await sidecar.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { store, sidecar };
+async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: PdpServices }> {
+  const opened = await openPdp('writ-entity-race-');
+  t.after(() => opened.close());
+  return { store: opened.store, sidecar: opened.pdp };
 }
 
 /**
@@ -63,18 +44,18 @@ test('concurrent admin changes of different entities: every acknowledged change 
   const { store, sidecar } = await openSidecar(t);
   for (let round = 0; round < 5; round++) {
     const changes = Array.from({ length: 6 }, (_, i) => ({ type: 'Agent', id: `agent-${i}`, level: round * 10 + i }));
-    await Promise.all(changes.map((c) => sidecar.putEntity(ADMIN, c.type, c.id, JSON.stringify({ attrs: { level: c.level }, parents: [] }))));
-    for (const c of changes) assert.deepEqual((await sidecar.getEntity(c.type, c.id)).attrs, { level: c.level }, `${c.id} in round ${round}`);
+    await Promise.all(changes.map((c) => sidecar.entities.putEntity(ADMIN, c.type, c.id, JSON.stringify({ attrs: { level: c.level }, parents: [] }))));
+    for (const c of changes) assert.deepEqual((await sidecar.entities.getEntity(c.type, c.id)).attrs, { level: c.level }, `${c.id} in round ${round}`);
   }
   for (const r of await replayEntities(store)) assert.equal(r.named, r.actual, `entity record ${r.seq} names the version the ledger gives`);
-  assert.equal(sidecar.entities.version, (await replayEntities(store)).at(-1)!.actual, "the live entities are the ledger's");
+  assert.equal(sidecar.core.entities.version, (await replayEntities(store)).at(-1)!.actual, "the live entities are the ledger's");
 });
 
 test('an approval given while a change of its subject lands binds the subject as it is after that change (it stays valid)', async (t) => {
   const { sidecar } = await openSidecar(t);
   const body = offboardingBody({ execution_id: 'OFF-9100:disable' });
-  const proposed = await sidecar.decide(PEP, JSON.stringify(body));
-  const subject = await sidecar.getEntity('Employee', '7721');
+  const proposed = await sidecar.decisions.decide(PEP, JSON.stringify(body));
+  const subject = await sidecar.entities.getEntity('Employee', '7721');
   const approval = JSON.stringify({
     actor: body.envelope.actor,
     execution_id: body.execution_id,
@@ -83,13 +64,18 @@ test('an approval given while a change of its subject lands binds the subject as
     expires_at: new Date(Date.now() + 3_600_000).toISOString(),
   });
   // The change is staged (in the store's open batch, not durable yet) when the approval is written.
-  const change = sidecar.putEntity(ADMIN, 'Employee', '7721', JSON.stringify({ attrs: { ...subject.attrs, note: 'changed' }, parents: subject.parents }));
-  for (let i = 0; i < 1000 && sidecar.entities.settled; i++) await Promise.resolve();
-  assert.equal(sidecar.entities.settled, false, 'the change is staged and not yet durable');
-  const given = sidecar.approve(HR, approval);
+  const change = sidecar.entities.putEntity(
+    ADMIN,
+    'Employee',
+    '7721',
+    JSON.stringify({ attrs: { ...subject.attrs, note: 'changed' }, parents: subject.parents }),
+  );
+  for (let i = 0; i < 1000 && sidecar.core.entities.settled; i++) await Promise.resolve();
+  assert.equal(sidecar.core.entities.settled, false, 'the change is staged and not yet durable');
+  const given = sidecar.approvals.approve(HR, approval);
   await change;
   const { approval_id } = (await given) as { approval_id: string };
-  const view = (await sidecar.getExecution(PEP.actor!, body.execution_id)) as {
+  const view = (await sidecar.executions.getExecution(PEP.actor!, body.execution_id)) as {
     approvals: Array<{ approval_id: string; valid: boolean; invalid_reason?: string }>;
   };
   const mine = view.approvals.find((a) => a.approval_id === approval_id)!;

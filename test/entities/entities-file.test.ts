@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { entitiesFileChanges } from '../../src/entities/entity-store.js';
+import { entitiesFileChanges } from '../../src/entities/entity-cache.js';
 import type { EntityJson } from '../../src/policy/entities.js';
 import { afterPolls, call, REPO, startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';

@@ -3,7 +3,7 @@
  * an admin rewriting one entity dozens of times a second, an evaluation could lose its write to a newly
  * staged change 20 times in a row and answer 503 "the entities keep changing"). A decision or
  * evaluation that lost twice now holds off new entity changes on its process until it is recorded
- * (EntityStore.hold()); the ledger order stays right (every decision names the version in force).
+ * (EntityCache.hold()); the ledger order stays right (every decision names the version in force).
  * The starvation itself is rare on this machine (the review saw 2 runs in 40; this load did not show
  * it without the fix either): the second test holds the mechanism to its contract directly.
  */
@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { call, offboardingBody, TEST_TOKENS } from '../helpers/server.js';
 import { AUTHZEN_QUESTION, staleDecisions, startRaceServer } from './race-server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
-import { EntityStore } from '../../src/entities/entity-store.js';
+import { EntityCache } from '../../src/entities/entity-cache.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { nextTurn } from '../helpers/wait.js';
 
@@ -59,8 +59,8 @@ test('decisions and evaluations are answered while an admin rewrites an entity a
   }
 });
 
-test('EntityStore.hold(): entity writers wait until every hold is released, each release counted once', async () => {
-  const entities = new EntityStore({ shared: false } as unknown as LedgerStore);
+test('EntityCache.hold(): entity writers wait until every hold is released, each release counted once', async () => {
+  const entities = new EntityCache({ shared: false } as unknown as LedgerStore);
   await entities.unheld(); // nothing held: at once
   const first = entities.hold();
   const second = entities.hold();

@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/store.js';
-import { Sidecar } from '../../src/server/sidecar.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { pdpServices } from '../../src/pdp/services.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import type { Caller } from '../../src/identity/caller.js';
 import { offboardingBody } from '../helpers/server.js';
@@ -49,21 +49,21 @@ test('a retry whose retried execution commits while the retry is being written i
       },
     },
   });
-  const sidecar = new Sidecar(config, store, loadPolicyDir(policyDir));
+  const sidecar = pdpServices(config, store, loadPolicyDir(policyDir));
   t.after(async () => {
-    await sidecar.close();
+    await sidecar.core.close();
     await store.close();
   });
-  await sidecar.recordStartup();
+  await sidecar.policy.recordStartup();
 
-  const first = await sidecar.decide(CALLER, body('T-1', null));
+  const first = await sidecar.decisions.decide(CALLER, body('T-1', null));
   assert.equal(first.decision, 'allow');
   assert.equal(first.state, 'invoking');
 
   armed = true;
-  const retry = sidecar.decide(CALLER, body('T-2', 'T-1'));
+  const retry = sidecar.decisions.decide(CALLER, body('T-2', 'T-1'));
   await atGate; // evaluated on T-1 `invoking` (allowed), its write not yet applied
-  const outcome = await sidecar.outcome(CALLER, 'T-1', JSON.stringify({ status: 'committed' }));
+  const outcome = await sidecar.executions.outcome(CALLER, 'T-1', JSON.stringify({ status: 'committed' }));
   assert.equal(outcome.state, 'committed');
   release();
 
@@ -74,6 +74,6 @@ test('a retry whose retried execution commits while the retry is being written i
   const record = (await store.getRecord(answer.record.seq))!;
   assert.ok(answer.record.seq > (outcome.record as { seq: number }).seq, 'recorded after the outcome it saw');
   assert.equal(record.decision, 'deny');
-  const retried = await sidecar.getExecution(CALLER.actor!, 'T-1');
+  const retried = await sidecar.executions.getExecution(CALLER.actor!, 'T-1');
   assert.equal(retried.superseded_by, 'T-2', 'the slot is still taken by the retry');
 });

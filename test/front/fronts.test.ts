@@ -15,7 +15,7 @@ import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer
 import { until } from '../helpers/wait.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
-import { frontThreadsSupported } from '../../src/front/support.js';
+import { frontThreadsSupported } from '../../src/front/node-version.js';
 import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { verifyInclusion } from '../../src/ledger/merkle/verify.js';
 

@@ -25,7 +25,7 @@ import {
 import { recordHash, ZERO_HASH } from '../../src/ledger/record.js';
 import { verifyExportSync } from '../../src/ledger/verify.js';
 import { startSidecar } from '../../src/server/serve.js';
-import type { Sidecar } from '../../src/server/sidecar.js';
+import type { PdpServices } from '../../src/pdp/services.js';
 import { jcs } from '../../src/util/canonical.js';
 import { REPO } from '../helpers/server.js';
 
@@ -87,7 +87,7 @@ function body(i: number, phase: 'propose' | 'execute', tool: 'read' | 'disable')
   });
 }
 
-async function run(sidecar: Sidecar, clockFile: string, ops: Op[]): Promise<void> {
+async function run(sidecar: PdpServices, clockFile: string, ops: Op[]): Promise<void> {
   let clock = Date.parse('2026-08-24T10:30:00Z');
   writeFileSync(clockFile, new Date(clock).toISOString());
   const bound: Array<{ binding: string; envelope_digest: string } | undefined> = [];
@@ -104,31 +104,35 @@ async function run(sidecar: Sidecar, clockFile: string, ops: Op[]): Promise<void
     switch (o.op) {
       case 'decide': {
         const tool = (tools[o.exec] ??= o.tool);
-        const r = await tolerate(sidecar.decide(PEP, body(o.exec, o.phase, tool)));
+        const r = await tolerate(sidecar.decisions.decide(PEP, body(o.exec, o.phase, tool)));
         if (r) bound[o.exec] = { binding: r.binding, envelope_digest: r.envelope_digest };
         break;
       }
       case 'approve':
         if (bound[o.exec])
           await tolerate(
-            sidecar.approve(
+            sidecar.approvals.approve(
               HR,
               JSON.stringify({ actor: ACTOR, execution_id: IDS[o.exec], ...bound[o.exec], expires_at: new Date(clock + 3600_000).toISOString() }),
             ),
           );
         break;
       case 'outcome':
-        await tolerate(sidecar.outcome(PEP, IDS[o.exec]!, JSON.stringify({ status: o.status })));
+        await tolerate(sidecar.executions.outcome(PEP, IDS[o.exec]!, JSON.stringify({ status: o.status })));
         break;
       case 'reconcile':
-        await tolerate(sidecar.reconcile(ACTOR, IDS[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), RECONCILER));
+        await tolerate(sidecar.executions.reconcile(ACTOR, IDS[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), RECONCILER));
         break;
       case 'confirm':
-        await tolerate(sidecar.confirm(ACTOR, IDS[o.exec]!, JSON.stringify({ evidence_ref: 'sor:1' }), RECONCILER));
+        await tolerate(sidecar.executions.confirm(ACTOR, IDS[o.exec]!, JSON.stringify({ evidence_ref: 'sor:1' }), RECONCILER));
         break;
       case 'events':
         await tolerate(
-          sidecar.events(PEP, IDS[o.exec]!, JSON.stringify({ events: Array.from({ length: o.count }, (_, k) => ({ type: `step.${k}`, data: { k } })) })),
+          sidecar.executions.events(
+            PEP,
+            IDS[o.exec]!,
+            JSON.stringify({ events: Array.from({ length: o.count }, (_, k) => ({ type: `step.${k}`, data: { k } })) }),
+          ),
         );
         break;
       case 'tick':
@@ -259,8 +263,8 @@ test('random request sequences verify; every re-sealed single-record mutation §
       const running = await startSidecar(config, { devTokens: false, log: () => undefined });
       const lines: string[] = [];
       try {
-        await run(running.sidecar, clockFile, ops);
-        for await (const line of running.sidecar.store.exportLines()) lines.push(line);
+        await run(running.pdp, clockFile, ops);
+        for await (const line of running.pdp.core.store.exportLines()) lines.push(line);
       } finally {
         await running.close();
         rmSync(dir, { recursive: true, force: true });

@@ -5,15 +5,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '../../src/store/store.js';
-import { EntityStore } from '../../src/entities/entity-store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { EntityCache } from '../../src/entities/entity-cache.js';
 import { commitWithRevalidation, MAX_ATTEMPTS, type Proposal } from '../../src/pdp/commit.js';
 import { WritError } from '../../src/errors.js';
 
-async function openCore(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; entities: EntityStore }> {
+async function openCore(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; entities: EntityCache }> {
   const dir = mkdtempSync(join(tmpdir(), 'writ-pdp-commit-'));
   const store = await Store.open({ dataDir: join(dir, 'data') });
-  const entities = new EntityStore(store);
+  const entities = new EntityCache(store);
   await entities.reload();
   t.after(async () => {
     await store.close();

@@ -507,8 +507,8 @@ test(`differential: every engine configuration and an evaluator thread answer as
           seen.set(expected.decision + (expected.errors ? '+errors' : ''), (seen.get(expected.decision + (expected.errors ? '+errors' : '')) ?? 0) + 1);
           const input: DecisionInput = { ...req, entities: sources[which] };
           const replay: string = `seed ${SEED}, case ${c}, store ${which}, request ${JSON.stringify(req)}\npolicies:\n${policies.map((p) => p.text).join('\n')}`;
-          for (const [name, engine] of Object.entries(engines)) assert.deepEqual(comparable(engine.decide(input)), expected, `${name}: ${replay}`);
-          assert.deepEqual(comparable(await pool.decide(threaded, input)), expected, `thread: ${replay}`);
+          for (const [name, engine] of Object.entries(engines)) assert.deepEqual(comparable(engine.evaluate(input)), expected, `${name}: ${replay}`);
+          assert.deepEqual(comparable(await pool.evaluate(threaded, input)), expected, `thread: ${replay}`);
         }
         residualAnswers += engines.memo!.residualAnswers + engines.tinyMemo!.residualAnswers;
       } finally {

@@ -84,8 +84,8 @@ test('optional context fields are absent, evidence_refs is an empty set, when th
 });
 
 test('allow names the determining permits; deny without any permit has no reasons', () => {
-  assert.deepEqual(engineFor({ 'p.cedar': PERMIT_ALL }).decide(input()), { decision: 'allow', reasons: ['permit-all'], errors: [], obligations: [] });
-  assert.deepEqual(engineFor({ 'p.cedar': 'permit(principal, action, resource) when { false };' }).decide(input()), {
+  assert.deepEqual(engineFor({ 'p.cedar': PERMIT_ALL }).evaluate(input()), { decision: 'allow', reasons: ['permit-all'], errors: [], obligations: [] });
+  assert.deepEqual(engineFor({ 'p.cedar': 'permit(principal, action, resource) when { false };' }).evaluate(input()), {
     decision: 'deny',
     reasons: [],
     errors: [],
@@ -94,7 +94,7 @@ test('allow names the determining permits; deny without any permit has no reason
 });
 
 test('approval_required when every determining forbid requires approval and the rest allows', () => {
-  const outcome = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR, NEEDS_LEGAL].join('\n') }).decide(input());
+  const outcome = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR, NEEDS_LEGAL].join('\n') }).evaluate(input());
   assert.deepEqual(outcome, {
     decision: 'approval_required',
     reasons: ['needs-hr', 'needs-legal'],
@@ -107,12 +107,12 @@ test('approval_required when every determining forbid requires approval and the 
 });
 
 test('a plain forbid among the determining ones makes it a deny', () => {
-  const outcome = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR, PLAIN_FORBID].join('\n') }).decide(input());
+  const outcome = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR, PLAIN_FORBID].join('\n') }).evaluate(input());
   assert.deepEqual(outcome, { decision: 'deny', reasons: ['needs-hr', 'plain'], errors: [], obligations: [] });
 });
 
 test('requires_approval forbids without a permit behind them: deny, not approval_required', () => {
-  const outcome = engineFor({ 'p.cedar': NEEDS_HR }).decide(input());
+  const outcome = engineFor({ 'p.cedar': NEEDS_HR }).evaluate(input());
   assert.deepEqual(outcome, { decision: 'deny', reasons: ['needs-hr'], errors: [], obligations: [] });
 });
 
@@ -125,7 +125,7 @@ test('approvals are tried earliest first; the first that allows is used', () => 
     approval('bob-earliest', 'bob', '2026-08-24T08:00:00Z'),
     approval('alice-earlier', 'alice', '2026-08-24T11:00:00+02:00'),
   ];
-  assert.deepEqual(engine.decide(input({ approvals, entities })), {
+  assert.deepEqual(engine.evaluate(input({ approvals, entities })), {
     decision: 'allow',
     reasons: ['permit-all'],
     errors: [],
@@ -144,13 +144,13 @@ test('approvals given in the same millisecond are tried in the order they were g
     ['a-given-first', 'z-given-second'],
   ] as const) {
     const approvals = [approval(first, 'carol', at), approval(second, 'alice', '2026-08-24T10:00:00+02:00')];
-    assert.equal(engine.decide(input({ approvals, entities })).approval_used, first);
+    assert.equal(engine.evaluate(input({ approvals, entities })).approval_used, first);
   }
 });
 
 test('approvals that satisfy nothing leave the outcome of the evaluation without approver', () => {
   const engine = engineFor({ 'p.cedar': [PERMIT_ALL, NEEDS_HR].join('\n') });
-  const outcome = engine.decide(input({ approvals: [approval('legal-only', 'bob', '2026-08-24T08:00:00Z')] }));
+  const outcome = engine.evaluate(input({ approvals: [approval('legal-only', 'bob', '2026-08-24T08:00:00Z')] }));
   assert.deepEqual(outcome, {
     decision: 'approval_required',
     reasons: ['needs-hr'],
@@ -166,14 +166,14 @@ test('an approver is an entity of the slice: ancestors reach Cedar transitively'
     { uid: { type: 'Team', id: 'payroll' }, attrs: {}, parents: [{ type: 'Role', id: 'hr' }] },
     { uid: { type: 'User', id: 'dave' }, attrs: {}, parents: [{ type: 'Team', id: 'payroll' }] },
   ]);
-  const outcome = engine.decide(input({ entities, approvals: [approval('dave', 'dave', '2026-08-24T08:00:00Z')] }));
+  const outcome = engine.evaluate(input({ entities, approvals: [approval('dave', 'dave', '2026-08-24T08:00:00Z')] }));
   assert.equal(outcome.decision, 'allow');
   assert.equal(outcome.approval_used, 'dave');
 });
 
 test('fail closed: a forbid that errors denies even though Cedar would allow', () => {
   const engine = engineFor({ 'p.cedar': [PERMIT_ALL, '@id("hold") forbid(principal, action, resource) when { resource.legal_hold };'].join('\n') });
-  const outcome = engine.decide(input());
+  const outcome = engine.evaluate(input());
   assert.equal(outcome.decision, 'deny');
   assert.deepEqual(outcome.reasons, []);
   assert.equal(outcome.errors.length, 1);
@@ -183,13 +183,13 @@ test('fail closed: a forbid that errors denies even though Cedar would allow', (
 
 test('fail closed: an entity missing from the store, a malformed envelope, an unconvertible timestamp', () => {
   const engine = engineFor({ 'p.cedar': [PERMIT_ALL, '@id("trusted-only") forbid(principal, action, resource) unless { principal.trusted };'].join('\n') });
-  const missing = engine.decide(input({ actor: { type: 'Agent', id: 'ghost' } }));
+  const missing = engine.evaluate(input({ actor: { type: 'Agent', id: 'ghost' } }));
   assert.equal(missing.decision, 'deny');
   assert.match(missing.errors[0]!.message, /does not exist/);
-  const noRequester = engine.decide(input({ envelope: { task_id: 'T', purpose: 'p' } }));
+  const noRequester = engine.evaluate(input({ envelope: { task_id: 'T', purpose: 'p' } }));
   assert.equal(noRequester.decision, 'deny');
   assert.match(noRequester.errors[0]!.message, /requester/);
-  const badTime = engine.decide(input({ envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'req' }, execute_after: 'tomorrow' } }));
+  const badTime = engine.evaluate(input({ envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: 'req' }, execute_after: 'tomorrow' } }));
   assert.equal(badTime.decision, 'deny');
   assert.equal(badTime.errors.length, 1);
 });
@@ -207,11 +207,11 @@ test('with a schema, a request that fails validation is a deny with errors', () 
         prior: { committed: Long, unknown: Long, invoking: Long, proposed_allowed: Long } } };`,
     'p.cedar': '@id("ok") permit(principal, action == Action::"s/t", resource) when { principal.trusted && context.arguments.n == 1 };',
   });
-  assert.deepEqual(engine.decide(input()), { decision: 'allow', reasons: ['ok'], errors: [], obligations: [] });
-  const extra = engine.decide(input({ cedarArguments: { n: 1, extra: 'x' } }));
+  assert.deepEqual(engine.evaluate(input()), { decision: 'allow', reasons: ['ok'], errors: [], obligations: [] });
+  const extra = engine.evaluate(input({ cedarArguments: { n: 1, extra: 'x' } }));
   assert.equal(extra.decision, 'deny');
   assert.match(extra.errors[0]!.message, /extra/);
-  const otherTool = engine.decide(input({ tool: 'unknown' }));
+  const otherTool = engine.evaluate(input({ tool: 'unknown' }));
   assert.equal(otherTool.decision, 'deny');
   assert.ok(otherTool.errors.length > 0);
 });
@@ -221,7 +221,7 @@ test('the bundled story: propose, early execute, approved execute, legal hold, w
   const engine = new PolicyEngine(bundle);
   const entities = new StaticEntitySource(bundle.seedEntities);
   const story = (phase: 'propose' | 'execute', now: string, approvals: ValidApproval[], subject = '7721') =>
-    engine.decide({
+    engine.evaluate({
       actor: { type: 'Agent', id: 'offboarding-agent-prod' },
       server: 'idp',
       tool: 'disable_sign_in',
@@ -264,7 +264,7 @@ test('the bundled story: propose, early execute, approved execute, legal hold, w
 test('two engines over different sets never share preparsed state', () => {
   const allow = engineFor({ 'p.cedar': PERMIT_ALL });
   const deny = engineFor({ 'p.cedar': '@id("no") forbid(principal, action, resource);' });
-  assert.equal(allow.decide(input()).decision, 'allow');
-  assert.equal(deny.decide(input()).decision, 'deny');
-  assert.equal(allow.decide(input()).decision, 'allow');
+  assert.equal(allow.evaluate(input()).decision, 'allow');
+  assert.equal(deny.evaluate(input()).decision, 'deny');
+  assert.equal(allow.evaluate(input()).decision, 'allow');
 });

@@ -49,8 +49,9 @@ test('a forbid reached through an attribute applies whoever the requester is (th
         envelope: { task_id: 'T', purpose: 'p', requester: { type: 'User', id: requester } },
         entities: new StaticEntitySource(store),
       });
-      for (const engine of engines) assert.deepEqual([engine.decide(call).decision, engine.decide(call).reasons], ['deny', ['manager-suspended']], requester);
-      const viaThread = await pool.decide(threaded, call);
+      for (const engine of engines)
+        assert.deepEqual([engine.evaluate(call).decision, engine.evaluate(call).reasons], ['deny', ['manager-suspended']], requester);
+      const viaThread = await pool.evaluate(threaded, call);
       assert.deepEqual([viaThread.decision, viaThread.reasons], ['deny', ['manager-suspended']], `${requester} on a thread`);
       // AuthZEN names the request directly: the same reach.
       const request = {
@@ -61,8 +62,8 @@ test('a forbid reached through an attribute applies whoever the requester is (th
         requestEntities: [],
         entities: new StaticEntitySource(store),
       };
-      assert.equal(engines[0]!.decideRequest(request).decision, 'deny');
-      assert.equal((await pool.decideRequest(threaded, request)).decision, 'deny');
+      assert.equal(engines[0]!.evaluateRequest(request).decision, 'deny');
+      assert.equal((await pool.evaluateRequest(threaded, request)).decision, 'deny');
     }
   });
 });
@@ -85,9 +86,9 @@ test('entities named in a policy, and the action with its groups, are in the sli
   ];
   await withAllEngines(policies, async (engines) => {
     for (const engine of engines) {
-      const allowed = engine.decide(input({ entities: new StaticEntitySource(store) }));
+      const allowed = engine.evaluate(input({ entities: new StaticEntitySource(store) }));
       assert.deepEqual([allowed.decision, [...allowed.reasons].sort(), allowed.errors], ['allow', ['group', 'hr-literal'], []]);
-      const frozen = engine.decide(input({ tool: 'frozen', entities: new StaticEntitySource(store) }));
+      const frozen = engine.evaluate(input({ tool: 'frozen', entities: new StaticEntitySource(store) }));
       assert.deepEqual([frozen.decision, frozen.reasons], ['deny', ['blocked-group']]);
     }
   });
@@ -140,7 +141,7 @@ test('on generated stores and policies, writ decides as Cedar handed the whole s
         const truth = cedarWithWholeStore(policies, call, store);
         const expectReasons = truth.reasons.map((r) => `g.cedar#${r.replace(/^policy/, '')}`).sort();
         for (const engine of [...engines, 'thread' as const]) {
-          const got = engine === 'thread' ? await pool.decide(threaded, call) : engine.decide(call);
+          const got = engine === 'thread' ? await pool.evaluate(threaded, call) : engine.evaluate(call);
           const what = `round ${round}, requester ${requester}:\n${policies}`;
           assert.equal(got.decision === 'approval_required' ? 'deny' : got.decision, truth.decision, what);
           if (got.errors.length === 0 && truth.decision === 'allow') assert.deepEqual([...got.reasons].sort(), expectReasons, what);

@@ -51,10 +51,10 @@ test('evaluator threads answer exactly what the in-process engine answers', asyn
   pool.register(engine, bundle);
   try {
     const requests = storyRequests();
-    const answers = await Promise.all(requests.map((r) => pool.decide(engine, r)));
+    const answers = await Promise.all(requests.map((r) => pool.evaluate(engine, r)));
     const kinds = new Set<string>();
     requests.forEach((r, i) => {
-      assert.deepEqual(answers[i], engine.decide(r));
+      assert.deepEqual(answers[i], engine.evaluate(r));
       kinds.add(answers[i].decision);
     });
     assert.deepEqual([...kinds].sort(), ['allow', 'approval_required', 'deny']);
@@ -69,7 +69,7 @@ test('zero threads is a pass-through to the engine', () => {
   pool.register(engine, bundle);
   assert.equal(pool.size, 0);
   const request = storyRequests()[0]!;
-  assert.deepEqual(pool.decide(engine, request), engine.decide(request));
+  assert.deepEqual(pool.evaluate(engine, request), engine.evaluate(request));
 });
 
 test('a thread that dies mid-flight loses no decision: its work is redone in-process and it is replaced', async () => {
@@ -78,16 +78,16 @@ test('a thread that dies mid-flight loses no decision: its work is redone in-pro
   pool.register(engine, bundle);
   try {
     const requests = storyRequests();
-    const inFlight = requests.map((r) => pool.decide(engine, r));
+    const inFlight = requests.map((r) => pool.evaluate(engine, r));
     // Kill the thread while it holds the requests (terminate() is what a crash looks like to the pool).
     await (pool as unknown as { threads: Array<{ worker: { terminate(): Promise<number> } }> }).threads[0]!.worker.terminate();
     const answers = await Promise.all(inFlight);
     requests.forEach((r, i) => {
-      assert.deepEqual(answers[i], engine.decide(r));
+      assert.deepEqual(answers[i], engine.evaluate(r));
     });
     assert.equal(pool.size, 1, 'a replacement thread was started');
-    const again = await pool.decide(engine, requests[3]!);
-    assert.deepEqual(again, engine.decide(requests[3]!));
+    const again = await pool.evaluate(engine, requests[3]!);
+    assert.deepEqual(again, engine.evaluate(requests[3]!));
   } finally {
     await pool.close();
   }
@@ -103,12 +103,12 @@ test('after a reload, decisions on the new engine and ones still naming the old 
     try {
       pool.register(oldEngine, bundle);
       const request = storyRequests()[7]!; // disable_sign_in, execute, HR approval, after 17:00 → allow
-      const before = pool.decide(oldEngine, request);
+      const before = pool.evaluate(oldEngine, request);
       pool.register(newEngine, newBundle);
-      const after = pool.decide(newEngine, request);
-      const stillOld = pool.decide(oldEngine, request);
+      const after = pool.evaluate(newEngine, request);
+      const stillOld = pool.evaluate(oldEngine, request);
       assert.equal((await before).decision, 'allow');
-      assert.deepEqual(await after, newEngine.decide(request));
+      assert.deepEqual(await after, newEngine.evaluate(request));
       assert.equal((await after).decision, 'deny');
       assert.equal((await stillOld).decision, 'allow');
     } finally {
@@ -124,14 +124,14 @@ test('close() answers what is still in flight', async () => {
   const pool = new EvaluatorPool(1);
   pool.register(engine, bundle);
   const requests = storyRequests();
-  const inFlight = requests.map((r) => pool.decide(engine, r));
+  const inFlight = requests.map((r) => pool.evaluate(engine, r));
   await pool.close();
   const answers = await Promise.all(inFlight);
   requests.forEach((r, i) => {
-    assert.deepEqual(answers[i], engine.decide(r));
+    assert.deepEqual(answers[i], engine.evaluate(r));
   });
   // A closed pool evaluates in-process.
-  assert.deepEqual(pool.decide(engine, requests[0]!), engine.decide(requests[0]!));
+  assert.deepEqual(pool.evaluate(engine, requests[0]!), engine.evaluate(requests[0]!));
 });
 
 test('threads hold every engine the pool may still send them, whatever order they first saw them in', async () => {
@@ -141,10 +141,10 @@ test('threads hold every engine the pool may still send them, whatever order the
     const [a, b, c, d, e] = Array.from({ length: 5 }, () => new PolicyEngine(bundle));
     for (const engine of [a, b, c, d]) pool.register(engine!, bundle);
     // The thread first sees them in the order b, c, d, a …
-    for (const engine of [b, c, d, a]) assert.equal((await pool.decide(engine!, request)).decision, 'allow');
+    for (const engine of [b, c, d, a]) assert.equal((await pool.evaluate(engine!, request)).decision, 'allow');
     // … then a fifth engine pushes the oldest registered (a) out: b must still be there.
     pool.register(e!, bundle);
-    for (const engine of [e, b, c, d, a]) assert.deepEqual(await pool.decide(engine!, request), engine!.decide(request));
+    for (const engine of [e, b, c, d, a]) assert.deepEqual(await pool.evaluate(engine!, request), engine!.evaluate(request));
   } finally {
     await pool.close();
   }
@@ -156,7 +156,7 @@ test('a decision not answered by its deadline is refused with EVALUATION_TIMEOUT
   pool.register(engine, bundle);
   try {
     const request = storyRequests()[0]!;
-    const answer = Promise.resolve(pool.decide(engine, request));
+    const answer = Promise.resolve(pool.evaluate(engine, request));
     // The batch goes to the thread only at the end of this turn: holding the turn past the deadline and
     // the watchdog's period makes the watchdog run first, whatever the thread's speed.
     const heldUntil = Date.now() + 60;

@@ -1,4 +1,5 @@
 /** Temp policy directories for the policy tests; each test removes its own. */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,12 @@ import { StaticEntitySource, type EntityJson } from '../../src/policy/entities.j
 
 export const BUNDLED_DIR = fileURLToPath(new URL('../../../policies', import.meta.url));
 export const WRIT_BIN = fileURLToPath(new URL('../../../bin/writ', import.meta.url));
+
+/** `writ policy <args>` as a user runs it: exit status, output, and stdout's lines. */
+export function writPolicy(...args: string[]): { status: number | null; stdout: string; stderr: string; lines: string[] } {
+  const r = spawnSync(process.execPath, [WRIT_BIN, 'policy', ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, lines: r.stdout.trimEnd().split('\n') };
+}
 
 /** Writes `files` (relative path → text) into a fresh temp dir and returns it with its cleanup. */
 export function tempPolicyDir(files: Record<string, string>): { dir: string; cleanup: () => void } {
@@ -52,7 +59,7 @@ export function input(overrides: Partial<DecisionInput> = {}): DecisionInput {
 /**
  * Runs `fn` with four engines over `policies`: narrowed (the default), the reference that hands Cedar
  * the whole set, context and slice, one without a memo, and one behind an evaluator thread — with a one-entry memo, so a
- * thread is handed the narrowed Cedar call itself (PreparedCall) and nearly every request still goes to it.
+ * thread is handed the narrowed Cedar call itself (CedarCall) and nearly every request still goes to it.
  */
 export async function withEngines(
   policies: Record<string, string>,

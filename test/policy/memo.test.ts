@@ -33,7 +33,7 @@ cleanup();
 
 const uid = (type: string, id: string) => ({ type, id });
 
-/** A mutable trusted store: every change moves `version`, as the sidecar's EntityStore does. */
+/** A mutable trusted store: every change moves `version`, as the sidecar's EntityCache does. */
 class MutableEntities implements EntitySource {
   private byKey = new Map<string, EntityJson>();
   version = '';
@@ -175,8 +175,8 @@ test('the memoized engine answers exactly as the uncached engine (decision, reas
           }
           const input = toInput(requestOf(bases, step), entities);
           const before = memoized.memo!.hits;
-          const got = memoized.decide(input);
-          assert.deepStrictEqual(got, uncached.decide(input));
+          const got = memoized.evaluate(input);
+          assert.deepStrictEqual(got, uncached.evaluate(input));
           // What the memo served cannot be altered by the caller that received it.
           got.reasons.push('mutated');
           got.errors.push({ message: 'mutated' });
@@ -206,12 +206,12 @@ test('decisions answered through the evaluator pool with the memo equal the unca
         continue;
       }
       const input = toInput(requestOf(bases, step), entities);
-      const expected = uncached.decide(input);
+      const expected = uncached.evaluate(input);
       // Several in flight at once, as under load: the same question asked twice before either answer.
-      const [a, b] = await Promise.all([pool.decide(memoized, input), pool.decide(memoized, input)]);
+      const [a, b] = await Promise.all([pool.evaluate(memoized, input), pool.evaluate(memoized, input)]);
       assert.deepStrictEqual(a, expected);
       assert.deepStrictEqual(b, expected);
-      assert.deepStrictEqual(await pool.decide(memoized, input), expected);
+      assert.deepStrictEqual(await pool.evaluate(memoized, input), expected);
     }
     assert.ok(memoized.memo!.hits > 100, `pool memo hits ${memoized.memo!.hits}`);
     // A reload registers a new engine: the old one's memo is dropped.
@@ -296,14 +296,14 @@ test('AuthZEN requests: the memoized engine, in-process and through the evaluato
       const base = bases[step.base % bases.length]!;
       const r = step.tweak === undefined ? base : { ...base, [step.tweak[0]]: step.tweak[1][step.tweak[0]] };
       const input = toRequestInput(r, entities);
-      const expected = uncached.decideRequest(input);
-      const got = memoized.decideRequest(input);
+      const expected = uncached.evaluateRequest(input);
+      const got = memoized.evaluateRequest(input);
       assert.deepStrictEqual(got, expected);
       got.reasons.push('mutated'); // what the memo served cannot be altered by its receiver
-      const [a, b] = await Promise.all([pool.decideRequest(pooled, input), pool.decideRequest(pooled, input)]);
+      const [a, b] = await Promise.all([pool.evaluateRequest(pooled, input), pool.evaluateRequest(pooled, input)]);
       assert.deepStrictEqual(a, expected);
       assert.deepStrictEqual(b, expected);
-      assert.deepStrictEqual(await pool.decideRequest(pooled, input), expected);
+      assert.deepStrictEqual(await pool.evaluateRequest(pooled, input), expected);
       asked++;
     }
     // Not vacuous: both memos answered a good share.
@@ -569,7 +569,7 @@ test('a resource keyed by its type alone: the memoized engine still answers exac
       return (request, _step, entities) => {
         const input = resourceInput(request, entities);
         const before = memoized.memo!.hits + memoized.residualAnswers;
-        assert.deepStrictEqual(memoized.decide(input), uncached.decide(input), JSON.stringify(request));
+        assert.deepStrictEqual(memoized.evaluate(input), uncached.evaluate(input), JSON.stringify(request));
         return memoized.memo!.hits + memoized.residualAnswers - before;
       };
     },
@@ -661,7 +661,7 @@ test('AuthZEN: a resource keyed by its type alone: the memoized engine still ans
       return (request, step, entities) => {
         const input = resourceRequestInput(request, step, entities);
         const before = memoized.memo!.hits;
-        assert.deepStrictEqual(memoized.decideRequest(input), uncached.decideRequest(input), JSON.stringify({ request, step }));
+        assert.deepStrictEqual(memoized.evaluateRequest(input), uncached.evaluateRequest(input), JSON.stringify({ request, step }));
         return memoized.memo!.hits - before;
       };
     },

@@ -129,11 +129,11 @@ test('narrowed decisions equal whole-set, whole-context decisions (500 random re
         now: new Date(pick(['2025-06-01T00:00:00Z', '2026-08-24T10:00:00Z'])),
         entities,
       });
-      const got = narrowed.decide(request);
-      const expected = reference.decide(request);
+      const got = narrowed.evaluate(request);
+      const expected = reference.evaluate(request);
       const what = JSON.stringify({ tool: request.tool, phase: request.phase, args: request.cedarArguments, approvals: request.approvals.length });
       assert.deepEqual(got, expected, what);
-      assert.deepEqual(await pool.decide(threaded, request), expected, `on the thread: ${what}`);
+      assert.deepEqual(await pool.evaluate(threaded, request), expected, `on the thread: ${what}`);
       seen.add(got.decision);
     }
     // The sample reached every kind of answer, so the comparison covered each path.
@@ -217,10 +217,10 @@ test('leaving empty entities out of the first evaluation changes no decision and
         approvals: pick([[], [staff], [outsider], [outsider, staff]]),
         entities,
       });
-      const expected = reference.decide(request);
+      const expected = reference.evaluate(request);
       const what = JSON.stringify({ tool: request.tool, subject: request.subject, requester, approvals: request.approvals.length });
-      assert.deepEqual(narrowed.decide(request), expected, what);
-      assert.deepEqual(await pool.decide(threaded, request), expected, `on the thread: ${what}`);
+      assert.deepEqual(narrowed.evaluate(request), expected, what);
+      assert.deepEqual(await pool.evaluate(threaded, request), expected, `on the thread: ${what}`);
       seen.add(expected.decision);
       if (expected.errors.length > 0) errored++;
     }
@@ -257,7 +257,7 @@ test('narrowed decisions equal reference decisions on the bundled offboarding po
             now: new Date(now),
             entities,
           });
-          assert.deepEqual(narrowed.decide(request), reference.decide(request), `${tool} ${phase} ${approvals.length} ${now}`);
+          assert.deepEqual(narrowed.evaluate(request), reference.evaluate(request), `${tool} ${phase} ${approvals.length} ${now}`);
         }
       }
     }
@@ -287,8 +287,8 @@ test('a context value Cedar would refuse denies whether or not any kept policy r
       cedarArguments: { employee_id: '7721' },
       entities,
     });
-    const got = narrowed.decide(request);
-    assert.deepEqual(got, reference.decide(request), executeAfter);
+    const got = narrowed.evaluate(request);
+    assert.deepEqual(got, reference.evaluate(request), executeAfter);
     assert.equal(got.decision, executeAfter.endsWith('+07:00') ? 'allow' : 'deny', executeAfter);
   }
 });

@@ -339,7 +339,7 @@ test('decisions from residual programs equal the uncached engine on random polic
       const reduced = new PolicyEngine(bundle, { memoSize: 16, partialEvaluationShare: 1 });
       for (const r of requests) {
         const input = toInput(r, entities);
-        assert.deepStrictEqual(reduced.decide(input), uncached.decide(input), `${policyText(set)}\n${JSON.stringify(r)}`);
+        assert.deepStrictEqual(reduced.evaluate(input), uncached.evaluate(input), `${policyText(set)}\n${JSON.stringify(r)}`);
         decisions++;
       }
       residual += reduced.residualAnswers;
@@ -384,8 +384,8 @@ test('through the evaluator pool, distinct task ids are answered by the residual
         },
         entities,
       );
-      const expected = uncached.decide(input);
-      assert.deepStrictEqual(await pool.decide(reduced, input), expected, task);
+      const expected = uncached.evaluate(input);
+      assert.deepStrictEqual(await pool.evaluate(reduced, input), expected, task);
       seen.add(expected.decision);
     }
     // Every kind of answer was given, errors included (an ip() on "offboarding" is Cedar's to report) …
@@ -431,8 +431,8 @@ when { context.now >= datetime("2026-08-24T18:00:00+0200") && context.task_id li
       },
       entities,
     );
-    const expected = uncached.decide(input);
-    assert.deepStrictEqual(reduced.decide(input), expected, now);
+    const expected = uncached.evaluate(input);
+    assert.deepStrictEqual(reduced.evaluate(input), expected, now);
     seen.add(`${expected.decision} ${expected.reasons.join(',')}`);
   }
   assert.deepEqual([...seen].sort(), ['allow read', 'approval_required window', 'deny not-before']);
@@ -449,7 +449,7 @@ test('residual programs follow the entities: a change of trust is seen by the ne
   const trusted = new StaticEntitySource(ENTITIES);
   for (let i = 0; i < 5; i++)
     assert.equal(
-      reduced.decide(
+      reduced.evaluate(
         toInput(
           {
             actor: 'a1',
@@ -471,7 +471,7 @@ test('residual programs follow the entities: a change of trust is seen by the ne
   const distrusted = new StaticEntitySource(ENTITIES.map((e) => (e.uid.id === 'a1' ? { ...e, attrs: { trusted: false } } : e)));
   assert.notEqual(distrusted.version, trusted.version);
   assert.equal(
-    reduced.decide(
+    reduced.evaluate(
       toInput(
         {
           actor: 'a1',

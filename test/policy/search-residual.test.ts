@@ -29,7 +29,7 @@ function walk(engine: PolicyEngine, source: StaticEntitySource, kind: SearchKind
     const page = searchPageSync(
       request,
       candidatesOf(request, source.all(), engine.actionNames()),
-      (e) => engine.decideRequest(requestInputOf(e, source)),
+      (e) => engine.evaluateRequest(requestInputOf(e, source)),
       judge,
     );
     pages.push({ results: page.results, next_token: page.next_token });

@@ -102,7 +102,7 @@ test('property: a tool mayBeCalled hides is never allowed nor approval_required 
               : [];
             const envelope: Record<string, unknown> = { task_id: 'T-1', purpose: c.purpose, requester: { type: 'User', id: 'req' } };
             if (c.executeAfter) envelope.execute_after = '2026-08-24T08:00:00Z';
-            const out = engine.decide(input({ tool, phase: 'execute', cedarArguments: c.args, approvals, envelope }));
+            const out = engine.evaluate(input({ tool, phase: 'execute', cedarArguments: c.args, approvals, envelope }));
             assert.equal(out.decision, 'deny', `tool ${tool} hidden, but ${JSON.stringify(c)} is ${out.decision} under\n${text}`);
           }
         }

@@ -19,7 +19,7 @@ import { entitiesVersionOf, loadPolicyDir } from '../../src/policy/load.js';
 import { supersedeTargetOf } from '../../src/replay/executions.js';
 import { Replayer } from '../../src/replay/replayer.js';
 import { startSidecar } from '../../src/server/serve.js';
-import type { Sidecar } from '../../src/server/sidecar.js';
+import type { PdpServices } from '../../src/pdp/services.js';
 import { REPO } from '../helpers/server.js';
 
 const SEED = 0x7e_91a7;
@@ -109,7 +109,7 @@ function employee(id: string, status: string, legalHold: boolean, manager: strin
 }
 
 /** Runs one workload; a refusal (WritError) is part of the workload, anything else fails the test. */
-async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[], ops: Op[]): Promise<void> {
+async function runWorkload(sidecar: PdpServices, clockFile: string, specs: ExecSpec[], ops: Op[]): Promise<void> {
   let clock = START;
   writeFileSync(clockFile, iso(clock));
   const pep = { role: 'pep' as const, name: 'test-pep', actor: ACTOR };
@@ -150,7 +150,7 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
     }
   };
   const decide = async (i: number, phase: 'propose' | 'execute') => {
-    const r = (await tolerate(sidecar.decide(pep, body(i, phase)))) as { binding: string; envelope_digest: string } | undefined;
+    const r = (await tolerate(sidecar.decisions.decide(pep, body(i, phase)))) as { binding: string; envelope_digest: string } | undefined;
     if (r) bound[i] = { binding: r.binding, envelope_digest: r.envelope_digest };
   };
   for (const o of ops) {
@@ -162,25 +162,30 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         const b = bound[o.exec];
         if (!b) break;
         const r = (await tolerate(
-          sidecar.approve(approvers[o.approver], JSON.stringify({ actor: ACTOR, execution_id: ids[o.exec], ...b, expires_at: iso(clock + o.ttlMin * 60_000) })),
+          sidecar.approvals.approve(
+            approvers[o.approver],
+            JSON.stringify({ actor: ACTOR, execution_id: ids[o.exec], ...b, expires_at: iso(clock + o.ttlMin * 60_000) }),
+          ),
         )) as { approval_id: string } | undefined;
         if (r) approvals[o.exec] = { id: r.approval_id, approver: o.approver };
         break;
       }
       case 'revoke': {
         const a = approvals[o.exec];
-        if (a) await tolerate(sidecar.revoke(approvers[a.approver], a.id));
+        if (a) await tolerate(sidecar.approvals.revoke(approvers[a.approver], a.id));
         break;
       }
       case 'put':
-        await tolerate(sidecar.putEntity({ role: 'admin', name: 'test-admin' }, 'Employee', o.subject, employee(o.subject, o.status, o.legalHold, o.manager)));
+        await tolerate(
+          sidecar.entities.putEntity({ role: 'admin', name: 'test-admin' }, 'Employee', o.subject, employee(o.subject, o.status, o.legalHold, o.manager)),
+        );
         break;
       case 'outcome':
-        await tolerate(sidecar.outcome(pep, ids[o.exec]!, JSON.stringify({ status: o.status })));
+        await tolerate(sidecar.executions.outcome(pep, ids[o.exec]!, JSON.stringify({ status: o.status })));
         break;
       case 'reconcile':
         await tolerate(
-          sidecar.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), {
+          sidecar.executions.reconcile(ACTOR, ids[o.exec]!, JSON.stringify({ resolution: o.resolution, evidence_ref: 'ticket:1' }), {
             role: 'reconciler',
             name: 'test-reconciler',
           }),
@@ -196,7 +201,7 @@ async function runWorkload(sidecar: Sidecar, clockFile: string, specs: ExecSpec[
         await Promise.all([
           ...o.execs.map((i, k) => decide(i, k % 2 === 0 ? 'propose' : 'execute')),
           tolerate(
-            sidecar.putEntity(
+            sidecar.entities.putEntity(
               { role: 'admin', name: 'test-admin' },
               'Employee',
               o.put.subject,
@@ -231,9 +236,9 @@ test('replaying a generated workload with the policies that produced it changes 
       const running = await startSidecar(config, { devTokens: false, log: () => undefined });
       let lines: string[];
       try {
-        await runWorkload(running.sidecar, clockFile, specs, ops);
+        await runWorkload(running.pdp, clockFile, specs, ops);
         lines = [];
-        for await (const line of running.sidecar.store.exportLines()) lines.push(line);
+        for await (const line of running.pdp.core.store.exportLines()) lines.push(line);
       } finally {
         await running.close();
         rmSync(dir, { recursive: true, force: true });

@@ -16,7 +16,7 @@ import { waitUntil } from '../helpers/wait.js';
 
 const { Client } = pgLib;
 import { lineCount, newDeployment, readBody, startReplicas, verifiedExport } from './helpers.js';
-import { frontThreadsSupported } from '../../src/front/support.js';
+import { frontThreadsSupported } from '../../src/front/node-version.js';
 
 interface Ack {
   id: string;

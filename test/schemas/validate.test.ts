@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  type DecisionEnvelope,
+  type DecisionRequest,
+  type EventsRequest,
+  type ToolsVisibleRequest,
   validateApprovalRequest,
   validateDecisionRequest,
   validateEntityUpsert,
@@ -8,6 +12,7 @@ import {
   validateReconcileRequest,
 } from '../../src/schemas/validate.js';
 import { WritError } from '../../src/errors.js';
+import { loadSchemas, type SchemaFile } from '../../src/schemas/load.js';
 import fc from 'fast-check';
 import { offboardingBody } from '../helpers/server.js';
 
@@ -913,4 +918,53 @@ test('decision: arbitrary JSON never escapes as anything but a WritError with a 
     }),
     { numRuns: 3000 },
   );
+});
+
+/** Each member of T, marked as the type makes it: 'optional' when it may be absent, else 'required'. */
+type Members<T> = { [K in keyof T]-?: undefined extends T[K] ? 'optional' : 'required' };
+
+/** The members a schema file (or one of its nested objects) declares, marked as its `required` makes them. */
+function schemaMembers(file: SchemaFile, ...path: string[]): Record<string, 'optional' | 'required'> {
+  let schema = loadSchemas().get(file) as { properties: Record<string, unknown>; required?: string[] };
+  for (const key of path) schema = schema.properties[key] as typeof schema;
+  const required = new Set(schema.required ?? []);
+  return Object.fromEntries(Object.keys(schema.properties).map((k) => [k, required.has(k) ? 'required' : 'optional']));
+}
+
+test('the types the validators narrow to name exactly the members their schemas declare, required as the schemas require them', () => {
+  const envelope: Members<DecisionEnvelope> = {
+    task_id: 'required',
+    purpose: 'required',
+    requester: 'required',
+    actor: 'required',
+    subject: 'required',
+    authoritative_event: 'optional',
+    execute_after: 'optional',
+    evidence_refs: 'optional',
+    supersedes: 'optional',
+    traceparent: 'optional',
+  };
+  assert.deepEqual(schemaMembers('envelope.json'), envelope);
+  const decision: Members<DecisionRequest> = {
+    execution_id: 'required',
+    phase: 'required',
+    envelope: 'required',
+    identity_token: 'optional',
+    action: 'required',
+  };
+  assert.deepEqual(schemaMembers('decision-request.json'), decision);
+  const action: Members<DecisionRequest['action']> = { server: 'required', tool: 'required', arguments: 'required' };
+  assert.deepEqual(schemaMembers('decision-request.json', 'action'), action);
+  const toolsVisible: Members<ToolsVisibleRequest> = { envelope: 'required', server: 'required', tools: 'required', identity_token: 'optional' };
+  assert.deepEqual(schemaMembers('tools-visible-request.json'), toolsVisible);
+  const events: Members<EventsRequest> = { events: 'required', identity_token: 'optional' };
+  assert.deepEqual(schemaMembers('events-request.json'), events);
+});
+
+test('a body the decision validator accepts is read by its typed members, no cast', () => {
+  const body: unknown = JSON.parse(JSON.stringify(offboardingBody({ execution_id: 'X-narrow' })));
+  validateDecisionRequest(body);
+  const { server, tool } = body.action;
+  assert.equal(typeof `${body.execution_id}${body.envelope.task_id}${server}${tool}`, 'string');
+  assert.ok(body.phase === 'propose' || body.phase === 'execute');
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { openStoreDbs } from '../../src/store/layout.js';
 import { chainBreakPayload, repairStore } from '../../src/store/repair.js';
 import { ensureKeyRecord, loadOrCreateSigningKey } from '../../src/checkpoints/keys.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { ensureKeyRecord, loadOrCreateSigningKey, readKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../../src/checkpoints/keys.js';
 import { startCheckpointer, WITNESS_FILE } from '../../src/checkpoints/checkpointer.js';
 import { checkpointPayload, keyIdOf, keyPayload, verifyPayload } from '../../src/ledger/signing.js';

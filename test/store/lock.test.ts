@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { LOCK_FILE } from '../../src/store/lock.js';
 import { WritError } from '../../src/errors.js';
 import { DIST_SRC, spawnSnippet, tempDir } from './helpers.js';
@@ -10,7 +10,7 @@ import { DIST_SRC, spawnSnippet, tempDir } from './helpers.js';
 /** A child process that opens the store, appends one record, prints READY and waits. */
 function holder(dataDir: string) {
   return spawnSnippet(`
-    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/store.js'))});
+    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
     const s = await Store.open({ dataDir: ${JSON.stringify(dataDir)} });
     await s.write((tx) => tx.append({ kind: 'child', pid: process.pid }));
     console.log('READY ' + process.pid);
@@ -21,7 +21,7 @@ function holder(dataDir: string) {
 /** A child process that tries to open the store and prints the outcome as JSON. */
 function opener(dataDir: string) {
   return spawnSnippet(`
-    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/store.js'))});
+    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
     try {
       const s = await Store.open({ dataDir: ${JSON.stringify(dataDir)} });
       console.log(JSON.stringify({ ok: true, size: s.size() }));

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { WritError } from '../../src/errors.js';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Store } from '../../src/store/store.js';
+import { Store } from '../../src/store/lmdb/lmdb-store.js';
 import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 import { bytesToHash, hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { consistencyProof } from '../../src/ledger/merkle/consistency.js';

@@ -6,6 +6,7 @@
 import { indexTermsOf } from '../layout.js';
 import { indexTerm } from '../seal.js';
 import { uidKey } from '../../util/uid.js';
+import { pack, unpacked } from './packing.js';
 
 export interface RecordColumns {
   kind: string;
@@ -28,19 +29,33 @@ export function recordColumns(body: Record<string, unknown>): RecordColumns {
   return c;
 }
 
-/** The INSERT of many records at once: `$1..$7` the arrays of seq, text and the columns. */
+/** The INSERT of many records at once: `$1..$8` the arrays of seq, text, packed text and the columns. */
 export const INSERT_RECORDS =
-  'INSERT INTO records (seq, text, kind, actor, execution_id, task_id, trace_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])';
+  'INSERT INTO records (seq, text, packed, kind, actor, execution_id, task_id, trace_id) SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])';
 
-/** INSERT_RECORDS's parameters for `rows`. */
-export function insertRecordsParams(rows: Array<{ seq: number; text: string } & RecordColumns>): unknown[] {
+/** INSERT_RECORDS's parameters for `rows`: each text plain (schema 1) or packed (schema 2, packing.ts). */
+export function insertRecordsParams(rows: Array<{ seq: number; text: string } & RecordColumns>, packed: boolean): unknown[] {
   return [
     rows.map((r) => r.seq),
-    rows.map((r) => r.text),
+    rows.map((r) => (packed ? null : r.text)),
+    rows.map((r) => (packed ? pack(r.text) : null)),
     rows.map((r) => r.kind),
     rows.map((r) => r.actor),
     rows.map((r) => r.execution_id),
     rows.map((r) => r.task_id),
     rows.map((r) => r.trace_id),
   ];
+}
+
+/** A record's text from its row (`text` and `packed`, as RECORD_TEXT selects them). */
+export const RECORD_TEXT = 'text, packed';
+export const recordText = (row: { text: string | null; packed: Buffer | null }): string => unpacked(row.text, row.packed);
+
+/** A state row's JSON from its row (`value` and `packed`, as STATE_VALUE selects them). */
+export const STATE_VALUE = 'value, packed';
+export const stateValue = (row: { value: string | null; packed: Buffer | null }): string => unpacked(row.value, row.packed);
+
+/** The `value` and `packed` parameter arrays of state rows: plain (schema 1) or packed (schema 2). */
+export function stateValueParams(values: string[], packed: boolean): [Array<string | null>, Array<Buffer | null>] {
+  return [values.map((v) => (packed ? null : v)), values.map((v) => (packed ? pack(v) : null))];
 }

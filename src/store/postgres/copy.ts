@@ -12,7 +12,7 @@ import type { LedgerRecord } from '../../ledger/record.js';
 import { entitiesVersionOf, type EntityJson } from '../../policy/entities.js';
 import { checkIntegrity } from '../integrity.js';
 import { dataFileOf, openStoreDbs, TABLES } from '../layout.js';
-import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
+import { INSERT_RECORDS, insertRecordsParams, recordColumns, stateValueParams, type RecordColumns } from './columns.js';
 import { lockDataDir } from '../lock.js';
 import { PgStore, redactUrl } from './pg-store.js';
 import { migrate } from './schema.js';
@@ -43,7 +43,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
     if (size === 0) throw new WritError('INVALID_REQUEST', `the store in ${dataDir} holds no record: nothing to copy`);
     const client = await connectOrUnavailable(pool, url);
     try {
-      await migrate(client);
+      const packed = (await migrate(client)) >= 2;
       await client.query('BEGIN');
       const lockedHead = await client.query<{ size: string }>('SELECT size FROM ledger_head WHERE id = 1 FOR UPDATE');
       const held = await client.query<{ n: string }>(
@@ -56,7 +56,7 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       let batch: Array<{ seq: number; text: string } & RecordColumns> = [];
       const flushRecords = async () => {
         if (batch.length === 0) return;
-        await client.query(INSERT_RECORDS, insertRecordsParams(batch));
+        await client.query(INSERT_RECORDS, insertRecordsParams(batch, packed));
         batch = [];
       };
       let lastKey: LedgerRecord | undefined;
@@ -88,8 +88,8 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
         if (nodes.length >= CHUNK) await flushNodes();
       }
       await flushNodes();
-      // State tables, plus the meta rows replicas check inside their writes (see entity-store.ts,
-      // checkpointer.ts, keys.ts, sidecar.ts recordPolicyLoad).
+      // State tables, plus the meta rows replicas check inside their writes (see entity-cache.ts,
+      // checkpointer.ts, keys.ts, pdp/policy-reload.ts).
       const rows: Array<[string, string, string]> = [];
       const entities: EntityJson[] = [];
       for (const t of TABLES) {
@@ -110,10 +110,13 @@ export async function copyLmdbToPostgres(dataDir: string, url: string): Promise<
       }
       for (let i = 0; i < rows.length; i += CHUNK) {
         const part = rows.slice(i, i + CHUNK);
-        await client.query('INSERT INTO state (tbl, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])', [
+        await client.query('INSERT INTO state (tbl, key, value, packed) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])', [
           part.map((r) => r[0]),
           part.map((r) => r[1]),
-          part.map((r) => r[2]),
+          ...stateValueParams(
+            part.map((r) => r[2]),
+            packed,
+          ),
         ]);
       }
       await client.query('UPDATE ledger_head SET size = $1, head = $2 WHERE id = 1', [size, head]);

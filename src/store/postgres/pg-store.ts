@@ -2,13 +2,13 @@
  * The shared store on PostgreSQL (docs/protocol.md §9): any number of `writ serve` processes on one database
  * are one PDP.
  *
- * Writes keep the synchronous-callback API of the LMDB store. One flusher per process takes every
- * queued callback as one batch and runs it in ONE transaction (group commit):
+ * Writes go through the group commit (machine/group-commit.ts), which runs the callbacks of one batch
+ * inside ONE transaction of this store:
  *   BEGIN (READ COMMITTED) → SELECT … FROM ledger_head FOR UPDATE — the row lock every writer of every
  *   replica takes first, so transactions that write run one at a time, and each one, reading after the
  *   lock, sees everything committed before it → run each callback over an in-memory view whose rows
  *   come from the database inside this transaction (a row not fetched yet makes the callback stop
- *   with NeedRow; the flusher fetches it and runs the callback again from the start) → INSERT the
+ *   with NeedRow; the group commit fetches it and runs the callback again from the start) → INSERT the
  *   records, Merkle nodes and rows, UPDATE the head → COMMIT (synchronous_commit on). Waiters are
  *   answered only after COMMIT returned. A callback that throws drops only its own writes.
  * The unique keys (records.seq, merkle (level, idx), state (tbl, key)) back the invariants: a
@@ -24,16 +24,26 @@ import pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { ZERO_HASH } from '../../ledger/record.js';
-import { bytesToHash } from '../../ledger/merkle/hasher.js';
-import { checkSubtreeRange, rootAt, type NodeId, type SubtreeReader } from '../../ledger/merkle/tree.js';
+import { checkSubtreeRange, type NodeId } from '../../ledger/merkle/tree.js';
 import { uidKey } from '../../util/uid.js';
 import { correlationMatches } from '../layout.js';
-import { INSERT_RECORDS, insertRecordsParams, recordColumns, type RecordColumns } from './columns.js';
-import { appendedRecord, indexTerm, isTableKey, MAX_TABLE_KEY_BYTES, sealNextRecord, type PresealedMembers } from '../seal.js';
-import type { AppendedRecord, LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
-import { migrate } from './schema.js';
+import {
+  INSERT_RECORDS,
+  insertRecordsParams,
+  RECORD_TEXT,
+  recordColumns,
+  recordText,
+  STATE_VALUE,
+  stateValue,
+  stateValueParams,
+  type RecordColumns,
+} from './columns.js';
+import { indexTerm, isTableKey } from '../seal.js';
+import type { LedgerStore, RecordQuery, Table, WriteOptions, WriteTx } from '../types.js';
+import { migrate, schemaVersion } from './schema.js';
 import { LedgerProofs } from '../proofs.js';
-import type { FaultHooks } from '../store.js';
+import { GroupCommit, type Backend, type BackendBatch, type FaultHooks, type StoreStats } from '../machine/group-commit.js';
+import { NeedRow, nodeKey, rowKey, type PendingRecord, type Writes } from '../machine/overlay.js';
 import * as log from '../../log/log.js';
 
 const MAX_PAGE = 1000;
@@ -104,65 +114,17 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** Thrown inside a callback when it reads a row the batch has not fetched yet. */
-class NeedRow {
-  constructor(
-    readonly table: Table | null,
-    readonly key: string,
-    readonly level = 0,
-    readonly index = 0,
-  ) {}
-}
-
-const rowKey = (t: Table, k: string) => `${t}\u0000${k}`;
-const nodeKey = (level: number, index: number) => `${level}/${index}`;
-
-interface PendingRecord extends RecordColumns {
-  seq: number;
-  text: string;
-}
-
-/** The writes of one callback (or, merged, of a whole batch). */
-interface Overlay {
-  records: PendingRecord[];
-  nodes: Map<string, { level: number; index: number; hash: Buffer }>;
-  rows: Map<string, { table: Table; key: string; value: string | null }>;
-}
-
-const newOverlay = (): Overlay => ({ records: [], nodes: new Map(), rows: new Map() });
-
-interface Item {
-  fn: (tx: WriteTx) => unknown;
-  reads: Array<[Table, string]>;
-  resolve(v: unknown): void;
-  reject(e: unknown): void;
-  result?: unknown;
-  error?: unknown;
-  failed: boolean;
-  settled: boolean;
-  timer: NodeJS.Timeout | undefined;
-}
-
-/** What the callbacks of one batch read and wrote so far. */
-interface BatchView {
-  size: number;
-  head: string;
-  written: Overlay;
-  /** Rows fetched from the database in this transaction (null: absent). */
-  fetched: Map<string, string | null>;
-}
+/** An appended record until its batch commits: its text and its indexed columns. */
+interface PgRecord extends PendingRecord, RecordColumns {}
 
 export class PgStore implements LedgerStore {
   readonly kind = 'postgres' as const;
   readonly shared = true;
   readonly location: string;
+  readonly where: string;
   readonly #pool: pg.Pool;
-  readonly #writeTimeoutMs: number;
-  readonly #faults: FaultHooks | undefined;
-  #queue: Item[] = [];
-  #flushing = false;
+  readonly #writes: GroupCommit<PgRecord>;
   #closed = false;
-  #idle: Array<() => void> = [];
   /** Merkle subtree hashes are immutable once committed: cached across transactions. */
   readonly #nodes = new Map<string, Buffer>();
   readonly #proofs = new LedgerProofs<true>({
@@ -170,12 +132,15 @@ export class PgStore implements LedgerStore {
     nodes: (ids) => this.#fetchNodes(ids),
   });
   #knownSize = 0;
+  /** Whether this database packs texts (schema 2) or keeps them plain (schema 1): schema.ts. */
+  readonly #packed: boolean;
 
-  private constructor(o: PgStoreOptions, pool: pg.Pool) {
+  private constructor(o: PgStoreOptions, pool: pg.Pool, version: number) {
     this.location = redactUrl(o.url);
+    this.where = `database ${this.location}`;
+    this.#packed = version >= 2;
     this.#pool = pool;
-    this.#writeTimeoutMs = o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
-    this.#faults = o.faults;
+    this.#writes = new GroupCommit(this.#backend(), { writeTimeoutMs: o.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS, faults: o.faults });
   }
 
   static createPool(o: PgStoreOptions): pg.Pool {
@@ -201,15 +166,14 @@ export class PgStore implements LedgerStore {
   static async open(o: PgStoreOptions): Promise<PgStore> {
     const pool = PgStore.createPool(o);
     try {
-      if (o.migrate !== false) {
-        const client = await pool.connect();
-        try {
-          await migrate(client);
-        } finally {
-          client.release();
-        }
+      const client = await pool.connect();
+      let version: number;
+      try {
+        version = o.migrate !== false ? await migrate(client) : await schemaVersion(client);
+      } finally {
+        client.release();
       }
-      return new PgStore(o, pool);
+      return new PgStore(o, pool, version);
     } catch (e) {
       await pool.end().catch(() => undefined);
       throw asUnavailable(e, `cannot open the database ${redactUrl(o.url)}`, 'operator');
@@ -219,158 +183,100 @@ export class PgStore implements LedgerStore {
   // ── writing ──
 
   write<T>(fn: (tx: WriteTx) => T, opts: WriteOptions = {}): Promise<T> {
-    if (this.#closed) return Promise.reject(unavailable('the store is closed'));
-    if (this.#faults?.beforeCommit) return this.#injectFault(opts.label).then(() => this.#queueWrite(fn, opts));
-    return this.#queueWrite(fn, opts);
+    return this.#writes.write(fn, opts);
   }
-
-  /** Runs the test-only fault hook with the write timeout: a throw or a stall fails only this write. */
-  async #injectFault(label: string | undefined): Promise<void> {
-    const faults = this.#faults!;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        Promise.resolve().then(() => faults.beforeCommit!(label)),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
-        }),
-      ]);
-    } catch (e) {
-      if (e instanceof WritError && e.code === 'STORE_UNAVAILABLE') throw e;
-      throw unavailable(`store write failed: ${(e as Error)?.message ?? String(e)}`, e);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #writtenListeners: Array<(pendingSize: number) => void> = [];
 
   /**
-   * Called right after each write's callback has joined the transaction, with the ledger size as of it.
-   * A write a listener queues synchronously (the checkpoint that reaches the cadence) joins the same
-   * transaction, right behind it, before any other write of the batch.
+   * Called right after each write that appended, with the ledger size as of it. A write a listener
+   * queues synchronously (the checkpoint that reaches the cadence) joins the same transaction, right
+   * behind it, before any other write of the batch.
    */
   onWritten(listener: (pendingSize: number) => void): void {
-    this.#writtenListeners.push(listener);
+    this.#writes.onWritten(listener);
   }
 
-  #queueWrite<T>(fn: (tx: WriteTx) => T, opts: WriteOptions): Promise<T> {
-    if (this.#closed) return Promise.reject(unavailable('the store is closed'));
-    return new Promise<T>((resolve, reject) => {
-      const item: Item = {
-        fn,
-        reads: opts.reads ?? [],
-        resolve: resolve,
-        reject,
-        failed: false,
-        settled: false,
-        timer: undefined,
-      };
-      item.timer = setTimeout(() => settle(item, false, unavailable(`store write timed out after ${this.#writeTimeoutMs} ms`)), this.#writeTimeoutMs);
-      this.#queue.push(item);
-      if (!this.#flushing) {
-        this.#flushing = true;
-        // One turn of the event loop lets writes that arrive together share the transaction.
-        setImmediate(() => void this.#flushLoop());
-      }
-    });
+  stats(): StoreStats {
+    return this.#writes.stats();
   }
 
-  async #flushLoop(): Promise<void> {
+  /** The store as the group commit sees it: other replicas write too, so callbacks run in the transaction. */
+  #backend(): Backend<PgRecord> {
+    return {
+      stacks: false,
+      begin: (reads) => this.#begin(reads),
+      pendingRecord: (seq, text, body) => ({ seq, text, ...recordColumns(body) }),
+      commitError: (e) => asUnavailable(e, 'store commit failed'),
+    };
+  }
+
+  /** Opens a batch's transaction: BEGIN, the ledger head's row lock, and the rows its callbacks said they read. */
+  async #begin(reads: Array<[Table, string]>): Promise<BackendBatch<PgRecord>> {
+    const client = await this.#pool.connect();
+    // A connection that failed mid-transaction is destroyed, not returned to the pool.
+    const release = (broken?: unknown): void => client.release(broken instanceof Error && !(broken instanceof WritError) ? broken : undefined);
+    const rollback = async (e: unknown): Promise<void> => {
+      await client.query('ROLLBACK').catch(() => undefined);
+      release(e);
+    };
+    /** Rows fetched from the database in this transaction (null: absent). */
+    const fetched = new Map<string, string | null>();
+    let start: { size: number; head: string };
     try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue;
-        this.#queue = [];
-        await this.#commitBatch(batch.filter((i) => !i.settled));
-      }
-    } finally {
-      this.#flushing = false;
-      const ws = this.#idle;
-      this.#idle = [];
-      for (const w of ws) w();
-    }
-  }
-
-  async #commitBatch(items: Item[]): Promise<void> {
-    if (items.length === 0) return;
-    let client: pg.PoolClient | undefined;
-    let broken: unknown;
-    try {
-      client = await this.#pool.connect();
       // BEGIN and the lock in one round trip (a simple-protocol query of two statements).
       const opened = (await client.query('BEGIN; SELECT size, head FROM ledger_head WHERE id = 1 FOR UPDATE')) as unknown as Array<
         pg.QueryResult<{ size: string; head: string }>
       >;
-      const head = opened[1]!;
-      if (!head.rows[0]) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
-      const view: BatchView = { size: Number(head.rows[0].size), head: head.rows[0].head, written: newOverlay(), fetched: new Map() };
-      await this.#prefetch(
-        client,
-        view,
-        items.flatMap((i) => i.reads),
-      );
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!;
-        if (item.settled) continue;
-        const sizeBefore = view.size;
-        for (;;) {
-          const tx = new PgTx(view, this.#nodes);
-          try {
-            item.result = item.fn(tx);
-            if (item.result !== null && typeof item.result === 'object' && typeof (item.result as { then?: unknown }).then === 'function') {
-              throw new TypeError('Store.write callbacks must be synchronous');
-            }
-          } catch (e) {
-            if (e instanceof NeedRow) {
-              await this.#fetch(client, view, e);
-              continue;
-            }
-            item.failed = true;
-            item.error = e;
-            break;
-          }
-          tx.mergeInto(view);
-          break;
-        }
-        // Only after a write that appended (as on the embedded store, where a write of nothing is no write).
-        if (!item.failed && view.size !== sizeBefore && this.#writtenListeners.length > 0) {
-          const queued = this.#queue.length;
-          for (const listener of this.#writtenListeners) listener(view.size);
-          // What a listener wrote just now goes next, in this transaction.
-          if (this.#queue.length > queued) items.splice(i + 1, 0, ...this.#queue.splice(queued));
-        }
-      }
-      await this.#apply(client, view, Number(head.rows[0].size));
-      await client.query('COMMIT');
-      this.#knownSize = Math.max(this.#knownSize, view.size);
-      for (const [k, n] of view.written.nodes) this.#cacheNode(k, n.hash);
+      const row = opened[1]!.rows[0];
+      if (!row) throw new WritError('STORE_CORRUPT', 'the database has no ledger head (run writ store migrate)', { details: { seq: null } });
+      start = { size: Number(row.size), head: row.head };
+      await this.#prefetch(client, start.size, fetched, reads);
     } catch (e) {
-      broken = e;
-      if (client) await client.query('ROLLBACK').catch(() => undefined);
-      const err = asUnavailable(e, 'store commit failed');
-      for (const item of items) settle(item, false, err);
-      return;
-    } finally {
-      // A connection that failed mid-transaction is destroyed, not returned to the pool.
-      client?.release(broken instanceof Error && !(broken instanceof WritError) ? broken : undefined);
+      await rollback(e);
+      throw e;
     }
-    for (const item of items) {
-      if (item.failed) settle(item, false, item.error);
-      else settle(item, true, item.result);
-    }
+    return {
+      size: start.size,
+      head: start.head,
+      base: {
+        row: (table, key) => {
+          const v = fetched.get(rowKey(table, key));
+          if (v === undefined) throw new NeedRow(table, key);
+          return v;
+        },
+        node: (level, index) => {
+          const n = this.#nodes.get(nodeKey(level, index));
+          if (!n) throw new NeedRow(null, '', level, index);
+          return n;
+        },
+      },
+      fetch: (need) => this.#fetch(client, fetched, need),
+      commit: async (writes, end) => {
+        try {
+          await this.#apply(client, writes, end);
+          await client.query('COMMIT');
+        } catch (e) {
+          await rollback(e);
+          throw e;
+        }
+        release();
+        this.#knownSize = Math.max(this.#knownSize, end.size);
+        for (const [k, n] of writes.nodes) this.#cacheNode(k, n.hash);
+      },
+      abort: rollback,
+    };
   }
 
   /**
    * Fetches, in one round trip, the rows the batch's callbacks said they read and the Merkle nodes an
    * append at the current size combines with (the frontier; cached unless another replica appended).
    */
-  async #prefetch(client: pg.PoolClient, view: BatchView, reads: Array<[Table, string]>): Promise<void> {
+  async #prefetch(client: pg.PoolClient, size: number, fetched: Map<string, string | null>, reads: Array<[Table, string]>): Promise<void> {
     const want = new Map<string, [Table, string]>();
     for (const [t, k] of reads) want.set(rowKey(t, k), [t, k]);
     const levels: number[] = [];
     const indexes: number[] = [];
     for (let level = 0; ; level++) {
-      const n = Math.floor(view.size / 2 ** level);
+      const n = Math.floor(size / 2 ** level);
       if (n === 0) break;
       if (n % 2 === 1 && !this.#nodes.has(nodeKey(level, n - 1))) {
         levels.push(level);
@@ -382,32 +288,36 @@ export class PgStore implements LedgerStore {
       tbl: Table | null;
       key: string | null;
       value: string | null;
+      packed: Buffer | null;
       level: number | null;
       idx: string | null;
       hash: Buffer | null;
     }>(
-      `SELECT s.tbl, s.key, s.value, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
+      `SELECT s.tbl, s.key, s.value, s.packed, NULL::int AS level, NULL::bigint AS idx, NULL::bytea AS hash
          FROM state s JOIN unnest($1::text[], $2::text[]) AS w(tbl, key) ON s.tbl = w.tbl AND s.key = w.key
        UNION ALL
-       SELECT NULL, NULL, NULL, m.level, m.idx, m.hash
+       SELECT NULL, NULL, NULL, NULL, m.level, m.idx, m.hash
          FROM merkle m JOIN unnest($3::int[], $4::bigint[]) AS w(level, idx) ON m.level = w.level AND m.idx = w.idx`,
       [[...want.values()].map((r) => r[0]), [...want.values()].map((r) => r[1]), levels, indexes],
     );
-    for (const k of want.keys()) view.fetched.set(k, null);
+    for (const k of want.keys()) fetched.set(k, null);
     for (const r of rows.rows) {
-      if (r.tbl !== null && r.key !== null) view.fetched.set(rowKey(r.tbl, r.key), r.value);
+      if (r.tbl !== null && r.key !== null) fetched.set(rowKey(r.tbl, r.key), stateValue(r));
       else if (r.level !== null && r.idx !== null && r.hash) this.#cacheNode(nodeKey(r.level, Number(r.idx)), r.hash);
     }
   }
 
-  async #fetch(client: pg.ClientBase, view: BatchView, need: NeedRow): Promise<void> {
+  async #fetch(client: pg.ClientBase, fetched: Map<string, string | null>, need: NeedRow): Promise<void> {
     if (need.table === null) {
       const hash = await this.#readNode(client, need.level, need.index);
       this.#cacheNode(nodeKey(need.level, need.index), hash);
       return;
     }
-    const r = await client.query<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [need.table, need.key]);
-    view.fetched.set(rowKey(need.table, need.key), r.rows[0]?.value ?? null);
+    const r = await client.query<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [
+      need.table,
+      need.key,
+    ]);
+    fetched.set(rowKey(need.table, need.key), r.rows[0] ? stateValue(r.rows[0]) : null);
   }
 
   async #readNode(client: pg.ClientBase | pg.Pool, level: number, index: number): Promise<Buffer> {
@@ -426,31 +336,34 @@ export class PgStore implements LedgerStore {
    * Writes a batch's records, nodes and rows, and moves the head, inside the open transaction: one
    * statement (data-modifying CTEs), so a batch costs one round trip here whatever it holds.
    */
-  async #apply(client: pg.ClientBase, view: BatchView, startSize: number): Promise<void> {
-    const w = view.written;
+  async #apply(client: pg.ClientBase, w: Writes<PgRecord>, end: { startSize: number; size: number; head: string }): Promise<void> {
     if (w.records.length === 0 && w.nodes.size === 0 && w.rows.size === 0) return;
     const nodes = [...w.nodes.values()];
     const puts = [...w.rows.values()].filter((r) => r.value !== null);
     const dels = [...w.rows.values()].filter((r) => r.value === null);
     await client.query(
       `WITH r AS (${INSERT_RECORDS}),
-            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($8::int[], $9::bigint[], $10::bytea[])),
-            p AS (INSERT INTO state (tbl, key, value) SELECT * FROM unnest($11::text[], $12::text[], $13::text[]) ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value),
-            d AS (DELETE FROM state s USING unnest($14::text[], $15::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
-       UPDATE ledger_head SET size = $16, head = $17 WHERE id = 1 AND size = $18`,
+            m AS (INSERT INTO merkle (level, idx, hash) SELECT * FROM unnest($9::int[], $10::bigint[], $11::bytea[])),
+            p AS (INSERT INTO state (tbl, key, value, packed) SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::bytea[])
+                  ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value, packed = EXCLUDED.packed),
+            d AS (DELETE FROM state s USING unnest($16::text[], $17::text[]) AS d(tbl, key) WHERE s.tbl = d.tbl AND s.key = d.key)
+       UPDATE ledger_head SET size = $18, head = $19 WHERE id = 1 AND size = $20`,
       [
-        ...insertRecordsParams(w.records),
+        ...insertRecordsParams(w.records, this.#packed),
         nodes.map((n) => n.level),
         nodes.map((n) => n.index),
         nodes.map((n) => n.hash),
         puts.map((r) => r.table),
         puts.map((r) => r.key),
-        puts.map((r) => r.value),
+        ...stateValueParams(
+          puts.map((r) => r.value!),
+          this.#packed,
+        ),
         dels.map((r) => r.table),
         dels.map((r) => r.key),
-        view.size,
-        view.head,
-        startSize,
+        end.size,
+        end.head,
+        end.startSize,
       ],
     );
   }
@@ -468,18 +381,18 @@ export class PgStore implements LedgerStore {
 
   async get<T>(table: Table, key: string): Promise<T | undefined> {
     if (!isTableKey(key)) return undefined;
-    const r = await this.#q<{ value: string }>('SELECT value FROM state WHERE tbl = $1 AND key = $2', [table, key]);
-    return r.rows[0] ? (JSON.parse(r.rows[0].value) as T) : undefined;
+    const r = await this.#q<{ value: string | null; packed: Buffer | null }>(`SELECT ${STATE_VALUE} FROM state WHERE tbl = $1 AND key = $2`, [table, key]);
+    return r.rows[0] ? (JSON.parse(stateValue(r.rows[0])) as T) : undefined;
   }
 
   async *entries<T>(table: Table, prefix = ''): AsyncIterable<[string, T]> {
     let after: string | undefined;
     for (;;) {
-      const r = await this.#q<{ key: string; value: string }>(
-        `SELECT key, value FROM state WHERE tbl = $1 AND starts_with(key, $2) ${after === undefined ? '' : 'AND key > $3'} ORDER BY key LIMIT 1000`,
+      const r = await this.#q<{ key: string; value: string | null; packed: Buffer | null }>(
+        `SELECT key, ${STATE_VALUE} FROM state WHERE tbl = $1 AND starts_with(key, $2) ${after === undefined ? '' : 'AND key > $3'} ORDER BY key LIMIT 1000`,
         after === undefined ? [table, prefix] : [table, prefix, after],
       );
-      for (const row of r.rows) yield [row.key, JSON.parse(row.value) as T];
+      for (const row of r.rows) yield [row.key, JSON.parse(stateValue(row)) as T];
       if (r.rows.length < 1000) return;
       after = r.rows[r.rows.length - 1]!.key;
     }
@@ -506,8 +419,8 @@ export class PgStore implements LedgerStore {
 
   async getRecord(seq: number): Promise<LedgerRecord | undefined> {
     if (!Number.isSafeInteger(seq) || seq < 0) return undefined;
-    const r = await this.#q<{ text: string }>('SELECT text FROM records WHERE seq = $1', [seq]);
-    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(`SELECT ${RECORD_TEXT} FROM records WHERE seq = $1`, [seq]);
+    return r.rows[0] ? (JSON.parse(recordText(r.rows[0])) as LedgerRecord) : undefined;
   }
 
   async listRecords(q: RecordQuery): Promise<{ records: LedgerRecord[]; next: number | null }> {
@@ -531,12 +444,12 @@ export class PgStore implements LedgerStore {
     const records: LedgerRecord[] = [];
     let cursor = from;
     for (;;) {
-      const page = await this.#q<{ seq: string; text: string }>(
-        `SELECT seq, text FROM records WHERE seq >= $${values.length + 1} ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY seq LIMIT ${limit + 1}`,
+      const page = await this.#q<{ seq: string; text: string | null; packed: Buffer | null }>(
+        `SELECT seq, ${RECORD_TEXT} FROM records WHERE seq >= $${values.length + 1} ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY seq LIMIT ${limit + 1}`,
         [...values, cursor],
       );
       for (const row of page.rows) {
-        const r = JSON.parse(row.text) as LedgerRecord;
+        const r = JSON.parse(recordText(row)) as LedgerRecord;
         if (!matches(r)) continue;
         if (records.length === limit) return { records, next: Number(row.seq) };
         records.push(r);
@@ -550,9 +463,12 @@ export class PgStore implements LedgerStore {
     const end = Math.min(to ?? Number.MAX_SAFE_INTEGER, await this.size());
     let next = from;
     while (next < end) {
-      const r = await this.#q<{ seq: string; text: string }>('SELECT seq, text FROM records WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 2000', [next, end]);
+      const r = await this.#q<{ seq: string; text: string | null; packed: Buffer | null }>(
+        `SELECT seq, ${RECORD_TEXT} FROM records WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 2000`,
+        [next, end],
+      );
       if (r.rows.length === 0) return;
-      for (const row of r.rows) yield row.text;
+      for (const row of r.rows) yield recordText(row);
       next = Number(r.rows[r.rows.length - 1]!.seq) + 1;
     }
   }
@@ -631,133 +547,35 @@ export class PgStore implements LedgerStore {
   }
 
   async latestCheckpoint(): Promise<LedgerRecord | undefined> {
-    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`);
-    return r.rows[0] ? (JSON.parse(r.rows[0].text) as LedgerRecord) : undefined;
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(
+      `SELECT ${RECORD_TEXT} FROM records WHERE kind = 'checkpoint' ORDER BY seq DESC LIMIT 1`,
+    );
+    return r.rows[0] ? (JSON.parse(recordText(r.rows[0])) as LedgerRecord) : undefined;
   }
 
   async keys(): Promise<Array<{ key_id: string; public_key: string }>> {
-    const r = await this.#q<{ text: string }>(`SELECT text FROM records WHERE kind = 'key' ORDER BY seq`);
+    const r = await this.#q<{ text: string | null; packed: Buffer | null }>(`SELECT ${RECORD_TEXT} FROM records WHERE kind = 'key' ORDER BY seq`);
     return r.rows.map((row) => {
-      const rec = JSON.parse(row.text) as LedgerRecord;
+      const rec = JSON.parse(recordText(row)) as LedgerRecord;
       return { key_id: String(rec.key_id), public_key: String(rec.public_key) };
     });
   }
 
   /** A write transaction through the normal path (lock, commit): the database is reachable and writable. */
-  async writable(): Promise<boolean> {
-    if (this.#closed) return false;
-    try {
-      await this.write(() => undefined, { label: 'readyz' });
-      return true;
-    } catch {
-      return false;
-    }
+  writable(): Promise<boolean> {
+    return this.#closed ? Promise.resolve(false) : this.#writes.writable();
   }
 
   /** Waits for queued writes, then closes the pool. Later writes reject. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#flushing) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    await this.#writes.close();
     await this.#pool.end().catch(() => undefined);
   }
-}
-
-function settle(item: Item, ok: boolean, value: unknown): void {
-  if (item.settled) return;
-  item.settled = true;
-  if (item.timer) clearTimeout(item.timer);
-  if (ok) item.resolve(value);
-  else item.reject(value);
 }
 
 function actorKeyOf(r: LedgerRecord): string | undefined {
   const a = r.actor as { type?: unknown; id?: unknown } | null | undefined;
   return a && typeof a === 'object' && typeof a.type === 'string' && typeof a.id === 'string' ? uidKey({ type: a.type, id: a.id }) : undefined;
-}
-
-/** One callback's view: its own writes over the batch's earlier writes and the rows fetched in this transaction. */
-class PgTx implements WriteTx {
-  readonly own: Overlay = newOverlay();
-  #size: number;
-  #head: string;
-  readonly #view: BatchView;
-  readonly #reader: SubtreeReader;
-
-  constructor(view: BatchView, nodes: Map<string, Buffer>) {
-    this.#view = view;
-    this.#size = view.size;
-    this.#head = view.head;
-    this.#reader = {
-      subtree: (level, index) => {
-        const k = nodeKey(level, index);
-        const n = this.own.nodes.get(k)?.hash ?? view.written.nodes.get(k)?.hash ?? nodes.get(k);
-        if (!n) throw new NeedRow(null, '', level, index);
-        return n;
-      },
-    };
-  }
-
-  append(fields: { kind: string } & Record<string, unknown>, presealed?: PresealedMembers): AppendedRecord {
-    const seq = this.#size;
-    const { body, hash, text, leaf, completed } = sealNextRecord(fields, seq, this.#head, this.#reader, presealed);
-    const pending: PendingRecord = { seq, text, ...recordColumns(body) };
-    this.own.records.push(pending);
-    this.own.nodes.set(nodeKey(0, seq), { level: 0, index: seq, hash: leaf });
-    for (const n of completed) this.own.nodes.set(nodeKey(n.level, n.index), n);
-    this.#size = seq + 1;
-    this.#head = hash;
-    return appendedRecord(seq, hash, text);
-  }
-
-  get<T>(table: Table, key: string): T | undefined {
-    if (!isTableKey(key)) return undefined;
-    const k = rowKey(table, key);
-    const own = this.own.rows.get(k) ?? this.#view.written.rows.get(k);
-    let v: string | null | undefined;
-    if (own) v = own.value;
-    else {
-      v = this.#view.fetched.get(k);
-      if (v === undefined) throw new NeedRow(table, key);
-    }
-    return v === null ? undefined : (JSON.parse(v) as T);
-  }
-
-  put(table: Table, key: string, value: unknown): void {
-    checkKey(table, key);
-    const text = JSON.stringify(value);
-    if (text === undefined) throw new TypeError(`value for ${table}/${key} has no JSON form`);
-    this.own.rows.set(rowKey(table, key), { table, key, value: text });
-  }
-
-  del(table: Table, key: string): void {
-    checkKey(table, key);
-    this.own.rows.set(rowKey(table, key), { table, key, value: null });
-  }
-
-  size(): number {
-    return this.#size;
-  }
-
-  head(): string {
-    return this.#head;
-  }
-
-  root(): string {
-    return bytesToHash(rootAt(this.#size, this.#reader));
-  }
-
-  mergeInto(view: BatchView): void {
-    for (const r of this.own.records) view.written.records.push(r);
-    for (const [k, n] of this.own.nodes) view.written.nodes.set(k, n);
-    for (const [k, r] of this.own.rows) view.written.rows.set(k, r);
-    view.size = this.#size;
-    view.head = this.#head;
-  }
-}
-
-function checkKey(table: Table, key: string): void {
-  if (!isTableKey(key)) {
-    throw new TypeError(`table keys are non-empty strings of at most ${MAX_TABLE_KEY_BYTES} bytes (${table})`);
-  }
 }

@@ -13,9 +13,8 @@ import { toPlain, type LosslessValue } from '../binding/index.js';
 import { requestInputOf } from '../authzen/request.js';
 import { candidatesOf, parseSearchRequest, searchJudgeOf, searchPageSync, type SearchKind } from '../authzen/search.js';
 import { validateToolsVisibleRequest } from '../schemas/validate.js';
-import type { EntityJson, EntitySource } from './entities.js';
-import type { PolicyEngine } from './engine.js';
-import type { Uid } from '../util/uid.js';
+import type { EntityJson, EntitySource } from '../policy/entities.js';
+import type { PolicyEngine } from '../policy/engine.js';
 
 type Obj = { [k: string]: LosslessValue };
 const CASE_KEYS = ['name', 'now', 'search', 'tools_visible', 'expect'];
@@ -25,13 +24,6 @@ interface PlainListCase {
   tools_visible?: unknown;
   search?: { kind?: unknown; request?: Record<string, unknown> };
   expect?: { visible?: unknown; results?: unknown };
-}
-
-/** `tools_visible` once validateToolsVisibleRequest has accepted it. */
-interface ToolsVisibleCase {
-  envelope: { actor: Uid; requester: Uid; subject: Uid };
-  server: string;
-  tools: string[];
 }
 
 export function isListCase(testCase: Obj): boolean {
@@ -52,7 +44,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
     } catch (e) {
       throw new Error(`tools_visible${isWritError(e) ? `${e.path ?? ''}: ${e.message}` : ''}`, { cause: e });
     }
-    const { envelope, server, tools } = plain.tools_visible as ToolsVisibleCase;
+    const { envelope, server, tools } = plain.tools_visible;
     got = [...new Set(tools)].filter((tool) =>
       engine.mayBeCalled({ actor: envelope.actor, requester: envelope.requester, subject: envelope.subject, server, tool, entities }),
     );
@@ -76,7 +68,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       const page = searchPageSync(
         request,
         candidatesOf(request, entities.all(), engine.actionNames()),
-        (e) => engine.decideRequest(requestInputOf(e, entities)),
+        (e) => engine.evaluateRequest(requestInputOf(e, entities)),
         searchJudgeOf(request, engine, entities),
       );
       results.push(...page.results);

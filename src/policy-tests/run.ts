@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { admitValue, bindCall, parseLossless, toPlain, type LosslessValue } from '../binding/index.js';
 import { isWritError, WritError } from '../errors.js';
 import type { Uid } from '../util/uid.js';
-import { cedarDatetimeText } from './datetime.js';
-import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidApproval } from './engine.js';
-import { type EntitySource, StaticEntitySource, uidFromJson } from './entities.js';
-import type { PolicyBundle } from './load.js';
+import { cedarDatetimeText } from '../policy/datetime.js';
+import { type DecisionInput, type DecisionOutcome, PolicyEngine, type ValidApproval } from '../policy/engine.js';
+import { type EntitySource, StaticEntitySource, uidFromJson } from '../policy/entities.js';
+import type { PolicyBundle } from '../policy/load.js';
 import { authzenRequestOf, requestInputOf } from '../authzen/request.js';
 import { isListCase, runListCase } from './list-cases.js';
 import { validateDecisionRequest } from '../schemas/validate.js';
@@ -114,7 +114,7 @@ function asTheSidecarWould<T>(step: () => T): T {
 }
 
 /** Turns one case into the DecisionInput the server would build, approvals filtered to valid ones. */
-function decisionInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
+function caseInputOf(testCase: Obj, name: string, entities: EntitySource): DecisionInput {
   const nowText = timestampAt(testCase.now, 'now');
   const now = new Date(nowText);
   const request = testCase.request;
@@ -225,7 +225,7 @@ function supersedesOf(member: LosslessValue | undefined, named: LosslessValue | 
  * `{name, now?, authzen: {subject, action, resource, context?}, expect}` — mapped and admitted exactly
  * as POST /access/v1/evaluation does, `properties` layered under the seed entities' attributes.
  */
-function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
+function evaluateAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource): DecisionOutcome {
   if (testCase.request !== undefined) caseError('a case has either request or authzen, not both');
   if (testCase.now !== undefined) timestampAt(testCase.now, 'now');
   let evaluation;
@@ -235,7 +235,7 @@ function decideAuthzenCase(engine: PolicyEngine, testCase: Obj, entities: Entity
     if (isWritError(e)) caseError(`authzen${e.path ?? ''}: ${e.code}: ${e.message}`);
     throw e;
   }
-  return engine.decideRequest(requestInputOf(evaluation, entities));
+  return engine.evaluateRequest(requestInputOf(evaluation, entities));
 }
 
 /** The members a case, its `expect` and its approvals may have: a misspelt one (`reason`) would silently check nothing. */
@@ -342,7 +342,7 @@ export function runPolicyTests(bundle: PolicyBundle, engine: PolicyEngine = new 
           return;
         }
         expected = expectationOf(testCase);
-        const got = testCase.authzen !== undefined ? decideAuthzenCase(engine, testCase, entities) : engine.decide(decisionInputOf(testCase, name, entities));
+        const got = testCase.authzen !== undefined ? evaluateAuthzenCase(engine, testCase, entities) : engine.evaluate(caseInputOf(testCase, name, entities));
         const passed = got.decision === expected.decision && (expected.reasons === undefined || sameSet(expected.reasons, got.reasons));
         results.push({ file, name, passed, expected, got });
       } catch (e) {

@@ -1,7 +1,8 @@
 /**
- * The trusted entity store: the only source of Cedar entities (docs/protocol.md §2, §5). Persisted in the
- * store's `entities` table; held in memory for evaluation. Every change goes through `stage()` inside a
- * store write (with its `entity` ledger record) and becomes visible here only after that write commits.
+ * The trusted entities held in memory for evaluation (EntityCache): the only source of Cedar entities
+ * (docs/protocol.md §2, §5). The store's `entities` table is what they are a cache of. Every change goes
+ * through `stage()` inside a store write (with its `entity` ledger record) and becomes visible here only
+ * after that write commits.
  *
  * On a shared store (replicas, docs/protocol.md §9) other processes change entities too: every change also
  * writes `meta/entities_version` in its transaction, and `checkFresh(tx)` (inside a write, under the
@@ -21,7 +22,7 @@ export const ENTITIES_VERSION_KEY = 'entities_version';
 
 /**
  * The meta row holding the entities of `<policy_dir>/entities.json` as last applied to this store. An
- * edit of the file is applied as what changed in the file since (sidecar.ts applyEntitiesFile), once
+ * edit of the file is applied as what changed in the file since (src/pdp/policy-reload.ts), once
  * per store: not again by a second replica (which would undo an admin change made in between), and not
  * over admin changes to entities the edit did not touch.
  */
@@ -71,7 +72,8 @@ export class StaleEntities extends Error {}
  */
 export class EntitiesUnsettled extends StaleEntities {}
 
-export class EntityStore implements EntitySource {
+/** The store's entities in memory, versioned, in step with the store (see the top of this file). */
+export class EntityCache implements EntitySource {
   private readonly byKey = new Map<string, EntityJson>();
   private currentVersion: string;
   /** Told after every change of the entities held here (the HTTP front threads keep copies, src/front/). */
