@@ -46,7 +46,9 @@ async function one(label, writBin, conns) {
   for (;;) {
     try {
       if ((await fetch('http://127.0.0.1:8798/healthz')).ok) break;
-    } catch {}
+    } catch {
+      // not listening yet
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   renice(child.pid, JSON.parse(process.env[`AB_RENICE_${label}`] ?? '{}'));

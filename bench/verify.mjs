@@ -128,7 +128,7 @@ function timeChild(args) {
   try {
     stdout = execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 20 });
   } catch (err) {
-    throw new Error(`${args.join(' ')} failed: ${err.stdout ?? ''}${err.stderr ?? ''}`);
+    throw new Error(`${args.join(' ')} failed: ${err.stdout ?? ''}${err.stderr ?? ''}`, { cause: err });
   }
   return { seconds: Number(process.hrtime.bigint() - t) / 1e9, stdout };
 }

@@ -226,7 +226,7 @@ export function requestInputOf(e: AuthzenEvaluation, store: EntitySource): Reque
   if (resource) {
     // The same entity as subject and resource: one entity, the subject's properties first.
     const same = subject !== undefined && uidKey(subject.uid) === uidKey(resource.uid);
-    if (same) requestEntities[0] = { ...subject!, attrs: { ...resource.attrs, ...subject!.attrs } };
+    if (same) requestEntities[0] = { ...subject, attrs: { ...resource.attrs, ...subject.attrs } };
     else requestEntities.push(resource);
   }
   return {

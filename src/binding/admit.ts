@@ -86,7 +86,7 @@ class Admitter {
     }
     const trail = this.trail;
     if (Array.isArray(v)) {
-      const out: Json[] = new Array(v.length);
+      const out: Json[] = new Array<Json>(v.length);
       for (let i = 0; i < v.length; i++) {
         trail[depth - 1] = i;
         out[i] = this.admit(v[i]!, depth + 1);
@@ -98,7 +98,7 @@ class Admitter {
     // forwards to the tool then read as the canonical text, member for member. (JavaScript itself puts
     // integer-like names such as "10" first, in numeric order, whatever the insertion order.)
     const keys = Object.keys(v);
-    const admitted: Json[] = new Array(keys.length);
+    const admitted: Json[] = new Array<Json>(keys.length);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       trail[depth - 1] = key;

@@ -63,7 +63,7 @@ export function setMember(target: Record<string, unknown>, key: string, value: u
   }
 }
 
-const hasOwn = Object.hasOwn as (o: object, k: string) => boolean;
+const hasOwn = Object.hasOwn;
 
 const ESCAPES: Record<number, string> = {
   0x22: '"',

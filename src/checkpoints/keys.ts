@@ -130,7 +130,7 @@ export function loadDeploymentKey(o: { dataDir: string; keyFile?: string | null;
  */
 export function refuseLostLedger(dataDir: string, dataFile: string): void {
   if (!existsSync(join(dataDir, SIGNING_KEY_FILE)) || !existsSync(dirname(dataFile))) return;
-  let size = 0;
+  let size: number;
   try {
     size = statSync(dataFile).size;
   } catch {

@@ -73,7 +73,7 @@ class WitnessClient {
         this.#failures++;
         // Said once per streak, not every retry.
         if (this.#failures === 1)
-          log.warn(`writ: witness ${this.spec.url} did not cosign checkpoint ${record.size}: ${(e as Error).message}; retrying with backoff`);
+          log.warn(`writ: witness ${this.spec.url} did not cosign checkpoint ${String(record.size)}: ${(e as Error).message}; retrying with backoff`);
         const delay = Math.min(FIRST_BACKOFF_MS * 2 ** (this.#failures - 1), MAX_BACKOFF_MS);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay * (0.75 + Math.random() / 2));
@@ -108,7 +108,7 @@ class WitnessClient {
         });
       } catch (e) {
         metrics.witnessSubmissions.inc({ witness: this.spec.url, result: 'unreachable' });
-        throw new Error(`unreachable (${(e as Error).message})`);
+        throw new Error(`unreachable (${(e as Error).message})`, { cause: e });
       }
       const answer = await res.text();
       if (res.status === 200) {
@@ -142,7 +142,7 @@ class WitnessClient {
       verifyNote(`${text}\n${answer}`, [this.key]);
       line = parseNote(`${text}\n${answer}`).signatures.find((sig) => sig.name === this.key.name && sig.keyId === this.key.keyId)?.line;
     } catch (e) {
-      throw new Error(`its answer holds no valid cosignature by ${this.key.vkey}: ${(e as Error).message}`);
+      throw new Error(`its answer holds no valid cosignature by ${this.key.vkey}: ${(e as Error).message}`, { cause: e });
     }
     if (line === undefined) throw new Error('its answer holds no cosignature');
     await this.notes.addCosignature(text, size, this.key.vkey, line);

@@ -118,7 +118,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     input = source === '-' ? await readStdin() : readFileSync(source);
   } catch (err) {
-    const reason = err && typeof err === 'object' && 'code' in err ? String((err as { code: unknown }).code) : String(err);
+    const reason = err && typeof err === 'object' && 'code' in err ? String(err.code) : String(err);
     process.stderr.write(`writ bind: cannot read ${source === '-' ? 'stdin' : source}: ${reason}\n`);
     return 2;
   }

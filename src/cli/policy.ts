@@ -179,14 +179,14 @@ export async function main(argv: string[]): Promise<number> {
     err(`writ policy ${command}: --${stray} is not an option of ${command}\n\n${USAGE}`);
     return 2;
   }
-  const dir = values.dir!;
+  const dir = values.dir;
   switch (command) {
     case 'validate':
-      return validate(dir, values.json!);
+      return validate(dir, values.json);
     case 'test':
-      return test(dir, values.json!, values.coverage!);
+      return test(dir, values.json, values.coverage);
     case 'fmt':
-      return fmt(dir, values.check!);
+      return fmt(dir, values.check);
     default:
       err(`writ policy: ${command ? `unknown subcommand '${command}'` : 'missing subcommand'}\n\n${USAGE}`);
       return 2;

@@ -124,7 +124,7 @@ export async function main(argv: string[]): Promise<number> {
     try {
       token = readFileSync(tokenFile, 'utf8').trim();
     } catch (e) {
-      throw new Error(`--token-file (or WRIT_TOKEN_FILE) ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(`--token-file (or WRIT_TOKEN_FILE) ${tokenFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
     }
     if (!token) throw new Error(`${tokenFile} holds no token`);
     if (values.defaults) {
@@ -132,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
       try {
         defaults = parseDefaults(JSON.parse(readFileSync(file, 'utf8')));
       } catch (e) {
-        throw new Error(`--defaults ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        throw new Error(`--defaults ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
       }
       const issue = defaultsEnvelopeIssue(defaults);
       if (issue) throw new Error(`--defaults ${file}: ${issue}`);

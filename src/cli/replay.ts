@@ -108,7 +108,7 @@ class StdoutClosed extends Error {}
 
 let stdoutError: NodeJS.ErrnoException | undefined;
 function checkStdout(): void {
-  const e = stdoutError as NodeJS.ErrnoException | undefined;
+  const e = stdoutError;
   if (e) throw new StdoutClosed(e.message);
 }
 
@@ -172,7 +172,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     return usageError((e as Error).message);
   }
-  const json = values.json!;
+  const json = values.json;
   let anchors: VerifyOptions;
   try {
     if (values['no-verify'] && (values.keys !== undefined || values.checkpoint !== undefined)) {
@@ -187,7 +187,7 @@ export async function main(argv: string[]): Promise<number> {
   let engine: PolicyEngine;
   try {
     // The entities come from the export; the candidate's own entities.json is not used, so not read.
-    bundle = loadPolicyDir(values.dir!, { entities: false });
+    bundle = loadPolicyDir(values.dir, { entities: false });
     engine = new PolicyEngine(bundle);
   } catch (e) {
     if (!isWritError(e)) throw e;

@@ -130,7 +130,7 @@ function readNoteAndPolicy(noteFile: string | undefined, policyFile: string | un
   if (!verdict.ok) {
     if (verdict.code === 'MALFORMED') throw new WritError('INVALID_REQUEST', `--note: ${verdict.message}`);
     // Reported at the note's tree size, as a held checkpoint without a seq is.
-    let size = 0;
+    let size: number;
     try {
       size = parseCheckpoint(parseNote(readTextFile('--note', noteFile)).text).size;
     } catch {

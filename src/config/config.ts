@@ -314,7 +314,7 @@ export function loadConfig(o: ConfigOverrides = {}): { config: WritConfig; devTo
     ...file,
     checkpoint: { ...DEFAULTS.checkpoint, ...(file.checkpoint ?? {}) },
     tokens: [],
-  } as WritConfig;
+  };
   // A flag given empty (`--database-url ""`, an unset shell variable) is a mistake, not "use the default":
   // an empty --database-url would otherwise serve from LMDB without a word.
   const flags: Array<[keyof typeof o, string]> = [

@@ -32,6 +32,6 @@ export function admitEvents(text: string, delegated = false): ToolEvent[] {
   const list = memberOf(raw, 'events') as LosslessValue[];
   return plain.events.map(({ type }, i) => ({
     type,
-    data: admitValue(memberOf(list[i]!, 'data')!, `/events/${i}/data`),
+    data: admitValue(memberOf(list[i], 'data')!, `/events/${i}/data`),
   }));
 }

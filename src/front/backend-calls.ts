@@ -119,7 +119,7 @@ export function callingBackend(call: (c: BackendCall) => Promise<unknown>, origi
   const store = new Proxy(remoteStore, {
     get(target, member) {
       if (member === 'exportLines') return (from = 0, to = Number.MAX_SAFE_INTEGER) => exportPages(call, from, to);
-      return Reflect.get(target, member);
+      return Reflect.get(target, member) as unknown;
     },
   });
   const core = { store } as unknown as PdpServices['core'];
@@ -128,7 +128,7 @@ export function callingBackend(call: (c: BackendCall) => Promise<unknown>, origi
       ? undefined
       : new Proxy(service<CheckpointNotes>('notes'), {
           get(target, member) {
-            return member === 'origin' ? origin : Reflect.get(target, member);
+            return member === 'origin' ? origin : (Reflect.get(target, member) as unknown);
           },
         });
   return {

@@ -174,7 +174,7 @@ function ask(
 ): Promise<SidecarAnswer> {
   const id = nextAskId++;
   if (outbox.length === 0) setImmediate(flush);
-  outbox.push({ id, ...a } as FrontAsk);
+  outbox.push({ id, ...a });
   const answer = new Promise<SidecarAnswer>((resolve) => waiting.set(id, { resolve, at: performance.now(), call: 'call' in a }));
   if (outbox.length >= ASK_BATCH) flush();
   return answer;
@@ -556,7 +556,7 @@ function route(req: IncomingMessage, res: ServerResponse, url: string, callers: 
 const server = createPublicServer(start.tls, { requireHostHeader: false }, handle);
 // The same limits as the sidecar's listener.
 cutSlowClients(server);
-server.on('error', (e) => post({ type: 'failed', message: (e as Error).message }));
+server.on('error', (e) => post({ type: 'failed', message: e.message }));
 // Threads share the port by SO_REUSEPORT where Node has it (a lone front thread on an older Node has the
 // port to itself); cluster processes share it through the sidecar's handle.
 const listenOptions = parentPort && frontThreadsSupported() ? { host: start.host, port: start.port, reusePort: true } : { host: start.host, port: start.port };

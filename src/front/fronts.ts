@@ -45,7 +45,7 @@ function errorAnswer(id: number, e: unknown, counted: boolean): SidecarAnswer {
     if (counted) countRefusal(e);
     return { id, error: { status: e.status, body: e.toBody() } };
   }
-  log.error(`writ: unexpected error on a front's ask: ${(e as Error)?.stack ?? e}`);
+  log.error(`writ: unexpected error on a front's ask: ${(e as Error)?.stack ?? String(e)}`);
   const refusal = new WritError('STORE_UNAVAILABLE', 'the sidecar could not complete the request', { status: 503 });
   if (counted) countRefusal(refusal, { logged: true });
   return { id, error: { status: 503, body: refusal.toBody() } };

@@ -76,7 +76,7 @@ function stringArray(v: unknown, where: string, o: { urls?: boolean; nonEmpty?: 
   if (!Array.isArray(v) || !v.every((s) => typeof s === 'string' && s !== '')) fail(`${where} must be an array of non-empty strings`);
   if (o.nonEmpty && v.length === 0) fail(`${where} must name at least one`);
   if (o.urls) for (const u of v) if (!URL.canParse(u)) fail(`${where}: ${JSON.stringify(u)} is not a URL`);
-  return [...v];
+  return [...(v as string[])];
 }
 
 function stringRecord(v: unknown, where: string): Record<string, string> {

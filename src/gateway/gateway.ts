@@ -28,7 +28,9 @@ export async function startGateway(cfg: GatewayConfig, o: { log?: (line: string)
   const state: GatewayState = { sessions: new Map(), channels: new Map(), stopping: false };
   const app = gatewayApp({ cfg, verifier, pdp, metrics: gatewayMetrics(), log }, state);
   const tls = cfg.tls ? readTlsMaterial(cfg.tls.certFile, cfg.tls.keyFile) : undefined;
-  const server: Server = createPublicServer(tls, {}, getRequestListener(app.fetch));
+  // Hono's listener answers its own errors (500); the promise it returns only says the answer was sent.
+  const listener = getRequestListener(app.fetch);
+  const server: Server = createPublicServer(tls, {}, (req, res) => void listener(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(cfg.port, cfg.host, () => resolve());

@@ -298,9 +298,7 @@ export class Session {
     if (method === 'tools/call') {
       const result = msg.result;
       const refusal =
-        isObject(result) && isObject(result._meta) && isObject(result._meta[META_DECISION])
-          ? String((result._meta[META_DECISION] as Record<string, unknown>).code)
-          : undefined;
+        isObject(result) && isObject(result._meta) && isObject(result._meta[META_DECISION]) ? String(result._meta[META_DECISION].code) : undefined;
       this.#o.hooks?.callAnswered?.(this.server, 'error' in msg ? 'JSON_RPC_ERROR' : refusal);
       const task = createdTaskOf(result);
       if (task) this.#o.tasks.set(this.server, task.taskId, this.owner);

@@ -30,7 +30,7 @@ export function answerErrorsInShape<E extends Env>(app: Hono<E>, unexpected: () 
       return errorResponse(c, err);
     }
     // A client gone before its body ended is not unexpected: nobody will read the answer, and nothing to log.
-    if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err as Error)?.stack ?? err}`);
+    if (!clientWentAway(err)) log.error(`writ: unexpected error on ${c.req.method} ${c.req.path}: ${(err)?.stack ?? err}`);
     const refusal = unexpected();
     counts.refusal(refusal, { logged: true });
     return errorResponse(c, refusal);

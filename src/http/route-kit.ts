@@ -25,9 +25,9 @@ export interface CallerAuthenticator {
 
 export interface RouteKit {
   /** Every role the request's credential holds: its bearer token, else its verified client certificate. */
-  authenticate(c: Context): Promise<Caller[]>;
+  authenticate: (c: Context) => Promise<Caller[]>;
   /** The caller as a route admitting `roles` takes it (401, 403, or the backend's refusal). */
-  callerIn(c: Context, roles: readonly Role[]): Promise<Caller>;
+  callerIn: (c: Context, roles: readonly Role[]) => Promise<Caller>;
   /** The auth middleware: authenticates, checks the role; the handler then runs with c.get('caller'). */
   roles(...allowed: Role[]): MiddlewareHandler<AppEnv>;
   /** Reads the JSON body text with the app's limits (413, 415, strict UTF-8); `optional`: may be empty. */

@@ -42,7 +42,7 @@ export function createPublicServer(tls: TlsMaterial | undefined, options: Server
     const table = new ClientCertTable(tls.clients ?? []);
     server.on('secureConnection', (socket: TLSSocket) => rememberCertificateCaller(socket, table));
   }
-  return server as unknown as Server;
+  return server;
 }
 
 export function readTlsMaterial(

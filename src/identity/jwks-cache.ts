@@ -204,7 +204,7 @@ async function fetchJsonDocument(url: string): Promise<unknown> {
   } catch (e) {
     // undici says only "fetch failed": the cause (ECONNREFUSED, a certificate error, the timeout) is what an operator needs.
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-    throw new Error(`${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+    throw new Error(`${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, { cause: e });
   }
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
   const text = await res.text();

@@ -162,7 +162,7 @@ export class JwtVerifier {
     // jose checks iat only against a maximum age: a token issued in the future is refused here.
     if (claims.iat !== undefined && claims.iat > nowS + LEEWAY_S) throw invalidToken('iat: the token was issued in the future');
     if (typeof claims.sub !== 'string' || claims.sub === '') throw invalidToken('sub: the token names no subject');
-    return { spec, claims: claims as VerifiedToken['claims'], scopes: scopesOf(claims as Record<string, unknown>) };
+    return { spec, claims: claims, scopes: scopesOf(claims) };
   }
 }
 

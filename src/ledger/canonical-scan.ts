@@ -56,7 +56,7 @@ export class CanonicalLine {
   /** The raw value token of a member (undefined when absent). */
   token(name: string): string | undefined {
     const m = this.#member(name);
-    return m < 0 ? undefined : this.text.slice(this.spans[m + 2]!, this.spans[m + 3]!);
+    return m < 0 ? undefined : this.text.slice(this.spans[m + 2], this.spans[m + 3]);
   }
 
   /** A member's value if it is a JSON string (undefined when absent or not a string). */

@@ -28,7 +28,7 @@ export function recordHash(record: Record<string, unknown>): string {
 
 /** Adds `hash` to a complete record body. */
 export function sealRecord(body: UnsealedRecord): LedgerRecord {
-  return { ...body, hash: recordHash(body) } as LedgerRecord;
+  return { ...body, hash: recordHash(body) };
 }
 
 /** The exact export line of a record: its JCS text (byte-stable). */
@@ -46,7 +46,7 @@ const HASH_MEMBER = /"hash":"(sha256:[0-9a-f]{64})"/g;
  */
 export function recordEntry(line: string): Buffer | undefined {
   for (const m of line.matchAll(HASH_MEMBER)) {
-    const at = m.index!;
+    const at = m.index;
     const end = at + m[0].length;
     // The member and one comma beside it (the one before, unless it is the first member).
     const entry =

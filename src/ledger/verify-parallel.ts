@@ -240,6 +240,8 @@ export async function verifyInParallel(read: ReadBytes, opts: VerifyOptions, par
   } finally {
     if (ownWorkers) await pool.close();
   }
+  // What the reader threw, thrown on from here.
+  // eslint-disable-next-line @typescript-eslint/only-throw-error
   if (readError !== undefined) throw readError;
   return verifier.finish();
 }

@@ -117,7 +117,7 @@ interface RecordView {
 function parsedRecordView(rec: Record<string, unknown>): RecordView {
   return {
     token: (name) => (Object.hasOwn(rec, name) ? jcs(rec[name]) : undefined),
-    string: (name) => (Object.hasOwn(rec, name) && typeof rec[name] === 'string' ? (rec[name] as string) : undefined),
+    string: (name) => (Object.hasOwn(rec, name) && typeof rec[name] === 'string' ? rec[name] : undefined),
     withoutHash: () => {
       const { hash: _omit, ...rest } = rec;
       return jcs(rest);
@@ -267,7 +267,7 @@ function parseHeldCheckpoint(cp: Record<string, unknown>): HeldCheckpoint {
     reportSeq: (cp.seq as number | undefined) ?? (cp.size as number),
   };
   if (cp.seq !== undefined) held.seq = cp.seq as number;
-  if (cp.hash !== undefined) held.hash = cp.hash as string;
+  if (cp.hash !== undefined) held.hash = cp.hash;
   return held;
 }
 
@@ -282,7 +282,7 @@ export function parseKeysFile(doc: unknown): PublicKeyEntry[] {
     const raw = decodePublicKey(entry?.public_key);
     if (!raw) throw bad(`keys[${i}].public_key is not a base64 32-byte Ed25519 key`);
     if (entry!.key_id !== keyIdOf(raw)) throw bad(`keys[${i}].key_id does not identify its public_key`);
-    return { key_id: entry!.key_id as string, public_key: entry!.public_key as string };
+    return { key_id: entry!.key_id, public_key: entry!.public_key as string };
   });
 }
 
@@ -312,7 +312,7 @@ export class ExportVerifier {
 
   constructor(opts: VerifyOptions = {}) {
     this.#window = opts.checkpointWindow ?? CHECKPOINT_WINDOW;
-    this.#recentStates = new Array(this.#window);
+    this.#recentStates = new Array<HexAccumulatorState | undefined>(this.#window);
     if (opts.keys) {
       this.#trustedKeys = new Map();
       for (const k of opts.keys) {
@@ -476,7 +476,7 @@ export class ExportVerifier {
     const raw = decodePublicKey(rec.public_key);
     if (!raw) return new Failure(seq, 'UNKNOWN_KEY', 'public_key is not a base64 32-byte Ed25519 key');
     if (rec.key_id !== keyIdOf(raw)) return new Failure(seq, 'UNKNOWN_KEY', `key_id ${String(rec.key_id)} does not identify public_key (${keyIdOf(raw)})`);
-    const keyId = rec.key_id as string;
+    const keyId = rec.key_id;
     const first = this.#lastKey === undefined;
     if (first) {
       if (rec.signature !== null) return new Failure(seq, 'BAD_SIGNATURE', 'the first key record must have signature null');
@@ -530,10 +530,7 @@ export class ExportVerifier {
       return new Failure(seq, 'ROOT_MISMATCH', `checkpoint root ${String(root)} is not the root of the first ${String(size)} records (${treeRoot})`);
     const key = typeof key_id === 'string' ? this.#knownKeys.get(key_id) : undefined;
     if (!key) return new Failure(seq, 'UNKNOWN_KEY', `checkpoint key ${String(key_id)} is not a known key`);
-    if (
-      typeof signature !== 'string' ||
-      !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root as string, size: size as number }), signature)
-    ) {
+    if (typeof signature !== 'string' || !verifyPayload(key, checkpointPayload({ key_id: key_id as string, root: root, size: size as number }), signature)) {
       return new Failure(seq, 'BAD_SIGNATURE', `checkpoint signature does not verify under ${key_id as string}`);
     }
     return this.#retired(seq, key_id as string, 'checkpoint');

@@ -58,6 +58,16 @@ export const policyReloads = new Counter({
   registers: [registry],
 });
 
+/**
+ * Polls of the policy dir that have ended, whatever they found: a poll that finds nothing new leaves no
+ * record or log line, and this is how an operator or a test knows the dir has been looked at since.
+ */
+export const policyPolls = new Counter({
+  name: 'writ_policy_polls_total',
+  help: 'Polls of the policy dir (policy files and entities.json) that have ended, whether they found nothing, applied a change or failed.',
+  registers: [registry],
+});
+
 /** JWKS fetch rounds (discovery and keys, docs/protocol.md §13), by issuer and result: a failing issuer shows here first. */
 export const jwksFetches = new Counter({
   name: 'writ_jwks_fetches_total',

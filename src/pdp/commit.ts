@@ -47,10 +47,10 @@ export interface Proposal<W, R> {
   reads?: Array<[Table, string]>;
   /** The answer, once the write is durable. */
   answer(written: W): R;
-  /** The error a failed write answers (default storeFailure); may ledger it first. */
-  failed?(e: unknown): unknown | Promise<unknown>;
-  /** The error when `stillValid` kept failing until the attempts ran out (default: as the entities). */
-  keepsMoving?(): unknown | Promise<unknown>;
+  /** The error a failed write answers (default storeFailure), or a promise of it: it may ledger it first. */
+  failed?(e: unknown): unknown;
+  /** The error (or a promise of it) when `stillValid` kept failing until the attempts ran out (default: as the entities). */
+  keepsMoving?(): unknown;
 }
 
 export interface CommitOptions {

@@ -76,6 +76,14 @@ export class PolicyReload {
   /** The policy dir's file signature (dir-files.ts signatureOf) when the last poll left nothing settling. */
   private quietSignature: string | undefined;
   async reloadIfChanged(): Promise<void> {
+    try {
+      await this.pollDir();
+    } finally {
+      metrics.policyPolls.inc();
+    }
+  }
+
+  private async pollDir(): Promise<void> {
     // Nothing read while no file's size, mtime or inode moved (a 50 MB entities.json is not read every
     // poll); a change still settling (read the same on two polls in a row) is polled until it settles.
     const dir = this.core.config.policy_dir;

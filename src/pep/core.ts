@@ -346,7 +346,7 @@ export async function filterToolList(
 ): Promise<unknown> {
   if (!isObject(result) || !Array.isArray(result.tools)) return result;
   const tools = result.tools as unknown[];
-  const sent = isObject(meta) && isObject(meta[META_ENVELOPE]) ? (meta[META_ENVELOPE] as Record<string, unknown>) : undefined;
+  const sent = isObject(meta) && isObject(meta[META_ENVELOPE]) ? meta[META_ENVELOPE] : undefined;
   const byEnvelope = new Map<string, { envelope: Record<string, unknown>; names: string[] }>();
   for (const t of tools) {
     const name = isObject(t) && typeof t.name === 'string' ? t.name : undefined;
@@ -354,7 +354,7 @@ export async function filterToolList(
     let envelope: Record<string, unknown> | undefined = sent;
     if (!envelope && opts.defaults) {
       try {
-        envelope = envelopeFromDefaults(opts.defaults, name, {}) as Record<string, unknown>;
+        envelope = envelopeFromDefaults(opts.defaults, name, {});
       } catch {
         envelope = undefined; // known only from the call's arguments: the tool stays listed
       }

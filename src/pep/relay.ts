@@ -245,7 +245,7 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
       // there is nothing to decide), as a tool result like every other refusal (docs/protocol.md §7).
       const why = dupParams ? 'repeats a member (params, name, arguments or _meta)' : !isObject(params) ? 'has no params object' : 'has no tool name';
       const m = !dupParams && isObject(params) && isObject(params._meta) ? params._meta : {};
-      const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
+      const exec = typeof m[META_EXECUTION_ID] === 'string' ? m[META_EXECUTION_ID] : null;
       respondResult(
         idRaw.raw,
         dupParams ? undefined : params,
@@ -259,7 +259,7 @@ export function createRelay(opts: RelayOptions, ports: RelayPorts): Relay {
     if (exited) {
       // Refused before the PDP is asked (see the header): the tool cannot run, nothing is reserved.
       const m = isObject(params._meta) ? params._meta : {};
-      const exec = typeof m[META_EXECUTION_ID] === 'string' ? (m[META_EXECUTION_ID] as string) : null;
+      const exec = typeof m[META_EXECUTION_ID] === 'string' ? m[META_EXECUTION_ID] : null;
       const text =
         `writ: the MCP server has exited (status ${exited.status}), so the tool did not run and the policy decision point ` +
         `was not asked${exec !== null ? `; execution ${exec} was not used and may be retried once a server runs again` : ''}`;

@@ -140,7 +140,7 @@ export async function followTask(task: CreatedTask, port: TaskPort, now: () => n
     } catch (e) {
       return unknownTaskOutcome(task.taskId, `could not be read: ${(e as Error)?.message ?? String(e)}`);
     }
-    if (stoppedWhy !== undefined) return unknownTaskOutcome(task.taskId, `was still working when ${stoppedWhy}`);
+    if (stoppedWhy !== undefined) return unknownTaskOutcome(task.taskId, `was still working when ${String(stoppedWhy)}`);
     if (view === 'gone') return unknownTaskOutcome(task.taskId, 'disappeared before it ended');
     if (view.pollMs !== undefined) pollMs = view.pollMs;
     if (view.status === 'completed') {

@@ -34,7 +34,7 @@ export function isListCase(testCase: Obj): boolean {
 export function runListCase(engine: PolicyEngine, testCase: Obj, entities: EntitySource & { all(): EntityJson[] }): string | undefined {
   for (const key of Object.keys(testCase))
     if (!CASE_KEYS.includes(key)) throw new Error(`case: unknown member ${JSON.stringify(key)} (expected ${CASE_KEYS.join(', ')})`);
-  const plain = toPlain(testCase as LosslessValue) as PlainListCase;
+  const plain = toPlain(testCase) as PlainListCase;
   if (plain.search !== undefined && plain.tools_visible !== undefined) throw new Error('a case has either search or tools_visible, not both');
   let got: unknown;
   let want: unknown;
@@ -42,7 +42,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
     try {
       validateToolsVisibleRequest(plain.tools_visible);
     } catch (e) {
-      throw new Error(`tools_visible${isWritError(e) ? `${e.path ?? ''}: ${e.message}` : ''}`);
+      throw new Error(`tools_visible${isWritError(e) ? `${e.path ?? ''}: ${e.message}` : ''}`, { cause: e });
     }
     const { envelope, server, tools } = plain.tools_visible;
     got = [...new Set(tools)].filter((tool) =>
@@ -63,7 +63,7 @@ export function runListCase(engine: PolicyEngine, testCase: Obj, entities: Entit
       try {
         request = parseSearchRequest(JSON.stringify(body), kind);
       } catch (e) {
-        throw new Error(`search.request${isWritError(e) ? `${e.path ?? ''}: ${e.code}: ${e.message}` : ''}`);
+        throw new Error(`search.request${isWritError(e) ? `${e.path ?? ''}: ${e.code}: ${e.message}` : ''}`, { cause: e });
       }
       const page = searchPageSync(
         request,

@@ -19,7 +19,7 @@ import { cedarDatetime } from './datetime.js';
 import { type EntityJson, type EntitySource, entitySlice, uidFromJson } from './entities.js';
 import type { PolicyBundle } from './load.js';
 import { DecisionMemo, VersionedMemo, evaluationTally, memoKeyText } from './memo.js';
-import { type ContextShape, type PartialResponse, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
+import { type ContextShape, type ResidualProgram, type Satisfied, contextShapeOf, residualProgramOf, satisfiedBy } from './residual.js';
 import { namesMember, visibilityContexts } from './visibility.js';
 import { attributeReadsOf, contextReadsOf, entityLiteralsOf, mayApplyToAction, resourceReadOf } from './relevance.js';
 import type { CedarValue } from '../binding/index.js';
@@ -207,9 +207,9 @@ export interface CallPlan {
   /** Its exact-input memo key; undefined when the memo is off or the input cannot be keyed exactly. */
   memoKey: string | undefined;
   /** Its exact Cedar inputs (the entity slice is cut on the first call). */
-  call(): CedarCall;
+  call: () => CedarCall;
   /** Its outcome from a residual program, or undefined when Cedar must evaluate it (residual.ts). */
-  residual(): DecisionOutcome | undefined;
+  residual: () => DecisionOutcome | undefined;
 }
 
 /** Tool-visibility answers an engine keeps (mayBeCalled): a tools/list of 100 tools for 100 callers fits. */
@@ -680,7 +680,7 @@ export class PolicyEngine {
       return undefined; // whatever went wrong, Cedar itself evaluates every call of this shape
     }
     if (answer.type !== 'residuals') return undefined;
-    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+    return residualProgramOf(answer.response, plan.policyIds);
   }
 
   /**
@@ -729,7 +729,7 @@ export class PolicyEngine {
     }
     if (answer.type !== 'residuals' || answer.response.errored.length > 0) return undefined;
     if (answer.response.decision === 'deny') return 'none allowed';
-    return residualProgramOf(answer.response as unknown as PartialResponse, plan.policyIds);
+    return residualProgramOf(answer.response, plan.policyIds);
   }
 
   /**

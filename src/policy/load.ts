@@ -196,7 +196,7 @@ function misspeltAnnotation(name: string): string | undefined {
  */
 function policyOffsets(text: string, parts: string[], order: number[]): Array<number | undefined> {
   const bySource = parts.map((_, k) => k).sort((a, b) => order[a]! - order[b]!);
-  const starts: Array<number | undefined> = new Array(parts.length);
+  const starts = new Array<number | undefined>(parts.length);
   let from = 0;
   for (const k of bySource) {
     const at = text.indexOf(parts[k]!, from);

@@ -54,7 +54,7 @@ function isExactJson(value: unknown, depth: number): boolean {
         for (let i = 0; i < value.length; i++) if (!(i in value) || !isExactJson(value[i], depth + 1)) return false;
         return true;
       }
-      const proto = Object.getPrototypeOf(value);
+      const proto: unknown = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
       for (const key in value) {
         if (Object.hasOwn(value, key) && !isExactJson((value as Record<string, unknown>)[key], depth + 1)) return false;

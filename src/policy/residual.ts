@@ -130,7 +130,7 @@ function datetimeOf(value: unknown): Instant | undefined {
 
 export function contextShapeOf(context: Record<string, unknown>): ContextShape | undefined {
   const shape: ContextShape['shape'] = [];
-  const values: Record<string, Value> = Object.create(null);
+  const values = Object.create(null) as Record<string, Value>;
   const partialContext: Record<string, unknown> = {};
   let unknowns = 0;
   for (const key in context) {

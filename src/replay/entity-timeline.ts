@@ -54,6 +54,8 @@ export class EntityTimeline {
   constructor(window = UNDO_WINDOW) {
     this.window = window;
     const current = this.current;
+    // The getter below is the source's, where `this` is the source: it reaches the timeline through `self`.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.currentSource = {
       get: (key: string) => current.get(key),

@@ -101,7 +101,7 @@ export class Replayer {
     if (record.search !== undefined) return undefined;
     const recorded = recordedDecisionOf(record);
     let candidate: RecordedDecision;
-    let errors: string[] = [];
+    let errors: string[];
     const authzen = isAuthzenDecision(record);
     if (authzen) {
       if (this.options.authzen === undefined) {

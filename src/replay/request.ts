@@ -49,7 +49,7 @@ export function recordedDecisionOf(record: Record<string, unknown>): RecordedDec
   if (decision !== 'allow' && decision !== 'deny' && decision !== 'approval_required') throw bad(record.seq, 'the decision record has no decision');
   const reasons = record.reasons;
   if (!Array.isArray(reasons) || !reasons.every((r) => typeof r === 'string')) throw bad(record.seq, 'the decision record has no reasons list');
-  return { decision, reasons: reasons as string[] };
+  return { decision, reasons: reasons };
 }
 
 /** The approvals that were valid when the record was decided (the record keeps each one's validity). */

@@ -38,7 +38,7 @@ export function isUnreachableDatabase(e: unknown): boolean {
   const code = typeof cause?.code === 'string' ? cause.code : undefined;
   if (code !== undefined) return TRANSIENT_ERRNOS.has(code) || TRANSIENT_SQLSTATES.has(code) || code.startsWith('08');
   // The driver's own connect timeout and a connection cut mid-handshake carry no code.
-  return /timeout|terminated|closed/i.test(String(cause?.message ?? e.message));
+  return /timeout|terminated|closed/i.test(typeof cause?.message === 'string' ? cause.message : e.message);
 }
 
 export interface WaitOptions {

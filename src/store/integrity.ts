@@ -179,10 +179,7 @@ function checkLatestCheckpoint(dbs: StoreDbs, dataDir: string, chainSize: number
   }
   const publicKey = ledgerKeys(dbs).get(String(cp.key_id));
   if (publicKey === undefined) throw corrupt(dataDir, cpSeq, `checkpoint is signed by unknown key ${String(cp.key_id)}`);
-  if (
-    typeof cp.signature !== 'string' ||
-    !verifyPayload(publicKey, checkpointPayload({ key_id: String(cp.key_id), root: cp.root as string, size }), cp.signature)
-  ) {
+  if (typeof cp.signature !== 'string' || !verifyPayload(publicKey, checkpointPayload({ key_id: String(cp.key_id), root: cp.root, size }), cp.signature)) {
     throw corrupt(dataDir, cpSeq, 'checkpoint signature does not verify');
   }
 }

@@ -114,7 +114,9 @@ export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
  * lmdb-js takes the flag in an options object its put() types do not declare.
  */
 export function appendRecord(dbs: StoreDbs, seq: number, text: string): void {
-  (dbs.records.put as (key: number, value: string, options: { append: boolean }) => Promise<boolean>).call(dbs.records, seq, text, { append: true });
+  // Inside a write transaction lmdb-js writes at once and throws on failure; the promise only reports an
+  // ifVersion condition, which this put does not set.
+  void (dbs.records.put as (key: number, value: string, options: { append: boolean }) => Promise<boolean>).call(dbs.records, seq, text, { append: true });
 }
 
 /** lmdb-js compression settings of a format-2 store (one object per open: it holds a decompression buffer). */

@@ -105,10 +105,12 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
       goodHashes.push(hashToBytes(chainBreak.hash));
     }
     try {
+      // Inside the transaction LMDB writes at once and throws on failure: the promises its put() and remove()
+      // return only report an ifVersion condition, which none of these set.
       await d.env.childTransaction(() => {
         if (firstBad !== null) {
-          for (const seq of [...d.records.getKeys({ start: firstBad })]) d.records.remove(seq);
-          d.records.put(chainBreak!.seq, jcs(chainBreak));
+          for (const seq of [...d.records.getKeys({ start: firstBad })]) void d.records.remove(seq);
+          void d.records.put(chainBreak!.seq, jcs(chainBreak));
           // Executions keep their state (an acknowledged reservation is never reusable) but must not
           // list seqs that now hold the chain_break and later, unrelated records, nor approvals whose
           // record was cut: an approval the ledger no longer holds must not authorize anything (its row
@@ -122,22 +124,22 @@ export async function repairStore(dataDir: string, o: { reason?: string; now?: (
               if (Array.isArray(e.records)) kept.records = e.records.filter((q) => typeof q === 'number' && q < firstBad);
               if (Array.isArray(e.approvals)) kept.approvals = e.approvals.filter((id) => keptApprovals.has(id as string));
               if (cutApprovals) kept.rev = (typeof (e as { rev?: unknown }).rev === 'number' ? (e as { rev: number }).rev : 0) + 1;
-              d.tables.executions.put(key, JSON.stringify(kept));
+              void d.tables.executions.put(key, JSON.stringify(kept));
             }
           }
-          for (const id of [...d.tables.approvals.getKeys({})]) if (!keptApprovals.has(id)) d.tables.approvals.remove(id);
+          for (const id of [...d.tables.approvals.getKeys({})]) if (!keptApprovals.has(id)) void d.tables.approvals.remove(id);
         }
         // Derived data, rebuilt from the kept records: Merkle nodes and the three indexes.
         d.merkle.clearSync();
         const reader: SubtreeReader = memoryReader(goodHashes);
         for (let i = 0; i < goodHashes.length; i++) {
-          d.merkle.put([0, i], goodHashes[i]!);
-          for (const n of subtreesCompletedBy(i, goodHashes[i]!, reader)) d.merkle.put([n.level, n.index], n.hash);
+          void d.merkle.put([0, i], goodHashes[i]!);
+          for (const n of subtreesCompletedBy(i, goodHashes[i]!, reader)) void d.merkle.put([n.level, n.index], n.hash);
         }
         for (const name of INDEXES) d.indexes[name].clearSync();
         for (const { key: seq, value } of d.records.getRange({ start: 0 })) {
           const r = JSON.parse(value) as LedgerRecord;
-          for (const [name, term] of indexTermsOf(r, uidKey)) d.indexes[name].put([indexTerm(term), seq], '');
+          for (const [name, term] of indexTermsOf(r, uidKey)) void d.indexes[name].put([indexTerm(term), seq], '');
         }
       });
       await d.env.flushed;

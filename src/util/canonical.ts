@@ -5,7 +5,7 @@
 import { hash } from 'node:crypto';
 import canonicalizeImpl from 'canonicalize';
 
-const canonicalizeFn = canonicalizeImpl as unknown as (v: unknown) => string | undefined;
+const canonicalizeFn = canonicalizeImpl;
 
 /** RFC 8785 canonical JSON text of a JSON value. Throws on values JSON cannot carry. */
 export function jcs(value: unknown): string {

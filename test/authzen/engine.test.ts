@@ -36,7 +36,7 @@ test('evaluator threads answer evaluateRequest exactly as the in-process engine 
     const kinds = new Set<string>();
     inputs.forEach((input, i) => {
       assert.deepEqual(answers[i], engine.evaluateRequest(input));
-      kinds.add(answers[i]!.decision);
+      kinds.add(answers[i].decision);
     });
     assert.deepEqual([...kinds].sort(), ['allow', 'deny']);
   } finally {

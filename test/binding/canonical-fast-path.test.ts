@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import canonicalizeImpl from 'canonicalize';
 import { jcs, jcsOrUndefined } from '../../src/util/canonical.js';
 
-const library = canonicalizeImpl as unknown as (v: unknown) => string | undefined;
+const library = canonicalizeImpl;
 
 function outcome(f: () => string | undefined): { text: string | undefined } | { threw: true } {
   try {

@@ -436,7 +436,7 @@ describe('real disk full (4 MiB tmpfs data dir)', { skip: NO_PG_DATA_DIR_DISK },
         if (r.status !== 200) refused = r;
       }
       assert.ok(refused, `a full disk refused a write (statuses ${JSON.stringify([...statuses])})`);
-      assertUnavailable(refused!, 'decision on a full disk');
+      assertUnavailable(refused, 'decision on a full disk');
       // Still refusing, still answering reads, still not lying.
       assertUnavailable(await ok('tmpfs-full-again', 'propose'), 'decision on a full disk (again)');
       const seen = await req(s.url, 'GET', `/v1/ledger/records/${acked.at(-1)!.seq}`, { token: T.auditor });

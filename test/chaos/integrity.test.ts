@@ -174,7 +174,7 @@ describe('startup integrity', { skip: LMDB_ONLY }, () => {
       assert.ok(size > first + 5);
       // Cut a run of records out of the middle (a lost range of pages, as after a bad restore).
       await dbs.env.transaction(() => {
-        for (let seq = first; seq < first + 3; seq++) dbs.records.remove(seq);
+        for (let seq = first; seq < first + 3; seq++) void dbs.records.remove(seq);
       });
       await dbs.env.close();
       const refused = await serveRefuses(p.dataDir, p.base);
@@ -199,7 +199,7 @@ describe('startup integrity', { skip: LMDB_ONLY }, () => {
       const first = size - 4;
       assert.equal(records[size - 1].kind, 'checkpoint', 'the chain ends with the final (SIGTERM) checkpoint');
       await dbs.env.transaction(() => {
-        for (let seq = first; seq < size; seq++) dbs.records.remove(seq);
+        for (let seq = first; seq < size; seq++) void dbs.records.remove(seq);
       });
       await dbs.env.close();
       const refused = await serveRefuses(p.dataDir, p.base);
@@ -223,7 +223,7 @@ describe('startup integrity', { skip: LMDB_ONLY }, () => {
       const cut = p.decisions[6]!;
       const dbs = openStoreDbs(p.dataDir);
       await dbs.env.transaction(() => {
-        dbs.records.remove(cut.seq);
+        void dbs.records.remove(cut.seq);
       });
       await dbs.env.close();
       assert.equal(repair(p.dataDir).code, 0);

@@ -58,10 +58,10 @@ test('fronts are threads where listen has reusePort (Node 22.12+, 23.1+, 24), el
 test('an unknown (misspelt) config key is named on stderr, not silently ignored', () => {
   const written: string[] = [];
   const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array) => {
+  process.stderr.write = (chunk: string | Uint8Array) => {
     written.push(String(chunk));
     return true;
-  }) as typeof process.stderr.write;
+  };
   try {
     withConfigFile({ lsten: '127.0.0.1:9', checkpoint: { every_record: 5 } }, (path) => {
       const { config } = loadConfig({ configPath: path });

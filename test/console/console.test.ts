@@ -192,7 +192,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
       const text = (await items.nth(i).textContent())!;
       assert.ok(text.includes(`#${r.seq}`) && text.includes(r.kind), `item ${i} names its seq and kind: ${text}`);
       if (r.kind === 'decision') {
-        assert.ok(text.includes(String(r.decision)), `decision ${r.seq} shows ${r.decision}`);
+        assert.ok(text.includes(String(r.decision)), `decision ${String(r.seq)} shows ${String(r.decision)}`);
         for (const reason of r.reasons as string[]) assert.ok(text.includes(reason), `decision ${r.seq} shows reason ${reason}`);
       }
       const time = items.nth(i).locator('time').first();
@@ -536,7 +536,7 @@ test('the auditor console in Chromium', { skip: chromiumPath ? false : NO_CHROMI
     const lost = await decide('OFF-9000:second-retry', 'OFF-9000:first');
     assert.equal(lost.status, 409, lost.text);
     assert.equal(lost.body.error.code, 'EXECUTION_SUPERSEDED');
-    const [refusal] = (await allRecords('&execution_id=OFF-9000:second-retry')) as Rec[];
+    const [refusal] = await allRecords('&execution_id=OFF-9000:second-retry');
     assert.equal(refusal!.kind, 'refusal');
     assert.equal(refusal!.supersedes, 'OFF-9000:first', 'the refusal says which execution it tried to supersede');
 

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { entitiesFileChanges } from '../../src/entities/entity-cache.js';
 import type { EntityJson } from '../../src/policy/entities.js';
-import { call, REPO, startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
+import { afterPolls, call, REPO, startTestServer, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { offboardingEmployee } from '../helpers/offboarding.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/wait.js';
@@ -126,12 +126,10 @@ test('an edit the schema refuses is refused while running, once, and ledgered; t
       writeFileSync(join(dir, 'entities.json'), JSON.stringify(bad));
       const refused = await until(async () => (await rejections())[before], 'the refused entities.json edit');
       assert.equal(refused.error?.code, 'POLICY_INVALID');
-      assert.match(refused.error!.message, /entities\.json not applied/);
-      assert.match(refused.error!.message, detail);
-      // Two more polls: the same refused text is not judged (or ledgered) again. A fixed wait, kept: a poll that
-      // finds nothing new leaves no trace to wait on (no record, log line or metric), and what is tested is
-      // that nothing happens on those polls.
-      await new Promise((r) => setTimeout(r, 600));
+      assert.match(refused.error.message, /entities\.json not applied/);
+      assert.match(refused.error.message, detail);
+      // Two more polls: the same refused text is not judged (or ledgered) again.
+      await afterPolls(s, 2);
       assert.equal((await rejections()).length, before + 1, 'one refusal per edit');
       assert.equal((await call(s, 'GET', '/v1/entities/Nope/x', { token: t.admin })).status, 404, 'the undeclared entity is not taken');
       assert.equal((await call(s, 'GET', '/v1/entities/Doc/d1', { token: t.admin })).body.attrs.secret, false, 'the entities in force stay');
@@ -172,9 +170,9 @@ test('replicas: an edit is applied once; the replica that polls last does not un
       body: offboardingEmployee({ status: 'admin-after-edit', legal_hold: true }),
     });
     assert.equal(put.status, 200, put.text);
-    // Give the second replica two of its polls (a change is loaded once two polls in a row agree). A fixed wait,
-    // kept: those polls must change nothing, and a poll that changes nothing leaves no trace to wait on.
-    await new Promise((r) => setTimeout(r, 7000));
+    // Give the second replica two of its polls (a change is loaded once two polls in a row agree): they must
+    // change nothing.
+    await afterPolls(r2!, 2);
     for (const r of [r1!, r2!]) {
       const e = await employee(r);
       assert.equal(e.attrs.status, 'admin-after-edit');

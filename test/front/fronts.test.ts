@@ -418,7 +418,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const r = await fetch(fronts.url + path, { method, headers: { authorization: `Bearer ${t.admin}` } });
       assert.equal(r.status, 405, `${method} ${path}`);
       assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
-      assert.equal(((await r.json()) as any).error.code, 'METHOD_NOT_ALLOWED');
+      assert.equal((await r.json()).error.code, 'METHOD_NOT_ALLOWED');
     }
     const cases: Array<[string, string, Parameters<typeof call>[3]]> = [
       ['POST', '/v1/decisions', { body: readBody('PT-1') }],

@@ -73,7 +73,7 @@ test('entity changes while the HTTP fronts start: every start comes up and every
           } catch (e) {
             const code = (e as { cause?: { code?: string } }).cause?.code;
             const starting = !/listening on/.test(out) && (code === 'ECONNREFUSED' || code === 'ECONNRESET');
-            if (!starting || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? e}\n${out}`);
+            if (!starting || exitCode !== undefined || Date.now() > deadline) throw new Error(`PUT failed: ${code ?? String(e)}\n${out}`, { cause: e });
             await new Promise((r) => setTimeout(r, 5)); // a retry's pace while the port is not ours yet
           }
         }

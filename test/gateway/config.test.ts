@@ -60,7 +60,7 @@ test('config refusals name what is wrong', () => {
   for (const [doc, why] of bad)
     assert.throws(
       () => check(doc),
-      (e: unknown) => e instanceof GatewayConfigError && why.test((e as Error).message),
+      (e: unknown) => e instanceof GatewayConfigError && why.test(e.message),
       JSON.stringify(doc),
     );
 });

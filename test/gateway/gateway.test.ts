@@ -89,7 +89,7 @@ async function recordsOf(executionId: string): Promise<any[]> {
   const r = await fetch(`${pdp.url}/v1/ledger/records?execution_id=${encodeURIComponent(executionId)}&limit=100`, {
     headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` },
   });
-  const body = (await r.json()) as any;
+  const body = await r.json();
   if (!Array.isArray(body.records)) throw new Error(`ledger: ${r.status} ${JSON.stringify(body)}`);
   return body.records;
 }
@@ -100,7 +100,7 @@ async function settledState(executionId: string): Promise<string> {
     const r = await fetch(`${pdp.url}/v1/executions/${encodeURIComponent(executionId)}?actor=${encodeURIComponent('Agent::"mcp-client"')}`, {
       headers: { authorization: `Bearer ${TEST_TOKENS.auditor}` },
     });
-    const body = (await r.json()) as any;
+    const body = await r.json();
     if (r.status !== 200) throw new Error(`execution: ${r.status} ${JSON.stringify(body)}`);
     return body.state === 'invoking' ? undefined : (body.state as string);
   }, `execution ${executionId} to end`);
@@ -155,7 +155,7 @@ test("RFC 9728 metadata, and every refusal before MCP: no token, another server'
 
   const badOrigin = await post({ authorization: `Bearer ${tokens['mcp-client sdk1']}`, origin: 'https://evil.example' });
   assert.equal(badOrigin.status, 403);
-  assert.equal(((await badOrigin.json()) as any).error.code, 'FORBIDDEN_ORIGIN');
+  assert.equal((await badOrigin.json()).error.code, 'FORBIDDEN_ORIGIN');
   const goodOrigin = await post({ authorization: `Bearer ${tokens['mcp-client sdk1']}`, origin: PUBLIC_URL });
   assert.equal(goodOrigin.status, 200, await goodOrigin.clone().text());
   assert.ok(goodOrigin.headers.get('mcp-session-id'));
@@ -218,7 +218,7 @@ test("sessions belong to who opened them: another client's token on that session
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hijack' } } }),
   });
   assert.equal(theirs.status, 404);
-  assert.equal(((await theirs.json()) as any).error.code, -32001);
+  assert.equal((await theirs.json()).error.code, -32001);
   const unknown = await fetch(endpoint('sdk1'), {
     method: 'POST',
     headers: {
@@ -264,7 +264,7 @@ test("sessions belong to who opened them: another client's token on that session
 });
 
 test('SDK 2.x client at 2026-07-28 → gateway → SDK 2.x server: stateless requests, routing headers checked against the body', async () => {
-  const client = new Client2({ name: 'gateway-test-2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } } as any);
+  const client = new Client2({ name: 'gateway-test-2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(new Transport2(new URL(endpoint('sdk2')), { requestInit: { headers: { authorization: `Bearer ${tokens['mcp-client sdk2']}` } } }));
   try {
     const { tools } = await client.listTools();
@@ -299,7 +299,7 @@ test('SDK 2.x client at 2026-07-28 → gateway → SDK 2.x server: stateless req
     });
   const wrongName = await send({ 'mcp-method': 'tools/call', 'mcp-name': 'secret' });
   assert.equal(wrongName.status, 400);
-  assert.equal(((await wrongName.json()) as any).error.code, -32020);
+  assert.equal((await wrongName.json()).error.code, -32020);
   const wrongMethod = await send({ 'mcp-method': 'tools/list', 'mcp-name': 'echo' });
   assert.equal(wrongMethod.status, 400);
   await wrongMethod.text();
@@ -371,7 +371,7 @@ test('PDP down: PDP_UNAVAILABLE, readable, and the tool never runs; /readyz says
     assert.equal(linesOf(effects1).length, before, 'the tool did not run');
     const ready = await fetch(`${down.url}/readyz`);
     assert.equal(ready.status, 503);
-    assert.match(((await ready.json()) as any).checks.pdp, /^unavailable/);
+    assert.match((await ready.json()).checks.pdp, /^unavailable/);
   } finally {
     await down.stop();
   }
@@ -380,7 +380,7 @@ test('PDP down: PDP_UNAVAILABLE, readable, and the tool never runs; /readyz says
 test('operations: /healthz, /readyz, /metrics count calls and refusals', async () => {
   assert.equal((await fetch(`${gw.url}/healthz`)).status, 200);
   const ready = await fetch(`${gw.url}/readyz`);
-  const body = (await ready.json()) as any;
+  const body = await ready.json();
   assert.equal(body.checks.pdp, 'ok');
   assert.equal(body.checks.sdk1, 'ok');
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();

@@ -47,7 +47,7 @@ export interface Upstream {
 export async function startHttpUpstream(file: string, env: Record<string, string>): Promise<Upstream> {
   const child = spawn(process.execPath, [join(FIXTURES, file)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
+    const rl = createInterface({ input: child.stdout });
     rl.once('line', (l) => resolve(l.trim()));
     child.once('exit', (code) => reject(new Error(`${file} exited ${code} before listening`)));
   });

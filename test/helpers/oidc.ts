@@ -62,7 +62,7 @@ export async function startIdp(o: { clients: Array<{ id: string; scope: string }
         }),
       },
     },
-  } as never);
+  });
   // The JWKS is served here, counted, with the keys tests add beside the IdP's own public key.
   provider.use(async (ctx: any, next: () => Promise<void>) => {
     if (ctx.path === '/jwks') {

@@ -9,7 +9,7 @@ import { pdpServices, type PdpServices } from '../../src/pdp/services.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { REPO } from './server.js';
 
-export async function openPdp(prefix: string): Promise<{ config: WritConfig; store: Store; pdp: PdpServices; close(): Promise<void> }> {
+export async function openPdp(prefix: string): Promise<{ config: WritConfig; store: Store; pdp: PdpServices; close: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const config: WritConfig = {
     ...DEFAULTS,

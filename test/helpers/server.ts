@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sharedPostgres } from './postgres.js';
+import { waitUntil } from './wait.js';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const WRIT_BIN = join(REPO, 'bin', 'writ');
@@ -93,8 +94,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     env: { ...process.env, ...opts.env },
   });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in 20 s:\n${out}`)), 20_000);
@@ -102,12 +103,12 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       const m = /listening on (https?:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         resolve(m[1]!);
       }
     };
-    child.stdout!.on('data', onData);
-    exited.then((code) => {
+    child.stdout.on('data', onData);
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening:\n${out}`));
     });
@@ -145,6 +146,23 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       await exited;
     },
   };
+}
+
+/** The server's writ_policy_polls_total: how many polls of its policy dir have ended. */
+export async function policyPolls(server: { url: string }): Promise<number> {
+  const m = /^writ_policy_polls_total (\d+)$/m.exec((await call(server, 'GET', '/metrics')).text);
+  if (!m) throw new Error('/metrics has no writ_policy_polls_total');
+  return Number(m[1]);
+}
+
+/**
+ * Waits until `n` polls of the policy dir have run from start to end after this call: a poll that changes
+ * nothing leaves no other trace. The poll in flight when it is called (it may have read the dir before
+ * the caller's last edit) is not one of them, hence n + 1.
+ */
+export async function afterPolls(server: { url: string }, n: number, timeoutMs = 30_000): Promise<void> {
+  const from = await policyPolls(server);
+  await waitUntil(async () => (await policyPolls(server)) >= from + n + 1, `${n} polls of the policy dir`, timeoutMs, 50);
 }
 
 /** fetch with a bearer token and JSON body; returns status and parsed JSON (or text). */

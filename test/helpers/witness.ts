@@ -31,19 +31,19 @@ export async function startWitness(o: { key: string; logs: string[]; state: stri
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const onData = () => {
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         resolve(m[1]!);
       }
     };
-    child.stdout!.on('data', onData);
-    exited.then((code) => reject(new Error(`witness exited with ${code} before listening:\n${out}`)));
+    child.stdout.on('data', onData);
+    void exited.then((code) => reject(new Error(`witness exited with ${code} before listening:\n${out}`)));
   });
   return {
     url,

@@ -102,8 +102,8 @@ test('`npm start` hands SIGTERM to writ itself: a clean stop, not an orphan hold
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    npm.stdout!.on('data', (d) => (output += d));
-    npm.stderr!.on('data', (d) => (output += d));
+    npm.stdout.on('data', (d) => (output += d));
+    npm.stderr.on('data', (d) => (output += d));
     const exited = new Promise<void>((resolve) => npm.on('exit', () => resolve()));
     await waitUntil(
       () => output.includes('writ serve: listening on'),

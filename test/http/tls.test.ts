@@ -120,8 +120,8 @@ test('a replica waiting for its database answers over HTTPS on its address too',
     );
     const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout!.on('data', (b) => (out += b));
-    child.stderr!.on('data', (b) => (out += b));
+    child.stdout.on('data', (b) => (out += b));
+    child.stderr.on('data', (b) => (out += b));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const WAITING = /waiting for it on (https:\/\/\S+),/;

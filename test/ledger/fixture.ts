@@ -65,7 +65,7 @@ export function buildRecords(): Rec[] {
   const append = (kind: string, fields: Rec): void => {
     const seq = records.length;
     const body = { v: 1, seq, ts: tsOf(seq), kind, prev: seq === 0 ? ZERO_HASH : (records[seq - 1]!.hash as string), ...fields } as UnsealedRecord;
-    records.push(sealRecord(body) as Rec);
+    records.push(sealRecord(body));
   };
   const checkpoint = (size: number): void => {
     const root = rootOf(records, size);
@@ -158,7 +158,7 @@ export const clone = (records: Rec[]): Rec[] => records.map((r) => structuredClo
 /** Recomputes `hash` of one record (an edit whose hash was recomputed). */
 export function reseal(r: Rec): Rec {
   const { hash: _h, ...body } = r;
-  return sealRecord(body as UnsealedRecord) as Rec;
+  return sealRecord(body as UnsealedRecord);
 }
 
 /**

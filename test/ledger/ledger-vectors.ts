@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { recordLine, sealRecord, ZERO_HASH, type LedgerRecord, type UnsealedRecord } from '../../src/ledger/record.js';
+import { recordLine, sealRecord, ZERO_HASH, type UnsealedRecord } from '../../src/ledger/record.js';
 import { checkpointPayload, keyIdOf, privateKeyFromSeed, rawPublicKey, signPayload } from '../../src/ledger/signing.js';
 import { bytesToHash } from '../../src/ledger/merkle/hasher.js';
 import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
@@ -125,7 +125,7 @@ export function recordVectors() {
   const push = (kind: string, fields: Record<string, unknown>) => {
     const seq = bodies.length;
     const prev = seq === 0 ? ZERO_HASH : sealRecord(bodies[seq - 1]!).hash;
-    bodies.push({ v: 1, seq, ts: `2026-08-24T08:30:0${seq}.000Z`, kind, prev, ...fields } as UnsealedRecord);
+    bodies.push({ v: 1, seq, ts: `2026-08-24T08:30:0${seq}.000Z`, kind, prev, ...fields });
   };
   push('key', { key_id: key.key_id, public_key: key.public_key, signature: null });
   push('policy', { policy_version: `sha256:${'1'.repeat(64)}` });
@@ -141,7 +141,7 @@ export function recordVectors() {
   return {
     about: 'Record hashes (docs/protocol.md §6): hash = sha256:hex SHA-256(0x00 ‖ JCS(record without hash)); line = JCS of the sealed record.',
     records: bodies.map((body) => {
-      const sealed = sealRecord(body) as LedgerRecord;
+      const sealed = sealRecord(body);
       return { record: body, hash: sealed.hash, line: recordLine(sealed) };
     }),
   };

@@ -479,7 +479,7 @@ export const TAMPERS: Tamper[] = [
         editRechained(
           (rs) => {
             const r = rs[D]!;
-            r.arguments = args as Rec;
+            r.arguments = args;
             r.binding = bindingOf(r.server as string, r.tool as string, args as never);
           },
           0,

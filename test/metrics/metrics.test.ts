@@ -32,6 +32,7 @@ test('metrics: render Prometheus text with every writ metric and the process met
     'writ_decision_latency_seconds',
     'writ_ledger_records',
     'writ_policy_reloads_total',
+    'writ_policy_polls_total',
     'writ_executions',
     'writ_http_requests_total',
     'writ_decision_memo_lookups_total',

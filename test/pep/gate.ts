@@ -52,14 +52,16 @@ export async function startGate(upstream: string): Promise<Gate> {
       const f = request({ host: up.hostname, port: up.port, path: req.url, method: req.method, headers }, (r) => {
         const b: Buffer[] = [];
         r.on('data', (c: Buffer) => b.push(c));
-        r.on('end', async () => {
+        r.on('end', () => {
           const s = executionId !== undefined ? held.get(executionId) : undefined;
+          const answer = () => {
+            res.writeHead(r.statusCode ?? 502, r.headers);
+            res.end(Buffer.concat(b));
+          };
           if (s) {
             s.markAnswered();
-            await s.released;
-          }
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          res.end(Buffer.concat(b));
+            void s.released.then(answer);
+          } else answer();
         });
       });
       f.on('error', () => {

@@ -62,7 +62,7 @@ function addTools(server: { registerTool: (...a: any[]) => unknown }, seen: Seen
  * SDK 2.x serves an McpServer per connection from a factory (`serveStdio`, here over an in-memory wire):
  * the factory guards each instance, as a user's would.
  */
-async function connect2(factory: () => any, pin: boolean): Promise<{ client: any; instances: any[]; close(): Promise<void> }> {
+async function connect2(factory: () => any, pin: boolean): Promise<{ client: any; instances: any[]; close: () => Promise<void> }> {
   const instances: any[] = [];
   const [ct, st] = InMemory2.createLinkedPair();
   const handle: any = serveStdio(
@@ -71,7 +71,7 @@ async function connect2(factory: () => any, pin: boolean): Promise<{ client: any
       instances.push(s);
       return s;
     },
-    { transport: st } as any,
+    { transport: st },
   );
   const versionNegotiation = pin ? { mode: { pin: '2026-07-28' } } : { mode: 'legacy' };
   const client = new Client2({ name: 't2', version: '1.0.0' }, { versionNegotiation } as any);
@@ -226,10 +226,13 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
   const { InMemoryTaskStore } = await import('@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js');
   const { CreateTaskResultSchema, CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
   const taskStore = new InMemoryTaskStore();
-  const server: any = new McpServer1({ name: 'sdk1-tasks', version: '1.0.0' }, {
-    capabilities: { tasks: { requests: { tools: { call: {} } } } },
-    taskStore,
-  } as any);
+  const server: any = new McpServer1(
+    { name: 'sdk1-tasks', version: '1.0.0' },
+    {
+      capabilities: { tasks: { requests: { tools: { call: {} } } } },
+      taskStore,
+    },
+  );
   guardMcpServer(server, { pdp: pdp.url, token: pdp.tokens.pep, server: 'sdk', log: () => undefined });
   const made: Record<string, string> = {};
   server.experimental.tasks.registerToolTask(
@@ -247,7 +250,7 @@ test('SDK 1.x experimental tasks under the guard: decided before the task is mad
   );
   const [ct, st] = InMemory1.createLinkedPair();
   await server.connect(st);
-  const client = new Client1({ name: 't1', version: '1.0.0' }, { capabilities: { tasks: {} } } as any);
+  const client = new Client1({ name: 't1', version: '1.0.0' }, { capabilities: { tasks: {} } });
   await client.connect(ct);
   try {
     const ends: Array<[string, (id: string) => Promise<void>, string, RegExp]> = [

@@ -126,7 +126,7 @@ export async function connectStdio(command: string, args: string[], env?: Record
 }
 
 /** An SDK client connected to `server` in process (InMemoryTransport); `close` closes both ends. */
-export async function connectInMemory(server: McpServer): Promise<{ client: Client; close(): Promise<void> }> {
+export async function connectInMemory(server: McpServer): Promise<{ client: Client; close: () => Promise<void> }> {
   const [ct, st] = InMemoryTransport.createLinkedPair();
   await server.connect(st);
   const client = new Client({ name: 't', version: '1.0.0' });

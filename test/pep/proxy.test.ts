@@ -305,7 +305,7 @@ test('usage errors exit 2', { timeout: 60_000 }, async () => {
     new Promise<{ code: number | null; err: string }>((res) => {
       const c = spawn(process.execPath, [WRIT_BIN, 'proxy', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let err = '';
-      c.stderr.on('data', (d: Buffer) => (err += d));
+      c.stderr.on('data', (d: Buffer) => (err += d.toString()));
       c.once('exit', (code) => res({ code, err }));
     });
   assert.equal((await run(['--pdp', fx.pdp.url, '--server', 's', '--', 'x'])).code, 2);

@@ -55,7 +55,7 @@ test('evaluator threads answer exactly what the in-process engine answers', asyn
     const kinds = new Set<string>();
     requests.forEach((r, i) => {
       assert.deepEqual(answers[i], engine.evaluate(r));
-      kinds.add(answers[i]!.decision);
+      kinds.add(answers[i].decision);
     });
     assert.deepEqual([...kinds].sort(), ['allow', 'approval_required', 'deny']);
   } finally {

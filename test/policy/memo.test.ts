@@ -138,7 +138,7 @@ function toInput(r: Req, entities: EntitySource): DecisionInput {
     tool,
     subject: uid('Doc', r.subject),
     envelope,
-    phase: r.phase as 'propose' | 'execute',
+    phase: r.phase,
     binding: r.binding,
     cedarArguments: r.args as DecisionInput['cedarArguments'],
     now: new Date(r.now),
@@ -338,8 +338,8 @@ test("AuthZEN request keys: the request's own entities and the store version are
   apply(entities, { kind: 'limit', id: 'd2', value: 7 });
   assert.notEqual(key(base), plain);
   assert.ok(
-    JSON.parse(plain!)[0] === 'request' &&
-      JSON.parse(plain!).length !==
+    JSON.parse(plain)[0] === 'request' &&
+      JSON.parse(plain).length !==
         JSON.parse(
           engine.memoKeyOf(
             toInput(

@@ -11,7 +11,10 @@ const user = (id: string, parent: string, name = id): EntityJson => ({ uid: { ty
 
 /** Applies a batch of changes as the sidecar ledgers them: every record carries the batch's resulting version. */
 function applyBatch(t: EntityTimeline, state: Map<string, EntityJson>, changes: Array<{ entity: EntityJson; deleted?: boolean }>): string {
-  for (const { entity, deleted } of changes) deleted ? state.delete(uidKey(entity.uid)) : state.set(uidKey(entity.uid), entity);
+  for (const { entity, deleted } of changes) {
+    if (deleted) state.delete(uidKey(entity.uid));
+    else state.set(uidKey(entity.uid), entity);
+  }
   const version = entitiesVersionOf([...state.values()]);
   for (const { entity, deleted } of changes)
     t.apply({ uid: entity.uid, ...(deleted ? { deleted: true } : { attrs: entity.attrs, parents: entity.parents }), entities_version: version });

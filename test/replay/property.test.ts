@@ -256,8 +256,8 @@ test('replaying a generated workload with the policies that produced it changes 
         if (r.kind === 'decision') {
           // The entities rebuilt for this decision are, by content, the ones it recorded seeing.
           const seen = replayer.entityTimeline.entitiesAt(r.entities_version as string);
-          assert.ok(seen, `seq ${r.seq}: entities_version not reachable`);
-          assert.equal(entitiesVersionOf(seen), r.entities_version, `seq ${r.seq}`);
+          assert.ok(seen, `seq ${String(r.seq)}: entities_version not reachable`);
+          assert.equal(entitiesVersionOf(seen), r.entities_version, `seq ${String(r.seq)}`);
         }
         const change = replayer.push(r);
         if (change) changes.push(change);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, REPO, TEST_TOKENS, type TestServer } from '../helpers/server.js';
+import { afterPolls, call, REPO, TEST_TOKENS, type TestServer } from '../helpers/server.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { newDeployment, startReplicas, type Deployment } from './helpers.js';
 import { until } from '../helpers/wait.js';
@@ -72,9 +72,9 @@ describe('a large entities.json on replicas of one PostgreSQL database', () => {
       'the edit applied',
       600,
     );
-    // Applied by one replica: exactly 300 more records, whichever polled first. A fixed wait, kept: the other
-    // replica's poll that finds the edit already applied leaves no trace to wait on, and is what is tested.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Applied by one replica: exactly 300 more records, whichever polled first, once the other has polled
+    // twice more (read the edit, then found it applied).
+    await Promise.all([a, b].map((s) => afterPolls(s, 2)));
     assert.equal(await entityRecords(), base.length + EMPLOYEES + 300, 'the edit recorded once');
     // Both replicas serve on: a decision on each.
     for (const s of [a, b]) assert.equal((await call(s, 'GET', '/readyz')).status, 200);

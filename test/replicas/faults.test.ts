@@ -142,7 +142,9 @@ describe('replica faults on one PostgreSQL', () => {
         // Seen twice on a heavily loaded machine, never reproduced alone: say what the database was doing
         // and what the survivor answered last, for the next time.
         const survivorAnswers = l.others.filter((o) => !o.error?.startsWith(rs[0]!.url)).slice(-5);
-        throw new Error(`${(e as Error).message}\nsurvivor's last other answers: ${JSON.stringify(survivorAnswers)}\n${await databaseActivity(pg)}`);
+        throw new Error(`${(e as Error).message}\nsurvivor's last other answers: ${JSON.stringify(survivorAnswers)}\n${await databaseActivity(pg)}`, {
+          cause: e,
+        });
       }
       await l.stop();
       await assertAcknowledged(rs[1]!, l.acks);
@@ -244,8 +246,8 @@ describe('replica faults on one PostgreSQL', () => {
     const start = () => {
       const child = spawn(process.execPath, [WRIT_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
       const p = { child, out: '', exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) };
-      child.stdout!.on('data', (b) => (p.out += b));
-      child.stderr!.on('data', (b) => (p.out += b));
+      child.stdout.on('data', (b) => (p.out += b));
+      child.stderr.on('data', (b) => (p.out += b));
       return p;
     };
     const WAITING = /waiting for it on (http:\/\/\S+),/;

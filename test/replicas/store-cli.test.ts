@@ -14,7 +14,7 @@ after(() => rmSync(dataDir, { recursive: true, force: true }));
 function store(args: string[], env: Record<string, string | undefined> = {}) {
   const childEnv: Record<string, string | undefined> = { ...process.env, WRIT_DATABASE_URL: undefined, ...env };
   for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
-  const r = spawnSync(process.execPath, [WRIT_BIN, 'store', ...args], { encoding: 'utf8', env: childEnv as NodeJS.ProcessEnv, timeout: 30_000 });
+  const r = spawnSync(process.execPath, [WRIT_BIN, 'store', ...args], { encoding: 'utf8', env: childEnv, timeout: 30_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -5,7 +5,7 @@ import { loadSchemas } from '../../src/schemas/load.js';
 import { STATUS_BY_CODE } from '../../src/errors.js';
 
 type Obj = Record<string, any>;
-const doc = buildOpenApi() as Obj;
+const doc: Obj = buildOpenApi();
 
 const ROUTES: [method: string, path: string, roles: string[] | null][] = [
   ['post', '/v1/decisions', ['pep']],
@@ -178,9 +178,9 @@ test('openapi: auditor and reconciler parameters', () => {
 });
 
 test('openapi: each call returns a fresh, JSON-serialisable document', () => {
-  const a = buildOpenApi() as Obj;
+  const a: Obj = buildOpenApi();
   a.paths['/v1/decisions'].post.summary = 'mutated';
-  const b = buildOpenApi() as Obj;
+  const b: Obj = buildOpenApi();
   assert.notEqual(b.paths['/v1/decisions'].post.summary, 'mutated');
   assert.deepEqual(JSON.parse(JSON.stringify(b)), b);
 });

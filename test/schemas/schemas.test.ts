@@ -53,7 +53,7 @@ test('golden checkpoint conforms to checkpoint.json; a records page of the golde
 });
 
 test('ledger-record.json refuses broken headers and kind-specific fields', () => {
-  const [key, , decision, , checkpoint] = goldenRecords as Record<string, unknown>[];
+  const [key, , decision, , checkpoint] = goldenRecords;
   const cases: [Record<string, unknown>, string][] = [
     [{ ...decision, v: 2 }, '/v'],
     [{ ...decision, seq: -1 }, '/seq'],

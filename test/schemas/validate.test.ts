@@ -19,7 +19,7 @@ import { offboardingBody } from '../helpers/server.js';
 type Body = Record<string, any>;
 
 /** The decision body of docs/protocol.md §2, verbatim (the shared test fixture). */
-const decisionBody = (): Body => offboardingBody() as Body;
+const decisionBody = (): Body => offboardingBody();
 
 function refused(fn: () => void, code: string, path: string): void {
   assert.throws(fn, (e: unknown) => {

@@ -26,12 +26,12 @@ export function spawnSnippet(code: string): {
   let stderr = '';
   let resolveLine: (l: string) => void;
   const firstLine = new Promise<string>((r) => (resolveLine = r));
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     stdout += d.toString();
     const nl = stdout.indexOf('\n');
     if (nl >= 0) resolveLine(stdout.slice(0, nl));
   });
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((r) =>
     child.on('close', (code, signal) => {
       resolveLine(stdout);

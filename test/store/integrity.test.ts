@@ -29,7 +29,8 @@ async function populated(dataDir: string): Promise<void> {
 }
 
 /** Edits the raw store (no lock, no checks) as an attacker or a bad disk would. */
-async function tamper(dataDir: string, fn: (d: ReturnType<typeof openStoreDbs>) => void): Promise<void> {
+// Inside the transaction LMDB writes at once and throws on failure: fn may drop the promises of put() and remove().
+async function tamper(dataDir: string, fn: (d: ReturnType<typeof openStoreDbs>) => unknown): Promise<void> {
   const d = openStoreDbs(dataDir);
   await d.env.transaction(() => fn(d));
   await d.env.close();
@@ -67,7 +68,7 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   await tamper(dataDir, (d) => {
     const r = JSON.parse(d.records.get(25)!);
     r.i = 999; // content changed, hash left as it was
-    d.records.put(25, jcs(r));
+    void d.records.put(25, jcs(r));
   });
   const e = await openError(dataDir);
   assert.equal(e.code, 'STORE_CORRUPT');
@@ -105,7 +106,7 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
   assert.ok(
     verifyPayload(
       Buffer.from(key.public_key, 'base64'),
-      chainBreakPayload({ last_good_hash: cb.last_good_hash as string, last_good_seq: 24, reason: cb.reason as string }),
+      chainBreakPayload({ last_good_hash: cb.last_good_hash, last_good_seq: 24, reason: cb.reason }),
       cb.signature as string,
     ),
   );
@@ -152,7 +153,7 @@ test('repair drops the approvals whose approval record was cut: an approval the 
   await tamper(dataDir, (d) => {
     const r = JSON.parse(d.records.get(8)!);
     r.i = 999;
-    d.records.put(8, jcs(r));
+    void d.records.put(8, jcs(r));
   });
   const report = await repairStore(dataDir);
   assert.equal(report.dropped_from_seq, 8);
@@ -200,7 +201,7 @@ test('a forged checkpoint signature is refused on open', async (t) => {
     const r = JSON.parse(d.records.get(22)!);
     r.signature = Buffer.alloc(64, 1).toString('base64');
     const { hash: _h, ...body } = r;
-    d.records.put(22, jcs({ ...body, hash: recordHash(body) }));
+    void d.records.put(22, jcs({ ...body, hash: recordHash(body) }));
   });
   const e = await openError(dataDir, 5);
   assert.deepEqual([e.code, e.details], ['STORE_CORRUPT', { seq: 22 }]);
@@ -211,7 +212,7 @@ test('records lost from the end (truncation) are detected by the dangling Merkle
   const dataDir = tempDir(t);
   await populated(dataDir);
   await tamper(dataDir, (d) => {
-    for (const seq of [29, 30, 31]) d.records.remove(seq);
+    for (const seq of [29, 30, 31]) void d.records.remove(seq);
   });
   const e = await openError(dataDir);
   assert.deepEqual([e.code, e.details], ['STORE_CORRUPT', { seq: 29 }]);
@@ -233,7 +234,7 @@ test('writ repair: refused while the data dir is in use; says what it did and ex
   await tamper(dataDir, (d) => {
     const r = JSON.parse(d.records.get(29)!);
     r.kind = 'forged';
-    d.records.put(29, jcs(r));
+    void d.records.put(29, jcs(r));
   });
   const h = spawnSnippet(`
     const { lockDataDir } = await import(${JSON.stringify(join(DIST_SRC, 'store/lock.js'))});

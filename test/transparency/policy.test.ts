@@ -76,16 +76,16 @@ test("checkNoteUnderPolicy: log signature, witness cosignatures, quorum, and a k
   const [k1, k2] = [gen('ed25519').privateKey, gen('ed25519').privateKey];
   const text = 'example.com/log\n5\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n';
   const logLine = signNoteText(text, 'example.com/log', logKey);
-  const c1 = cosignText(text, 'w1', k1!, 1700000000);
-  const c2 = cosignText(text, 'w2', k2!, 1700000001);
+  const c1 = cosignText(text, 'w1', k1, 1700000000);
+  const c2 = cosignText(text, 'w2', k2, 1700000001);
   const policy = parsePolicy(
-    `log ${encodeVkey('example.com/log', SIG_ED25519, rawPublicKey(logKey))}\nwitness A ${encodeVkey('w1', SIG_COSIGNATURE_V1, rawPublicKey(k1!))}\nwitness B ${encodeVkey('w2', SIG_COSIGNATURE_V1, rawPublicKey(k2!))}\ngroup G all A B\nquorum G\n`,
+    `log ${encodeVkey('example.com/log', SIG_ED25519, rawPublicKey(logKey))}\nwitness A ${encodeVkey('w1', SIG_COSIGNATURE_V1, rawPublicKey(k1))}\nwitness B ${encodeVkey('w2', SIG_COSIGNATURE_V1, rawPublicKey(k2))}\ngroup G all A B\nquorum G\n`,
   );
   const ok = checkNoteUnderPolicy(formatNote(text, [logLine, c1, c2]), policy);
   assert.ok(ok.ok && ok.checkpoint.size === 5 && ok.cosigned.length === 2);
   assert.equal((checkNoteUnderPolicy(formatNote(text, [logLine, c1]), policy) as { code: string }).code, 'QUORUM_NOT_MET');
   assert.equal((checkNoteUnderPolicy(formatNote(text, [c1, c2]), policy) as { code: string }).code, 'UNKNOWN_KEY');
-  const forged = formatNote(text, [logLine, c1, cosignText(text.replace('\n5\n', '\n6\n'), 'w2', k2!, 1)]);
+  const forged = formatNote(text, [logLine, c1, cosignText(text.replace('\n5\n', '\n6\n'), 'w2', k2, 1)]);
   assert.equal((checkNoteUnderPolicy(forged, policy) as { code: string }).code, 'BAD_SIGNATURE');
   assert.equal((checkNoteUnderPolicy('garbage', policy) as { code: string }).code, 'MALFORMED');
 });

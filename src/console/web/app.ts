@@ -835,7 +835,7 @@ function pendingItem(p: PendingApproval, expiresIn: HTMLInputElement): HTMLEleme
 
 function approverSignOut(message = ''): void {
   approverApi = null;
-  renderApprovals(undefined, message);
+  void renderApprovals(undefined, message);
 }
 
 async function renderApprovals(pending?: PendingApproval[], message = ''): Promise<void> {
@@ -947,7 +947,7 @@ function renderShell(focusView = false): void {
     h('main', { 'aria-label': route.view === 'ledger' ? 'Ledger' : 'Execution' }, view),
   );
   // The link that was followed was replaced: keep the keyboard where it was, on the current view's tab.
-  if (focusView) (root.querySelector('a.tab[aria-current="page"]') as HTMLElement | null)?.focus();
+  if (focusView) root.querySelector<HTMLElement>('a.tab[aria-current="page"]')?.focus();
 }
 
 window.addEventListener('hashchange', () => {

@@ -50,7 +50,7 @@ export function canonicalize(value: unknown): string {
       return canonicalString(value);
     case 'object': {
       if (Array.isArray(value)) return `[${value.map(canonicalize).join(',')}]`;
-      const entries = Object.keys(value as object).sort(byCodeUnits);
+      const entries = Object.keys(value).sort(byCodeUnits);
       const parts: string[] = [];
       for (const key of entries) {
         const member = (value as Record<string, unknown>)[key];

@@ -128,7 +128,7 @@ export async function verifyConsistencyProof(
   if (first === second) return path.length === 0 && sameBytes(firstRoot, secondRoot);
   if (path.length === 0) return false;
   // When `first` is a power of two its root is a node of the second tree: the proof starts from it.
-  const steps = (first & (first - 1)) === 0 ? [Uint8Array.from(firstRoot) as Uint8Array<ArrayBuffer>, ...path] : path;
+  const steps = (first & (first - 1)) === 0 ? [Uint8Array.from(firstRoot), ...path] : path;
   let fn = first - 1;
   let sn = second - 1;
   while (fn % 2 === 1) {

@@ -253,14 +253,16 @@ export class Store implements LedgerStore {
       const d = this.#dbs;
       for (const r of w.records) {
         appendRecord(d, r.seq, r.text);
-        for (const [name, key] of r.index) d.indexes[name].put(key, '');
+        for (const [name, key] of r.index) void d.indexes[name].put(key, '');
       }
-      for (const n of w.nodes.values()) d.merkle.put([n.level, n.index], n.hash);
+      // Inside the transaction lmdb-js writes at once and throws on failure: the promises these puts
+      // return only report ifVersion conditions, which none of them sets.
+      for (const n of w.nodes.values()) void d.merkle.put([n.level, n.index], n.hash);
       for (const r of w.rows.values()) {
-        if (r.value === null) d.tables[r.table].remove(r.key);
-        else d.tables[r.table].put(r.key, r.value);
+        if (r.value === null) void d.tables[r.table].remove(r.key);
+        else void d.tables[r.table].put(r.key, r.value);
       }
-      if (w.probe !== undefined) d.internal.put('probe', w.probe);
+      if (w.probe !== undefined) void d.internal.put('probe', w.probe);
       // After the puts, so an injected failure also proves that a half-applied batch is rolled back.
       this.#faults?.insideCommit?.(labels);
     };
@@ -375,7 +377,7 @@ export class Store implements LedgerStore {
     const records: LedgerRecord[] = [];
     if (filters.length <= 1) {
       const seqs = filters.length === 0 ? this.#dbs.records.getKeys({ start: from, end }) : this.#indexSeqs(filters[0]![0], filters[0]![1], from, end);
-      for (const seq of seqs as Iterable<number>) {
+      for (const seq of seqs) {
         const r = this.getRecord(seq);
         if (!r || !matches(r)) continue;
         if (records.length === limit) return { records, next: seq };

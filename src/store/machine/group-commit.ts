@@ -61,7 +61,7 @@ export interface Backend<R extends PendingRecord> {
   /** Starts a batch; `reads`: the rows its callbacks said they read, to fetch with it. */
   begin(reads: Array<[Table, string]>): BackendBatch<R> | Promise<BackendBatch<R>>;
   /** What the backend keeps of an appended record until its batch commits. */
-  pendingRecord(seq: number, text: string, body: Record<string, unknown>): R;
+  pendingRecord: (seq: number, text: string, body: Record<string, unknown>) => R;
   /** A failed batch's error as the writers get it (STORE_UNAVAILABLE). */
   commitError(e: unknown): unknown;
 }
@@ -210,7 +210,7 @@ export class GroupCommit<R extends PendingRecord> {
     else {
       if (this.#captured) this.#captured.push(item);
       else this.#openBatch().items.push(item);
-      item.batch = this.#batches[this.#batches.length - 1] as Batch<PendingRecord>;
+      item.batch = this.#batches[this.#batches.length - 1];
       this.#scheduleFlush();
     }
     if (!item.settled) item.timer = setTimeout(() => this.#timeout(item), Math.max(0, deadline - Date.now()));
@@ -289,7 +289,7 @@ export class GroupCommit<R extends PendingRecord> {
       const pending = this.#batches[this.#batches.length - 1];
       if (!pending) settle(item, true, item.result);
       else {
-        item.batch = pending as Batch<PendingRecord>;
+        item.batch = pending;
         pending.items.push(item);
       }
       return;
@@ -319,7 +319,7 @@ export class GroupCommit<R extends PendingRecord> {
     batch.head = tx.head();
     // Callbacks that run in write() join here; those run at flush time are in the batch already.
     if (item.batch !== batch) batch.items.push(item);
-    item.batch = batch as Batch<PendingRecord>;
+    item.batch = batch;
     item.wrote = true;
     batch.writeCount++;
     batch.labels.push(item.label);
@@ -458,7 +458,7 @@ export class GroupCommit<R extends PendingRecord> {
       if (isEmpty(tx.own)) item.wrote = true;
       else this.#join(batch, item, tx);
       this.#afterWrite(batch, batch.size !== sizeBefore, (next) => {
-        for (const n of next) n.batch = batch as Batch<PendingRecord>;
+        for (const n of next) n.batch = batch;
         items.splice(i + 1, 0, ...next);
       });
     }
