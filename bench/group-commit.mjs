@@ -33,7 +33,8 @@ async function load(root) {
   const dist = join(resolve(root), 'dist', 'src', 'store');
   const lmdbPath = existsSync(join(dist, 'lmdb', 'lmdb-store.js')) ? join(dist, 'lmdb', 'lmdb-store.js') : join(dist, 'store.js');
   return {
-    Store: (await import(pathToFileURL(lmdbPath).href)).Store,
+    // The class is LmdbStore since the rename; a baseline built before it exports it as Store.
+    LmdbStore: ((m) => m.LmdbStore ?? m.Store)(await import(pathToFileURL(lmdbPath).href)),
     PgStore: (await import(pathToFileURL(join(dist, 'postgres', 'pg-store.js')).href)).PgStore,
   };
 }
@@ -98,9 +99,9 @@ if (POSTGRES) {
 }
 const tmp = mkdtempSync(join(os.tmpdir(), 'writ-bench-gc-'));
 const modes = [
-  ['LMDB sync, sequential', (impl, dir) => impl.Store.open({ dataDir: dir, durability: 'sync' }), (s) => sequential(s, SEQ)],
-  [`LMDB sync, ${WRITERS} writers`, (impl, dir) => impl.Store.open({ dataDir: dir, durability: 'sync' }), (s) => concurrent(s, CONC, WRITERS)],
-  [`LMDB flushed, ${WRITERS} writers`, (impl, dir) => impl.Store.open({ dataDir: dir, durability: 'flushed' }), (s) => concurrent(s, CONC, WRITERS)],
+  ['LMDB sync, sequential', (impl, dir) => impl.LmdbStore.open({ dataDir: dir, durability: 'sync' }), (s) => sequential(s, SEQ)],
+  [`LMDB sync, ${WRITERS} writers`, (impl, dir) => impl.LmdbStore.open({ dataDir: dir, durability: 'sync' }), (s) => concurrent(s, CONC, WRITERS)],
+  [`LMDB flushed, ${WRITERS} writers`, (impl, dir) => impl.LmdbStore.open({ dataDir: dir, durability: 'flushed' }), (s) => concurrent(s, CONC, WRITERS)],
 ];
 if (pg) {
   const open = async (impl) => impl.PgStore.open({ url: await pg.createDatabase() });

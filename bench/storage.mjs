@@ -17,7 +17,7 @@ import pg from 'pg';
 import { DEFAULTS } from '../dist/src/config/config.js';
 import { loadPolicyDir } from '../dist/src/policy/load.js';
 import { Sidecar } from '../dist/src/server/sidecar.js';
-import { Store } from '../dist/src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../dist/src/store/lmdb/lmdb-store.js';
 import { PgStore } from '../dist/src/store/postgres/pg-store.js';
 import { startPostgres } from '../dist/test/helpers/postgres.js';
 import { offboardingBody, REPO } from '../dist/test/helpers/server.js';
@@ -71,7 +71,7 @@ async function textStats(store) {
 
 async function lmdbRun(layout) {
   const dir = mkdtempSync(join(os.tmpdir(), 'writ-bench-storage-'));
-  const store = await Store.open({ dataDir: dir, format: String(layout) });
+  const store = await LmdbStore.open({ dataDir: dir, format: String(layout) });
   const t0 = Date.now();
   await decide(store);
   const seconds = (Date.now() - t0) / 1000;

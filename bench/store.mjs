@@ -9,7 +9,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { open } from 'lmdb';
-import { Store } from '../dist/src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../dist/src/store/lmdb/lmdb-store.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const TMP = join(here, 'tmp');
@@ -74,7 +74,7 @@ async function bareLmdbSequential() {
 
 async function storeSequential(durability) {
   const dir = freshDir(`seq-${durability}`);
-  const store = await Store.open({ dataDir: dir, durability });
+  const store = await LmdbStore.open({ dataDir: dir, durability });
   const t0 = now();
   for (let i = 0; i < SEQ_WRITES; i++) {
     await store.write((tx) => {
@@ -91,7 +91,7 @@ async function storeSequential(durability) {
 
 async function storeConcurrent(durability) {
   const dir = freshDir(`conc-${durability}`);
-  const store = await Store.open({ dataDir: dir, durability });
+  const store = await LmdbStore.open({ dataDir: dir, durability });
   let next = 0;
   const latencies = [];
   const worker = async () => {
@@ -123,12 +123,12 @@ async function storeConcurrent(durability) {
 
 async function buildStore(dir, n) {
   if (existsSync(join(dir, 'store'))) {
-    const s = await Store.open({ dataDir: dir, tailCheck: 10 });
+    const s = await LmdbStore.open({ dataDir: dir, tailCheck: 10 });
     if (s.size() === n) return { store: s, built: false, ms: 0 };
     await s.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const store = await Store.open({ dataDir: dir });
+  const store = await LmdbStore.open({ dataDir: dir });
   const t0 = now();
   const PER_TX = 5000;
   for (let done = 0; done < n; done += PER_TX) {
@@ -188,13 +188,13 @@ rows.push(`| baseline: bare lmdb-js durable commit, one ~900 B put per commit, s
 for (const d of ['sync', 'flushed']) {
   const s = results.seq[d];
   rows.push(
-    `| Store.write, \`${d}\`, sequential (1 record + 1 table put per write) | ${fmt(m(s, 'perSec'))} | ${fmt(m(s, 'perCommit'), 1)} | ${(m(s, 'perSec') / bare).toFixed(2)}× |`,
+    `| LmdbStore.write, \`${d}\`, sequential (1 record + 1 table put per write) | ${fmt(m(s, 'perSec'))} | ${fmt(m(s, 'perCommit'), 1)} | ${(m(s, 'perSec') / bare).toFixed(2)}× |`,
   );
 }
 for (const d of ['sync', 'flushed']) {
   const c = results.conc[d];
   rows.push(
-    `| Store.write, \`${d}\`, ${CONC_WRITERS} concurrent writers | **${fmt(m(c, 'perSec'))}** | ${fmt(m(c, 'perCommit'), 1)} | ${(m(c, 'perSec') / bare).toFixed(2)}× |`,
+    `| LmdbStore.write, \`${d}\`, ${CONC_WRITERS} concurrent writers | **${fmt(m(c, 'perSec'))}** | ${fmt(m(c, 'perCommit'), 1)} | ${(m(c, 'perSec') / bare).toFixed(2)}× |`,
   );
 }
 const sp = median(proofRuns.small.map((x) => x.proofUs));
@@ -218,7 +218,7 @@ ${rows.join('\n')}
 
 ${CONC_WRITERS} concurrent writers, ${fmt(CONC_WRITES)} writes per run: latency p50 ${fmt(m(results.conc.sync, 'p50'), 1)} ms / p99 ${fmt(m(results.conc.sync, 'p99'), 1)} ms (\`sync\`),
 p50 ${fmt(m(results.conc.flushed, 'p50'), 1)} ms / p99 ${fmt(m(results.conc.flushed, 'p99'), 1)} ms (\`flushed\`). Group commit: concurrent writes share one
-LMDB transaction and one fsync (the "writes per fsync" column counts Store commits).
+LMDB transaction and one fsync (the "writes per fsync" column counts LmdbStore commits).
 Raw writes/s — bare: ${results.bare.map((x) => fmt(x)).join(', ')}; seq sync: ${results.seq.sync.map((x) => fmt(x.perSec)).join(', ')};
 seq flushed: ${results.seq.flushed.map((x) => fmt(x.perSec)).join(', ')}; 50× sync: ${results.conc.sync.map((x) => fmt(x.perSec)).join(', ')}; 50× flushed: ${results.conc.flushed.map((x) => fmt(x.perSec)).join(', ')}.
 

@@ -1,5 +1,5 @@
 /**
- * The decision core (see PdpCore). Every durable effect goes through Store.write, which resolves only
+ * The decision core (see PdpCore). Every durable effect goes through LedgerStore.write, which resolves only
  * after the commit is fsync'd, so an answer is never sent for something that could still be lost.
  */
 import { isWritError } from '../errors.js';

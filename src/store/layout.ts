@@ -10,13 +10,13 @@
  *   idx_corr  [correlationTerm, seq]    → ''   decision records by task id and by trace id (§17)
  *   t_executions | t_approvals | t_entities | t_meta   string key → JSON text
  *   internal  string key → string (format version, readiness probe)
- * Shared by the Store and by `writ repair`, which opens the same layout without the integrity check.
+ * Shared by the LMDB store (lmdb/lmdb-store.ts) and by `writ repair`, which opens the same layout without the integrity check.
  *
  * Two formats, marked in `internal` under `format`, share those keys and differ in how values are held:
  *   1  records and table rows as plain UTF-8 text (stores made before format 2; opened as they are)
  *   2  records and table rows LZ4-compressed by lmdb-js against RECORD_DICTIONARY (dictionary.ts), so
  *      a decision costs about half its text; new stores get it
- * In both, records are put with MDB_APPEND (Store's commit): seqs only grow, and an appended key starts
+ * In both, records are put with MDB_APPEND (LmdbStore.#commit): seqs only grow, and an appended key starts
  * a new page instead of splitting the last one in half, which left one record per 4 KiB page.
  */
 import { closeSync, existsSync, mkdirSync, openSync, readSync, fstatSync } from 'node:fs';
@@ -70,9 +70,9 @@ export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
     env = open({
       path,
       // 'sync': every commit is fsync'd before its promise resolves. 'flushed': commits overlap their
-      // fsync and the Store awaits `env.flushed` before acknowledging.
+      // fsync and the store awaits `env.flushed` before acknowledging.
       overlappingSync: o.durability === 'flushed',
-      // The Store does its own group commit (one LMDB transaction per batch of writes). lmdb-js's
+      // The store does its own group commit (one LMDB transaction per batch of writes). lmdb-js's
       // event-turn batching also leaves an internal commit promise without a handler, which turns a
       // failed commit (ENOSPC) into an unhandled rejection that would crash the process.
       eventTurnBatching: false,
@@ -84,7 +84,7 @@ export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
   }
   try {
     const internal = env.openDB<string, string>({ name: 'internal', encoding: 'string' });
-    // An unknown marker opens as format 1 here; Store.open refuses it (it names the format it found).
+    // An unknown marker opens as format 1 here; LmdbStore.open refuses it (it names the format it found).
     const format: StoreFormat = ((m) => (m === undefined ? (o.newFormat ?? FORMAT_VERSION) : m === '2' ? '2' : '1'))(internal.get(FORMAT_KEY));
     // Values of the records and tables: plain text in format 1, LZ4 against the dictionary in format 2.
     // Either way what a reader gets back is the text that was put (lmdb-js decompresses on read).

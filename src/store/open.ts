@@ -2,7 +2,7 @@
  * Opens the store a config names (docs/protocol.md §9): PostgreSQL when `database_url` is set (replicas
  * share it), otherwise the LMDB store of `data_dir`, exactly as before.
  */
-import { Store } from './lmdb/lmdb-store.js';
+import { LmdbStore } from './lmdb/lmdb-store.js';
 import type { FaultHooks } from './machine/group-commit.js';
 import { PgStore } from './postgres/pg-store.js';
 import type { LedgerStore } from './types.js';
@@ -23,7 +23,7 @@ export async function openStore(o: OpenStoreOptions): Promise<LedgerStore> {
       ...(o.faults ? { faults: o.faults } : {}),
     });
   }
-  return Store.open({
+  return LmdbStore.open({
     dataDir: o.dataDir,
     ...(o.durability ? { durability: o.durability } : {}),
     ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}),

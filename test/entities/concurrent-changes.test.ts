@@ -4,7 +4,7 @@
 // subject, not a mix. In-process against the real sidecar and LMDB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Store } from '../../src/store/lmdb/lmdb-store.js';
+import type { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { entitiesVersionOf, type EntityJson } from '../../src/policy/entities.js';
@@ -15,7 +15,7 @@ const PEP: Caller = { role: 'pep', name: 'test-pep', actor: { type: 'Agent', id:
 const HR: Caller = { role: 'approver', name: 'test-hr', principal: { type: 'User', id: 'hr-5519' } };
 const ADMIN: Caller = { role: 'admin', name: 'test-admin' };
 
-async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; sidecar: PdpServices }> {
+async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: LmdbStore; sidecar: PdpServices }> {
   const opened = await openPdp('writ-entity-race-');
   t.after(() => opened.close());
   return { store: opened.store, sidecar: opened.pdp };
@@ -26,7 +26,7 @@ async function openSidecar(t: { after(fn: () => Promise<void> | void): void }): 
  * name. The records of one change (the seed of entities.json is one) all name the version the whole
  * change produces, so the check is made after the last record of each run naming one version.
  */
-async function replayEntities(store: Store): Promise<Array<{ seq: number; named: string; actual: string }>> {
+async function replayEntities(store: LmdbStore): Promise<Array<{ seq: number; named: string; actual: string }>> {
   const held = new Map<string, EntityJson>();
   const records = [...store.exportLines()].map((l) => JSON.parse(l) as Record<string, any>).filter((r) => r.kind === 'entity');
   const out: Array<{ seq: number; named: string; actual: string }> = [];

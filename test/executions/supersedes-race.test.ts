@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { pdpServices } from '../../src/pdp/services.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import type { Caller } from '../../src/identity/caller.js';
@@ -38,7 +38,7 @@ test('a retry whose retried execution commits while the retry is being written i
   const atGate = new Promise<void>((r) => (reached = r));
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: config.data_dir,
     faults: {
       async beforeCommit(label) {

@@ -3,7 +3,7 @@
 // with its status and code, the export streams in pages, and nothing but the app's calls is callable.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Store } from '../../src/store/lmdb/lmdb-store.js';
+import type { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { AuthzenService } from '../../src/authzen/handler.js';
@@ -12,7 +12,7 @@ import { answerCall, callingBackend, refusalOf, type BackendCall, type WriterBac
 import { isWritError } from '../../src/errors.js';
 import { offboardingBody } from '../helpers/server.js';
 
-let store: Store;
+let store: LmdbStore;
 let pdp: PdpServices;
 let writer: WriterBackend;
 /** The front's side wired to the writer's as the message link does: plain data both ways, refusals as status and body. */

@@ -8,7 +8,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WritConfig } from '../../src/config/config.js';
-import type { Store } from '../../src/store/lmdb/lmdb-store.js';
+import type { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { PdpServices } from '../../src/pdp/services.js';
 import { openPdp } from '../helpers/pdp.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
@@ -31,14 +31,14 @@ const UNIQUE = new Set(['decision_id', 'execution_id', 'now', 'ts', 'seq', 'prev
 const shared = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !UNIQUE.has(k)));
 
 /** A sidecar on the bundled policies and a fresh LMDB store in a temp dir, as `writ serve` wires them. */
-async function openSidecar(prefix: string): Promise<{ config: WritConfig; store: Store; sidecar: PdpServices; close(): Promise<void> }> {
+async function openSidecar(prefix: string): Promise<{ config: WritConfig; store: LmdbStore; sidecar: PdpServices; close(): Promise<void> }> {
   const opened = await openPdp(prefix);
   return { ...opened, sidecar: opened.pdp };
 }
 
 describe('DecisionService.commitPending', () => {
   let opened: Awaited<ReturnType<typeof openSidecar>>;
-  let store: Store;
+  let store: LmdbStore;
   let sidecar: PdpServices;
   let front: FrontState;
 
@@ -133,7 +133,7 @@ describe('DecisionService.commitPending', () => {
 
 describe('AuthzenService.recordPending', () => {
   let opened: Awaited<ReturnType<typeof openSidecar>>;
-  let store: Store;
+  let store: LmdbStore;
   let sidecar: PdpServices;
   let service: AuthzenService;
   const EVALUATOR: Caller = { role: 'evaluator', name: 'test-evaluator' };

@@ -4,12 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS, type WritConfig } from '../../src/config/config.js';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { pdpServices, type PdpServices } from '../../src/pdp/services.js';
 import { loadPolicyDir } from '../../src/policy/load.js';
 import { REPO } from './server.js';
 
-export async function openPdp(prefix: string): Promise<{ config: WritConfig; store: Store; pdp: PdpServices; close: () => Promise<void> }> {
+export async function openPdp(prefix: string): Promise<{ config: WritConfig; store: LmdbStore; pdp: PdpServices; close: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const config: WritConfig = {
     ...DEFAULTS,
@@ -19,7 +19,7 @@ export async function openPdp(prefix: string): Promise<{ config: WritConfig; sto
     evaluator_threads: 0,
     http_threads: 0,
   };
-  const store = await Store.open({ dataDir: config.data_dir });
+  const store = await LmdbStore.open({ dataDir: config.data_dir });
   const pdp = pdpServices(config, store, loadPolicyDir(config.policy_dir));
   await pdp.policy.recordStartup();
   return {

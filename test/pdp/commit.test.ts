@@ -5,14 +5,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { EntityCache } from '../../src/entities/entity-cache.js';
 import { commitWithRevalidation, MAX_ATTEMPTS, type Proposal } from '../../src/pdp/commit.js';
 import { WritError } from '../../src/errors.js';
 
-async function openCore(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: Store; entities: EntityCache }> {
+async function openCore(t: { after(fn: () => Promise<void> | void): void }): Promise<{ store: LmdbStore; entities: EntityCache }> {
   const dir = mkdtempSync(join(tmpdir(), 'writ-pdp-commit-'));
-  const store = await Store.open({ dataDir: join(dir, 'data') });
+  const store = await LmdbStore.open({ dataDir: join(dir, 'data') });
   const entities = new EntityCache(store);
   await entities.reload();
   t.after(async () => {

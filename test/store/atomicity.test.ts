@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store, type FaultHooks } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore, type FaultHooks } from '../../src/store/lmdb/lmdb-store.js';
 import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 import { WritError } from '../../src/errors.js';
 import { tempDir } from './helpers.js';
@@ -13,7 +13,7 @@ import { tempDir } from './helpers.js';
 const isUnavailable = (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE';
 
 /** The whole chain is contiguous, linked and hashed, and matches size() and head(). */
-function assertConsistent(store: Store): LedgerRecord[] {
+function assertConsistent(store: LmdbStore): LedgerRecord[] {
   const records = [...store.exportLines()].map((l) => JSON.parse(l) as LedgerRecord);
   let prev = ZERO_HASH;
   records.forEach((r, i) => {
@@ -28,7 +28,7 @@ function assertConsistent(store: Store): LedgerRecord[] {
 }
 
 test('a throwing callback leaves no trace — records, tables, nodes — and its concurrent siblings commit', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   await store.write((tx) => tx.put('executions', 'keep', { v: 0 }));
   const outcomes = await Promise.allSettled(
@@ -65,7 +65,7 @@ test('a throwing callback leaves no trace — records, tables, nodes — and its
 });
 
 test('an async or non-JSON callback result is refused without writing', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   await assert.rejects(
     store.write(async (tx) => tx.append({ kind: 'k' })),
@@ -91,7 +91,7 @@ test('beforeCommit fault: the write fails with STORE_UNAVAILABLE, nothing of it 
       }
     },
   };
-  const store = await Store.open({ dataDir: tempDir(t), faults });
+  const store = await LmdbStore.open({ dataDir: tempDir(t), faults });
   t.after(() => store.close());
   await store.write((tx) => tx.append({ kind: 'a' }), { label: 'decision' });
   let ran = false;
@@ -117,7 +117,7 @@ test('beforeCommit fault: the write fails with STORE_UNAVAILABLE, nothing of it 
 });
 
 test('async beforeCommit rejection fails only that write; siblings commit', async (t) => {
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: tempDir(t),
     faults: {
       async beforeCommit(label) {
@@ -145,7 +145,7 @@ test('async beforeCommit rejection fails only that write; siblings commit', asyn
 test('a stalled write times out with STORE_UNAVAILABLE and never lands', async (t) => {
   let release!: () => void;
   const stalled = new Promise<void>((r) => (release = r));
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: tempDir(t),
     writeTimeoutMs: 150,
     faults: { beforeCommit: (label) => (label === 'slow' ? stalled : undefined) },
@@ -174,7 +174,7 @@ test('a stalled write times out with STORE_UNAVAILABLE and never lands', async (
 
 test('a failed LMDB commit rolls back the whole batch and everything queued behind it; the head is reloaded from disk', async (t) => {
   let failNext = false;
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: tempDir(t),
     faults: {
       insideCommit(labels) {
@@ -219,7 +219,7 @@ test('a failed LMDB commit rolls back the whole batch and everything queued behi
 
 test('a commit failure cascades to writes that ran while it was in flight', async (t) => {
   let gate = false;
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: tempDir(t),
     // Only 'flushed' commits run beside the event loop; a 'sync' commit is over before the next write
     // can run (the test above covers its batch mates).
@@ -252,7 +252,7 @@ test('a commit failure cascades to writes that ran while it was in flight', asyn
 
 test('writes after close are refused with STORE_UNAVAILABLE; close waits for queued writes', async (t) => {
   const dataDir = tempDir(t);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   const pending = store.write((tx) => tx.append({ kind: 'queued' }));
   await store.close();
   assert.equal((await pending).seq, 0);
@@ -261,7 +261,7 @@ test('writes after close are refused with STORE_UNAVAILABLE; close waits for que
     isUnavailable,
   );
   assert.equal(await store.writable(), false);
-  const again = await Store.open({ dataDir });
+  const again = await LmdbStore.open({ dataDir });
   assert.equal(again.size(), 1);
   await again.close();
 });
@@ -285,7 +285,7 @@ test('ENOSPC on a real 2 MiB tmpfs: writes fail with STORE_UNAVAILABLE, the stor
     return;
   }
   const dataDir = join(mnt, 'data');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   let acknowledged = 0;
   let failures = 0;
   // Random text: the store compresses its records, and a repeated character would not fill the disk.
@@ -314,7 +314,7 @@ test('ENOSPC on a real 2 MiB tmpfs: writes fail with STORE_UNAVAILABLE, the stor
   assert.equal(assertConsistent(store).length, acknowledged, 'every acknowledged write is there, nothing else');
   assert.equal(await store.writable(), true, 'a small write still fits after the failed big ones were rolled back');
   await store.close();
-  const reopened = await Store.open({ dataDir });
+  const reopened = await LmdbStore.open({ dataDir });
   assert.equal(reopened.size(), acknowledged);
   assertConsistent(reopened);
   await reopened.close();

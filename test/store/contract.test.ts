@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
@@ -36,7 +36,7 @@ const implementations: Array<[string, () => Promise<LedgerStore>]> = [
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'writ-contract-'));
       dirs.push(dir);
-      return Store.open({ dataDir: dir });
+      return LmdbStore.open({ dataDir: dir });
     },
   ],
   ['postgres', async () => PgStore.open({ url: await (await sharedPostgres()).createDatabase() })],

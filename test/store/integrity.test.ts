@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { openStoreDbs } from '../../src/store/layout.js';
 import { chainBreakPayload, repairStore } from '../../src/store/repair.js';
 import { ensureKeyRecord, loadOrCreateSigningKey } from '../../src/checkpoints/keys.js';
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 
 /** A data dir of 32 records: a key record (seq 0), decisions, and checkpoints at seqs 11 and 22 (sizes 11, 22). */
 async function populated(dataDir: string): Promise<void> {
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   const key = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store, key);
   const cp = startCheckpointer(store, { key, everyRecords: 1_000_000 });
@@ -38,7 +38,7 @@ async function tamper(dataDir: string, fn: (d: ReturnType<typeof openStoreDbs>) 
 
 async function openError(dataDir: string, tailCheck?: number): Promise<WritError> {
   try {
-    const s = await Store.open({ dataDir, ...(tailCheck ? { tailCheck } : {}) });
+    const s = await LmdbStore.open({ dataDir, ...(tailCheck ? { tailCheck } : {}) });
     await s.close();
   } catch (e) {
     assert.ok(e instanceof WritError, String(e));
@@ -47,7 +47,7 @@ async function openError(dataDir: string, tailCheck?: number): Promise<WritError
   assert.fail('the store opened');
 }
 
-function chainOf(store: Store): LedgerRecord[] {
+function chainOf(store: LmdbStore): LedgerRecord[] {
   const records = [...store.exportLines()].map((l) => JSON.parse(l) as LedgerRecord);
   let prev = ZERO_HASH;
   for (const [i, r] of records.entries()) {
@@ -62,7 +62,7 @@ function chainOf(store: Store): LedgerRecord[] {
 test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq; repair cuts there with a signed chain_break', async (t) => {
   const dataDir = tempDir(t);
   await populated(dataDir);
-  const before = await Store.open({ dataDir });
+  const before = await LmdbStore.open({ dataDir });
   const heldCheckpoint = before.latestCheckpoint()!;
   await before.close();
   await tamper(dataDir, (d) => {
@@ -90,7 +90,7 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
     [25, 26, 27, 28, 29, 30, 31],
   );
 
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   t.after(() => store.close());
   const records = chainOf(store);
   assert.equal(records.length, 26);
@@ -132,7 +132,7 @@ test('an edited record in the tail: open refuses with STORE_CORRUPT and its seq;
 
 test('repair drops the approvals whose approval record was cut: an approval the ledger no longer holds authorizes nothing', async (t) => {
   const dataDir = tempDir(t);
-  const store0 = await Store.open({ dataDir });
+  const store0 = await LmdbStore.open({ dataDir });
   const key = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store0, key);
   const approve = (id: string) =>
@@ -157,7 +157,7 @@ test('repair drops the approvals whose approval record was cut: an approval the 
   });
   const report = await repairStore(dataDir);
   assert.equal(report.dropped_from_seq, 8);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   t.after(() => store.close());
   assert.deepEqual(await store.get('approvals', 'apr_kept'), { approval_id: 'apr_kept', execution_id: 'E-1' });
   assert.equal(await store.get('approvals', 'apr_cut'), undefined, 'the cut approval is gone');
@@ -172,7 +172,7 @@ test('a missing record (gap) is found wherever it is, by the entry count', async
   assert.deepEqual([e.code, e.details], ['STORE_CORRUPT', { seq: 3 }]);
   const report = await repairStore(dataDir);
   assert.equal(report.dropped_from_seq, 3);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   assert.equal(chainOf(store).length, 4);
   await store.close();
 });
@@ -187,7 +187,7 @@ test('a corrupted Merkle node fails the latest checkpoint root; repair rebuilds 
   assert.match(e.message, /root/);
   const report = await repairStore(dataDir);
   assert.equal(report.outcome, 'rebuilt');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   assert.equal(chainOf(store).length, 32);
   assert.equal(store.root(22), store.latestCheckpoint()!.root);
   await store.close();
@@ -221,7 +221,7 @@ test('records lost from the end (truncation) are detected by the dangling Merkle
   assert.equal(report.outcome, 'cut');
   assert.equal(report.dropped_from_seq, 29);
   assert.equal(report.dropped_records, 0);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   const records = chainOf(store);
   assert.equal(records.at(-1)!.kind, 'chain_break');
   assert.equal(records.length, 30);

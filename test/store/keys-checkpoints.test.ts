@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { ensureKeyRecord, loadOrCreateSigningKey, readKeyFile, rotateSigningKey, SIGNING_KEY_FILE } from '../../src/checkpoints/keys.js';
 import { startCheckpointer, WITNESS_FILE } from '../../src/checkpoints/checkpointer.js';
 import { checkpointPayload, keyIdOf, keyPayload, verifyPayload } from '../../src/ledger/signing.js';
@@ -15,7 +15,7 @@ import { waitUntil } from '../helpers/wait.js';
 
 const raw = (b64: string) => Buffer.from(b64, 'base64');
 
-function assertCheckpoint(store: Store, cp: LedgerRecord, publicKey: string): void {
+function assertCheckpoint(store: LmdbStore, cp: LedgerRecord, publicKey: string): void {
   assert.equal(cp.kind, 'checkpoint');
   assert.equal(cp.size, cp.seq, 'a checkpoint covers every record before it');
   assert.equal(cp.root, store.root(cp.size));
@@ -32,7 +32,7 @@ test('the data dir key: created once (0600), reloaded, announced by one unsigned
   assert.equal(key.key_id, keyIdOf(raw(key.public_key)));
   assert.deepEqual([file.key_id, file.public_key], [key.key_id, key.public_key]);
   assert.equal(loadOrCreateSigningKey(dataDir).key_id, key.key_id);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   t.after(() => store.close());
   const rec = await ensureKeyRecord(store, key);
   assert.deepEqual([rec!.kind, rec!.key_id, rec!.public_key, rec!.signature], ['key', key.key_id, key.public_key, null]);
@@ -46,7 +46,7 @@ test('the data dir key: created once (0600), reloaded, announced by one unsigned
 test('checkpointer: every N records, none when nothing is new, a final one on stop, witness lines in order', async (t) => {
   const dataDir = tempDir(t);
   const witnessDir = join(tempDir(t), 'witness');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   const key = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store, key);
   const cp = startCheckpointer(store, { key, everyRecords: 5, witnessDir });
@@ -73,7 +73,7 @@ test('checkpointer: every N records, none when nothing is new, a final one on st
   }
   // A restart knows where the last checkpoint is.
   await store.close();
-  const again = await Store.open({ dataDir });
+  const again = await LmdbStore.open({ dataDir });
   t.after(() => again.close());
   const cp2 = startCheckpointer(again, { key, everyRecords: 5 });
   assert.equal(await cp2.checkpointNow(), undefined);
@@ -87,7 +87,7 @@ test('checkpointer: every N records, none when nothing is new, a final one on st
 
 test('checkpointer: the timer writes one when records are new; a failed checkpoint write is reported, not thrown', async (t) => {
   let failCheckpoints = false;
-  const store = await Store.open({
+  const store = await LmdbStore.open({
     dataDir: tempDir(t),
     faults: {
       beforeCommit: (l) => {
@@ -118,7 +118,7 @@ test('checkpointer: the timer writes one when records are new; a failed checkpoi
 
 test('key rotation: a key record signed by the previous key, the old key file kept, checkpoints switch keys', async (t) => {
   const dataDir = tempDir(t);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   const oldKey = loadOrCreateSigningKey(dataDir);
   await ensureKeyRecord(store, oldKey);
   const { previous, next, record, file } = await rotateSigningKey(store, { keyFile: join(dataDir, SIGNING_KEY_FILE) });
@@ -162,7 +162,7 @@ test('writ keygen and writ keys rotate', async (t) => {
   const r = JSON.parse(rotated.stdout);
   assert.equal(r.previous_key_id, first.key_id);
   assert.equal(r.seq, 1, 'the first key record, then the rotation');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   assert.deepEqual(
     store.keys().map((k) => k.key_id),
     [first.key_id, r.key_id],
@@ -182,7 +182,7 @@ test('writ keys rotate of a signing_key_file: in place keeps the old key beside 
   assert.equal((await runWrit(['keygen', '--out', keyFile])).code, 0);
   const first = readKeyFile(keyFile);
   const dataDir = join(dir, 'data');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   await ensureKeyRecord(store, first);
   await store.close();
 
@@ -209,7 +209,7 @@ test('writ keys rotate of a signing_key_file: in place keeps the old key beside 
   assert.equal(stale.code, 1);
   assert.match(stale.stderr, /not the ledger's current key/);
   assert.equal(existsSync(join(dir, 'stale.json')), false);
-  const reopened = await Store.open({ dataDir });
+  const reopened = await LmdbStore.open({ dataDir });
   assert.deepEqual(
     reopened.keys().map((k) => k.key_id),
     [first.key_id, r1.key_id, r2.key_id],

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { FORMAT_KEY, STORE_SUBDIR } from '../../src/store/layout.js';
 import { recordLine } from '../../src/ledger/record.js';
 import { WritError } from '../../src/errors.js';
@@ -35,7 +35,7 @@ function recordFields(i: number): { kind: string } & Record<string, unknown> {
   }
 }
 
-async function writeSome(store: Store, from: number, count: number): Promise<string[]> {
+async function writeSome(store: LmdbStore, from: number, count: number): Promise<string[]> {
   const lines: string[] = [];
   for (let i = from; i < from + count; i++) {
     const a = await store.write((tx) => {
@@ -63,11 +63,11 @@ async function rawRecords(dataDir: string): Promise<{ format: string | undefined
 
 test('a new store is format 2: records and rows come back byte for byte, across a reopen, and are held compressed', async (t) => {
   const dataDir = tempDir(t);
-  let store = await Store.open({ dataDir });
+  let store = await LmdbStore.open({ dataDir });
   const lines = await writeSome(store, 0, 20);
   assert.deepEqual([...store.exportLines()], lines);
   await store.close();
-  store = await Store.open({ dataDir });
+  store = await LmdbStore.open({ dataDir });
   assert.deepEqual([...store.exportLines()], lines, 'the export lines after a reopen are the texts written');
   for (const [seq, line] of lines.entries()) assert.equal(recordLine(store.getRecord(seq)!), line);
   assert.equal(store.get<{ blob: string }>('executions', 'key-3')!.blob, 'y'.repeat(5000));
@@ -84,11 +84,11 @@ test('a new store is format 2: records and rows come back byte for byte, across 
 
 test('a format-1 store (plain text) opens, verifies, takes new records in its own format, and stays format 1', async (t) => {
   const dataDir = tempDir(t);
-  let store = await Store.open({ dataDir, format: '1' });
+  let store = await LmdbStore.open({ dataDir, format: '1' });
   const lines = await writeSome(store, 0, 10);
   await store.close();
   // Opened by default (the current format for new stores): an existing store keeps its own.
-  store = await Store.open({ dataDir });
+  store = await LmdbStore.open({ dataDir });
   assert.deepEqual([...store.exportLines()], lines);
   lines.push(...(await writeSome(store, 10, 10)));
   assert.deepEqual([...store.exportLines()], lines);
@@ -108,7 +108,7 @@ test('the same records take fewer pages in format 2 than in format 1, and record
   let bytes = 0;
   for (const format of ['1', '2'] as const) {
     const dataDir = tempDir(t);
-    const store = await Store.open({ dataDir, format });
+    const store = await LmdbStore.open({ dataDir, format });
     bytes = 0;
     for (let i = 0; i < 60; i++) bytes += Buffer.byteLength(recordLine((await store.write((tx) => tx.append(recordFields(5 * i + 1)))).record));
     await store.close();
@@ -123,10 +123,10 @@ test('the same records take fewer pages in format 2 than in format 1, and record
 
 test('a store of an unknown format is refused as STORE_CORRUPT, naming it', async (t) => {
   const dataDir = tempDir(t);
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   await store.close();
   const env = open({ path: join(dataDir, STORE_SUBDIR), maxDbs: 16 });
   await env.openDB<string, string>({ name: 'internal', encoding: 'string' }).put(FORMAT_KEY, '9');
   await env.close();
-  await assert.rejects(Store.open({ dataDir }), (e: unknown) => e instanceof WritError && e.code === 'STORE_CORRUPT' && /format 9/.test(e.message));
+  await assert.rejects(LmdbStore.open({ dataDir }), (e: unknown) => e instanceof WritError && e.code === 'STORE_CORRUPT' && /format 9/.test(e.message));
 });

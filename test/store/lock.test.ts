@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { LOCK_FILE } from '../../src/store/lock.js';
 import { WritError } from '../../src/errors.js';
 import { DIST_SRC, spawnSnippet, tempDir } from './helpers.js';
@@ -10,8 +10,8 @@ import { DIST_SRC, spawnSnippet, tempDir } from './helpers.js';
 /** A child process that opens the store, appends one record, prints READY and waits. */
 function holder(dataDir: string) {
   return spawnSnippet(`
-    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
-    const s = await Store.open({ dataDir: ${JSON.stringify(dataDir)} });
+    const { LmdbStore } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
+    const s = await LmdbStore.open({ dataDir: ${JSON.stringify(dataDir)} });
     await s.write((tx) => tx.append({ kind: 'child', pid: process.pid }));
     console.log('READY ' + process.pid);
     setInterval(() => {}, 1000);
@@ -21,9 +21,9 @@ function holder(dataDir: string) {
 /** A child process that tries to open the store and prints the outcome as JSON. */
 function opener(dataDir: string) {
   return spawnSnippet(`
-    const { Store } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
+    const { LmdbStore } = await import(${JSON.stringify(join(DIST_SRC, 'store/lmdb/lmdb-store.js'))});
     try {
-      const s = await Store.open({ dataDir: ${JSON.stringify(dataDir)} });
+      const s = await LmdbStore.open({ dataDir: ${JSON.stringify(dataDir)} });
       console.log(JSON.stringify({ ok: true, size: s.size() }));
       await s.close();
     } catch (e) {
@@ -47,7 +47,7 @@ test('a second live process on the same data dir fails with STORE_LOCKED naming 
   assert.equal(out.code, 'STORE_LOCKED');
   assert.equal(out.message, `data dir ${dataDir} is in use by pid ${pid}`);
   // In this process too.
-  await assert.rejects(Store.open({ dataDir }), (e: unknown) => e instanceof WritError && e.code === 'STORE_LOCKED' && e.message.includes(`pid ${pid}`));
+  await assert.rejects(LmdbStore.open({ dataDir }), (e: unknown) => e instanceof WritError && e.code === 'STORE_LOCKED' && e.message.includes(`pid ${pid}`));
 });
 
 test('a lock left by a SIGKILLed process is stale: the next open takes over at once and the chain continues', async (t) => {
@@ -59,7 +59,7 @@ test('a lock left by a SIGKILLed process is stale: the next open takes over at o
   const exited = await h.exit;
   assert.equal(exited.signal, 'SIGKILL');
   assert.ok(readFileSync(join(dataDir, LOCK_FILE), 'utf8').includes(String(h.child.pid)), 'the lock file is still there');
-  const store = await Store.open({ dataDir });
+  const store = await LmdbStore.open({ dataDir });
   t.after(() => store.close());
   assert.equal(store.size(), 1);
   assert.equal((await store.write((tx) => tx.append({ kind: 'after-kill' }))).record.prev, store.getRecord(0)!.hash);
@@ -76,19 +76,19 @@ test('stale locks: a dead pid, a reused pid with another start time, this pid (c
   ];
   for (const info of stale) {
     writeFileSync(lockPath, JSON.stringify(info));
-    const s = await Store.open({ dataDir });
+    const s = await LmdbStore.open({ dataDir });
     assert.equal(JSON.parse(readFileSync(lockPath, 'utf8')).pid, process.pid);
     await s.close();
   }
   writeFileSync(lockPath, 'garbage');
-  const s = await Store.open({ dataDir });
+  const s = await LmdbStore.open({ dataDir });
   await s.close();
   assert.throws(() => readFileSync(lockPath), /ENOENT/, 'close removes the lock');
   // A live holder with a matching start time (here: the parent of this process) is respected.
   const parentStart = readFileSync(`/proc/${process.ppid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19];
   writeFileSync(lockPath, JSON.stringify({ pid: process.ppid, started: parentStart, host: hostname() }));
   await assert.rejects(
-    Store.open({ dataDir }),
+    LmdbStore.open({ dataDir }),
     (e: unknown) => e instanceof WritError && e.code === 'STORE_LOCKED' && e.message === `data dir ${dataDir} is in use by pid ${process.ppid}`,
   );
 });

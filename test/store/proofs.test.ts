@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import type { LedgerStore } from '../../src/store/types.js';
 import { WritError } from '../../src/errors.js';
@@ -32,7 +32,7 @@ const backends: Array<[string, () => Promise<() => Promise<LedgerStore>>]> = [
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'writ-proofs-'));
       dirs.push(dir);
-      return () => Store.open({ dataDir: dir });
+      return () => LmdbStore.open({ dataDir: dir });
     },
   ],
   [

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Store } from '../../src/store/lmdb/lmdb-store.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 import { bytesToHash, hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
@@ -26,7 +26,7 @@ function checkChain(records: LedgerRecord[]): void {
 }
 
 test('append assigns v, seq, ts, prev and hash; records and export lines round-trip byte for byte', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   assert.equal(store.size(), 0);
   assert.equal(store.head(), ZERO_HASH);
@@ -57,14 +57,14 @@ test('append assigns v, seq, ts, prev and hash; records and export lines round-t
 
 test('a restart continues the chain, and a consistency proof from a checkpoint-sized tree before it to one after verifies', async (t) => {
   const dataDir = tempDir(t);
-  let store = await Store.open({ dataDir });
+  let store = await LmdbStore.open({ dataDir });
   for (let i = 0; i < 13; i++) await store.write((tx) => tx.append({ kind: 'k', i }));
   const beforeSize = store.size();
   const beforeRoot = store.root();
   const beforeHead = store.head();
   await store.close();
 
-  store = await Store.open({ dataDir });
+  store = await LmdbStore.open({ dataDir });
   t.after(() => store.close());
   assert.equal(store.size(), beforeSize);
   assert.equal(store.head(), beforeHead);
@@ -79,7 +79,7 @@ test('a restart continues the chain, and a consistency proof from a checkpoint-s
 });
 
 test('roots and proofs from stored nodes equal the pure Merkle functions over the record hashes, and verify', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   // Mixed batch sizes so nodes are completed both within one tx and across commits.
   let n = 0;
@@ -128,7 +128,7 @@ test('roots and proofs from stored nodes equal the pure Merkle functions over th
 });
 
 test('tables: a tx sees its own writes and earlier ones; get/entries read committed state; del removes', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   const seen = await store.write((tx) => {
     tx.put('executions', 'a', { state: 'proposed' });
@@ -163,7 +163,7 @@ test('tables: a tx sees its own writes and earlier ones; get/entries read commit
 });
 
 test('listRecords pages by kind, actor and execution_id from the indexes; next is the from of the next page', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   const agents = [
     { type: 'Agent', id: 'a"1' },
@@ -176,7 +176,7 @@ test('listRecords pages by kind, actor and execution_id from the indexes; next i
     tx.append({ kind: 'policy', actor: 'not a uid', execution_id: 7 });
     tx.append({ kind: 'decision', execution_id: 'x'.repeat(3000) });
   });
-  const collect = (q: Parameters<Store['listRecords']>[0]) => {
+  const collect = (q: Parameters<LmdbStore['listRecords']>[0]) => {
     const out: number[] = [];
     let from: number | null = 0;
     let pages = 0;
@@ -229,7 +229,7 @@ test('listRecords pages by kind, actor and execution_id from the indexes; next i
 });
 
 test('listRecords with disjoint large filters answers short pages with next (bounded work per call), and following next finds every match', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   // Agent a writes decisions and outcomes; approvals are by User hr, but for two of them by Agent a.
   const N = 30_000;
@@ -257,7 +257,7 @@ test('listRecords with disjoint large filters answers short pages with next (bou
 });
 
 test('concurrent writes group-commit: 50 writers share far fewer than 50 fsyncs, and seqs follow callback order', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   const before = store.stats();
   const seqs = await Promise.all(Array.from({ length: 50 }, (_, i) => store.write((tx) => tx.append({ kind: 'k', i }).seq)));
@@ -271,7 +271,7 @@ test('concurrent writes group-commit: 50 writers share far fewer than 50 fsyncs,
 });
 
 test('latestCheckpoint and keys come from the kind index; writable() commits a probe', async (t) => {
-  const store = await Store.open({ dataDir: tempDir(t) });
+  const store = await LmdbStore.open({ dataDir: tempDir(t) });
   t.after(() => store.close());
   assert.equal(store.latestCheckpoint(), undefined);
   assert.deepEqual(store.keys(), []);

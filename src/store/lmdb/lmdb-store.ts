@@ -47,7 +47,7 @@ interface LmdbRecord extends PendingRecord {
   index: Array<[IndexName, IndexKey]>;
 }
 
-export interface StoreOptions {
+export interface LmdbStoreOptions {
   dataDir: string;
   /** 'sync' (default): each commit is made synchronously on the calling thread and fsync'd in the
    *  commit. 'flushed': commits run on lmdb-js's writer thread, overlap their fsync, and the store waits
@@ -128,7 +128,7 @@ function unavailable(message: string, cause?: unknown): WritError {
   return new WritError('STORE_UNAVAILABLE', message, cause === undefined ? {} : { cause });
 }
 
-export class Store implements LedgerStore {
+export class LmdbStore implements LedgerStore {
   readonly kind = 'lmdb' as const;
   readonly shared = false;
   readonly dataDir: string;
@@ -146,7 +146,7 @@ export class Store implements LedgerStore {
     nodes: (ids) => readNodes(this.#reader(), ids),
   });
 
-  private constructor(o: StoreOptions, dbs: StoreDbs, lock: DirLock, head: { size: number; head: string }) {
+  private constructor(o: LmdbStoreOptions, dbs: StoreDbs, lock: DirLock, head: { size: number; head: string }) {
     this.dataDir = o.dataDir;
     this.#dbs = dbs;
     this.#lock = lock;
@@ -164,7 +164,7 @@ export class Store implements LedgerStore {
    * process gets WritError STORE_LOCKED `data dir D is in use by pid N`. Re-hashes the chain tail and
    * checks the latest checkpoint: a corrupt store gives WritError STORE_CORRUPT with details {seq}.
    */
-  static async open(o: StoreOptions): Promise<Store> {
+  static async open(o: LmdbStoreOptions): Promise<LmdbStore> {
     try {
       mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
     } catch (e) {
@@ -189,7 +189,7 @@ export class Store implements LedgerStore {
         });
       }
       const head = checkIntegrity(dbs, o.dataDir, o.tailCheck ?? DEFAULT_TAIL_CHECK);
-      return new Store(o, dbs, lock, head);
+      return new LmdbStore(o, dbs, lock, head);
     } catch (e) {
       if (dbs) await dbs.env.close().catch(() => undefined);
       lock.release();
