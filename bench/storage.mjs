@@ -16,7 +16,7 @@ import { open } from 'lmdb';
 import pg from 'pg';
 import { DEFAULTS } from '../dist/src/config/config.js';
 import { loadPolicyDir } from '../dist/src/policy/load.js';
-import { Sidecar } from '../dist/src/server/sidecar.js';
+import { pdpServices } from '../dist/src/pdp/services.js';
 import { LmdbStore } from '../dist/src/store/lmdb/lmdb-store.js';
 import { PgStore } from '../dist/src/store/postgres/pg-store.js';
 import { startPostgres } from '../dist/test/helpers/postgres.js';
@@ -37,18 +37,18 @@ const fmt = (n, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, 
 /** N distinct proposals (one execution each), CONCURRENCY at a time, as a PEP sends them. */
 async function decide(store) {
   const config = { ...DEFAULTS, tokens: [], policy_dir: join(REPO, 'policies'), data_dir: '/nonexistent', evaluator_threads: 0, http_threads: 0 };
-  const sidecar = new Sidecar(config, store, loadPolicyDir(config.policy_dir));
-  await sidecar.recordStartup();
+  const pdp = pdpServices(config, store, loadPolicyDir(config.policy_dir));
+  await pdp.policy.recordStartup();
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < N; i = next++) {
       const body = offboardingBody({ execution_id: `OFF-${100000 + i}:disable-sign-in`, envelope: { task_id: `OFF-${100000 + i}` } });
-      const r = await sidecar.decide(PEP, JSON.stringify(body));
+      const r = await pdp.decisions.decide(PEP, JSON.stringify(body));
       if (typeof r.decision !== 'string') throw new Error(`decision ${i}: ${JSON.stringify(r)}`);
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  await sidecar.close();
+  await pdp.core.close();
 }
 
 /** Records, their mean text length (bytes of the export line, without the newline) and the decisions among them. */
