@@ -85,7 +85,8 @@ async function lmdbRun(layout) {
   const envStats = env.getStats();
   const parts = {};
   let used = 0;
-  for (const key of env.getKeys()) {
+  // The names are read first: opening a sub-database while the cursor over the names is open can invalidate it.
+  for (const key of [...env.getKeys()]) {
     const s = env.openDB({ name: key, create: false }).getStats();
     const pages = s.treeBranchPageCount + s.treeLeafPageCount + s.overflowPages;
     parts[key] = { bytes: pages * pageSize, entries: s.entryCount, leafPages: s.treeLeafPageCount, overflow: s.overflowPages };
