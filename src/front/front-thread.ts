@@ -166,7 +166,7 @@ function post(message: FromFront): void {
 const ASK_BATCH = 8;
 function ask(
   a:
-    | { prepared: PendingDecision }
+    | { pending: PendingDecision }
     | { decide: { caller: Caller; text: string } }
     | { authzen: AuthzenAsk }
     | { call: BackendCall }
@@ -378,7 +378,7 @@ async function decide(req: IncomingMessage, res: ServerResponse, pep: Caller): P
     return;
   }
   const made = prepared;
-  const a = await ask({ prepared: made.ask });
+  const a = await ask({ pending: made.ask });
   sendAnswer(res, a, (ok) => frontDecisionAnswer(made, ok));
 }
 
@@ -396,7 +396,7 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
   // Evaluated here, on this front's policy set, entities and evaluator threads; the sidecar only records
   // it (or evaluates it again if either moved). Any doubt — a refusal, an error — and the sidecar does it
   // all, so the answer is its own.
-  let prepared: PendingAuthzen | undefined;
+  let pending: PendingAuthzen | undefined;
   try {
     const request = admitAuthzen(caller, text, batch, start.fairness.limits);
     // This request's policy set and entities, whatever the sidecar sends meanwhile.
@@ -406,13 +406,13 @@ async function authzen(req: IncomingMessage, res: ServerResponse, caller: Caller
     const outcomes = await evaluateItems(request, (item) => evaluator.evaluateRequest(usedEngine, requestInputOf(item, usedEntities)));
     const evaluated = { policyVersion: usedEngine.policyVersion, entitiesVersion: usedEntities.version, now: now.toISOString() };
     // The records are canonicalised here too: the sidecar's one ledger writer only joins, hashes and commits them.
-    prepared = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };
+    pending = { single: request.single, outcomes, records: presealAuthzenRecords(request, outcomes, caller, evaluated), ...evaluated };
   } catch (e) {
     const refusal = answeredHere(e);
     if (refusal !== undefined) return refuseHere(res, batch ? AUTHZEN_EVALUATIONS_PATH : AUTHZEN_EVALUATION_PATH, refusal);
-    prepared = undefined;
+    pending = undefined;
   }
-  const a = await ask({ authzen: { caller, text, batch, ...(prepared ? { prepared } : {}) } });
+  const a = await ask({ authzen: { caller, text, batch, ...(pending ? { pending } : {}) } });
   if ('error' in a) sendJson(res, a.error.status, a.error.body);
   else if ('authzen' in a.ok) sendJson(res, 200, a.ok.authzen);
   else unreachable();

@@ -306,13 +306,13 @@ export class Fronts {
       return;
     }
     let work: Promise<PendingDecisionResult | { authzen: unknown } | { called: unknown }>;
-    if ('prepared' in a) work = decisions.commitPending(a.prepared);
+    if ('pending' in a) work = decisions.commitPending(a.pending);
     else if ('call' in a) work = answerCall(this.o.backend, a.call).then((called) => ({ called }));
     else if ('decide' in a) work = decisions.decide(a.decide.caller, a.decide.text).then((response) => ({ response }));
     else {
       const { authzen } = this.o.backend;
-      const { caller, text, batch, prepared } = a.authzen;
-      const answer = prepared === undefined ? authzen.evaluate(caller, text, batch) : authzen.recordPending(caller, text, batch, prepared);
+      const { caller, text, batch, pending } = a.authzen;
+      const answer = pending === undefined ? authzen.evaluate(caller, text, batch) : authzen.recordPending(caller, text, batch, pending);
       work = answer.then((authzen) => ({ authzen }));
     }
     // A call is counted by the app on the front that made it; the rest by the route the front took.

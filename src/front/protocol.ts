@@ -48,20 +48,20 @@ export interface FrontStart {
  * record (or evaluate) an AuthZEN request, or run a call of the app the front serves (backend-calls.ts).
  */
 export type FrontAsk =
-  | { id: number; prepared: PendingDecision }
+  | { id: number; pending: PendingDecision }
   | { id: number; decide: { caller: Caller; text: string } }
   | { id: number; authzen: AuthzenAsk }
   | { id: number; call: BackendCall }
   /** An issuer's keys once `kid` was looked up in the sidecar's one key cache (src/identity/jwks-cache.ts). */
   | { id: number; jwks: { issuer: string; kid: string } };
 
-/** An AuthZEN request: evaluated by the front (`prepared`), or left to the sidecar to evaluate. */
+/** An AuthZEN request: evaluated by the front (`pending`: awaiting its records' commit), or left to the sidecar to evaluate. */
 export interface AuthzenAsk {
   caller: Caller;
   text: string;
   /** /access/v1/evaluations rather than /access/v1/evaluation. */
   batch: boolean;
-  prepared?: PendingAuthzen;
+  pending?: PendingAuthzen;
 }
 
 export type SidecarAnswer =
