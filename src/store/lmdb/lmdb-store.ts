@@ -20,10 +20,12 @@ import {
   correlationMatches,
   correlationTerm,
   FORMAT_KEY,
+  INDEXES,
   indexTermsOf,
   openStoreDbs,
   settleCommitError,
   STORE_FORMATS,
+  TABLES,
   type IndexKey,
   type IndexName,
   type StoreDbs,
@@ -251,16 +253,20 @@ export class LmdbStore implements LedgerStore {
   #commit(w: Writes<LmdbRecord>, end: { size: number; head: string }, labels: Array<string | undefined>): void | Promise<void> {
     const apply = (): void => {
       const d = this.#dbs;
-      for (const r of w.records) {
-        appendRecord(d, r.seq, r.text);
-        for (const [name, key] of r.index) void d.indexes[name].put(key, '');
-      }
+      // One sub-database after the other, not interleaved (a record, its index entries, the next
+      // record…): interleaved, the same batch leaves LMDB more scattered dirty pages, each written on
+      // its own before the fsync, on the writer's thread (bench/RESULTS.md, "The redesign").
+      for (const r of w.records) appendRecord(d, r.seq, r.text);
       // Inside the transaction lmdb-js writes at once and throws on failure: the promises these puts
       // return only report ifVersion conditions, which none of them sets.
       for (const n of w.nodes.values()) void d.merkle.put([n.level, n.index], n.hash);
-      for (const r of w.rows.values()) {
-        if (r.value === null) void d.tables[r.table].remove(r.key);
-        else void d.tables[r.table].put(r.key, r.value);
+      for (const name of INDEXES) for (const r of w.records) for (const [n, key] of r.index) if (n === name) void d.indexes[name].put(key, '');
+      for (const table of TABLES) {
+        for (const r of w.rows.values()) {
+          if (r.table !== table) continue;
+          if (r.value === null) void d.tables[table].remove(r.key);
+          else void d.tables[table].put(r.key, r.value);
+        }
       }
       if (w.probe !== undefined) void d.internal.put('probe', w.probe);
       // After the puts, so an injected failure also proves that a half-applied batch is rolled back.
