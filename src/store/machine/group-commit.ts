@@ -77,7 +77,8 @@ interface Item {
   reads: Array<[Table, string]>;
   resolve(v: unknown): void;
   reject(e: unknown): void;
-  timer: NodeJS.Timeout | undefined;
+  /** When the caller stops waiting (Date.now() ms). */
+  deadline: number;
   settled: boolean;
   /** The callback ran and its writes joined its batch. */
   wrote: boolean;
@@ -112,14 +113,6 @@ function isThenable(v: unknown): boolean {
   return v !== null && typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function';
 }
 
-function settle(item: Item, ok: boolean, value: unknown): void {
-  if (item.settled) return;
-  item.settled = true;
-  if (item.timer) clearTimeout(item.timer);
-  if (ok) item.resolve(value);
-  else item.reject(value);
-}
-
 export class GroupCommit<R extends PendingRecord> {
   readonly #backend: Backend<R>;
   readonly #writeTimeoutMs: number;
@@ -133,6 +126,12 @@ export class GroupCommit<R extends PendingRecord> {
   #listeners: Array<(pendingSize: number) => void> = [];
   /** While listeners run during a flush: the writes they queue, to run next in the same batch. */
   #captured: Item[] | undefined;
+  /** Writes not settled when queued, checked against their deadlines by one timer (not one per write). */
+  #waiting: Item[] = [];
+  #sweepTimer: NodeJS.Timeout | undefined;
+  #sweepAt = Infinity;
+  /** How many of them are not settled yet. */
+  #unsettled = 0;
   readonly #stats: StoreStats = { commits: 0, writes: 0, failedCommits: 0 };
 
   constructor(backend: Backend<R>, o: GroupCommitOptions) {
@@ -179,6 +178,7 @@ export class GroupCommit<R extends PendingRecord> {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#batches.length > 0 || this.#flushing) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    this.#disarmSweep();
   }
 
   /** Runs the test-only fault hook within the write's deadline: a throw or a stall fails only this write. */
@@ -204,8 +204,9 @@ export class GroupCommit<R extends PendingRecord> {
   #queue(fn: (tx: WriteTx) => unknown, opts: WriteOptions, deadline: number): Promise<unknown> {
     let item!: Item;
     const promise = new Promise<unknown>((resolve, reject) => {
-      item = { fn, label: opts.label, reads: opts.reads ?? [], resolve, reject, timer: undefined, settled: false, wrote: false, batch: undefined };
+      item = { fn, label: opts.label, reads: opts.reads ?? [], resolve, reject, deadline, settled: false, wrote: false, batch: undefined };
     });
+    this.#unsettled++;
     if (this.#backend.stacks) this.#runNow(item);
     else {
       if (this.#captured) this.#captured.push(item);
@@ -213,8 +214,48 @@ export class GroupCommit<R extends PendingRecord> {
       item.batch = this.#batches[this.#batches.length - 1];
       this.#scheduleFlush();
     }
-    if (!item.settled) item.timer = setTimeout(() => this.#timeout(item), Math.max(0, deadline - Date.now()));
+    if (!item.settled) {
+      this.#waiting.push(item);
+      this.#armSweep(deadline);
+    }
     return promise;
+  }
+
+  #settle(item: Item, ok: boolean, value: unknown): void {
+    if (item.settled) return;
+    item.settled = true;
+    if (ok) item.resolve(value);
+    else item.reject(value);
+    // The last write waited for: no deadline left to watch.
+    if (--this.#unsettled === 0) this.#disarmSweep();
+  }
+
+  /** Makes sure the sweep runs by `at`. */
+  #armSweep(at: number): void {
+    if (this.#sweepTimer !== undefined && this.#sweepAt <= at) return;
+    clearTimeout(this.#sweepTimer);
+    this.#sweepAt = at;
+    this.#sweepTimer = setTimeout(() => this.#sweep(), Math.max(0, at - Date.now()));
+  }
+
+  #disarmSweep(): void {
+    clearTimeout(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    this.#sweepAt = Infinity;
+    this.#waiting = [];
+  }
+
+  /** Times out the writes past their deadline, forgets the settled ones, and re-arms for the next deadline. */
+  #sweep(): void {
+    this.#sweepTimer = undefined;
+    this.#sweepAt = Infinity;
+    const now = Date.now();
+    for (const item of this.#waiting) if (!item.settled && item.deadline <= now) this.#timeout(item);
+    // A timeout can settle other writes (those built on the dropped batch): filter after all of them.
+    this.#waiting = this.#waiting.filter((item) => !item.settled);
+    let next = Infinity;
+    for (const item of this.#waiting) next = Math.min(next, item.deadline);
+    if (next !== Infinity) this.#armSweep(next);
   }
 
   /** The last batch if it still takes writes, else a new one (begun at once when batches stack). */
@@ -280,14 +321,14 @@ export class GroupCommit<R extends PendingRecord> {
       tx = this.#run(batch, item);
     } catch (e) {
       this.#dropIfUnused(batch);
-      settle(item, false, e);
+      this.#settle(item, false, e);
       return;
     }
     if (isEmpty(tx.own)) {
       // Nothing to write, but what the callback read may include writes not yet durable: answer after them.
       this.#dropIfUnused(batch);
       const pending = this.#batches[this.#batches.length - 1];
-      if (!pending) settle(item, true, item.result);
+      if (!pending) this.#settle(item, true, item.result);
       else {
         item.batch = pending;
         pending.items.push(item);
@@ -349,7 +390,7 @@ export class GroupCommit<R extends PendingRecord> {
       this.#failFrom(i, err);
     } else {
       // Not run yet (it is skipped), or already being committed (it may still land): this caller cannot wait.
-      settle(item, false, err);
+      this.#settle(item, false, err);
     }
   }
 
@@ -357,7 +398,7 @@ export class GroupCommit<R extends PendingRecord> {
   #failFrom(i: number, err: unknown): void {
     for (const b of this.#batches.splice(i)) {
       b.state = 'done';
-      for (const item of b.items) settle(item, false, err);
+      for (const item of b.items) this.#settle(item, false, err);
     }
     this.#notifyIdle();
   }
@@ -405,8 +446,8 @@ export class GroupCommit<R extends PendingRecord> {
       this.#batches.shift();
       batch.state = 'done';
       for (const item of batch.items) {
-        if (item.failed) settle(item, false, item.failed.error);
-        else settle(item, true, item.result);
+        if (item.failed) this.#settle(item, false, item.failed.error);
+        else this.#settle(item, true, item.result);
       }
     } catch (e) {
       this.#stats.failedCommits++;
@@ -420,7 +461,7 @@ export class GroupCommit<R extends PendingRecord> {
       this.#batches.splice(i, 1);
       for (const b of [batch, ...behind]) {
         b.state = 'done';
-        for (const item of b.items) settle(item, false, err);
+        for (const item of b.items) this.#settle(item, false, err);
       }
     } finally {
       this.#flushing = false;
