@@ -5,8 +5,8 @@
 // text (its JCS export line) in the same run.
 //   LMDB: data.mdb's size and the pages each sub-database holds (env.getStats / db.getStats).
 //   PostgreSQL: pg_total_relation_size of every table (heap, indexes, TOAST) after VACUUM and CHECKPOINT.
-// LMDB: `--layout 1` writes a format-1 store (plain text, as data dirs made before format 2), `--layout 2`
-// the current format; by default both, in the same run. Writes its own section of bench/RESULTS.md.
+// LMDB: `--layout 1` writes a format-1 store (plain text: a new data dir by default), `--layout 2` a
+// format-2 one (LZ4: a new data dir with store_compression "lz4"); by default both, in the same run. Writes its own section of bench/RESULTS.md.
 // Reproduce: `npm run build -- --tests && node bench/storage.mjs [--decisions 50000] [--backend lmdb|postgres]`
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -66,6 +66,7 @@ export async function startSidecar(
       dataDir: config.data_dir,
       databaseUrl: config.database_url,
       durability: config.durability,
+      compression: config.store_compression,
       writeTimeoutMs: 10_000,
       ...(faults ? { faults } : {}),
     });

@@ -13,9 +13,12 @@
  * Shared by the LMDB store (lmdb/lmdb-store.ts) and by `writ repair`, which opens the same layout without the integrity check.
  *
  * Two formats, marked in `internal` under `format`, share those keys and differ in how values are held:
- *   1  records and table rows as plain UTF-8 text (stores made before format 2; opened as they are)
+ *   1  records and table rows as plain UTF-8 text: what a new store gets by default
  *   2  records and table rows LZ4-compressed by lmdb-js against RECORD_DICTIONARY (dictionary.ts), so
- *      a decision costs about half its text; new stores get it
+ *      a decision costs about half its text: what a new store gets with `store_compression: "lz4"`.
+ *      lmdb-js compresses inside the commit, on the ledger writer's thread that every decision passes,
+ *      and the smaller records make each commit write more separate pages: it costs decisions/s.
+ * A store keeps the format it was made in, whatever the config says later.
  * In both, records are put with MDB_APPEND (LmdbStore.#commit): seqs only grow, and an appended key starts
  * a new page instead of splitting the last one in half, which left one record per 4 KiB page.
  */
@@ -32,8 +35,8 @@ export const INDEXES: readonly IndexName[] = ['idx_kind', 'idx_actor', 'idx_exec
 
 export const STORE_SUBDIR = 'store';
 export const FORMAT_KEY = 'format';
-/** The format new stores get. */
-export const FORMAT_VERSION = '2';
+/** The format a new store gets unless asked for another (plain text: the writer's thread does no compression). */
+export const DEFAULT_FORMAT = '1';
 export type StoreFormat = '1' | '2';
 export const STORE_FORMATS: readonly string[] = ['1', '2'];
 /** Values shorter than this are stored as they are in a format-2 store (too short to gain). */
@@ -56,7 +59,7 @@ export interface StoreDbs {
 export interface LayoutOptions {
   durability?: 'sync' | 'flushed';
   mapSizeBytes?: number;
-  /** The format of a store that has no marker yet (a new one): FORMAT_VERSION unless a test asks for '1'. */
+  /** The format of a store that has no marker yet (a new one): DEFAULT_FORMAT unless the config asks for '2'. */
   newFormat?: StoreFormat;
 }
 
@@ -85,7 +88,7 @@ export function openStoreDbs(dataDir: string, o: LayoutOptions = {}): StoreDbs {
   try {
     const internal = env.openDB<string, string>({ name: 'internal', encoding: 'string' });
     // An unknown marker opens as format 1 here; LmdbStore.open refuses it (it names the format it found).
-    const format: StoreFormat = ((m) => (m === undefined ? (o.newFormat ?? FORMAT_VERSION) : m === '2' ? '2' : '1'))(internal.get(FORMAT_KEY));
+    const format: StoreFormat = ((m) => (m === undefined ? (o.newFormat ?? DEFAULT_FORMAT) : m === '2' ? '2' : '1'))(internal.get(FORMAT_KEY));
     // Values of the records and tables: plain text in format 1, LZ4 against the dictionary in format 2.
     // Either way what a reader gets back is the text that was put (lmdb-js decompresses on read).
     const values = { encoding: 'string' as const, ...(format === '2' ? { compression: compressionOf() } : {}) };

@@ -11,6 +11,8 @@ export interface OpenStoreOptions {
   dataDir: string;
   databaseUrl?: string | null;
   durability?: 'sync' | 'flushed';
+  /** How a new LMDB data dir holds its values (config `store_compression`); an existing one keeps its format. */
+  compression?: 'none' | 'lz4';
   writeTimeoutMs?: number;
   faults?: FaultHooks;
 }
@@ -26,6 +28,7 @@ export async function openStore(o: OpenStoreOptions): Promise<LedgerStore> {
   return LmdbStore.open({
     dataDir: o.dataDir,
     ...(o.durability ? { durability: o.durability } : {}),
+    ...(o.compression ? { format: o.compression === 'lz4' ? ('2' as const) : ('1' as const) } : {}),
     ...(o.writeTimeoutMs !== undefined ? { writeTimeoutMs: o.writeTimeoutMs } : {}),
     ...(o.faults ? { faults: o.faults } : {}),
   });

@@ -208,6 +208,8 @@ test('every config value is checked for its type at start: a wrong one is refuse
     [{ policy_poll_ms: 2 ** 31 }, 'policy_poll_ms'], // Node would fire it after 1 ms
     [{ checkpoint: { every_ms: 2 ** 31 } }, 'checkpoint.every_ms'],
     [{ durability: 'fast' }, 'durability'],
+    [{ store_compression: 'zstd' }, 'store_compression'],
+    [{ store_compression: true }, 'store_compression'],
     [{ checkpoint: 5 }, 'checkpoint'],
     [{ data_dir: 5 }, 'data_dir'],
     [{ policy_dir: ['p'] }, 'policy_dir'],
@@ -218,9 +220,12 @@ test('every config value is checked for its type at start: a wrong one is refuse
   for (const [file, key] of bad) {
     withConfigFile(file, (path) => assert.throws(() => loadConfig({ configPath: path }), new RegExp(`config: ${key}`), JSON.stringify(file)));
   }
-  withConfigFile({ max_body_bytes: 2048, policy_poll_ms: 250, durability: 'flushed', witness_dir: null }, (path) => {
+  withConfigFile({ max_body_bytes: 2048, policy_poll_ms: 250, durability: 'flushed', witness_dir: null, store_compression: 'lz4' }, (path) => {
     const { config } = loadConfig({ configPath: path });
-    assert.deepEqual([config.max_body_bytes, config.policy_poll_ms, config.durability, config.witness_dir], [2048, 250, 'flushed', null]);
+    assert.deepEqual(
+      [config.max_body_bytes, config.policy_poll_ms, config.durability, config.witness_dir, config.store_compression],
+      [2048, 250, 'flushed', null, 'lz4'],
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * ONE contract suite for the store seam (src/store/types.ts), run against both implementations: the
- * LMDB store of a data dir and the PostgreSQL store (a real server started by the test).
+ * LMDB store of a data dir (in both its formats) and the PostgreSQL store (a real server started by the test).
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,6 +37,15 @@ const implementations: Array<[string, () => Promise<LedgerStore>]> = [
       const dir = mkdtempSync(join(tmpdir(), 'writ-contract-'));
       dirs.push(dir);
       return LmdbStore.open({ dataDir: dir });
+    },
+  ],
+  [
+    // The same suite over a data dir made with store_compression "lz4" (records and rows LZ4-compressed).
+    'lmdb format 2',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'writ-contract-'));
+      dirs.push(dir);
+      return LmdbStore.open({ dataDir: dir, format: '2' });
     },
   ],
   ['postgres', async () => PgStore.open({ url: await (await sharedPostgres()).createDatabase() })],

@@ -1,11 +1,12 @@
-// The on-disk formats of the LMDB store (src/store/layout.ts): a new store is format 2 (records and table
-// rows LZ4-compressed against the store's dictionary) and gives back every record's text byte for byte;
-// a format-1 store (plain text, as stores made before format 2 are) opens, verifies and keeps its format.
+// The on-disk formats of the LMDB store (src/store/layout.ts): a new store is format 1 (plain text) unless
+// the config asks for compression, format 2 (records and table rows LZ4-compressed against the store's
+// dictionary); either gives back every record's text byte for byte, opens, verifies and keeps its format.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { openStore } from '../../src/store/open.js';
 import { FORMAT_KEY, STORE_SUBDIR } from '../../src/store/layout.js';
 import { recordLine } from '../../src/ledger/record.js';
 import { WritError } from '../../src/errors.js';
@@ -61,13 +62,40 @@ async function rawRecords(dataDir: string): Promise<{ format: string | undefined
   }
 }
 
-test('a new store is format 2: records and rows come back byte for byte, across a reopen, and are held compressed', async (t) => {
+test('a new store is plain text (format 1) by default, and format 2 with store_compression "lz4"', async (t) => {
+  for (const [compression, format] of [
+    [undefined, '1'],
+    ['none', '1'],
+    ['lz4', '2'],
+  ] as const) {
+    const dataDir = tempDir(t);
+    const store = await openStore({ dataDir, ...(compression ? { compression } : {}) });
+    const lines = await writeSome(store as LmdbStore, 0, 3);
+    await store.close();
+    const raw = await rawRecords(dataDir);
+    assert.equal(raw.format, format, `store_compression ${compression}`);
+    const long = lines.filter((l) => Buffer.byteLength(l) >= 64).length;
+    assert.equal(raw.values.filter((v) => v[0]! >= 254).length, format === '2' ? long : 0, 'records held compressed');
+    if (format === '1')
+      assert.deepEqual(
+        raw.values.map((v) => v.toString('utf8')),
+        lines,
+      );
+  }
+  // A data dir keeps the format it was made in, whatever is asked later.
   const dataDir = tempDir(t);
-  let store = await LmdbStore.open({ dataDir });
+  await (await openStore({ dataDir, compression: 'lz4' })).close();
+  await (await openStore({ dataDir, compression: 'none' })).close();
+  assert.equal((await rawRecords(dataDir)).format, '2');
+});
+
+test('a format-2 store: records and rows come back byte for byte, across a reopen, and are held compressed', async (t) => {
+  const dataDir = tempDir(t);
+  let store = await LmdbStore.open({ dataDir, format: '2' });
   const lines = await writeSome(store, 0, 20);
   assert.deepEqual([...store.exportLines()], lines);
   await store.close();
-  store = await LmdbStore.open({ dataDir });
+  store = await LmdbStore.open({ dataDir, format: '1' });
   assert.deepEqual([...store.exportLines()], lines, 'the export lines after a reopen are the texts written');
   for (const [seq, line] of lines.entries()) assert.equal(recordLine(store.getRecord(seq)!), line);
   assert.equal(store.get<{ blob: string }>('executions', 'key-3')!.blob, 'y'.repeat(5000));
@@ -87,8 +115,8 @@ test('a format-1 store (plain text) opens, verifies, takes new records in its ow
   let store = await LmdbStore.open({ dataDir, format: '1' });
   const lines = await writeSome(store, 0, 10);
   await store.close();
-  // Opened by default (the current format for new stores): an existing store keeps its own.
-  store = await LmdbStore.open({ dataDir });
+  // Opened asking for format 2 (as a config with store_compression "lz4" does): an existing store keeps its own.
+  store = await LmdbStore.open({ dataDir, format: '2' });
   assert.deepEqual([...store.exportLines()], lines);
   lines.push(...(await writeSome(store, 10, 10)));
   assert.deepEqual([...store.exportLines()], lines);

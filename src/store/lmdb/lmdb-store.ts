@@ -61,7 +61,7 @@ export interface LmdbStoreOptions {
   writeTimeoutMs?: number;
   /** Records re-hashed at the end of the chain on open (default 1000). */
   tailCheck?: number;
-  /** The on-disk format of a new store (layout.ts; default the current one). An existing store keeps its own. */
+  /** The on-disk format of a new store (layout.ts; default plain, '1'). An existing store keeps its own. */
   format?: StoreFormat;
 }
 
