@@ -4,7 +4,9 @@
 // the bench policy of bench/http.mjs, under autocannon; prints req/s, p50/p99 and server CPU per answer
 // per run, the medians, and B/A per pair. Not part of `npm run bench`: it compares builds, not products.
 //
-//   node bench/ab.mjs NODE_BIN WRIT_A WRIT_B PAIRS CONNECTIONS SECONDS [repeated|distinct]
+//   node bench/ab.mjs NODE_BIN WRIT_A WRIT_B PAIRS CONNECTIONS SECONDS [repeated|distinct|distinct-subjects]
+// (the workloads of bench/http.mjs: distinct changes task_id per call, distinct-subjects the subject and
+// arguments.employee_id too)
 //   e.g. git worktree add /tmp/base HEAD~1 && (cd /tmp/base && npm ci)
 //        node bench/ab.mjs "$(which node)" /tmp/base/bin/writ bin/writ 4 10 6
 // AB_EXTRA_CONFIG='{"http_threads":0}' adds config members to both; AB_EXTRA_CONFIG_A / AB_EXTRA_CONFIG_B to
@@ -63,15 +65,20 @@ async function one(label, writBin, conns) {
       requests: [
         {
           method: 'POST',
-          setupRequest: (req) => ({
-            ...req,
-            body: JSON.stringify({
-              execution_id: `r-${String(i++).padStart(8, '0')}`,
-              phase: 'execute',
-              envelope: workload === 'distinct' ? { ...env0, task_id: `T-${i}` } : env0,
-              action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
-            }),
-          }),
+          setupRequest: (req) => {
+            const n = i++;
+            const employeeId = workload === 'distinct-subjects' ? `E-${n}` : '7721';
+            const envelope = workload === 'repeated' ? env0 : { ...env0, task_id: `T-${n}`, subject: { type: 'Employee', id: employeeId } };
+            return {
+              ...req,
+              body: JSON.stringify({
+                execution_id: `r-${String(n).padStart(8, '0')}`,
+                phase: 'execute',
+                envelope,
+                action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: employeeId } },
+              }),
+            };
+          },
         },
       ],
     });
