@@ -1,15 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
-import { bytesToHash, hashToBytes } from '../../src/ledger/merkle/hasher.js';
-import { consistencyProof } from '../../src/ledger/merkle/consistency.js';
-import { inclusionProof } from '../../src/ledger/merkle/inclusion.js';
-import { memoryReader, rootAt } from '../../src/ledger/merkle/tree.js';
-import { verifyConsistency, verifyInclusion } from '../../src/ledger/merkle/verify.js';
-import { uidKey } from '../../src/util/uid.js';
-import { WritError } from '../../src/errors.js';
-import { tempDir } from './helpers.js';
+import { LmdbStore } from '../../../src/store/lmdb/lmdb-store.js';
+import { recordHash, recordLine, ZERO_HASH, type LedgerRecord } from '../../../src/ledger/record.js';
+import { bytesToHash, hashToBytes } from '../../../src/ledger/merkle/hasher.js';
+import { consistencyProof } from '../../../src/ledger/merkle/consistency.js';
+import { inclusionProof } from '../../../src/ledger/merkle/inclusion.js';
+import { memoryReader, rootAt } from '../../../src/ledger/merkle/tree.js';
+import { verifyConsistency, verifyInclusion } from '../../../src/ledger/merkle/verify.js';
+import { uidKey } from '../../../src/util/uid.js';
+import { WritError } from '../../../src/errors.js';
+import { tempDir } from '../helpers.js';
 
 const hex = (hs: string[]) => hs.map((h) => Buffer.from(h, 'hex'));
 

@@ -5,10 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LmdbStore, type FaultHooks } from '../../src/store/lmdb/lmdb-store.js';
-import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
-import { WritError } from '../../src/errors.js';
-import { tempDir } from './helpers.js';
+import { LmdbStore, type FaultHooks } from '../../../src/store/lmdb/lmdb-store.js';
+import { recordHash, ZERO_HASH, type LedgerRecord } from '../../../src/ledger/record.js';
+import { WritError } from '../../../src/errors.js';
+import { tempDir } from '../helpers.js';
 
 const isUnavailable = (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE';
 
