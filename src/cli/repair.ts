@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isWritError } from '../errors.js';
-import { repairStore } from '../store/repair.js';
+import { repairStore } from '../store/lmdb/repair.js';
 
 export const REPAIR_USAGE = `usage: writ repair [--data-dir DIR] [--reason TEXT]
 

@@ -1,9 +1,11 @@
-/** Shared by the store tests: temp data dirs and a child-process runner. */
+/** Shared by the store tests: temp data dirs, a child-process runner, the chain check. */
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
 
 /** dist/src of this build (tests run from dist/test/store). */
 export const DIST_SRC = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../src');
@@ -49,4 +51,16 @@ export function runWrit(args: string[]): Promise<{ code: number | null; stdout: 
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((r) => child.on('close', (code) => r({ code, stdout, stderr })));
+}
+
+/** Asserts a ledger from seq 0: each record at its seq, linked to the one before, hashed; returns the head. */
+export function assertChain(records: readonly LedgerRecord[]): string {
+  let prev = ZERO_HASH;
+  for (const [i, r] of records.entries()) {
+    assert.equal(r.seq, i);
+    assert.equal(r.prev, prev);
+    assert.equal(recordHash(r), r.hash);
+    prev = r.hash;
+  }
+  return prev;
 }

@@ -33,7 +33,7 @@ import {
   type Table,
 } from '../layout.js';
 import { LedgerProofs } from '../proofs.js';
-import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from '../integrity.js';
+import { checkIntegrity, DEFAULT_TAIL_CHECK, latestOfKind, readHead, recordsOfKind, storedReader } from './integrity.js';
 import { GroupCommit, type Backend, type FaultHooks, type StoreStats } from '../machine/group-commit.js';
 import type { PendingRecord, ReadView, Writes } from '../machine/overlay.js';
 import { indexTerm, isTableKey } from '../seal.js';

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { WritError } from '../../errors.js';
 import type { LedgerRecord } from '../../ledger/record.js';
 import { entitiesVersionOf, type EntityJson } from '../../policy/entities.js';
-import { checkIntegrity } from '../integrity.js';
+import { checkIntegrity } from '../lmdb/integrity.js';
 import { dataFileOf, openStoreDbs, TABLES } from '../layout.js';
 import { INSERT_RECORDS, insertRecordsParams, recordColumns, stateValueParams, type RecordColumns } from './columns.js';
 import { lockDataDir } from '../lock.js';

@@ -5,12 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import { openStore } from '../../src/store/open.js';
-import { FORMAT_KEY, STORE_SUBDIR } from '../../src/store/layout.js';
-import { recordLine } from '../../src/ledger/record.js';
-import { WritError } from '../../src/errors.js';
-import { tempDir } from './helpers.js';
+import { LmdbStore } from '../../../src/store/lmdb/lmdb-store.js';
+import { openStore } from '../../../src/store/open.js';
+import { FORMAT_KEY, STORE_SUBDIR } from '../../../src/store/layout.js';
+import { recordLine } from '../../../src/ledger/record.js';
+import { WritError } from '../../../src/errors.js';
+import { tempDir } from '../helpers.js';
 
 /** Records of every shape a ledger holds: short, decision-sized, long, non-ASCII, escapes. */
 function recordFields(i: number): { kind: string } & Record<string, unknown> {

@@ -4,14 +4,14 @@
  * and its signature checked. A failure names the first bad seq. `scanChain` is the full walk that
  * `writ repair` uses to find the last good record.
  */
-import { WritError } from '../errors.js';
-import { jcs } from '../util/canonical.js';
-import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
-import { bytesToHash, hashToBytes } from '../ledger/merkle/hasher.js';
-import { MerkleAccumulator } from '../ledger/merkle/compact-range.js';
-import { rootAt, type SubtreeReader } from '../ledger/merkle/tree.js';
-import { checkpointPayload, verifyPayload } from '../ledger/signing.js';
-import type { StoreDbs } from './layout.js';
+import { WritError } from '../../errors.js';
+import { jcs } from '../../util/canonical.js';
+import { recordHash, ZERO_HASH, type LedgerRecord } from '../../ledger/record.js';
+import { bytesToHash, hashToBytes } from '../../ledger/merkle/hasher.js';
+import { MerkleAccumulator } from '../../ledger/merkle/compact-range.js';
+import { rootAt, type SubtreeReader } from '../../ledger/merkle/tree.js';
+import { checkpointPayload, verifyPayload } from '../../ledger/signing.js';
+import type { StoreDbs } from '../layout.js';
 
 /** How many records at the end of the chain are re-hashed on every open. */
 export const DEFAULT_TAIL_CHECK = 1000;

@@ -5,25 +5,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LmdbStore, type FaultHooks } from '../../src/store/lmdb/lmdb-store.js';
-import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
-import { WritError } from '../../src/errors.js';
-import { tempDir } from './helpers.js';
+import { LmdbStore, type FaultHooks } from '../../../src/store/lmdb/lmdb-store.js';
+import type { LedgerRecord } from '../../../src/ledger/record.js';
+import { WritError } from '../../../src/errors.js';
+import { assertChain, tempDir } from '../helpers.js';
 
 const isUnavailable = (e: unknown) => e instanceof WritError && e.code === 'STORE_UNAVAILABLE';
 
 /** The whole chain is contiguous, linked and hashed, and matches size() and head(). */
 function assertConsistent(store: LmdbStore): LedgerRecord[] {
   const records = [...store.exportLines()].map((l) => JSON.parse(l) as LedgerRecord);
-  let prev = ZERO_HASH;
-  records.forEach((r, i) => {
-    assert.equal(r.seq, i);
-    assert.equal(r.prev, prev);
-    assert.equal(recordHash(r), r.hash);
-    prev = r.hash;
-  });
+  const head = assertChain(records);
   assert.equal(store.size(), records.length);
-  assert.equal(store.head(), prev);
+  assert.equal(store.head(), head);
   return records;
 }
 

@@ -9,20 +9,20 @@
  */
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { WritError } from '../errors.js';
-import { jcs } from '../util/canonical.js';
-import { uidKey } from '../util/uid.js';
-import { recordHash, ZERO_HASH, type LedgerRecord } from '../ledger/record.js';
-import { hashToBytes } from '../ledger/merkle/hasher.js';
-import { memoryReader, subtreesCompletedBy, type SubtreeReader } from '../ledger/merkle/tree.js';
-import { chainBreakPayload, signPayload } from '../ledger/signing.js';
-import { loadSigningKey, SIGNING_KEY_FILE } from '../checkpoints/keys.js';
-import { lockDataDir } from './lock.js';
-import { INDEXES, indexTermsOf, openStoreDbs, requireExistingStore, settleCommitError, type StoreDbs } from './layout.js';
+import { WritError } from '../../errors.js';
+import { jcs } from '../../util/canonical.js';
+import { uidKey } from '../../util/uid.js';
+import { recordHash, ZERO_HASH, type LedgerRecord } from '../../ledger/record.js';
+import { hashToBytes } from '../../ledger/merkle/hasher.js';
+import { memoryReader, subtreesCompletedBy, type SubtreeReader } from '../../ledger/merkle/tree.js';
+import { chainBreakPayload, signPayload } from '../../ledger/signing.js';
+import { loadSigningKey, SIGNING_KEY_FILE } from '../../checkpoints/keys.js';
+import { lockDataDir } from '../lock.js';
+import { INDEXES, indexTermsOf, openStoreDbs, requireExistingStore, settleCommitError, type StoreDbs } from '../layout.js';
 import { scanChain } from './integrity.js';
-import { indexTerm } from './seal.js';
+import { indexTerm } from '../seal.js';
 
-export { chainBreakPayload } from '../ledger/signing.js';
+export { chainBreakPayload } from '../../ledger/signing.js';
 
 export interface RepairReport {
   /** 'intact': nothing to do; 'rebuilt': records good, derived data (Merkle nodes, indexes) rewritten;

@@ -1,18 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import { openStoreDbs } from '../../src/store/layout.js';
-import { chainBreakPayload, repairStore } from '../../src/store/repair.js';
-import { ensureKeyRecord, loadOrCreateSigningKey } from '../../src/checkpoints/keys.js';
-import { startCheckpointer } from '../../src/checkpoints/checkpointer.js';
-import { recordHash, ZERO_HASH, type LedgerRecord } from '../../src/ledger/record.js';
-import { verifyPayload } from '../../src/ledger/signing.js';
-import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
-import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
-import { jcs } from '../../src/util/canonical.js';
-import { WritError } from '../../src/errors.js';
-import { runWrit, spawnSnippet, DIST_SRC, tempDir } from './helpers.js';
+import { LmdbStore } from '../../../src/store/lmdb/lmdb-store.js';
+import { openStoreDbs } from '../../../src/store/layout.js';
+import { chainBreakPayload, repairStore } from '../../../src/store/lmdb/repair.js';
+import { ensureKeyRecord, loadOrCreateSigningKey } from '../../../src/checkpoints/keys.js';
+import { startCheckpointer } from '../../../src/checkpoints/checkpointer.js';
+import { recordHash, type LedgerRecord } from '../../../src/ledger/record.js';
+import { verifyPayload } from '../../../src/ledger/signing.js';
+import { hashToBytes } from '../../../src/ledger/merkle/hasher.js';
+import { verifyConsistency } from '../../../src/ledger/merkle/verify.js';
+import { jcs } from '../../../src/util/canonical.js';
+import { WritError } from '../../../src/errors.js';
+import { assertChain, runWrit, spawnSnippet, DIST_SRC, tempDir } from '../helpers.js';
 import { join } from 'node:path';
 
 /** A data dir of 32 records: a key record (seq 0), decisions, and checkpoints at seqs 11 and 22 (sizes 11, 22). */
@@ -49,13 +49,7 @@ async function openError(dataDir: string, tailCheck?: number): Promise<WritError
 
 function chainOf(store: LmdbStore): LedgerRecord[] {
   const records = [...store.exportLines()].map((l) => JSON.parse(l) as LedgerRecord);
-  let prev = ZERO_HASH;
-  for (const [i, r] of records.entries()) {
-    assert.equal(r.seq, i);
-    assert.equal(r.prev, prev);
-    assert.equal(recordHash(r), r.hash);
-    prev = r.hash;
-  }
+  assertChain(records);
   return records;
 }
 
