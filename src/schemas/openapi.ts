@@ -7,6 +7,7 @@
  * Each route names the roles it admits in `x-writ-roles` (and in its description); routes without
  * auth have `security: []`.
  */
+import { MAX_PAGE_LIMIT } from '../authzen/search.js';
 import { STATUS_BY_CODE, type ErrorCode } from '../errors.js';
 import { LEDGER_RECORD_KINDS, loadSchemas, type JsonSchema, type SchemaFile } from './load.js';
 
@@ -97,7 +98,8 @@ interface OpSpec {
   roles: readonly Role[] | null;
   description?: string;
   parameters?: Obj[];
-  body?: string;
+  /** The request body: a component's name, or an inline schema (`optional` when the route takes none as well). */
+  body?: string | { schema: Obj; optional?: true };
   ok: { status: number; description: string; content?: Obj };
   /** What else the route is, beyond its roles and body. */
   refusals?: readonly Refusal[];
@@ -117,7 +119,10 @@ function operation(spec: OpSpec): Obj {
     op['x-writ-roles'] = [...spec.roles];
   }
   if (spec.parameters) op.parameters = spec.parameters;
-  if (spec.body) op.requestBody = { required: true, content: json(ref(spec.body)) };
+  if (spec.body) {
+    const { schema, optional } = typeof spec.body === 'string' ? { schema: ref(spec.body), optional: undefined } : spec.body;
+    op.requestBody = { required: !optional, content: json(schema) };
+  }
   const kinds: (keyof typeof REFUSALS)[] = [
     ...(spec.roles === null ? [] : ['auth' as const]),
     ...(spec.body ? ['body' as const] : []),
@@ -166,6 +171,7 @@ function searchOperation(kind: 'subject' | 'resource' | 'action'): Obj {
       : { required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } };
   const pep =
     kind === 'subject' ? 'a pep token may not search subjects (403 FORBIDDEN_ROLE)' : 'a pep token only with its own actor as subject (403 ACTOR_MISMATCH)';
+  const open = kind === 'action' ? 'it names no `action`' : `\`${kind}.type\` is the type searched; its \`id\`, when sent, is ignored`;
   return operation({
     operationId: `authzenSearch${kind[0]!.toUpperCase()}${kind.slice(1)}`,
     tags: ['authzen'],
@@ -175,6 +181,22 @@ function searchOperation(kind: 'subject' | 'resource' | 'action'): Obj {
       '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
       `\`search\`, \`results\`). Role evaluator; ${pep}.`,
     roles: ['evaluator', 'pep'],
+    body: {
+      schema: {
+        type: 'object',
+        description: `An evaluation (AuthzenEvaluationRequest) with its ${kind} left open (${open}), and \`page\` to ask for a page.`,
+        properties: {
+          page: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT },
+              token: { type: 'string', description: 'A `next_token` of this search.' },
+            },
+          },
+        },
+      },
+    },
     ok: {
       status: 200,
       description: 'One page of results.',
@@ -187,7 +209,8 @@ function searchOperation(kind: 'subject' | 'resource' | 'action'): Obj {
         },
       }),
     },
-    codes: ['INVALID_JSON', 'INVALID_REQUEST', ...REFUSALS.binding, ...(kind === 'subject' ? [] : (['ACTOR_MISMATCH'] as const))],
+    refusals: ['binding'],
+    codes: kind === 'subject' ? [] : ['ACTOR_MISMATCH'],
   });
 }
 
@@ -439,6 +462,7 @@ export function buildOpenApi(): Obj {
         summary: 'Revoke an approval (only the approver who gave it)',
         roles: ['approver'],
         parameters: [pathParam('id', { type: 'string', minLength: 1 }, 'The approval id.')],
+        body: { schema: { type: 'object', description: 'None is needed; one that is sent is a JSON object, its members not read.' }, optional: true },
         ok: {
           status: 200,
           description: 'The approval is revoked.',
