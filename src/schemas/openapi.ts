@@ -7,7 +7,8 @@
  * Each route names the roles it admits in `x-writ-roles` (and in its description); routes without
  * auth have `security: []`.
  */
-import { STATUS_BY_CODE } from '../errors.js';
+import { MAX_PAGE_LIMIT } from '../authzen/search.js';
+import { STATUS_BY_CODE, type ErrorCode } from '../errors.js';
 import { LEDGER_RECORD_KINDS, loadSchemas, type JsonSchema, type SchemaFile } from './load.js';
 
 type Obj = Record<string, unknown>;
@@ -57,7 +58,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 /** Error responses of one operation: status → the codes it can carry there. */
-function errorResponses(codes: readonly (keyof typeof STATUS_BY_CODE)[]): Obj {
+function errorResponses(codes: readonly ErrorCode[]): Obj {
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = STATUS_BY_CODE[code];
@@ -73,20 +74,23 @@ function errorResponses(codes: readonly (keyof typeof STATUS_BY_CODE)[]): Obj {
   return out;
 }
 
-const BINDING_CODES = [
-  'BINDING_DUPLICATE_KEY',
-  'BINDING_LONE_SURROGATE',
-  'BINDING_UNSAFE_INTEGER',
-  'BINDING_LOSSY_NUMBER',
-  'BINDING_UNREPRESENTABLE',
-  'BINDING_TOO_DEEP',
-] as const;
-/** Every authenticated route can answer these. */
-const AUTH_CODES = ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE', 'IDENTITY_UNAVAILABLE'] as const;
-/** Every route with a JSON body can also answer these. */
-/** Refusals of the routes that evaluate policy (docs/protocol.md §8.1). */
-const FAIRNESS_CODES = ['LIMIT_EXCEEDED', 'RATE_LIMITED', 'EVALUATION_TIMEOUT'] as const;
-const BODY_CODES = ['INVALID_JSON', 'INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
+/**
+ * The refusals a route gives for what it is, in the order its error responses list them: `auth` for a
+ * route that admits roles, `body` for one that reads a JSON body, and the others where the route names
+ * them in `refusals`. A route's own refusals (`codes`) follow.
+ */
+const REFUSALS = {
+  auth: ['UNAUTHENTICATED', 'FORBIDDEN_ROLE', 'STORE_UNAVAILABLE', 'IDENTITY_UNAVAILABLE'],
+  body: ['INVALID_JSON', 'INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'],
+  /** A body that carries the typed envelope (docs/protocol.md §2). */
+  envelope: ['ENVELOPE_INVALID'],
+  /** A body read by the lossless parser (writ-bind/1, docs/protocol.md §3.1). */
+  binding: ['BINDING_DUPLICATE_KEY', 'BINDING_LONE_SURROGATE', 'BINDING_UNSAFE_INTEGER', 'BINDING_LOSSY_NUMBER', 'BINDING_UNREPRESENTABLE', 'BINDING_TOO_DEEP'],
+  /** A route that evaluates policy within the caller's share (docs/protocol.md §8.1). */
+  fairness: ['LIMIT_EXCEEDED', 'RATE_LIMITED', 'EVALUATION_TIMEOUT'],
+} as const satisfies Record<string, readonly ErrorCode[]>;
+
+type Refusal = Exclude<keyof typeof REFUSALS, 'auth' | 'body'>;
 
 interface OpSpec {
   operationId: string;
@@ -94,9 +98,13 @@ interface OpSpec {
   roles: readonly Role[] | null;
   description?: string;
   parameters?: Obj[];
-  body?: string;
+  /** The request body: a component's name, or an inline schema (`optional` when the route takes none as well). */
+  body?: string | { schema: Obj; optional?: true };
   ok: { status: number; description: string; content?: Obj };
-  codes?: readonly (keyof typeof STATUS_BY_CODE)[];
+  /** What else the route is, beyond its roles and body. */
+  refusals?: readonly Refusal[];
+  /** The refusals of this route alone. */
+  codes?: readonly ErrorCode[];
   tags: string[];
 }
 
@@ -111,8 +119,16 @@ function operation(spec: OpSpec): Obj {
     op['x-writ-roles'] = [...spec.roles];
   }
   if (spec.parameters) op.parameters = spec.parameters;
-  if (spec.body) op.requestBody = { required: true, content: json(ref(spec.body)) };
-  const codes = [...(spec.roles === null ? [] : AUTH_CODES), ...(spec.body ? BODY_CODES : []), ...(spec.codes ?? [])];
+  if (spec.body) {
+    const { schema, optional } = typeof spec.body === 'string' ? { schema: ref(spec.body), optional: undefined } : spec.body;
+    op.requestBody = { required: !optional, content: json(schema) };
+  }
+  const kinds: (keyof typeof REFUSALS)[] = [
+    ...(spec.roles === null ? [] : ['auth' as const]),
+    ...(spec.body ? ['body' as const] : []),
+    ...(spec.refusals ?? []),
+  ];
+  const codes = [...kinds.flatMap((kind) => REFUSALS[kind]), ...(spec.codes ?? [])];
   op.responses = {
     [String(spec.ok.status)]: { description: spec.ok.description, ...(spec.ok.content ? { content: spec.ok.content } : {}) },
     ...errorResponses([...new Set(codes)]),
@@ -144,6 +160,60 @@ const TRANSITION: Obj = {
   },
 };
 
+/**
+ * POST /access/v1/search/{kind} (docs/protocol.md §15). A subject search is refused to a pep token by
+ * role; the others only with another actor as subject.
+ */
+function searchOperation(kind: 'subject' | 'resource' | 'action'): Obj {
+  const found =
+    kind === 'action'
+      ? { required: ['name'], properties: { name: { type: 'string' } } }
+      : { required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } };
+  const pep =
+    kind === 'subject' ? 'a pep token may not search subjects (403 FORBIDDEN_ROLE)' : 'a pep token only with its own actor as subject (403 ACTOR_MISMATCH)';
+  const open = kind === 'action' ? 'it names no `action`' : `\`${kind}.type\` is the type searched; its \`id\`, when sent, is ignored`;
+  return operation({
+    operationId: `authzenSearch${kind[0]!.toUpperCase()}${kind.slice(1)}`,
+    tags: ['authzen'],
+    summary: `AuthZEN search: the ${kind}s for which the evaluation would be true`,
+    description:
+      `AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its ${kind} left open; answers \`{results, page: {next_token}}\` in a stable order ` +
+      '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
+      `\`search\`, \`results\`). Role evaluator; ${pep}.`,
+    roles: ['evaluator', 'pep'],
+    body: {
+      schema: {
+        type: 'object',
+        description: `An evaluation (AuthzenEvaluationRequest) with its ${kind} left open (${open}), and \`page\` to ask for a page.`,
+        properties: {
+          page: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT },
+              token: { type: 'string', description: 'A `next_token` of this search.' },
+            },
+          },
+        },
+      },
+    },
+    ok: {
+      status: 200,
+      description: 'One page of results.',
+      content: json({
+        type: 'object',
+        required: ['results', 'page'],
+        properties: {
+          results: { type: 'array', items: { type: 'object', ...found } },
+          page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
+        },
+      }),
+    },
+    refusals: ['binding'],
+    codes: kind === 'subject' ? [] : ['ACTOR_MISMATCH'],
+  });
+}
+
 /** The OpenAPI 3.1 document of writ's HTTP API (a fresh object on every call). */
 export function buildOpenApi(): Obj {
   const schemas = loadSchemas();
@@ -167,10 +237,8 @@ export function buildOpenApi(): Obj {
         roles: ['pep'],
         body: 'DecisionRequest',
         ok: { status: 200, description: 'The decision (allow, deny or approval_required).', content: json(ref('DecisionResponse')) },
+        refusals: ['envelope', 'binding', 'fairness'],
         codes: [
-          'ENVELOPE_INVALID',
-          ...BINDING_CODES,
-          ...FAIRNESS_CODES,
           'ACTOR_MISMATCH',
           'IDENTITY_MISMATCH',
           'EXECUTION_NOT_FOUND',
@@ -196,7 +264,8 @@ export function buildOpenApi(): Obj {
         roles: ['evaluator', 'pep'],
         body: 'AuthzenEvaluationRequest',
         ok: { status: 200, description: 'The decision.', content: json(ref('AuthzenEvaluationResponse')) },
-        codes: [...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH'],
+        refusals: ['binding', 'fairness'],
+        codes: ['ACTOR_MISMATCH'],
       }),
     },
     '/access/v1/evaluations': {
@@ -217,84 +286,13 @@ export function buildOpenApi(): Obj {
           description: 'The decisions, in item order (or one decision when the body has no or an empty `evaluations`).',
           content: json({ oneOf: [ref('AuthzenEvaluationsResponse'), ref('AuthzenEvaluationResponse')] }),
         },
-        codes: [...BINDING_CODES, ...FAIRNESS_CODES, 'ACTOR_MISMATCH'],
+        refusals: ['binding', 'fairness'],
+        codes: ['ACTOR_MISMATCH'],
       }),
     },
-    '/access/v1/search/subject': {
-      post: operation({
-        operationId: 'authzenSearchSubject',
-        tags: ['authzen'],
-        summary: 'AuthZEN search: the subjects for which the evaluation would be true',
-        description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its subject left open; answers `{results, page: {next_token}}` in a stable order ' +
-          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
-          '`search`, `results`). Role evaluator; a pep token may not search subjects (403 FORBIDDEN_ROLE).',
-        roles: ['evaluator', 'pep'],
-        ok: {
-          status: 200,
-          description: 'One page of results.',
-          content: json({
-            type: 'object',
-            required: ['results', 'page'],
-            properties: {
-              results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } },
-              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
-            },
-          }),
-        },
-        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES],
-      }),
-    },
-    '/access/v1/search/resource': {
-      post: operation({
-        operationId: 'authzenSearchResource',
-        tags: ['authzen'],
-        summary: 'AuthZEN search: the resources for which the evaluation would be true',
-        description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its resource left open; answers `{results, page: {next_token}}` in a stable order ' +
-          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
-          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
-        roles: ['evaluator', 'pep'],
-        ok: {
-          status: 200,
-          description: 'One page of results.',
-          content: json({
-            type: 'object',
-            required: ['results', 'page'],
-            properties: {
-              results: { type: 'array', items: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' } } } },
-              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
-            },
-          }),
-        },
-        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
-      }),
-    },
-    '/access/v1/search/action': {
-      post: operation({
-        operationId: 'authzenSearchAction',
-        tags: ['authzen'],
-        summary: 'AuthZEN search: the actions for which the evaluation would be true',
-        description:
-          'AuthZEN 1.0 §8 (docs/protocol.md §15): an evaluation with its action left open; answers `{results, page: {next_token}}` in a stable order ' +
-          '(`next_token` "" when done; `page: {limit?, token?}` in the request pages). Each page is one ledger record (kind decision, api authzen, ' +
-          '`search`, `results`). Role evaluator; a pep token only with its own actor as subject (403 ACTOR_MISMATCH).',
-        roles: ['evaluator', 'pep'],
-        ok: {
-          status: 200,
-          description: 'One page of results.',
-          content: json({
-            type: 'object',
-            required: ['results', 'page'],
-            properties: {
-              results: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
-              page: { type: 'object', required: ['next_token'], properties: { next_token: { type: 'string' } } },
-            },
-          }),
-        },
-        codes: ['INVALID_JSON', 'INVALID_REQUEST', ...BINDING_CODES, 'ACTOR_MISMATCH'],
-      }),
-    },
+    '/access/v1/search/subject': { post: searchOperation('subject') },
+    '/access/v1/search/resource': { post: searchOperation('resource') },
+    '/access/v1/search/action': { post: searchOperation('action') },
     '/.well-known/authzen-configuration': {
       get: operation({
         operationId: 'authzenConfiguration',
@@ -367,7 +365,8 @@ export function buildOpenApi(): Obj {
             properties: { visible: { type: 'array', items: { type: 'string' } }, policy_version: { type: 'string' } },
           }),
         },
-        codes: ['ENVELOPE_INVALID', 'ACTOR_MISMATCH'],
+        refusals: ['envelope'],
+        codes: ['ACTOR_MISMATCH'],
       }),
     },
     '/v1/executions': {
@@ -425,7 +424,8 @@ export function buildOpenApi(): Obj {
             properties: { execution_id: { type: 'string' }, state: { type: 'string' }, records: { type: 'array', items: ref('Defs/$defs/recordRef') } },
           }),
         },
-        codes: [...BINDING_CODES, 'EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING'],
+        refusals: ['binding'],
+        codes: ['EXECUTION_NOT_FOUND', 'EXECUTION_NOT_INVOKING'],
       }),
     },
     '/v1/approvals/pending': {
@@ -462,6 +462,7 @@ export function buildOpenApi(): Obj {
         summary: 'Revoke an approval (only the approver who gave it)',
         roles: ['approver'],
         parameters: [pathParam('id', { type: 'string', minLength: 1 }, 'The approval id.')],
+        body: { schema: { type: 'object', description: 'None is needed; one that is sent is a JSON object, its members not read.' }, optional: true },
         ok: {
           status: 200,
           description: 'The approval is revoked.',

@@ -10,11 +10,12 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { call, offboardingBody, REPO, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
+import { call, decide, offboardingBody, readEmployeeBody, REPO, startTestServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/wait.js';
 import { rawExchange } from '../helpers/raw-http.js';
-import { offboardingEmployee } from '../helpers/offboarding.js';
+import { approvalOf, offboardingEmployee } from '../helpers/offboarding.js';
+import { pinnedClock, type PinnedClock } from '../helpers/clock.js';
+import { exportLedger, verifyExport } from '../helpers/ledger-export.js';
 import { frontThreadsSupported } from '../../src/front/node-version.js';
 import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { verifyInclusion } from '../../src/ledger/merkle/verify.js';
@@ -22,14 +23,14 @@ import { verifyInclusion } from '../../src/ledger/merkle/verify.js';
 // Fronts are threads where listen has reusePort (Node >= 22.12), else cluster processes: the same tests hold for both.
 const FRONT_KIND = frontThreadsSupported() ? 'threads' : 'processes';
 const FRONTS = 2;
-const ACTOR = offboardingBody().envelope.actor;
 
-const readBody = (id: string, phase: 'propose' | 'execute' = 'execute', subject = '7721') =>
+/** Disabling the sign-in of employee `subject` (the offboarding call), executed at once. */
+const disableSignIn = (id: string, subject: string) =>
   offboardingBody({
     execution_id: id,
-    phase,
+    phase: 'execute',
     envelope: { subject: { type: 'Employee', id: subject } },
-    action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: subject } },
+    action: { arguments: { employee_id: subject } },
   });
 
 /** What must be equal between two servers' answers: everything but ids, ledger positions and hashes. */
@@ -42,55 +43,22 @@ function stable(v: unknown): unknown {
   return out;
 }
 
-/** The whole ledger as an auditor exports it. */
-async function exportLedger(s: TestServer): Promise<{ text: string; records: any[] }> {
-  const r = await call(s, 'GET', '/v1/ledger/export', { token: s.tokens.auditor });
-  assert.equal(r.status, 200, r.text);
-  const lines = r.text.trim().split('\n');
-  return { text: r.text, records: lines.map((l) => JSON.parse(l)) };
-}
-
-/** Runs `writ verify` over an export with the server's keys and checkpoint; the parsed report. */
-function verifyExport(text: string, keys: unknown, checkpoint: unknown): { status: number | null; out: any; raw: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'writ-front-export-'));
-  try {
-    writeFileSync(join(dir, 'export.jsonl'), text);
-    writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys));
-    writeFileSync(join(dir, 'cp.json'), JSON.stringify(checkpoint));
-    const r = spawnSync(
-      process.execPath,
-      [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')],
-      { encoding: 'utf8' },
-    );
-    let out: any;
-    try {
-      out = JSON.parse(r.stdout);
-    } catch {
-      out = undefined;
-    }
-    return { status: r.status, out, raw: r.stdout + r.stderr };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 describe(`HTTP fronts (${FRONT_KIND})`, () => {
   let fronts: TestServer;
   let plain: TestServer;
   let dir: string;
-  let clock: string;
+  let clock: PinnedClock;
   const policies = () => join(dir, 'policies');
-  const setClock = (t: string) => writeFileSync(clock, t);
+  const setClock = (t: string) => clock.set(t);
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'writ-fronts-'));
-    clock = join(dir, 'now');
-    setClock('2026-08-24T15:30:00+07:00');
+    clock = pinnedClock('2026-08-24T15:30:00+07:00', dir);
     // The fronts' server reads a copy of the policy dir (the reload test edits it); same content, same policy_version.
     cpSync(join(REPO, 'policies'), policies(), { recursive: true });
     [fronts, plain] = await Promise.all([
-      startTestServer({ policyDir: policies(), clockFile: clock, config: { http_threads: FRONTS } }),
-      startTestServer({ clockFile: clock, config: { http_threads: 0 } }),
+      startTestServer({ policyDir: policies(), clockFile: clock.file, config: { http_threads: FRONTS } }),
+      startTestServer({ clockFile: clock.file, config: { http_threads: 0 } }),
     ]);
   });
   after(async () => {
@@ -127,26 +95,21 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
         return parsed;
       };
       setClock('2026-08-24T15:30:00+07:00');
-      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read', 'propose')); // fresh allow, proposed
-      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read-x')); // fresh allow, invoking
+      await step('POST', '/v1/decisions', t.pep, readEmployeeBody('SEQ-read', { phase: 'propose' })); // fresh allow, proposed
+      await step('POST', '/v1/decisions', t.pep, readEmployeeBody('SEQ-read-x')); // fresh allow, invoking
       await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-early', phase: 'execute' })); // fresh deny (early)
       await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-other', action: { arguments: { employee_id: '9999' } } })); // deny: wrong account
-      const p = await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off' })); // approval_required
+      const off = offboardingBody({ execution_id: 'SEQ-off' });
+      const p = await step('POST', '/v1/decisions', t.pep, off); // approval_required
       setClock('2026-08-24T15:40:00+07:00');
-      await step('POST', '/v1/approvals', t.approver, {
-        actor: ACTOR,
-        execution_id: 'SEQ-off',
-        binding: p.binding,
-        envelope_digest: p.envelope_digest,
-        expires_at: '2026-08-24T20:00:00+07:00',
-      });
+      await step('POST', '/v1/approvals', t.approver, approvalOf(off, p, '2026-08-24T20:00:00+07:00'));
       setClock('2026-08-24T17:05:00+07:00');
       await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off', phase: 'execute' })); // allow with the approval
       await step('POST', '/v1/decisions', t.pep, offboardingBody({ execution_id: 'SEQ-off', phase: 'execute' })); // in flight
       await step('POST', '/v1/executions/SEQ-off/outcome', t.pep, { status: 'committed', downstream_ref: 'idp:audit:1' });
-      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read-x')); // still invoking: in flight
-      await step('POST', '/v1/decisions', t.pep, readBody('SEQ-read', 'propose', '7722')); // conflict
-      await step('POST', '/v1/decisions', t.pep2, readBody('SEQ-read')); // actor mismatch
+      await step('POST', '/v1/decisions', t.pep, readEmployeeBody('SEQ-read-x')); // still invoking: in flight
+      await step('POST', '/v1/decisions', t.pep, readEmployeeBody('SEQ-read', { phase: 'propose', subject: '7722' })); // conflict
+      await step('POST', '/v1/decisions', t.pep2, readEmployeeBody('SEQ-read')); // actor mismatch
       return { steps, from };
     };
     const a = await story(fronts);
@@ -231,18 +194,12 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const t = fronts.tokens;
     setClock('2026-08-24T17:05:00+07:00');
     // Toggle legal hold on a fresh subject, each change followed at once by a fresh decision, several times over.
-    const employee = (legalHold: boolean) => ({ ...offboardingEmployee({ employee_id: '7730', legal_hold: legalHold }) });
+    const employee = (legalHold: boolean) => offboardingEmployee({ employee_id: '7730', legal_hold: legalHold });
     for (let i = 0; i < 6; i++) {
       const hold = i % 2 === 0;
       const put = await call(fronts, 'PUT', '/v1/entities/Employee/7730', { token: t.admin, body: employee(hold) });
       assert.equal(put.status, 200, put.text);
-      const body = offboardingBody({
-        execution_id: `HOLD-${i}`,
-        phase: 'execute',
-        envelope: { subject: { type: 'Employee', id: '7730' } },
-        action: { arguments: { employee_id: '7730' } },
-      });
-      const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
+      const r = await decide(fronts, disableSignIn(`HOLD-${i}`, '7730'));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.entities_version, put.body.entities_version, `decision ${i} used the entities after the change`);
       // Fresh execution, no approval: the HR forbid always answers approval_required — unless legal hold denies.
@@ -281,13 +238,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const decider = async () => {
       while (changing) {
         const known = versions.length - 1; // the last change answered before this request is sent
-        const body = offboardingBody({
-          execution_id: `RACE-${n++}`,
-          phase: 'execute',
-          envelope: { subject: { type: 'Employee', id: '7731' } },
-          action: { arguments: { employee_id: '7731' } },
-        });
-        const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body });
+        const r = await decide(fronts, disableSignIn(`RACE-${n++}`, '7731'));
         assert.equal(r.status, 200, r.text);
         checked.push({ known, body: r.body });
       }
@@ -305,7 +256,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const t = fronts.tokens;
     const policyLoads = async () =>
       (await call(fronts, 'GET', '/v1/ledger/records?kind=policy&limit=1000', { token: t.auditor })).body.records.filter((r: any) => r.result === 'loaded');
-    const before = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-0') });
+    const before = await decide(fronts, readEmployeeBody('REL-0'));
     assert.equal(before.body.decision, 'allow', before.text);
     const v1 = before.body.policy_version;
     const loads = (await policyLoads()).length;
@@ -323,7 +274,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       'the swap',
     );
     for (let i = 0; i < 4; i++) {
-      const r = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody(`REL-1-${i}`) });
+      const r = await decide(fronts, readEmployeeBody(`REL-1-${i}`));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.policy_version, loaded.policy_version);
       assert.notEqual(r.body.policy_version, v1);
@@ -341,14 +292,14 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       async () => ((await call(fronts, 'GET', '/metrics')).text.match(/writ_policy_reloads_total\{result="ok"\} ([3-9]|\d\d)/) ? true : undefined),
       'the second swap',
     );
-    const back = await call(fronts, 'POST', '/v1/decisions', { token: t.pep, body: readBody('REL-2') });
+    const back = await decide(fronts, readEmployeeBody('REL-2'));
     assert.equal(back.body.policy_version, v1, back.text);
     assert.equal(back.body.decision, 'allow', back.text);
   });
 
   test('50 concurrent decisions on one execution id: one reservation, the rest refused as without fronts', async () => {
     const race = async (s: TestServer, id: string) => {
-      const results = await Promise.all(Array.from({ length: 50 }, () => call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id) })));
+      const results = await Promise.all(Array.from({ length: 50 }, () => decide(s, readEmployeeBody(id))));
       const decisions = (await call(s, 'GET', `/v1/ledger/records?kind=decision&execution_id=${id}&limit=1000`, { token: s.tokens.auditor })).body.records;
       const refusals = (await call(s, 'GET', `/v1/ledger/records?kind=refusal&execution_id=${id}&limit=1000`, { token: s.tokens.auditor })).body.records;
       const view = (await call(s, 'GET', `/v1/executions/${id}`, { token: s.tokens.pep })).body;
@@ -382,9 +333,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     assert.equal(p.refusals.length, 49);
 
     // 50 distinct ids at once: every one reserved once, in 50 distinct records.
-    const many = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody(`CONC-M-${i}`) })),
-    );
+    const many = await Promise.all(Array.from({ length: 50 }, (_, i) => decide(fronts, readEmployeeBody(`CONC-M-${i}`))));
     assert.deepEqual(
       many.map((r) => r.status),
       many.map(() => 200),
@@ -421,10 +370,10 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       assert.equal((await r.json()).error.code, 'METHOD_NOT_ALLOWED');
     }
     const cases: Array<[string, string, Parameters<typeof call>[3]]> = [
-      ['POST', '/v1/decisions', { body: readBody('PT-1') }],
-      ['POST', '/v1/decisions', { token: 'not-a-token', body: readBody('PT-1') }],
-      ['POST', '/v1/decisions', { token: t.auditor, body: readBody('PT-1') }],
-      ['POST', '/v1/decisions', { token: t.admin, body: readBody('PT-1') }],
+      ['POST', '/v1/decisions', { body: readEmployeeBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: 'not-a-token', body: readEmployeeBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: t.auditor, body: readEmployeeBody('PT-1') }],
+      ['POST', '/v1/decisions', { token: t.admin, body: readEmployeeBody('PT-1') }],
       ['GET', '/v1/nothing-here', { token: t.auditor }],
       ['GET', '/v1/ledger/records', { token: t.pep }],
     ];
@@ -442,15 +391,15 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('bad decision bodies are refused with the same status and code as without fronts', async () => {
     const t = fronts.tokens;
-    const { execution_id: _drop, ...noId } = readBody('BAD-0');
+    const { execution_id: _drop, ...noId } = readEmployeeBody('BAD-0');
     const cases: Array<[string, Parameters<typeof call>[3]]> = [
       ['truncated JSON', { token: t.pep, rawBody: '{"execution_id":' }],
       ['empty body', { token: t.pep, rawBody: '' }],
       ['not UTF-8', { token: t.pep, rawBody: Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]) }],
-      ['text/plain', { token: t.pep, rawBody: JSON.stringify(readBody('BAD-1')), headers: { 'content-type': 'text/plain' } }],
+      ['text/plain', { token: t.pep, rawBody: JSON.stringify(readEmployeeBody('BAD-1')), headers: { 'content-type': 'text/plain' } }],
       ['JSON array', { token: t.pep, rawBody: '[]' }],
       ['no execution id', { token: t.pep, body: noId }],
-      ['bad phase', { token: t.pep, body: { ...readBody('BAD-3'), phase: 'run' } }],
+      ['bad phase', { token: t.pep, body: { ...readEmployeeBody('BAD-3'), phase: 'run' } }],
       ['invalid envelope', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-4', envelope: { extra: 1 } }) }],
       ['execute_after without offset', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-5', envelope: { execute_after: '2026-08-24T17:00:00' } }) }],
       [
@@ -464,7 +413,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
           rawBody: JSON.stringify(offboardingBody({ execution_id: 'BAD-7' })).replace('"employee_id":"7721"', '"employee_id":"7721","employee_id":"7721"'),
         },
       ],
-      ['actor mismatch', { token: t.pep2, body: readBody('BAD-8') }],
+      ['actor mismatch', { token: t.pep2, body: readEmployeeBody('BAD-8') }],
       ['supersedes a missing execution', { token: t.pep, body: offboardingBody({ execution_id: 'BAD-9', envelope: { supersedes: 'NOPE' } }) }],
       ['over the body limit', { token: t.pep, rawBody: `{"a":"${'x'.repeat(1024 * 1024 + 10)}"}` }],
     ];
@@ -480,7 +429,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       const res = await fetch(`${s.url}/v1/decisions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${t.pep}` },
-        body: new TextEncoder().encode(JSON.stringify(readBody('BAD-2'))),
+        body: new TextEncoder().encode(JSON.stringify(readEmployeeBody('BAD-2'))),
       });
       return { status: res.status, body: await res.json() };
     };
@@ -517,7 +466,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
 
   test('a chunked decision body passes through and is decided like any other', async () => {
     const { port } = new URL(fronts.url);
-    const json = Buffer.from(JSON.stringify(readBody('CHUNKED-1')));
+    const json = Buffer.from(JSON.stringify(readEmployeeBody('CHUNKED-1')));
     const head =
       `POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${fronts.tokens.pep}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
@@ -529,7 +478,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
     const body = JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4).replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, ''));
     assert.equal(body.decision, 'allow');
     assert.equal(body.execution_id, 'CHUNKED-1');
-    const again = await call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody('CHUNKED-1') });
+    const again = await decide(fronts, readEmployeeBody('CHUNKED-1'));
     assert.equal(again.body.error?.code, 'EXECUTION_IN_FLIGHT', again.text);
   });
 
@@ -579,7 +528,7 @@ describe(`HTTP fronts (${FRONT_KIND})`, () => {
       );
     }
     // The first one still answers, and every decision on its port is still its own.
-    const r = await call(fronts, 'POST', '/v1/decisions', { token: fronts.tokens.pep, body: readBody('PORT-1') });
+    const r = await decide(fronts, readEmployeeBody('PORT-1'));
     assert.equal(r.status, 200, r.text);
     const seen = await call(fronts, 'GET', `/v1/ledger/records/${r.body.record.seq}`, { token: fronts.tokens.auditor });
     assert.equal(seen.body.hash, r.body.record.hash);
@@ -592,7 +541,7 @@ describe('a single HTTP front (http_threads: 1) is a thread on every Node, alone
     try {
       // A thread even where Node has no SO_REUSEPORT (Node 20): one front shares the port with nobody.
       assert.match(s.output(), /writ serve: 1 HTTP front thread \(http_threads\)/, s.output());
-      const d = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody('ONE-1') });
+      const d = await decide(s, readEmployeeBody('ONE-1'));
       assert.equal(d.status, 200, d.text);
       assert.equal(d.body.decision, 'allow');
       assert.equal(d.body.state, 'invoking');
@@ -630,13 +579,13 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
       const s = await startTestServer({ dataDir, config: { http_threads: FRONTS } });
       // Warm up (the first decision loads the engine), then a burst: SIGTERM lands with the first answer of
       // the burst, while the rest are in flight; a trickle keeps arriving during the shutdown.
-      const warm = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody('TERM-warm') });
+      const warm = await decide(s, readEmployeeBody('TERM-warm'));
       assert.equal(warm.status, 200, warm.text);
       let stopping: Promise<number | null> | undefined;
       let answeredAfterTerm = 0;
-      const decide = async (id: string) => {
+      const decideWhileStopping = async (id: string) => {
         try {
-          const r = await call(s, 'POST', '/v1/decisions', { token: s.tokens.pep, body: readBody(id), timeoutMs: 20_000 });
+          const r = await decide(s, readEmployeeBody(id), { timeoutMs: 20_000 });
           if (r.status === 200) {
             if (stopping) answeredAfterTerm++;
             stopping ??= s.stop({ keepData: true });
@@ -646,11 +595,11 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
           return { status: 0, body: undefined, text: (e as Error).message };
         }
       };
-      const burst = Array.from({ length: 80 }, (_, i) => decide(`TERM-${i}`));
+      const burst = Array.from({ length: 80 }, (_, i) => decideWhileStopping(`TERM-${i}`));
       const trickle = Array.from({ length: 20 }, async (_, i) => {
         // Arrivals spread over the stop (one every 5 ms): the pace is the scenario, not a wait for something.
         await new Promise((r) => setTimeout(r, 5 * i));
-        return decide(`TERM-late-${i}`);
+        return decideWhileStopping(`TERM-late-${i}`);
       });
       const results = [warm, ...(await Promise.all([...burst, ...trickle]))];
       const code = await (stopping ?? s.stop({ keepData: true }));
@@ -686,7 +635,7 @@ describe(`HTTP fronts (${FRONT_KIND}): SIGTERM with decisions in flight`, () => 
         assert.equal(v.status, 0, v.raw);
         assert.equal(v.out.ok, true, v.raw);
         // Each acknowledged execution is reserved: the same id again is in flight, not decided anew.
-        const again = await call(s2, 'POST', '/v1/decisions', { token: s2.tokens.pep, body: readBody(acked[0].execution_id) });
+        const again = await decide(s2, readEmployeeBody(acked[0].execution_id));
         assert.equal(again.body.error?.code, 'EXECUTION_IN_FLIGHT', again.text);
       } finally {
         assert.equal(await s2.stop({ keepData: true }), 0);
@@ -728,8 +677,7 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
       ],
     });
     // One fixed PDP time for both, so the records' `now` compare equal.
-    writeFileSync(join(dir, 'now'), '2026-08-24T15:30:00+07:00');
-    const clockFile = join(dir, 'now');
+    const clockFile = pinnedClock('2026-08-24T15:30:00+07:00', dir).file;
     [fronts, plain] = await Promise.all([
       startTestServer({ policyDir: dir, clockFile, config: config(FRONTS) }),
       startTestServer({ policyDir: dir, clockFile, config: config(0) }),
@@ -741,15 +689,7 @@ describe(`HTTP fronts (${FRONT_KIND}): AuthZEN`, () => {
     assert.deepEqual(codes, [0, 0], 'SIGTERM exits 0');
   });
 
-  const records = async (s: TestServer) => {
-    const r = await call(s, 'GET', '/v1/ledger/export', { token: TOKENS.auditor });
-    assert.equal(r.status, 200, r.text);
-    return r.text
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l))
-      .filter((x) => x.kind === 'decision');
-  };
+  const records = async (s: TestServer) => (await exportLedger(s, TOKENS.auditor)).records.filter((x) => x.kind === 'decision');
   const user = (id: string) => ({ type: 'user', id });
   const doc = (id: string) => ({ type: 'doc', id });
   const read = (who: string, what: string) => ({ subject: user(who), action: { name: 'read' }, resource: doc(what) });

@@ -21,6 +21,13 @@ export const offboardingEmployee = (over: Record<string, unknown>) => ({
   parents: [],
 });
 
+/** The body of an approval of decision request `request`, bound to its answer `p` (binding, envelope digest). */
+export const approvalOf = (
+  request: { execution_id: string; envelope: { actor: unknown } },
+  p: { binding: string; envelope_digest: string },
+  expires_at: string,
+) => ({ actor: request.envelope.actor, execution_id: request.execution_id, binding: p.binding, envelope_digest: p.envelope_digest, expires_at });
+
 export function offboardingSteps(s: TestServer) {
   const t = s.tokens;
   const propose = offboardingBody();
@@ -33,16 +40,7 @@ export function offboardingSteps(s: TestServer) {
   };
   /** An HR approval of the proposal `p` (its binding and envelope digest); the approval id. */
   const approve = async (p: { binding: string; envelope_digest: string }) => {
-    const r = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: {
-        actor: propose.envelope.actor,
-        execution_id: propose.execution_id,
-        binding: p.binding,
-        envelope_digest: p.envelope_digest,
-        expires_at: '2026-08-24T23:00:00+07:00',
-      },
-    });
+    const r = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: approvalOf(propose, p, '2026-08-24T23:00:00+07:00') });
     assert.equal(r.status, 201, r.text);
     return r.body.approval_id as string;
   };

@@ -201,6 +201,29 @@ export async function call(
   return { status: res.status, body: parsed, text };
 }
 
+/** POST /v1/decisions with `body`, as the PEP unless another token is given. */
+export function decide(server: { url: string; tokens: TestTokens }, body: unknown, opts: { token?: string; timeoutMs?: number } = {}) {
+  return call(server, 'POST', '/v1/decisions', { token: opts.token ?? server.tokens.pep, body, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
+}
+
+/**
+ * A read of an employee's record (hris/read_employee, which the bundled policies allow at once): an
+ * execute unless `phase` says otherwise, about employee 7721 unless `subject` names another (envelope and
+ * arguments alike); `args` replaces the arguments alone.
+ */
+export function readEmployeeBody(
+  execution_id: string,
+  over: { phase?: 'propose' | 'execute'; subject?: string; args?: Record<string, unknown>; supersedes?: string | null } = {},
+) {
+  const subject = over.subject ?? '7721';
+  return offboardingBody({
+    execution_id,
+    phase: over.phase ?? 'execute',
+    envelope: { subject: { type: 'Employee', id: subject }, ...(over.supersedes !== undefined ? { supersedes: over.supersedes } : {}) },
+    action: { server: 'hris', tool: 'read_employee', arguments: over.args ?? { employee_id: subject } },
+  });
+}
+
 /** The offboarding envelope of the contract, with overrides. */
 export function offboardingBody(
   over: { execution_id?: string; phase?: 'propose' | 'execute'; envelope?: Record<string, unknown>; action?: Record<string, unknown> } = {},

@@ -4,39 +4,32 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { call, offboardingBody, startTestServer, WRIT_BIN, type TestServer } from '../helpers/server.js';
-
-/** The HR record's termination facts (the bundled example takes them from the store, §17). */
-const TERMINATION = { termination_event: 'hris:termination:99108', terminates_at: { __extn: { fn: 'datetime', arg: '2026-08-24T10:00:00Z' } } };
+import { call, decide, offboardingBody, readEmployeeBody, startTestServer, type TestServer } from '../helpers/server.js';
+import { pinnedClock, type PinnedClock } from '../helpers/clock.js';
+import { exportLedger, verifyExport } from '../helpers/ledger-export.js';
+import { approvalOf, offboardingEmployee } from '../helpers/offboarding.js';
 
 const AGENT = 'Agent%3A%3A%22offboarding-agent-prod%22';
 
 describe('decisions, executions, approvals and the ledger over HTTP', () => {
   let s: TestServer;
-  let clockDir: string;
-  let clock: string;
-  const setClock = (t: string) => writeFileSync(clock, t);
+  let clock: PinnedClock;
+  const setClock = (t: string) => clock.set(t);
 
   before(async () => {
-    clockDir = mkdtempSync(join(tmpdir(), 'writ-clock-'));
-    clock = join(clockDir, 'now');
-    setClock('2026-08-24T15:30:00+07:00');
-    s = await startTestServer({ clockFile: clock });
+    clock = pinnedClock('2026-08-24T15:30:00+07:00');
+    s = await startTestServer({ clockFile: clock.file });
   });
   after(async () => {
     const code = await s.stop();
-    rmSync(clockDir, { recursive: true, force: true });
+    clock.dispose();
     assert.equal(code, 0, 'SIGTERM exits 0');
   });
 
   test('the offboarding story: approval_required → approve → early deny → allow → committed', async () => {
     const t = s.tokens;
     setClock('2026-08-24T15:30:00+07:00');
-    const proposed = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody() });
+    const proposed = await decide(s, offboardingBody());
     assert.equal(proposed.status, 200, proposed.text);
     assert.equal(proposed.body.decision, 'approval_required');
     assert.equal(proposed.body.state, 'proposed');
@@ -49,13 +42,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.match(proposed.body.entities_version, /^sha256:/);
     assert.equal(typeof proposed.body.record.seq, 'number');
 
-    const approvalBody = {
-      actor: { type: 'Agent', id: 'offboarding-agent-prod' },
-      execution_id: 'OFF-2048:disable-sign-in',
-      binding: proposed.body.binding,
-      envelope_digest: proposed.body.envelope_digest,
-      expires_at: '2026-08-24T20:00:00+07:00',
-    };
+    const approvalBody = approvalOf(offboardingBody(), proposed.body, '2026-08-24T20:00:00+07:00');
     // An approver outside HR may approve, but that does not satisfy the policy.
     const itApproval = await call(s, 'POST', '/v1/approvals', { token: t.approver2, body: approvalBody });
     assert.equal(itApproval.status, 201, itApproval.text);
@@ -65,20 +52,20 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.match(hrApproval.body.approval_id, /\S/);
 
     setClock('2026-08-24T16:00:00+07:00');
-    const early = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ phase: 'execute' }) });
+    const early = await decide(s, offboardingBody({ phase: 'execute' }));
     assert.equal(early.status, 200, early.text);
     assert.equal(early.body.decision, 'deny');
     assert.ok(early.body.reasons.includes('not-before-execute-after'));
     assert.equal(early.body.state, 'proposed');
 
     setClock('2026-08-24T17:05:00+07:00');
-    const allowed = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ phase: 'execute' }) });
+    const allowed = await decide(s, offboardingBody({ phase: 'execute' }));
     assert.equal(allowed.status, 200, allowed.text);
     assert.equal(allowed.body.decision, 'allow');
     assert.equal(allowed.body.state, 'invoking');
     assert.equal(allowed.body.approval_used, hrApproval.body.approval_id);
 
-    const again = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ phase: 'execute' }) });
+    const again = await decide(s, offboardingBody({ phase: 'execute' }));
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'EXECUTION_IN_FLIGHT');
 
@@ -90,7 +77,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(done.body.state, 'committed');
     const twice = await call(s, 'POST', '/v1/executions/OFF-2048:disable-sign-in/outcome', { token: t.pep, body: { status: 'committed' } });
     assert.equal(twice.body.error.code, 'EXECUTION_TERMINAL');
-    const retry = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: offboardingBody({ phase: 'execute' }) });
+    const retry = await decide(s, offboardingBody({ phase: 'execute' }));
     assert.equal(retry.status, 409);
     assert.equal(retry.body.error.code, 'EXECUTION_TERMINAL');
 
@@ -115,39 +102,21 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
       action: { arguments: { employee_id: '7722' } },
     });
     // Employee 7722 is created by the admin for this test.
-    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', {
-      token: t.admin,
-      body: {
-        attrs: { ...TERMINATION, employee_id: '7722', status: 'active', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
-        parents: [],
-      },
-    });
+    const put = await call(s, 'PUT', '/v1/entities/Employee/7722', { token: t.admin, body: offboardingEmployee({ employee_id: '7722' }) });
     assert.equal(put.status, 200, put.text);
-    const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
+    const p = await decide(s, body);
     assert.equal(p.body.decision, 'approval_required', p.text);
-    const a = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: {
-        actor: body.envelope.actor,
-        execution_id: body.execution_id,
-        binding: p.body.binding,
-        envelope_digest: p.body.envelope_digest,
-        expires_at: '2026-08-24T23:00:00+07:00',
-      },
-    });
+    const a = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: approvalOf(body, p.body, '2026-08-24T23:00:00+07:00') });
     assert.equal(a.status, 201);
     setClock('2026-08-24T17:30:00+07:00');
     // The subject's record changes: the approval no longer counts.
     const changed = await call(s, 'PUT', '/v1/entities/Employee/7722', {
       token: t.admin,
-      body: {
-        attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: false, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
-        parents: [],
-      },
+      body: offboardingEmployee({ employee_id: '7722', status: 'terminating' }),
     });
     assert.equal(changed.status, 200);
     assert.notEqual(changed.body.entities_version, put.body.entities_version);
-    const e1 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
+    const e1 = await decide(s, { ...body, phase: 'execute' });
     assert.equal(e1.body.decision, 'approval_required', e1.text);
     const v = await call(s, 'GET', `/v1/executions/${body.execution_id}`, { token: t.pep });
     assert.equal(v.body.approvals[0].valid, false);
@@ -155,23 +124,11 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     // Legal hold: deny, even with a fresh approval.
     await call(s, 'PUT', '/v1/entities/Employee/7722', {
       token: t.admin,
-      body: {
-        attrs: { ...TERMINATION, employee_id: '7722', status: 'terminating', legal_hold: true, manager: { __entity: { type: 'User', id: 'manager-1842' } } },
-        parents: [],
-      },
+      body: offboardingEmployee({ employee_id: '7722', status: 'terminating', legal_hold: true }),
     });
-    const a2 = await call(s, 'POST', '/v1/approvals', {
-      token: t.approver,
-      body: {
-        actor: body.envelope.actor,
-        execution_id: body.execution_id,
-        binding: p.body.binding,
-        envelope_digest: p.body.envelope_digest,
-        expires_at: '2026-08-24T23:00:00+07:00',
-      },
-    });
+    const a2 = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: approvalOf(body, p.body, '2026-08-24T23:00:00+07:00') });
     assert.equal(a2.status, 201);
-    const e2 = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
+    const e2 = await decide(s, { ...body, phase: 'execute' });
     assert.equal(e2.body.decision, 'deny', e2.text);
     assert.ok(e2.body.reasons.includes('legal-hold'));
     // Revocation: only by the approver who gave it.
@@ -193,14 +150,8 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     setClock('2026-08-24T15:30:00+07:00');
     // Another call than OFF-2048's, which ran: the same one would be a duplicate consequence (§17).
     const body = offboardingBody({ execution_id: 'OFF-4000:disable', action: { arguments: { employee_id: '7721', ticket: 'OFF-4000' } } });
-    const p = await call(s, 'POST', '/v1/decisions', { token: t.pep, body });
-    const base = {
-      actor: body.envelope.actor,
-      execution_id: body.execution_id,
-      binding: p.body.binding,
-      envelope_digest: p.body.envelope_digest,
-      expires_at: '2026-08-24T20:00:00+07:00',
-    };
+    const p = await decide(s, body);
+    const base = approvalOf(body, p.body, '2026-08-24T20:00:00+07:00');
     for (const wrong of [
       { ...base, binding: `writ-bind/1:sha256:${'0'.repeat(64)}` },
       { ...base, envelope_digest: `sha256:${'0'.repeat(64)}` },
@@ -236,7 +187,7 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     const short = await call(s, 'POST', '/v1/approvals', { token: t.approver, body: { ...base, expires_at: '2026-08-24T17:10:00+07:00' } });
     assert.equal(short.status, 201);
     setClock('2026-08-24T17:20:00+07:00');
-    const e = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: { ...body, phase: 'execute' } });
+    const e = await decide(s, { ...body, phase: 'execute' });
     assert.equal(e.body.decision, 'approval_required');
     const v = await call(s, 'GET', `/v1/executions/${body.execution_id}`, { token: t.pep });
     assert.equal(v.body.approvals[0].invalid_reason, 'expired');
@@ -245,30 +196,28 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
   test('conflicts, actor isolation and 20 concurrent executes', async () => {
     const t = s.tokens;
     setClock('2026-08-24T15:30:00+07:00');
-    const read = (id: string, args: Record<string, unknown> = { employee_id: '7721' }, phase: 'propose' | 'execute' = 'execute') =>
-      offboardingBody({ execution_id: id, phase, action: { server: 'hris', tool: 'read_employee', arguments: args } });
-    const first = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('R-1', undefined, 'propose') });
+    const first = await decide(s, readEmployeeBody('R-1', { phase: 'propose' }));
     assert.equal(first.body.decision, 'allow', first.text);
     assert.equal(first.body.state, 'proposed');
-    const conflict = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('R-1', { employee_id: '7722' }, 'propose') });
+    const conflict = await decide(s, readEmployeeBody('R-1', { phase: 'propose', args: { employee_id: '7722' } }));
     assert.equal(conflict.status, 409);
     assert.equal(conflict.body.error.code, 'EXECUTION_CONFLICT');
-    const envConflict = await call(s, 'POST', '/v1/decisions', {
-      token: t.pep,
-      body: { ...read('R-1', undefined, 'propose'), envelope: { ...read('R-1').envelope, purpose: 'other' } },
+    const envConflict = await decide(s, {
+      ...readEmployeeBody('R-1', { phase: 'propose' }),
+      envelope: { ...readEmployeeBody('R-1').envelope, purpose: 'other' },
     });
     assert.equal(envConflict.body.error.code, 'EXECUTION_CONFLICT');
     // Another actor's token cannot see or act on it, and cannot claim another actor.
     const other = await call(s, 'GET', '/v1/executions/R-1', { token: t.pep2 });
     assert.equal(other.status, 404);
     assert.equal(other.body.error.code, 'EXECUTION_NOT_FOUND');
-    const mismatch = await call(s, 'POST', '/v1/decisions', { token: t.pep2, body: read('R-1') });
+    const mismatch = await decide(s, readEmployeeBody('R-1'), { token: t.pep2 });
     assert.equal(mismatch.status, 403);
     assert.equal(mismatch.body.error.code, 'ACTOR_MISMATCH');
     const notInvoking = await call(s, 'POST', '/v1/executions/R-1/outcome', { token: t.pep, body: { status: 'committed' } });
     assert.equal(notInvoking.body.error.code, 'EXECUTION_NOT_INVOKING');
 
-    const results = await Promise.all(Array.from({ length: 20 }, () => call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('R-CONC') })));
+    const results = await Promise.all(Array.from({ length: 20 }, () => decide(s, readEmployeeBody('R-CONC'))));
     const wins = results.filter((r) => r.status === 200);
     assert.equal(wins.length, 1, JSON.stringify(results.map((r) => r.status)));
     assert.equal(wins[0]!.body.state, 'invoking');
@@ -280,17 +229,10 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
 
   test('unknown outcome, reconciliation and supersession', async () => {
     const t = s.tokens;
-    const read = (id: string, supersedes: string | null = null) =>
-      offboardingBody({
-        execution_id: id,
-        phase: 'execute',
-        envelope: { supersedes },
-        action: { server: 'hris', tool: 'read_employee', arguments: { employee_id: '7721' } },
-      });
-    assert.equal((await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-1') })).body.state, 'invoking');
+    assert.equal((await decide(s, readEmployeeBody('U-1'))).body.state, 'invoking');
     const unknown = await call(s, 'POST', '/v1/executions/U-1/outcome', { token: t.pep, body: { status: 'unknown', detail: 'timeout' } });
     assert.equal(unknown.body.state, 'unknown');
-    const retry = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-1') });
+    const retry = await decide(s, readEmployeeBody('U-1'));
     assert.equal(retry.body.error.code, 'EXECUTION_TERMINAL');
     const notUnknown = await call(s, 'POST', `/v1/executions/R-1/reconcile?actor=${AGENT}`, {
       token: t.reconciler,
@@ -312,13 +254,13 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(rec.body.state, 'reconciled');
     const v = await call(s, 'GET', '/v1/executions/U-1', { token: t.pep });
     assert.equal(v.body.resolution, 'absent');
-    const next = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-2', 'U-1') });
+    const next = await decide(s, readEmployeeBody('U-2', { supersedes: 'U-1' }));
     assert.equal(next.status, 200, next.text);
     assert.equal(next.body.decision, 'allow');
-    const second = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-3', 'U-1') });
+    const second = await decide(s, readEmployeeBody('U-3', { supersedes: 'U-1' }));
     assert.equal(second.status, 409);
     assert.equal(second.body.error.code, 'EXECUTION_SUPERSEDED');
-    const missing = await call(s, 'POST', '/v1/decisions', { token: t.pep, body: read('U-4', 'NOPE') });
+    const missing = await decide(s, readEmployeeBody('U-4', { supersedes: 'NOPE' }));
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'EXECUTION_NOT_FOUND');
     const view = await call(s, 'GET', '/v1/executions/U-1', { token: t.pep });
@@ -401,30 +343,16 @@ describe('decisions, executions, approvals and the ledger over HTTP', () => {
     assert.equal(keys.body.keys.length, 1);
     const cp = await call(s, 'GET', '/v1/ledger/checkpoint', { token: t.auditor });
     assert.equal(cp.body.kind, 'checkpoint');
-    const exported = await call(s, 'GET', '/v1/ledger/export', { token: t.auditor });
-    const lines = exported.text.trim().split('\n');
-    const size = lines.length;
+    const exported = await exportLedger(s);
+    const size = exported.records.length;
     const inc = await call(s, 'GET', `/v1/ledger/proofs/inclusion?seq=2&size=${size}`, { token: t.auditor });
     assert.ok(Array.isArray(inc.body.path));
     const cons = await call(s, 'GET', `/v1/ledger/proofs/consistency?from=${cp.body.size}&to=${size}`, { token: t.auditor });
     assert.ok(Array.isArray(cons.body.path));
-    const dir = mkdtempSync(join(tmpdir(), 'writ-export-'));
-    try {
-      writeFileSync(join(dir, 'export.jsonl'), exported.text);
-      writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys.body));
-      writeFileSync(join(dir, 'cp.json'), JSON.stringify(cp.body));
-      const r = spawnSync(
-        process.execPath,
-        [WRIT_BIN, 'verify', join(dir, 'export.jsonl'), '--keys', join(dir, 'keys.json'), '--checkpoint', join(dir, 'cp.json')],
-        { encoding: 'utf8' },
-      );
-      assert.equal(r.status, 0, r.stdout + r.stderr);
-      const out = JSON.parse(r.stdout);
-      assert.equal(out.ok, true);
-      assert.equal(out.records, size);
-      assert.equal(out.head, JSON.parse(lines[size - 1]!).hash);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const v = verifyExport(exported.text, keys.body, cp.body);
+    assert.equal(v.status, 0, v.raw);
+    assert.equal(v.out.ok, true);
+    assert.equal(v.out.records, size);
+    assert.equal(v.out.head, exported.records[size - 1].hash);
   });
 });

@@ -163,6 +163,19 @@ test('openapi: error responses use the Error schema and name the contract codes'
   }
 });
 
+test('openapi: every POST and PUT reads a body: its request body, 413 and 415 (docs/protocol.md §8)', () => {
+  for (const [path, item] of Object.entries(doc.paths as Obj)) {
+    for (const method of ['post', 'put']) {
+      const op = item[method];
+      if (!op) continue;
+      assert.ok(op.requestBody, `${method} ${path} request body`);
+      assert.match(op.responses['413']?.description ?? '', /PAYLOAD_TOO_LARGE/, `${method} ${path} 413`);
+      assert.match(op.responses['415']?.description ?? '', /UNSUPPORTED_MEDIA_TYPE/, `${method} ${path} 415`);
+    }
+  }
+  assert.equal(doc.paths['/v1/approvals/{id}/revoke'].post.requestBody.required, false);
+});
+
 test('openapi: auditor and reconciler parameters', () => {
   const params = (m: string, p: string) => (doc.paths[p][m].parameters as Obj[]).map((x) => `${x.in}:${x.name}:${x.required}`);
   assert.ok(params('post', '/v1/executions/{id}/reconcile').includes('query:actor:true'));
