@@ -271,6 +271,38 @@ function resourceKeyOf(plan: ActionPlan, resource: Uid, entities: EntitySource, 
   return ['any resource of type', resource.type];
 }
 
+/**
+ * The parts of a decision's key, in key order: everything its evaluations read — the kept set, actor,
+ * server, tool, the resource as resourceKeyOf names it, the requester, `context`, the approvals in
+ * evaluation order with their approvers (approval_used names one) and the entities_version the slice is
+ * cut from. For the memo `context` is the narrowed context; for a residual program it is the context's
+ * shape (its strings and datetimes are what the program is evaluated on), the parts lead with
+ * 'residual' and carry no approvals (a residual program answers only decisions without any: planCall).
+ * Both keys are built here, so an input a decision reads cannot be keyed in one and missed in the other.
+ */
+function decisionKeyParts(kind: 'memo' | 'residual', plan: ActionPlan, input: DecisionInput, context: unknown): unknown[] {
+  // Both keys have nine parts, filled in order into a literal of that length, packed and sized exactly (push
+  // would grow a larger store; new Array(9) is holey, which JSON.stringify encodes on its slow path): this
+  // runs on every decision.
+  const parts: unknown[] = [null, null, null, null, null, null, null, null, null];
+  let i = 0;
+  if (kind === 'residual') parts[i++] = 'residual';
+  parts[i++] = plan.setId;
+  parts[i++] = input.actor;
+  parts[i++] = input.server;
+  parts[i++] = input.tool;
+  parts[i++] = resourceKeyOf(plan, input.subject, input.entities);
+  parts[i++] = requesterOf(input.envelope);
+  parts[i++] = context;
+  if (kind === 'memo') {
+    const approvals: unknown[] = [];
+    for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
+    parts[i++] = approvals;
+  }
+  parts[i] = input.entities.version;
+  return parts;
+}
+
 /** One Cedar evaluation, already reduced to what writ needs. */
 interface Evaluation {
   /** Cedar allowed and nothing errored. */
@@ -560,13 +592,6 @@ export class PolicyEngine {
   }
 
   /**
-   * The memo key of a decision (memo.ts): everything evaluateOrThrow's evaluations read — the kept set,
-   * principal, action, resource, the narrowed context (`now` with it when a kept policy reads it), the
-   * approvals in evaluation order with their approvers (approval_used names one), the slice's roots and
-   * the entities_version the slice is cut from. Undefined when the memo is off or the input cannot be
-   * keyed exactly; throws where evaluateOrThrow would (a malformed envelope).
-   */
-  /**
    * Whether a decision on this action can observe `context.prior` (a kept policy names it, or reads the
    * context whole): only then must the writer check that the counts are still the ones evaluated.
    */
@@ -575,26 +600,16 @@ export class PolicyEngine {
     return keys === undefined || keys.includes('prior');
   }
 
+  /**
+   * The memo key of a decision (memo.ts): everything evaluateOrThrow's evaluations read, as
+   * decisionKeyParts lists it, with the narrowed context (`now` with it when a kept policy reads it).
+   * Undefined when the memo is off or the input cannot be keyed exactly; throws where evaluateOrThrow
+   * would (a malformed envelope).
+   */
   memoKeyOf(input: DecisionInput): string | undefined {
     if (this.memo === undefined) return undefined;
     const plan = this.planFor(`${input.server}/${input.tool}`);
-    return this.memoKeyFor(plan, input, narrowed(buildCedarContext(input), plan.contextKeys));
-  }
-
-  private memoKeyFor(plan: ActionPlan, input: DecisionInput, narrowedContext: Record<string, unknown>): string | undefined {
-    const approvals: unknown[] = [];
-    for (const a of sortedByApprovalTime(input.approvals)) approvals.push([a.approval_id, a.approver]);
-    return memoKeyText([
-      plan.setId,
-      input.actor,
-      input.server,
-      input.tool,
-      resourceKeyOf(plan, input.subject, input.entities),
-      requesterOf(input.envelope),
-      narrowedContext,
-      approvals,
-      input.entities.version,
-    ]);
+    return memoKeyText(decisionKeyParts('memo', plan, input, narrowed(buildCedarContext(input), plan.contextKeys)));
   }
 
   /**
@@ -616,7 +631,7 @@ export class PolicyEngine {
       entities: withAttributes(decisionEntitySlice(input, plan), plan.entityAttributes),
     });
     return {
-      memoKey: this.memo === undefined ? undefined : this.memoKeyFor(plan, input, context),
+      memoKey: this.memo === undefined ? undefined : memoKeyText(decisionKeyParts('memo', plan, input, context)),
       call,
       residual: () => this.residualOutcome(plan, input, context, call),
     };
@@ -624,7 +639,7 @@ export class PolicyEngine {
 
   /**
    * The decision from a residual program (residual.ts), or undefined when Cedar itself must evaluate it.
-   * The program's key is the memo key with every top-level context string and datetime left out (those
+   * The program's key (decisionKeyParts) is the memo key with every top-level context string and datetime left out (those
    * values are what the program is evaluated on); it is made by Cedar's partial evaluation the second time its key is seen —
    * a shape asked once never costs one — and partial evaluations (which parse the kept policies again)
    * take at most a share of the time (1/20 unless told): after one that took d ms, none starts for 19·d ms.
@@ -634,17 +649,7 @@ export class PolicyEngine {
     if (residuals === undefined || this.schemaName !== undefined) return undefined;
     const shape = contextShapeOf(context);
     if (shape === undefined) return undefined;
-    const key = memoKeyText([
-      'residual',
-      plan.setId,
-      input.actor,
-      input.server,
-      input.tool,
-      resourceKeyOf(plan, input.subject, input.entities),
-      requesterOf(input.envelope),
-      shape.shape,
-      input.entities.version,
-    ]);
+    const key = memoKeyText(decisionKeyParts('residual', plan, input, shape.shape));
     if (key === undefined) return undefined;
     const version = input.entities.version;
     let program = residuals.get(key, version);
