@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { migrate, SCHEMA_VERSION } from '../../src/store/postgres/schema.js';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { WritError } from '../../src/errors.js';
-import { freePort, sharedPostgres } from '../helpers/postgres.js';
+import { migrate, SCHEMA_VERSION } from '../../../src/store/postgres/schema.js';
+import { PgStore } from '../../../src/store/postgres/pg-store.js';
+import { WritError } from '../../../src/errors.js';
+import { freePort, sharedPostgres } from '../../helpers/postgres.js';
 
 test('migration: eight concurrent runs on a fresh database all succeed, and leave one schema', async () => {
   const url = await (await sharedPostgres()).createDatabase();

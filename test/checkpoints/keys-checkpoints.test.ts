@@ -10,7 +10,7 @@ import { recordLine, type LedgerRecord } from '../../src/ledger/record.js';
 import { hashToBytes } from '../../src/ledger/merkle/hasher.js';
 import { verifyConsistency } from '../../src/ledger/merkle/verify.js';
 import { WritError } from '../../src/errors.js';
-import { runWrit, tempDir } from './helpers.js';
+import { runWrit, tempDir } from '../store/helpers.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const raw = (b64: string) => Buffer.from(b64, 'base64');

@@ -5,10 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { recordLine, ZERO_HASH } from '../../src/ledger/record.js';
-import { WritError } from '../../src/errors.js';
-import { sharedPostgres } from '../helpers/postgres.js';
+import { PgStore } from '../../../src/store/postgres/pg-store.js';
+import { recordLine, ZERO_HASH } from '../../../src/ledger/record.js';
+import { WritError } from '../../../src/errors.js';
+import { sharedPostgres } from '../../helpers/postgres.js';
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
